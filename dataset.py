@@ -1,0 +1,851 @@
+"""Loading, validating, indexing and searching the two data files.
+
+`load_dataset(data_dir)` reads `reviews.json` and `insights.json`, validates them
+against the JSON Schemas in `schemas/` plus the cross-file rules, and returns an
+immutable `Dataset` whose indexes make selective searches independent of the data
+size. `run_search(dataset, args)` is the one search function behind both
+`GET /api/reviews/search` and the MCP tool `search_reviews`.
+
+`DataStore` holds the current snapshot, reloads it when the files change (polled,
+or on request) and tells listeners about every swap.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import heapq
+import itertools
+import json
+import logging
+import math
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
+
+import referencing
+import referencing.jsonschema
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+log = logging.getLogger("reviewsd.data")
+
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+SCHEMA_BASE = "https://reviewsd.invalid/schemas/"
+REVIEWS_FILE = "reviews.json"
+INSIGHTS_FILE = "insights.json"
+DATA_FILES = (REVIEWS_FILE, INSIGHTS_FILE)
+DEFAULT_LIMIT = 20
+
+
+# --------------------------------------------------------------------------- schemas
+
+
+def _load_schemas() -> dict[str, dict]:
+    return {p.name: json.loads(p.read_text("utf-8")) for p in sorted(SCHEMA_DIR.glob("*.schema.json"))}
+
+
+SCHEMAS: Mapping[str, dict] = _load_schemas()
+REGISTRY: referencing.Registry = referencing.Registry().with_resources(
+    (schema["$id"], referencing.jsonschema.DRAFT202012.create_resource(schema)) for schema in SCHEMAS.values()
+)
+
+
+def validator(schema_file: str) -> Draft202012Validator:
+    """A draft 2020-12 validator (formats checked) for one of the files in schemas/."""
+    return Draft202012Validator(
+        SCHEMAS[schema_file], registry=REGISTRY, format_checker=Draft202012Validator.FORMAT_CHECKER
+    )
+
+
+REVIEWS_VALIDATOR = validator("reviews.schema.json")
+INSIGHTS_VALIDATOR = validator("insights.schema.json")
+SEARCH_PARAMS_SCHEMA = SCHEMAS["search-params.schema.json"]
+SEARCH_PARAMS_VALIDATOR = validator("search-params.schema.json")
+
+
+# --------------------------------------------------------------------------- problems
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a data file is refused: which file, where in it, which rule."""
+
+    file: str
+    path: str
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.path}: {self.rule}: {self.message}"
+
+
+class DataError(Exception):
+    """The data files cannot be served; `problems` lists every reason."""
+
+    def __init__(self, problems: Sequence[Problem]):
+        self.problems = list(problems)
+        shown = "; ".join(map(str, self.problems[:3]))
+        more = f" (and {len(self.problems) - 3} more)" if len(self.problems) > 3 else ""
+        super().__init__(f"{len(self.problems)} problem(s): {shown}{more}")
+
+
+def json_path(parts: Iterable[Any]) -> str:
+    """`$.reviews[3].rating` from a jsonschema-style path."""
+    out = "$"
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part):
+            out += f".{part}"
+        else:
+            out += "[" + json.dumps(part, ensure_ascii=False) + "]"
+    return out
+
+
+def schema_problems(file: str, doc: Any, schema_validator: Draft202012Validator) -> list[Problem]:
+    errors = sorted(schema_validator.iter_errors(doc), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
+    return [
+        Problem(file, json_path(e.absolute_path), f"schema:{e.validator}", _short(e.message)) for e in errors
+    ]
+
+
+def _short(message: str, limit: int = 300) -> str:
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class RawFile:
+    name: str
+    content: bytes
+    sha256: str
+
+
+def read_file(data_dir: Path, name: str) -> RawFile:
+    path = Path(data_dir) / name
+    try:
+        content = path.read_bytes()
+    except OSError as exc:
+        raise DataError([Problem(name, "$", "readable", f"cannot read {path}: {exc.strerror or exc}")]) from None
+    return RawFile(name, content, hashlib.sha256(content).hexdigest())
+
+
+def parse_json(raw: RawFile) -> Any:
+    try:
+        return json.loads(raw.content.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataError([Problem(raw.name, "$", "utf-8", f"not UTF-8 at byte {exc.start}")]) from None
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise DataError([Problem(raw.name, "$", "json", f"not valid JSON ({exc.msg} at {where}); half-written?")]) from None
+
+
+# --------------------------------------------------------------------------- cross-file rules
+
+
+def cross_file_problems(reviews_doc: Mapping, insights_doc: Mapping) -> list[Problem]:
+    """Rules a schema cannot express: unique ids, references, agreeing counts."""
+    problems: list[Problem] = []
+    problems += _review_problems(reviews_doc)
+    review_ids = {r["id"] for r in reviews_doc["reviews"]}
+    problems += _insights_reference_problems(insights_doc, review_ids)
+    problems += _insights_count_problems(insights_doc)
+    problems += _insights_business_problems(insights_doc, reviews_doc["business"])
+    return problems
+
+
+def _review_problems(doc: Mapping) -> list[Problem]:
+    problems = []
+    seen: dict[str, int] = {}
+    for index, review in enumerate(doc["reviews"]):
+        if review["id"] in seen:
+            problems.append(Problem(REVIEWS_FILE, f"$.reviews[{index}].id", "unique-id",
+                                    f"id {review['id']} also used by $.reviews[{seen[review['id']]}]"))
+        seen.setdefault(review["id"], index)
+        reply = review["owner_reply"]
+        if reply is not None and reply["date"] < review["date"]:
+            problems.append(Problem(REVIEWS_FILE, f"$.reviews[{index}].owner_reply.date", "reply-after-review",
+                                    f"reply dated {reply['date']} precedes the review ({review['date']})"))
+    aggregate = doc["aggregate_rating"]
+    ratings = [r["rating"] for r in doc["reviews"]]
+    if aggregate["review_count"] != len(ratings):
+        problems.append(Problem(REVIEWS_FILE, "$.aggregate_rating.review_count", "aggregate-agrees",
+                                f"says {aggregate['review_count']}, the file holds {len(ratings)} reviews"))
+    for star in "12345":
+        actual = ratings.count(int(star))
+        if aggregate["distribution"][star] != actual:
+            problems.append(Problem(REVIEWS_FILE, f'$.aggregate_rating.distribution["{star}"]', "aggregate-agrees",
+                                    f"says {aggregate['distribution'][star]}, the file holds {actual}"))
+    mean = sum(ratings) / len(ratings) if ratings else 0
+    if abs(aggregate["rating_value"] - mean) > 0.05:
+        problems.append(Problem(REVIEWS_FILE, "$.aggregate_rating.rating_value", "aggregate-agrees",
+                                f"says {aggregate['rating_value']}, the mean rating is {mean:.2f}"))
+    return problems
+
+
+def _referenced_review_ids(doc: Mapping) -> Iterator[tuple[str, str]]:
+    """Every (json path, review id) that insights.json points at."""
+    for review_id in doc["per_review"]:
+        yield f"$.per_review[{json.dumps(review_id)}]", review_id
+    groups = [("aspects", doc["aspects"]), ("topics", doc["topics"])]
+    groups += [(f"entities.{k}", v) for k, v in doc["entities"].items()]
+    for name, records in groups:
+        for i, record in enumerate(records):
+            for j, review_id in enumerate(record["example_review_ids"]):
+                yield f"$.{name}[{i}].example_review_ids[{j}]", review_id
+    for i, entry in enumerate(doc["faq"]):
+        for j, review_id in enumerate(entry["review_ids"]):
+            yield f"$.faq[{i}].review_ids[{j}]", review_id
+    if doc["pull_quote"] is not None:
+        yield "$.pull_quote.review_id", doc["pull_quote"]["review_id"]
+
+
+def _insights_reference_problems(doc: Mapping, review_ids: set[str]) -> list[Problem]:
+    return [
+        Problem(INSIGHTS_FILE, path, "review-exists", f"review {review_id} is not in {REVIEWS_FILE}")
+        for path, review_id in _referenced_review_ids(doc)
+        if review_id not in review_ids
+    ]
+
+
+MENTION_GROUPS = {
+    "aspects": "aspects",
+    "technicians": "entities.technicians",
+    "services": "entities.services",
+    "problems": "entities.problems",
+    "service_areas": "entities.service_areas",
+    "topics": "topics",
+}
+
+
+def _records(doc: Mapping, dotted: str) -> list[Mapping]:
+    node: Any = doc
+    for key in dotted.split("."):
+        node = node[key]
+    return node
+
+
+def _mention_tallies(doc: Mapping) -> dict[str, dict[str, int]]:
+    """Per group, how many per_review entries list each id (aspects also per sentiment)."""
+    tallies: dict[str, dict[str, int]] = {group: {} for group in MENTION_GROUPS}
+    for mentions in doc["per_review"].values():
+        for aspect in mentions["aspects"]:
+            for key in (aspect["id"], f"{aspect['id']}#{aspect['sentiment']}"):
+                tallies["aspects"][key] = tallies["aspects"].get(key, 0) + 1
+        for group in MENTION_GROUPS:
+            if group != "aspects":
+                for entity_id in mentions[group]:
+                    tallies[group][entity_id] = tallies[group].get(entity_id, 0) + 1
+    return tallies
+
+
+def _insights_count_problems(doc: Mapping) -> list[Problem]:
+    problems = []
+    if doc["review_count"] != len(doc["per_review"]):
+        problems.append(Problem(INSIGHTS_FILE, "$.review_count", "counts-agree",
+                                f"says {doc['review_count']}, per_review has {len(doc['per_review'])} entries"))
+    tallies = _mention_tallies(doc)
+    for group, dotted in MENTION_GROUPS.items():
+        records = _records(doc, dotted)
+        known = set()
+        for i, record in enumerate(records):
+            path = f"$.{dotted}[{i}]"
+            if record["id"] in known:
+                problems.append(Problem(INSIGHTS_FILE, f"{path}.id", "unique-id", f"id {record['id']} is repeated"))
+            known.add(record["id"])
+            problems += _record_count_problems(path, record, tallies[group], group == "aspects")
+        for review_id, mentions in doc["per_review"].items():
+            listed = [a["id"] for a in mentions["aspects"]] if group == "aspects" else mentions[group]
+            for entity_id in listed:
+                if entity_id not in known:
+                    problems.append(Problem(INSIGHTS_FILE, f"$.per_review[{json.dumps(review_id)}].{group}",
+                                            "known-id", f"{entity_id} is not listed in $.{dotted}"))
+    return problems
+
+
+def _record_count_problems(path: str, record: Mapping, tally: Mapping[str, int], by_sentiment: bool) -> list[Problem]:
+    problems = []
+    parts = record["positive_count"] + record["neutral_count"] + record["negative_count"]
+    if record["mention_count"] != parts:
+        problems.append(Problem(INSIGHTS_FILE, f"{path}.mention_count", "counts-agree",
+                                f"{record['mention_count']} != positive + neutral + negative ({parts})"))
+    listed = tally.get(record["id"], 0)
+    if record["mention_count"] != listed:
+        problems.append(Problem(INSIGHTS_FILE, f"{path}.mention_count", "counts-agree",
+                                f"says {record['mention_count']}, per_review lists {record['id']} {listed} times"))
+    if by_sentiment:
+        for sentiment in ("positive", "neutral", "negative"):
+            listed = tally.get(f"{record['id']}#{sentiment}", 0)
+            if record[f"{sentiment}_count"] != listed:
+                problems.append(Problem(INSIGHTS_FILE, f"{path}.{sentiment}_count", "counts-agree",
+                                        f"says {record[f'{sentiment}_count']}, per_review has {listed}"))
+    return problems
+
+
+def _insights_business_problems(doc: Mapping, business: Mapping) -> list[Problem]:
+    problems = []
+    for group in ("services", "service_areas"):
+        declared = {item["id"] for item in business[group]}
+        for i, record in enumerate(doc["entities"][group]):
+            if record["id"] not in declared:
+                problems.append(Problem(INSIGHTS_FILE, f"$.entities.{group}[{i}].id", "known-id",
+                                        f"{record['id']} is not in {REVIEWS_FILE} $.business.{group}"))
+    return problems
+
+
+# --------------------------------------------------------------------------- the dataset
+
+
+def review_sort_key(review: Mapping) -> tuple[str, str]:
+    return review["date"], review["id"]
+
+
+def _fold(text: str) -> str:
+    """Name matching: case-insensitive, whitespace-insensitive."""
+    return " ".join(text.casefold().split())
+
+
+def fold_text(text: str) -> str:
+    """Text matching: Unicode case folding only, so a query is an exact substring otherwise."""
+    return text.casefold()
+
+
+TEXT_SEPARATOR = "\x00"
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Validated, immutable data with the indexes that search needs.
+
+    `reviews` is newest first (date, then id, descending); a review's position in
+    it is its rank, so every index is a sorted list of positions and results come
+    out newest first without sorting.
+    """
+
+    reviews_doc: Mapping[str, Any]
+    insights_doc: Mapping[str, Any]
+    reviews_sha256: str
+    insights_sha256: str
+    reviews: tuple[Mapping[str, Any], ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        ordered = tuple(sorted(self.reviews_doc["reviews"], key=review_sort_key, reverse=True))
+        object.__setattr__(self, "reviews", ordered)
+
+    @property
+    def business(self) -> Mapping[str, Any]:
+        return self.reviews_doc["business"]
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever either file's bytes change."""
+        return hashlib.sha256(f"{self.reviews_sha256}:{self.insights_sha256}".encode()).hexdigest()
+
+    @cached_property
+    def by_id(self) -> Mapping[str, Mapping[str, Any]]:
+        return {review["id"]: review for review in self.reviews}
+
+    @cached_property
+    def position_of(self) -> Mapping[str, int]:
+        return {review["id"]: pos for pos, review in enumerate(self.reviews)}
+
+    @cached_property
+    def dates_ascending(self) -> list[str]:
+        """Review dates oldest first, for bisecting a date range into positions."""
+        return [review["date"] for review in reversed(self.reviews)]
+
+    @cached_property
+    def ratings(self) -> bytes:
+        return bytes(review["rating"] for review in self.reviews)
+
+    @cached_property
+    def positions_by_rating(self) -> Mapping[int, list[int]]:
+        index: dict[int, list[int]] = {star: [] for star in range(1, 6)}
+        for pos, review in enumerate(self.reviews):
+            index[review["rating"]].append(pos)
+        return index
+
+    @cached_property
+    def technicians(self) -> Mapping[str, Mapping[str, Any]]:
+        return {t["id"]: t for t in self.insights_doc["entities"]["technicians"]}
+
+    @cached_property
+    def services(self) -> Mapping[str, Mapping[str, Any]]:
+        return {s["id"]: s for s in self.insights_doc["entities"]["services"]}
+
+    @cached_property
+    def technician_names(self) -> Mapping[str, str]:
+        """Folded id, name or label -> technician id."""
+        return _name_lookup(self.technicians.values(), ("id", "name", "label"))
+
+    @cached_property
+    def service_names(self) -> Mapping[str, str]:
+        """Folded id or label -> service id (business services included)."""
+        return _name_lookup([*self.business["services"], *self.services.values()], ("id", "label"))
+
+    @cached_property
+    def positions_by_technician(self) -> Mapping[str, list[int]]:
+        return self._mention_positions("technicians")
+
+    @cached_property
+    def positions_by_service(self) -> Mapping[str, list[int]]:
+        return self._mention_positions("services")
+
+    def _mention_positions(self, group: str) -> Mapping[str, list[int]]:
+        index: dict[str, list[int]] = {}
+        per_review = self.insights_doc["per_review"]
+        for pos, review in enumerate(self.reviews):
+            mentions = per_review.get(review["id"])
+            for entity_id in mentions[group] if mentions else ():
+                index.setdefault(entity_id, []).append(pos)
+        return index
+
+    @cached_property
+    def folded_texts(self) -> tuple[str | None, ...]:
+        return tuple(fold_text(r["text"]) if r["text"] is not None else None for r in self.reviews)
+
+    @cached_property
+    def text_blob(self) -> tuple[str, list[int]]:
+        """All folded texts joined by NUL, and each review's start offset in it.
+
+        One `str.find` over the blob runs at C speed, so a substring query with no
+        hits costs one pass over the text instead of a Python loop per review.
+        """
+        starts, parts, offset = [], [], 0
+        for text in self.folded_texts:
+            starts.append(offset)
+            part = (text or "").replace(TEXT_SEPARATOR, " ")
+            parts.append(part)
+            offset += len(part) + 1
+        return TEXT_SEPARATOR.join(parts), starts
+
+    @cached_property
+    def review_json(self) -> tuple[bytes, ...]:
+        """Each review encoded once, to assemble search and since bodies from."""
+        return tuple(encode_json(review) for review in self.reviews)
+
+    def build_indexes(self) -> "Dataset":
+        """Compute every lazy index now, so no request pays for it."""
+        for name in ("by_id", "position_of", "dates_ascending", "ratings", "positions_by_rating",
+                     "technician_names", "service_names", "positions_by_technician",
+                     "positions_by_service", "text_blob", "review_json"):
+            getattr(self, name)
+        return self
+
+    # ----------------------------------------------------------------- queries
+
+    def window(self, since: str | None, until: str | None) -> tuple[int, int]:
+        """Positions [lo, hi) of the reviews dated within since..until (inclusive)."""
+        dates, n = self.dates_ascending, len(self.reviews)
+        lo = n - bisect.bisect_right(dates, until) if until else 0
+        hi = n - bisect.bisect_left(dates, since) if since else n
+        return lo, max(lo, hi)
+
+    def positions_with_text(self, needle: str) -> list[int]:
+        """Positions of reviews whose folded text contains the folded needle."""
+        if TEXT_SEPARATOR in needle:
+            return [pos for pos, text in enumerate(self.folded_texts) if text is not None and needle in text]
+        blob, starts = self.text_blob
+        found: list[int] = []
+        at = blob.find(needle)
+        while at != -1:
+            pos = bisect.bisect_right(starts, at) - 1
+            found.append(pos)
+            next_start = starts[pos + 1] if pos + 1 < len(starts) else len(blob)
+            at = blob.find(needle, next_start)
+        return found
+
+
+def _name_lookup(records: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> dict[str, str]:
+    lookup: dict[str, str] = {}
+    for record in records:
+        for key in keys:
+            if record.get(key):
+                lookup.setdefault(_fold(record[key]), record["id"])
+    return lookup
+
+
+def encode_json(value: Any) -> bytes:
+    """The one JSON encoding of every body: compact UTF-8."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def check_documents(reviews_doc: Any, insights_doc: Any) -> list[Problem]:
+    """Every problem with a pair of parsed documents: schemas first, then cross-file rules."""
+    problems = schema_problems(REVIEWS_FILE, reviews_doc, REVIEWS_VALIDATOR)
+    problems += schema_problems(INSIGHTS_FILE, insights_doc, INSIGHTS_VALIDATOR)
+    if problems:
+        return problems
+    return cross_file_problems(reviews_doc, insights_doc)
+
+
+def read_data_dir(data_dir: Path) -> tuple[RawFile, RawFile]:
+    return read_file(data_dir, REVIEWS_FILE), read_file(data_dir, INSIGHTS_FILE)
+
+
+def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
+    """Parse, validate and index; raises DataError listing every problem."""
+    problems: list[Problem] = []
+    docs = []
+    for raw in (reviews_raw, insights_raw):
+        try:
+            docs.append(parse_json(raw))
+        except DataError as exc:
+            problems += exc.problems
+    if problems:
+        raise DataError(problems)
+    problems = check_documents(*docs)
+    if problems:
+        raise DataError(problems)
+    return Dataset(docs[0], docs[1], reviews_raw.sha256, insights_raw.sha256).build_indexes()
+
+
+def load_dataset(data_dir: Path | str) -> Dataset:
+    return dataset_from_files(*read_data_dir(Path(data_dir)))
+
+
+def check_data_dir(data_dir: Path | str) -> list[Problem]:
+    """Every problem with a data directory (empty when it can be served)."""
+    problems: list[Problem] = []
+    raws = []
+    for name in DATA_FILES:
+        try:
+            raws.append(read_file(Path(data_dir), name))
+        except DataError as exc:
+            problems += exc.problems
+    if problems:
+        return problems
+    try:
+        dataset_from_files(*raws)
+    except DataError as exc:
+        return exc.problems
+    return []
+
+
+# --------------------------------------------------------------------------- search
+
+
+class InvalidParams(Exception):
+    """Search or path parameters that cannot be used; `issues` lists every problem."""
+
+    def __init__(self, issues: Sequence[Mapping[str, Any]]):
+        self.issues = list(issues)
+        super().__init__("; ".join(f"{'.'.join(map(str, i['path']))}: {i['message']}" for i in self.issues))
+
+
+def issue(param: str, code: str, message: str) -> dict[str, Any]:
+    return {"path": [param], "code": code, "message": message}
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    rating: int | None = None
+    min_rating: float | None = None
+    since: str | None = None
+    until: str | None = None
+    query: str | None = None
+    mentions_technician: str | None = None
+    mentions_service: str | None = None
+    limit: int = DEFAULT_LIMIT
+
+
+SEARCH_PARAM_NAMES = tuple(SEARCH_PARAMS_SCHEMA["properties"])
+_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string"}
+_DATE_PARAMS = {name for name, s in SEARCH_PARAMS_SCHEMA["properties"].items() if s.get("format") == "date"}
+
+
+def _schema_issue(error: ValidationError) -> dict[str, Any]:
+    """A search-parameter schema error in the shape of the API's `issues` entries."""
+    param = str(error.absolute_path[0]) if error.absolute_path else ""
+    keyword, value, rule = error.validator, error.instance, error.validator_value
+    if param in _DATE_PARAMS and keyword in ("format", "pattern"):
+        return issue(param, "invalid_date", f"{param} must be a real calendar date as YYYY-MM-DD, got {value!r}")
+    messages = {
+        "type": lambda: f"{param} must be {_TYPE_WORDS.get(rule, rule)}, got {value!r}",
+        "minimum": lambda: f"{param} must be at least {rule}, got {value!r}",
+        "maximum": lambda: f"{param} must be at most {rule}, got {value!r}",
+        "minLength": lambda: f"{param} must not be empty",
+        "maxLength": lambda: f"{param} must be at most {rule} characters long",
+    }
+    message = messages.get(keyword, lambda: f"{param}: {error.message}")()
+    return issue(param, keyword, message)
+
+
+def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
+    """Check decoded arguments against the search-parameter schema; all issues at once."""
+    issues = [
+        issue(name, "unknown_parameter", f"unknown parameter {name!r}; known: {', '.join(SEARCH_PARAM_NAMES)}")
+        for name in args
+        if name not in SEARCH_PARAMS_SCHEMA["properties"]
+    ]
+    known = {name: value for name, value in args.items() if name in SEARCH_PARAMS_SCHEMA["properties"]}
+    seen = set()
+    for error in sorted(SEARCH_PARAMS_VALIDATOR.iter_errors(known), key=lambda e: list(map(str, e.absolute_path))):
+        found = _schema_issue(error)
+        key = (found["path"][0], found["code"])  # a bad date fails both pattern and format: report it once
+        if key not in seen:
+            seen.add(key)
+            issues.append(found)
+    bad = {i["path"][0] for i in issues}
+    if "since" in known and "until" in known and not bad & {"since", "until"} and known["since"] > known["until"]:
+        issues.append(issue("since", "date_order", f"since ({known['since']}) is after until ({known['until']})"))
+    if issues:
+        raise InvalidParams(issues)
+    return SearchParams(**{**known, "limit": int(known.get("limit", DEFAULT_LIMIT))})
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def decode_query_args(multi: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """Query-string values to the JSON types the schema declares; repeated names are issues.
+
+    Values that do not look like their type are left as strings, so the schema
+    reports them with the same messages as a wrongly typed MCP argument.
+    """
+    issues, args = [], {}
+    for name, values in multi.items():
+        if len(values) > 1:
+            issues.append(issue(name, "repeated_parameter", f"{name} is given {len(values)} times; give it once"))
+            continue
+        args[name] = _decode_value(SEARCH_PARAMS_SCHEMA["properties"].get(name, {}).get("type"), values[0])
+    if issues:
+        try:
+            validate_search_args(args)
+        except InvalidParams as more:
+            issues += more.issues
+        raise InvalidParams(issues)
+    return args
+
+
+def _decode_value(declared: str | None, value: str) -> Any:
+    text = value.strip()
+    if declared == "integer" and _INTEGER.fullmatch(text):
+        return int(text)
+    if declared == "number" and _NUMBER.fullmatch(text):
+        number = float(text)
+        return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+    return value
+
+
+# Above this many candidates, one pass over the text blob beats checking each text.
+_BLOB_THRESHOLD = 2000
+
+
+def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]]:
+    """(matched, positions of the first `limit` matches, newest first)."""
+    lo, hi = dataset.window(params.since, params.until)
+    stars = _allowed_ratings(params)
+    sparse = _sparse_candidates(dataset, params, lo, hi)
+    if sparse is None:
+        return _by_rating_only(dataset, stars, lo, hi, params.limit)
+    ratings = dataset.ratings
+    matched, first = 0, []
+    for pos in sparse:
+        if lo <= pos < hi and ratings[pos] in stars:
+            matched += 1
+            if matched <= params.limit:
+                first.append(pos)
+    return matched, first
+
+
+def _allowed_ratings(params: SearchParams) -> frozenset[int]:
+    stars = set(range(1, 6))
+    if params.rating is not None:
+        stars &= {params.rating}
+    if params.min_rating is not None:
+        stars &= set(range(math.ceil(params.min_rating), 6))
+    return frozenset(stars)
+
+
+def _by_rating_only(dataset: Dataset, stars: frozenset[int], lo: int, hi: int, limit: int) -> tuple[int, list[int]]:
+    """No sparse filter: each rating's positions in the window are one slice."""
+    slices = []
+    for star in sorted(stars):
+        positions = dataset.positions_by_rating[star]
+        slices.append(positions[bisect.bisect_left(positions, lo):bisect.bisect_left(positions, hi)])
+    matched = sum(map(len, slices))
+    return matched, list(itertools.islice(heapq.merge(*slices), limit))
+
+
+def _sparse_candidates(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> Iterable[int] | None:
+    """Positions passing the technician, service and text filters (None if none given)."""
+    lists: list[list[int]] = []
+    if params.mentions_technician is not None:
+        tech = dataset.technician_names.get(_fold(params.mentions_technician))
+        lists.append(dataset.positions_by_technician.get(tech, []) if tech else [])
+    if params.mentions_service is not None:
+        service = dataset.service_names.get(_fold(params.mentions_service))
+        lists.append(dataset.positions_by_service.get(service, []) if service else [])
+    needle = fold_text(params.query) if params.query is not None else None
+    if not lists and needle is None:
+        return None
+    windowed = [p[bisect.bisect_left(p, lo):bisect.bisect_left(p, hi)] for p in lists]
+    if needle is not None and (not windowed or min(map(len, windowed)) > _BLOB_THRESHOLD):
+        windowed.append(dataset.positions_with_text(needle) if needle else [])
+        needle = None
+    windowed.sort(key=len)
+    smallest, others = windowed[0], [set(p) for p in windowed[1:]]
+    texts = dataset.folded_texts
+    return (
+        pos for pos in smallest
+        if all(pos in other for other in others)
+        and (needle is None or (texts[pos] is not None and needle in texts[pos]))
+    )
+
+
+def run_search(dataset: Dataset, args: Mapping[str, Any]) -> tuple[int, list[int]]:
+    """Validate JSON-typed arguments and search: the single path for HTTP and MCP."""
+    return find_reviews(dataset, validate_search_args(args))
+
+
+def search_result(dataset: Dataset, matched: int, positions: Sequence[int]) -> dict[str, Any]:
+    return {"matched": matched, "returned": len(positions), "reviews": [dataset.reviews[p] for p in positions]}
+
+
+def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int]) -> bytes:
+    """The same document as `search_result`, assembled from pre-encoded reviews."""
+    reviews = b",".join(dataset.review_json[p] for p in positions)
+    return b'{"matched":%d,"returned":%d,"reviews":[%s]}' % (matched, len(positions), reviews)
+
+
+def validate_date(name: str, value: str) -> str:
+    """A path or argument date as YYYY-MM-DD, or InvalidParams."""
+    if Draft202012Validator.FORMAT_CHECKER.conforms(value, "date"):
+        return value
+    raise InvalidParams([issue(name, "invalid_date", f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}")])
+
+
+def since_positions(dataset: Dataset, since: str) -> range:
+    lo, hi = dataset.window(since, None)
+    return range(lo, hi)
+
+
+def since_result_json(dataset: Dataset, since: str) -> bytes:
+    positions = since_positions(dataset, since)
+    reviews = b",".join(dataset.review_json[p] for p in positions)
+    return b'{"since":"%s","count":%d,"reviews":[%s]}' % (since.encode(), len(positions), reviews)
+
+
+def since_result(dataset: Dataset, since: str) -> dict[str, Any]:
+    positions = since_positions(dataset, since)
+    return {"since": since, "count": len(positions), "reviews": [dataset.reviews[p] for p in positions]}
+
+
+# --------------------------------------------------------------------------- reloading
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class FileStamp:
+    """What a cheap stat says about the data files; a change means "read them again"."""
+
+    stats: tuple[tuple[int, int, int, int], ...]
+
+    @classmethod
+    def of(cls, data_dir: Path) -> "FileStamp":
+        stats = []
+        for name in DATA_FILES:
+            try:
+                st = os.stat(Path(data_dir) / name)
+                stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            except OSError:
+                stats.append((0, -1, 0, 0))
+        return cls(tuple(stats))
+
+
+Listener = Callable[[Any, Any], None]
+
+
+class DataStore(Generic[S]):
+    """The current snapshot of the data, swapped atomically on reload.
+
+    `build(dataset)` turns a validated Dataset into whatever the app serves (a
+    snapshot with precomputed responses). Readers take `store.current` once per
+    request and use only that object, so a swap never mixes two versions.
+    Listeners are called as `listener(old, new)` after each swap, on the thread
+    that reloaded; they must not block for long.
+    """
+
+    def __init__(self, data_dir: Path | str, build: Callable[[Dataset], S]):
+        self.data_dir = Path(data_dir)
+        self._build = build
+        self._lock = threading.Lock()
+        self._listeners: list[Listener] = []
+        self._stamp = FileStamp.of(self.data_dir)
+        raws = read_data_dir(self.data_dir)
+        self._hashes = (raws[0].sha256, raws[1].sha256)
+        self.current: S = build(dataset_from_files(*raws))
+        self.loaded_at = datetime.now(timezone.utc)
+        self.last_error: DataError | None = None
+        self._poller: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def reload(self, force: bool = False) -> bool:
+        """Load the files again if they changed; True when a new snapshot is served.
+
+        A file that fails to read, parse or validate is refused with a log line and
+        the previous snapshot stays. Without `force`, files whose stat has not
+        changed since the last attempt are not read again.
+        """
+        with self._lock:
+            stamp = FileStamp.of(self.data_dir)
+            if stamp == self._stamp and not force:
+                return False
+            self._stamp = stamp
+            try:
+                raws = read_data_dir(self.data_dir)
+                if (raws[0].sha256, raws[1].sha256) == self._hashes:
+                    return False
+                new = self._build(dataset_from_files(*raws))
+            except DataError as exc:
+                self.last_error = exc
+                log.error("reload refused, still serving the previous data: %s", exc,
+                          extra={"event": "reload_refused", "problems": [str(p) for p in exc.problems[:20]]})
+                return False
+            old, self.current = self.current, new
+            self._hashes = (raws[0].sha256, raws[1].sha256)
+            self.loaded_at = datetime.now(timezone.utc)
+            self.last_error = None
+        log.info("data reloaded: reviews.json sha256 %s…, insights.json sha256 %s…",
+                 raws[0].sha256[:12], raws[1].sha256[:12], extra={"event": "reloaded"})
+        for listener in list(self._listeners):
+            try:
+                listener(old, new)
+            except Exception:
+                log.exception("reload listener %r failed", listener)
+        return True
+
+    def start_polling(self, interval: float) -> None:
+        """Check the files every `interval` seconds on a daemon thread."""
+        if interval <= 0 or self._poller is not None:
+            return
+        self._stop.clear()
+        self._poller = threading.Thread(target=self._poll, args=(interval,), name="data-poller", daemon=True)
+        self._poller.start()
+
+    def stop_polling(self) -> None:
+        self._stop.set()
+        if self._poller is not None:
+            self._poller.join(timeout=5)
+            self._poller = None
+
+    def _poll(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                self.reload()
+            except Exception:
+                log.exception("data poll failed")

@@ -1,0 +1,248 @@
+"""The OpenAPI 3.1.0 document, assembled from the same JSON Schemas that validate the data.
+
+Each file in schemas/ becomes one entry of `components.schemas`; its `$ref`s
+(to its own `$defs` or to other files) are rewritten to point inside the
+document, so that the data files, the search parameters, the MCP tools and the
+published contract share one definition.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any, Mapping
+
+from dataset import SCHEMAS
+
+API_VERSION = "1.0.0"
+
+
+def component_name(schema_file: str) -> str:
+    return SCHEMAS[schema_file]["title"]
+
+
+def _rewrite_ref(ref: str, own_name: str) -> str:
+    match = re.fullmatch(r"([A-Za-z0-9._-]+\.schema\.json)?(#.*)?", ref)
+    if not match:
+        raise ValueError(f"unexpected $ref {ref!r}")
+    file, pointer = match.group(1), (match.group(2) or "#")[1:]
+    name = component_name(file) if file else own_name
+    return f"#/components/schemas/{name}{pointer}"
+
+
+def _embed(node: Any, own_name: str) -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key in ("$schema", "$id"):
+                continue
+            out[key] = _rewrite_ref(value, own_name) if key == "$ref" else _embed(value, own_name)
+        return out
+    if isinstance(node, list):
+        return [_embed(item, own_name) for item in node]
+    return node
+
+
+def component_schemas() -> dict[str, Any]:
+    return {component_name(f): _embed(copy.deepcopy(s), component_name(f)) for f, s in SCHEMAS.items()}
+
+
+def ref(name: str, *pointer: str) -> dict[str, str]:
+    return {"$ref": "/".join(["#/components/schemas", name, *pointer])}
+
+
+def _json(schema: Mapping[str, Any], description: str, media: str = "application/json") -> dict[str, Any]:
+    return {"description": description, "content": {media: {"schema": dict(schema)}}}
+
+
+def _header(description: str, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    return {"description": description, "schema": dict(schema or {"type": "string"})}
+
+
+READ_HEADERS = {
+    "ETag": _header("Strong entity tag of this representation (a gzip response has its own)."),
+    "Last-Modified": _header("When the data was generated (`generated_at`), as an HTTP date."),
+    "Cache-Control": _header("`public, max-age=60`."),
+    "Vary": _header("`Accept-Encoding`."),
+    "Access-Control-Allow-Origin": _header("`*`: any web page may read the API."),
+}
+TOPIC_HEADERS = {**READ_HEADERS, "Link": _header('WebSub discovery: `<hub>; rel="hub", <topic>; rel="self"`.')}
+CONDITIONAL_PARAMS = [
+    {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": "ETag(s) the client holds; a match (weak comparison, lists and `*` allowed) gives 304."},
+    {"name": "If-Modified-Since", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": "HTTP date; ignored when If-None-Match is present."},
+]
+
+
+def _error(description: str) -> dict[str, Any]:
+    return _json(ref("Error"), description)
+
+
+NOT_MODIFIED = {"description": "Not modified: the ETag (or date) still matches. Empty body.",
+                "headers": {k: READ_HEADERS[k] for k in ("ETag", "Cache-Control", "Vary")}}
+
+
+def _read(summary: str, description: str, schema: Mapping[str, Any], media: str = "application/json",
+          topic: bool = False, operation_id: str = "") -> dict[str, Any]:
+    ok = _json(schema, "The current representation.", media)
+    ok["headers"] = TOPIC_HEADERS if topic else READ_HEADERS
+    return {"get": {
+        "operationId": operation_id,
+        "summary": summary,
+        "description": description,
+        "parameters": CONDITIONAL_PARAMS,
+        "responses": {"200": ok, "304": NOT_MODIFIED},
+    }}
+
+
+JSON_FEED_SCHEMA = {
+    "type": "object",
+    "description": "JSON Feed 1.1 (https://jsonfeed.org/version/1.1) with the 50 newest reviews; "
+                   "each item carries a `_reviewsd` extension with rating and source.",
+    "required": ["version", "title", "items"],
+    "properties": {
+        "version": {"const": "https://jsonfeed.org/version/1.1"},
+        "title": {"type": "string"},
+        "home_page_url": {"type": "string"},
+        "feed_url": {"type": "string"},
+        "hubs": {"type": "array", "items": {"type": "object", "required": ["type", "url"],
+                                             "properties": {"type": {"type": "string"}, "url": {"type": "string"}}}},
+        "items": {"type": "array", "maxItems": 50, "items": {
+            "type": "object", "required": ["id"],
+            "properties": {"id": {"type": "string"}, "url": {"type": "string"}, "content_text": {"type": "string"},
+                           "date_published": {"type": "string", "format": "date-time"},
+                           "_reviewsd": {"type": "object"}}}},
+    },
+}
+
+
+def _search_parameters() -> list[dict[str, Any]]:
+    params = SCHEMAS["search-params.schema.json"]["properties"]
+    return [
+        {"name": name, "in": "query", "required": False, "description": spec.get("description", ""),
+         "schema": ref("SearchParams", "properties", name)}
+        for name, spec in params.items()
+    ]
+
+
+def _paths() -> dict[str, Any]:
+    bad_request = _error("Invalid parameters: `issues` lists every problem at once (unknown or repeated "
+                         "parameter, wrong type, out of range, impossible date, since after until).")
+    since_ok = _json(ref("SinceResult"), "Reviews dated on or after `date`, newest first.")
+    since_ok["headers"] = READ_HEADERS
+    search_ok = _json(ref("SearchResult"), "Matching reviews, newest first.")
+    search_ok["headers"] = {"Access-Control-Allow-Origin": READ_HEADERS["Access-Control-Allow-Origin"]}
+    review_ok = _json(ref("Review"), "The review.")
+    review_ok["headers"] = READ_HEADERS
+    return {
+        "/reviews.json": _read("Reviews dataset", "Business metadata, aggregate rating and every verified review, "
+                               "newest first. A WebSub topic.", ref("ReviewsDocument"), topic=True,
+                               operation_id="getReviews"),
+        "/insights.json": _read("Insights dataset", "Aspect-based sentiment, entities, topics, monthly trend, "
+                                "per-review mentions, FAQ and summary.", ref("InsightsDocument"),
+                                operation_id="getInsights"),
+        "/api/feed.json": _read("JSON Feed of the newest reviews", "JSON Feed 1.1 with the 50 newest reviews. "
+                                "A WebSub topic.", JSON_FEED_SCHEMA, "application/feed+json", topic=True,
+                                operation_id="getJsonFeed"),
+        "/feed.xml": _read("Atom feed of the newest reviews", "Atom (RFC 4287) feed with the 50 newest reviews. "
+                           "A WebSub topic.", {"type": "string"}, "application/atom+xml", topic=True,
+                           operation_id="getAtomFeed"),
+        "/api/reviews/search": {"get": {
+            "operationId": "searchReviews",
+            "summary": "Search reviews",
+            "description": "Filters combine with AND; results are newest first (date, then id, descending). "
+                           "The MCP tool `search_reviews` runs the same code with the same parameters.",
+            "parameters": _search_parameters(),
+            "responses": {"200": search_ok, "400": bad_request},
+        }},
+        "/api/reviews/since/{date}": {"get": {
+            "operationId": "getReviewsSince",
+            "summary": "Reviews since a date",
+            "description": "Every review dated on or after `date`, newest first; for incremental sync.",
+            "parameters": [{"name": "date", "in": "path", "required": True, "description": "YYYY-MM-DD",
+                            "schema": ref("SearchParams", "properties", "since")}, *CONDITIONAL_PARAMS],
+            "responses": {"200": since_ok, "304": NOT_MODIFIED,
+                          "400": _error("`date` is not a real calendar date as YYYY-MM-DD.")},
+        }},
+        "/api/reviews/{id}": {"get": {
+            "operationId": "getReview",
+            "summary": "One review",
+            "description": "A single review by its id (ULID). Feed items link here.",
+            "parameters": [{"name": "id", "in": "path", "required": True, "description": "Review id (ULID).",
+                            "schema": ref("Review", "properties", "id")}, *CONDITIONAL_PARAMS],
+            "responses": {"200": review_ok, "304": NOT_MODIFIED, "404": _error("No review has this id.")},
+        }},
+        "/.well-known/openapi.json": {"get": {
+            "operationId": "getOpenApi",
+            "summary": "This document",
+            "parameters": CONDITIONAL_PARAMS,
+            "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1.0 document."), "304": NOT_MODIFIED},
+        }},
+        "/mcp": {
+            "post": {
+                "operationId": "mcp",
+                "summary": "MCP server (JSON-RPC 2.0 over streamable HTTP, protocol 2025-06-18)",
+                "description": "Send `initialize` first; later requests carry the `Mcp-Session-Id` header from its "
+                               "answer. See the README for the tools. Errors are JSON-RPC error objects.",
+                "parameters": [
+                    {"name": "Mcp-Session-Id", "in": "header", "required": False, "schema": {"type": "string"},
+                     "description": "Session id from the initialize response; required after initialize."},
+                    {"name": "MCP-Protocol-Version", "in": "header", "required": False,
+                     "schema": {"type": "string"}, "description": "2025-06-18 or 2025-03-26 (the default)."},
+                ],
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["jsonrpc", "method"],
+                    "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer"]},
+                                   "method": {"type": "string"}, "params": {"type": "object"}}}}}},
+                "responses": {
+                    "200": _json({"type": "object"}, "JSON-RPC response (result or error)."),
+                    "202": {"description": "Accepted notification or client response; no body."},
+                    "400": _json({"type": "object"}, "Missing session id or unsupported MCP-Protocol-Version."),
+                    "403": _json({"type": "object"}, "Origin not allowed."),
+                    "404": _json({"type": "object"}, "Unknown or ended session."),
+                    "413": _json({"type": "object"}, "Request body too large."),
+                },
+            },
+            "delete": {"operationId": "mcpEndSession", "summary": "End an MCP session",
+                       "responses": {"204": {"description": "Session ended."},
+                                     "404": _json({"type": "object"}, "Unknown session.")}},
+        },
+        "/api/websub/hub": {"post": {
+            "operationId": "websubHub",
+            "summary": "WebSub hub: subscribe or unsubscribe",
+            "description": "Form-encoded WebSub subscription request (W3C WebSub). Verification of intent runs "
+                           "in the background; notifications POST the full topic body.",
+            "requestBody": {"required": True, "content": {"application/x-www-form-urlencoded": {"schema": {
+                "type": "object", "required": ["hub.callback", "hub.mode", "hub.topic"],
+                "properties": {
+                    "hub.callback": {"type": "string", "description": "HTTPS URL of your callback."},
+                    "hub.mode": {"enum": ["subscribe", "unsubscribe"]},
+                    "hub.topic": {"type": "string", "description": "One of the three topic URLs."},
+                    "hub.lease_seconds": {"type": "string", "description": "Requested lease in seconds."},
+                    "hub.secret": {"type": "string", "description": "Under 200 bytes; enables X-Hub-Signature."},
+                }}}}},
+            "responses": {
+                "202": {"description": "Accepted; verification follows.", "content": {"text/plain": {}}},
+                "400": {"description": "Refused, with a plain-text reason.", "content": {"text/plain": {}}},
+                "413": {"description": "Request body too large.", "content": {"text/plain": {}}},
+                "429": {"description": "Too many hub requests; see Retry-After.", "content": {"text/plain": {}}},
+            },
+        }},
+    }
+
+
+def build_openapi(base_url: str) -> dict[str, Any]:
+    """The whole OpenAPI 3.1.0 document for a service published at `base_url`."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "reviewsd: reviews and insights API",
+            "version": API_VERSION,
+            "description": "Public, read-only API for one business's verified customer reviews and review "
+                           "insights. No authentication. Every error body is the Error schema.",
+        },
+        "servers": [{"url": base_url}],
+        "paths": _paths(),
+        "components": {"schemas": component_schemas()},
+    }

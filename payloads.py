@@ -1,0 +1,133 @@
+"""HTTP representations computed once per data load, and the answers built from them.
+
+A `Payload` holds a body in both content-codings (identity and gzip), each with
+its own strong ETag and its complete header list, so that answering a GET, a HEAD
+or a 304 is a lookup plus werkzeug's conditional-request check.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, Iterable, Mapping, Sequence
+
+from werkzeug.datastructures import Accept
+from werkzeug.http import http_date, parse_accept_header
+from werkzeug.sansio.http import is_resource_modified
+
+from dataset import encode_json
+
+JSON = "application/json; charset=utf-8"
+FEED_JSON = "application/feed+json; charset=utf-8"
+ATOM = "application/atom+xml; charset=utf-8"
+CACHE_CONTROL = "public, max-age=60"
+# Headers every read response carries (CORS and caching), added in this one place.
+READ_HEADERS: tuple[tuple[str, str], ...] = (
+    ("Cache-Control", CACHE_CONTROL),
+    ("Access-Control-Allow-Origin", "*"),
+    ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link"),
+)
+GZIP_MIN_BYTES = 512
+Headers = list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One content-coding of a payload: body, strong ETag and the headers to send with it."""
+
+    body: bytes
+    etag: str  # quoted, e.g. "\"3f2a...\""
+    headers: tuple[tuple[str, str], ...]  # for 200 and HEAD
+    not_modified_headers: tuple[tuple[str, str], ...]  # for 304
+
+
+@dataclass(frozen=True)
+class Payload:
+    identity: Variant
+    gzipped: Variant | None
+    content_type: str
+    last_modified: datetime | None
+
+    def variant(self, accept_encoding: str | None) -> Variant:
+        if self.gzipped is not None and accept_encoding and accepts_gzip(accept_encoding):
+            return self.gzipped
+        return self.identity
+
+
+def strong_etag(body: bytes, suffix: str = "") -> str:
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + suffix + '"'
+
+
+def make_payload(
+    body: bytes,
+    content_type: str,
+    last_modified: datetime | None = None,
+    extra_headers: Sequence[tuple[str, str]] = (),
+    etag: str | None = None,
+    compress: bool = True,
+) -> Payload:
+    """Encode a body once for every request that will ask for it.
+
+    `etag` overrides the hash of the body (for bodies too large to hash per
+    request); the gzip variant gets the same tag with a `-gzip` suffix, because
+    the two codings are different representations (RFC 9110 8.8.3).
+    """
+    tag = etag or strong_etag(body)
+    common: Headers = [("Content-Type", content_type), *READ_HEADERS, *extra_headers]
+    if last_modified is not None:
+        common.append(("Last-Modified", http_date(last_modified)))
+    gzipped = None
+    if compress:
+        common.append(("Vary", "Accept-Encoding"))
+        if len(body) >= GZIP_MIN_BYTES:
+            compressed = gzip.compress(body, compresslevel=9, mtime=0)
+            gzipped = _variant(compressed, tag[:-1] + '-gzip"', common + [("Content-Encoding", "gzip")])
+    return Payload(_variant(body, tag, common), gzipped, content_type, last_modified)
+
+
+def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
+    with_tag = [*headers, ("ETag", etag)]
+    not_modified = [(k, v) for k, v in with_tag if k in ("Cache-Control", "Vary", "ETag", "Last-Modified",
+                                                           "Access-Control-Allow-Origin",
+                                                           "Access-Control-Expose-Headers", "Link")]
+    return Variant(body, etag, tuple(with_tag + [("Content-Length", str(len(body)))]), tuple(not_modified))
+
+
+@lru_cache(maxsize=512)
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether an Accept-Encoding value allows gzip (q > 0), parsed by werkzeug."""
+    accept = parse_accept_header(accept_encoding, Accept)
+    return accept.quality("gzip") > 0 or (accept.quality("x-gzip") > 0)
+
+
+def is_not_modified(environ: Mapping[str, Any], variant: Variant, last_modified: datetime | None) -> bool:
+    """RFC 9110 13.1: If-None-Match (weak comparison, lists, *) wins over If-Modified-Since."""
+    inm = environ.get("HTTP_IF_NONE_MATCH")
+    ims = environ.get("HTTP_IF_MODIFIED_SINCE")
+    if inm is None and ims is None:
+        return False
+    return not is_resource_modified(
+        http_if_none_match=inm,
+        http_if_modified_since=None if inm is not None else ims,
+        etag=variant.etag,
+        last_modified=last_modified,
+    )
+
+
+def answer(environ: Mapping[str, Any], payload: Payload) -> tuple[str, Headers, bytes]:
+    """Status, headers and body for a GET of a precomputed payload (the app drops bodies for HEAD)."""
+    variant = payload.variant(environ.get("HTTP_ACCEPT_ENCODING"))
+    if is_not_modified(environ, variant, payload.last_modified):
+        return "304 Not Modified", list(variant.not_modified_headers), b""
+    return "200 OK", list(variant.headers), variant.body
+
+
+def error_document(code: str, message: str, issues: Iterable[Mapping[str, Any]] | None = None) -> bytes:
+    """The one error body: {"error", "message"} and, for invalid parameters, "issues"."""
+    document: dict[str, Any] = {"error": code, "message": message}
+    if issues is not None:
+        document["issues"] = list(issues)
+    return encode_json(document)

@@ -1,0 +1,504 @@
+"""reviewsd: a read-only API for one business's verified reviews and review insights.
+
+Entry point and WSGI application. `create_app(config)` returns the WSGI app, so
+any WSGI server can host it; `python reviewsd.py` serves it with the production
+server in server.py, and `python reviewsd.py check --data-dir DIR` validates data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import logging
+import os
+import sys
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+from urllib.parse import urlsplit
+
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
+from werkzeug.routing import Map, Rule
+from werkzeug.wrappers import Request, Response
+
+import feeds
+from dataset import (
+    DataError,
+    DataStore,
+    Dataset,
+    InvalidParams,
+    check_data_dir,
+    decode_query_args,
+    encode_json,
+    run_search,
+    search_result_json,
+    since_result_json,
+    validate_date,
+)
+from openapi import build_openapi
+from payloads import ATOM, FEED_JSON, JSON, READ_HEADERS, Payload, accepts_gzip, answer, error_document, make_payload
+
+log = logging.getLogger("reviewsd")
+
+HERE = Path(__file__).resolve().parent
+FEED_LENGTH = 50
+HUB_PATH = "/api/websub/hub"
+TOPIC_PATHS = ("/feed.xml", "/api/feed.json", "/reviews.json")
+SINCE_CACHE_ENTRIES = 64
+SINCE_CACHE_BYTES = 64 << 20
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every option; each is a flag `--name-with-dashes` and a variable `REVIEWSD_NAME`."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    data_dir: str = str(HERE / "data")
+    state_dir: str = str(HERE / "state")
+    base_url: str = ""  # public base URL; default http://HOST:PORT
+    threads: int = 8
+    reload_interval: float = 2.0
+    log_format: str = "text"
+    # MCP
+    mcp_allowed_origins: str = ""  # comma-separated; the base URL's origin and localhost are always allowed
+    mcp_max_sessions: int = 1000
+    mcp_session_idle: float = 1800.0
+    max_body: int = 1 << 20
+    # WebSub hub
+    hub: bool = True
+    allow_private_callbacks: bool = False
+    ca_file: str = ""
+    hub_retry_delay: float = 30.0
+    hub_lease_min: int = 300
+    hub_lease_default: int = 86400
+    hub_lease_max: int = 30 * 86400
+    hub_workers: int = 32
+    hub_max_subscriptions: int = 10000
+    hub_max_per_topic: int = 5000
+    hub_max_per_host: int = 50
+    hub_rate_limit: float = 60.0  # hub requests per client per minute
+    # Behind a reverse proxy
+    trusted_proxies: str = ""  # comma-separated addresses whose X-Forwarded-For is believed
+
+    @property
+    def public_base_url(self) -> str:
+        return (self.base_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    def url(self, path: str) -> str:
+        return self.public_base_url + path
+
+
+HELP = {
+    "host": "address to listen on",
+    "port": "port to listen on",
+    "data_dir": "directory holding reviews.json and insights.json",
+    "state_dir": "directory for the hub's SQLite database",
+    "base_url": "public base URL used in every absolute URL (default http://HOST:PORT)",
+    "threads": "worker threads serving requests",
+    "reload_interval": "seconds between checks of the data files (0 disables polling; SIGHUP always reloads)",
+    "log_format": "text or json log lines on stderr",
+    "mcp_allowed_origins": "extra Origin values allowed on /mcp, comma-separated",
+    "mcp_max_sessions": "most MCP sessions kept at once",
+    "mcp_session_idle": "seconds after which an idle MCP session ends",
+    "max_body": "largest request body accepted, in bytes",
+    "hub": "run the WebSub hub (--no-hub on read-only replicas)",
+    "allow_private_callbacks": "allow hub callbacks on loopback/private addresses (development and tests only)",
+    "ca_file": "CA bundle for verifying subscribers' HTTPS certificates (default: system store or SSL_CERT_FILE)",
+    "hub_retry_delay": "first delay before retrying a failed delivery, seconds (doubles after)",
+    "hub_lease_min": "shortest lease granted, seconds",
+    "hub_lease_default": "lease granted when none is asked for, seconds",
+    "hub_lease_max": "longest lease granted, seconds",
+    "hub_workers": "concurrent outbound hub requests",
+    "hub_max_subscriptions": "most subscriptions in total",
+    "hub_max_per_topic": "most subscriptions per topic",
+    "hub_max_per_host": "most subscriptions per callback host",
+    "hub_rate_limit": "hub requests allowed per client per minute",
+    "trusted_proxies": "reverse-proxy addresses whose X-Forwarded-For is trusted, comma-separated",
+}
+
+
+def _env_value(name: str, default: Any) -> Any:
+    raw = os.environ.get(f"REVIEWSD_{name.upper()}")
+    if raw is None:
+        return default
+    if isinstance(default, bool):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    return type(default)(raw)
+
+
+def parse_config(argv: Sequence[str]) -> Config:
+    parser = argparse.ArgumentParser(prog="reviewsd.py", description="Serve the reviews API.",
+                                     epilog="Every option can also be set as REVIEWSD_<NAME>, e.g. REVIEWSD_PORT=9000. "
+                                            "`reviewsd.py check --data-dir DIR` validates data files.")
+    for f in fields(Config):
+        flag = "--" + f.name.replace("_", "-")
+        default = _env_value(f.name, f.default)
+        if isinstance(f.default, bool):
+            parser.add_argument(flag, dest=f.name, default=default, action=argparse.BooleanOptionalAction,
+                                help=HELP[f.name])
+        elif f.name == "log_format":
+            parser.add_argument(flag, dest=f.name, default=default, choices=("text", "json"), help=HELP[f.name])
+        else:
+            parser.add_argument(flag, dest=f.name, default=default, type=type(f.default), help=HELP[f.name])
+    args = parser.parse_args(argv)
+    config = Config(**vars(args))
+    if urlsplit(config.public_base_url).scheme not in ("http", "https"):
+        parser.error(f"--base-url must be an http or https URL, got {config.base_url!r}")
+    return config
+
+
+# --------------------------------------------------------------------------- snapshots
+
+
+def _timestamp(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def link_header(config: Config, topic_path: str) -> str:
+    return f'<{config.url(HUB_PATH)}>; rel="hub", <{config.url(topic_path)}>; rel="self"'
+
+
+class SinceCache:
+    """Recently asked since-answers of one snapshot, bounded in entries and bytes."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[str, Payload] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, since: str, make: Callable[[], Payload]) -> Payload:
+        with self._lock:
+            if since in self._entries:
+                self._entries.move_to_end(since)
+                return self._entries[since]
+        payload = make()
+        with self._lock:
+            self._entries[since] = payload
+            while len(self._entries) > SINCE_CACHE_ENTRIES or self._size() > SINCE_CACHE_BYTES:
+                if len(self._entries) == 1:
+                    break
+                self._entries.popitem(last=False)
+        return payload
+
+    def _size(self) -> int:
+        return sum(len(p.identity.body) + len(p.gzipped.body if p.gzipped else b"") for p in self._entries.values())
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """One version of everything served: the dataset and its precomputed responses."""
+
+    dataset: Dataset
+    payloads: Mapping[str, Payload]
+    since_cache: SinceCache = field(default_factory=SinceCache)
+
+    def topic(self, path: str) -> Payload:
+        return self.payloads[path]
+
+
+def build_snapshot(dataset: Dataset, config: Config) -> Snapshot:
+    """Encode and compress every static body of this data version, once."""
+    reviews_modified = _timestamp(dataset.reviews_doc["generated_at"])
+    insights_modified = _timestamp(dataset.insights_doc["generated_at"])
+    site = feeds.FeedSite(config.public_base_url, dataset.business)
+    newest = dataset.reviews[:FEED_LENGTH]
+    reviews_doc = {**dataset.reviews_doc, "reviews": list(dataset.reviews)}
+    bodies = {
+        "/reviews.json": (b"".join(_encode_reviews_doc(reviews_doc, dataset)), JSON, reviews_modified),
+        "/insights.json": (encode_json(dataset.insights_doc), JSON, insights_modified),
+        "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified),
+        "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified),
+    }
+    payloads = {
+        path: make_payload(body, ctype, modified,
+                           [("Link", link_header(config, path))] if path in TOPIC_PATHS else [])
+        for path, (body, ctype, modified) in bodies.items()
+    }
+    return Snapshot(dataset, payloads)
+
+
+def _encode_reviews_doc(doc: Mapping[str, Any], dataset: Dataset) -> Iterable[bytes]:
+    """reviews.json with its reviews newest first, reusing each review's encoding."""
+    head = encode_json({k: v for k, v in doc.items() if k != "reviews"})
+    yield head[:-1] + b',"reviews":['
+    yield b",".join(dataset.review_json)
+    yield b"]}"
+
+
+# --------------------------------------------------------------------------- the application
+
+Triple = tuple[str, list[tuple[str, str]], bytes]
+JSON_HEADERS = [("Content-Type", JSON), *READ_HEADERS]
+
+
+def json_error(status: int, code: str, message: str, issues: Iterable[Mapping[str, Any]] | None = None,
+               headers: Sequence[tuple[str, str]] = ()) -> Triple:
+    body = error_document(code, message, issues)
+    phrase = HTTP_STATUS_PHRASES.get(status, "Error")
+    return f"{status} {phrase}", [("Content-Type", JSON), ("Access-Control-Allow-Origin", "*"), *headers,
+                                  ("Content-Length", str(len(body)))], body
+
+
+HTTP_STATUS_PHRASES = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+                       406: "Not Acceptable", 413: "Content Too Large", 415: "Unsupported Media Type",
+                       429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
+ERROR_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large", 400: "bad_request"}
+
+
+GET = ["GET"]  # werkzeug adds HEAD
+
+
+class ReviewsApp:
+    """The WSGI application: routes, handlers and the one place errors become responses."""
+
+    url_map = Map(
+        [
+            Rule("/reviews.json", endpoint="payload", methods=GET),
+            Rule("/insights.json", endpoint="payload", methods=GET),
+            Rule("/api/feed.json", endpoint="payload", methods=GET),
+            Rule("/feed.xml", endpoint="payload", methods=GET),
+            Rule("/api/reviews/search", endpoint="search", methods=GET),
+            Rule("/api/reviews/since/<path:date>", endpoint="since", methods=GET),
+            Rule("/api/reviews/<review_id>", endpoint="review", methods=GET),
+            Rule("/.well-known/openapi.json", endpoint="openapi", methods=GET),
+            Rule("/healthz", endpoint="healthz", methods=GET),
+            Rule("/mcp", endpoint="mcp", methods=["POST", "DELETE", "GET"]),
+            Rule(HUB_PATH, endpoint="hub", methods=["POST"]),
+        ],
+        merge_slashes=False,
+        strict_slashes=False,
+    )
+
+    def __init__(self, config: Config, store: DataStore[Snapshot] | None = None):
+        self.config = config
+        self.store: DataStore[Snapshot] = store or DataStore(config.data_dir, lambda d: build_snapshot(d, config))
+        self.openapi_document = build_openapi(config.public_base_url)
+        self.openapi = make_payload(encode_json(self.openapi_document), JSON)
+        self.mcp: Any = None  # set by attach_mcp (mcp_rpc.py)
+        self.hub: Any = None  # set by attach_hub (hub.py)
+        self.ready = True
+
+    # ----------------------------------------------------------------- WSGI
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        method = environ["REQUEST_METHOD"]
+        try:
+            adapter = self.url_map.bind_to_environ(environ)
+            if method == "OPTIONS":
+                status, headers, body = self.preflight(environ, adapter.allowed_methods())
+            else:
+                endpoint, args = adapter.match()
+                result = getattr(self, f"on_{endpoint}")(environ, **args)
+                if isinstance(result, Response):
+                    return result(environ, start_response)
+                status, headers, body = result
+        except HTTPException as exc:
+            status, headers, body = self.http_error(exc)
+        except InvalidParams as exc:
+            names = ", ".join(dict.fromkeys(str(i["path"][0]) for i in exc.issues if i["path"]))
+            status, headers, body = json_error(400, "invalid_parameters", f"invalid parameters: {names}; see issues",
+                                               exc.issues)
+        except Exception:
+            log.exception("unhandled error for %s %s", method, environ.get("PATH_INFO"))
+            status, headers, body = json_error(500, "internal_error", "internal server error")
+        start_response(status, headers)
+        return [b"" if method == "HEAD" else body]
+
+    def http_error(self, exc: HTTPException) -> Triple:
+        code = exc.code or 500
+        if isinstance(exc, MethodNotAllowed):
+            allowed = sorted(set(exc.valid_methods or ()) | {"OPTIONS"})
+            return json_error(405, "method_not_allowed", f"this path allows {', '.join(allowed)}",
+                              headers=[("Allow", ", ".join(allowed))])
+        if isinstance(exc, NotFound):
+            return json_error(404, "not_found", "no such path; see /.well-known/openapi.json")
+        return json_error(code, ERROR_CODES.get(code, exc.name.lower().replace(" ", "_")), exc.description or exc.name)
+
+    def preflight(self, environ: Mapping[str, Any], allowed: list[str]) -> Triple:
+        """CORS preflight (and plain OPTIONS) for any path that exists."""
+        if not allowed:
+            raise NotFound()
+        methods = ", ".join(sorted(set(allowed) | {"OPTIONS"}))
+        headers = [
+            ("Allow", methods),
+            ("Access-Control-Allow-Origin", "*"),
+            ("Access-Control-Allow-Methods", methods),
+            ("Access-Control-Allow-Headers",
+             "Content-Type, If-None-Match, If-Modified-Since, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"),
+            ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link, Mcp-Session-Id"),
+            ("Access-Control-Max-Age", "86400"),
+            ("Content-Length", "0"),
+        ]
+        return "204 No Content", headers, b""
+
+    # ----------------------------------------------------------------- handlers
+
+    def on_payload(self, environ: Mapping[str, Any]) -> Triple:
+        return answer(environ, self.store.current.payloads[environ["PATH_INFO"]])
+
+    def on_openapi(self, environ: Mapping[str, Any]) -> Triple:
+        return answer(environ, self.openapi)
+
+    def on_search(self, environ: Mapping[str, Any]) -> Triple:
+        request = Request(environ)
+        args = decode_query_args(request.args.to_dict(flat=False))
+        dataset = self.store.current.dataset
+        matched, positions = run_search(dataset, args)
+        return self.dynamic(environ, search_result_json(dataset, matched, positions))
+
+    def on_since(self, environ: Mapping[str, Any], date: str) -> Triple:
+        since = validate_date("date", date)
+        snapshot = self.store.current
+        payload = snapshot.since_cache.get(since, lambda: make_payload(
+            since_result_json(snapshot.dataset, since), JSON,
+            snapshot.payloads["/reviews.json"].last_modified))
+        return answer(environ, payload)
+
+    def on_review(self, environ: Mapping[str, Any], review_id: str) -> Triple:
+        snapshot = self.store.current
+        review = snapshot.dataset.by_id.get(review_id)
+        if review is None:
+            raise NotFound()
+        position = snapshot.dataset.position_of[review_id]
+        return answer(environ, make_payload(snapshot.dataset.review_json[position], JSON,
+                                            snapshot.payloads["/reviews.json"].last_modified))
+
+    def on_healthz(self, environ: Mapping[str, Any]) -> Triple:
+        snapshot = self.store.current
+        dataset = snapshot.dataset
+        document = {
+            "status": "ok" if self.ready else "starting",
+            "data": {
+                "reviews": {"generated_at": dataset.reviews_doc["generated_at"], "count": len(dataset.reviews),
+                            "sha256": dataset.reviews_sha256},
+                "insights": {"generated_at": dataset.insights_doc["generated_at"],
+                             "version": dataset.insights_doc["version"], "sha256": dataset.insights_sha256},
+                "loaded_at": self.store.loaded_at.isoformat().replace("+00:00", "Z"),
+                "last_reload_error": str(self.store.last_error) if self.store.last_error else None,
+            },
+            "hub": self.hub.status() if self.hub is not None else {"enabled": False},
+        }
+        body = encode_json(document)
+        status = "200 OK" if self.ready else "503 Service Unavailable"
+        return status, [("Content-Type", JSON), ("Cache-Control", "no-store"),
+                        ("Content-Length", str(len(body)))], body
+
+    def on_mcp(self, environ: dict) -> Any:
+        if self.mcp is None:
+            raise NotFound()
+        return self.mcp.handle(environ)
+
+    def on_hub(self, environ: dict) -> Any:
+        if self.hub is None:
+            raise NotFound()
+        return self.hub.handle(environ)
+
+    def dynamic(self, environ: Mapping[str, Any], body: bytes) -> Triple:
+        """A JSON body computed for this request: gzip only when asked, at a cheap level."""
+        headers = [*JSON_HEADERS, ("Vary", "Accept-Encoding")]
+        encoding = environ.get("HTTP_ACCEPT_ENCODING")
+        if encoding and len(body) >= 512 and accepts_gzip(encoding):
+            body = gzip.compress(body, compresslevel=5, mtime=0)
+            headers.append(("Content-Encoding", "gzip"))
+        headers.append(("Content-Length", str(len(body))))
+        return "200 OK", headers, body
+
+
+def create_app(config: Config | None = None) -> ReviewsApp:
+    """The WSGI application for `config` (data loaded, MCP and hub attached when available)."""
+    config = config or Config()
+    app = ReviewsApp(config)
+    try:
+        import mcp_rpc
+    except ImportError:
+        mcp_rpc = None  # type: ignore[assignment]
+    if mcp_rpc is not None and hasattr(mcp_rpc, "attach"):
+        mcp_rpc.attach(app)
+    return app
+
+
+# --------------------------------------------------------------------------- command line
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line, with any structured `extra` fields of the record."""
+
+    SKIP = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname.lower(),
+                "logger": record.name, "message": record.getMessage()}
+        line.update({k: v for k, v in vars(record).items() if k not in self.SKIP})
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def configure_logging(log_format: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+
+
+def check_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="reviewsd.py check", description="Validate a data directory.")
+    parser.add_argument("--data-dir", default=_env_value("data_dir", Config.data_dir))
+    args = parser.parse_args(argv)
+    problems = check_data_dir(args.data_dir)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{args.data_dir}: {len(problems)} problem(s); these files would be refused.", file=sys.stderr)
+        return 1
+    print(f"{args.data_dir}: OK")
+    return 0
+
+
+def serve_main(argv: Sequence[str]) -> int:
+    config = parse_config(argv)
+    configure_logging(config.log_format)
+    try:
+        app = create_app(config)
+    except DataError as exc:
+        log.error("cannot start: the data in %s is refused:", config.data_dir)
+        for problem in exc.problems:
+            log.error("  %s", problem)
+        return 2
+    import server
+
+    app.store.start_polling(config.reload_interval)
+
+    def on_stop() -> None:
+        app.store.stop_polling()
+        if app.hub is not None:
+            app.hub.stop()
+
+    dataset = app.store.current.dataset
+    return server.run(app, host=config.host, port=config.port, threads=config.threads, max_body=config.max_body,
+                      on_reload=lambda: app.store.reload(force=True), on_stop=on_stop,
+                      ready_status=f"serving {len(dataset.reviews)} reviews")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["check"]:
+        return check_main(argv[1:])
+    if argv[:1] == ["serve"]:
+        argv = argv[1:]
+    return serve_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
