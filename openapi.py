@@ -179,6 +179,15 @@ def _paths() -> dict[str, Any]:
             "parameters": CONDITIONAL_PARAMS,
             "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1.0 document."), "304": NOT_MODIFIED},
         }},
+        "/healthz": {"get": {
+            "operationId": "getHealth",
+            "tags": ["operations"],
+            "summary": "Health check (operational, for load balancers and systemd watchers)",
+            "description": "200 with the loaded data versions and hub status when ready; 503 while not ready. "
+                           "Never cached.",
+            "responses": {"200": _json({"type": "object", "required": ["status", "data", "hub"]}, "Ready."),
+                          "503": _json({"type": "object"}, "Not ready.")},
+        }},
         "/mcp": {
             "post": {
                 "operationId": "mcp",

@@ -1,0 +1,222 @@
+"""Search: the indexed implementation against a plain reference filter, and parameter validation."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import date, timedelta
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from dataset import (
+    Dataset,
+    InvalidParams,
+    SearchParams,
+    decode_query_args,
+    find_reviews,
+    run_search,
+    search_result,
+    search_result_json,
+    validate_search_args,
+)
+from factories import SERVICES, TECHNICIANS, Spec, make_docs
+
+# ---------------------------------------------------------------- the reference
+
+
+def reference_search(reviews_doc: dict, insights_doc: dict, params: SearchParams) -> tuple[int, list[str]]:
+    """The obvious implementation: filter every review, sort, cut."""
+    techs = insights_doc["entities"]["technicians"]
+    services = insights_doc["entities"]["services"]
+
+    def names(record: dict, keys: tuple[str, ...]) -> set[str]:
+        return {" ".join(record[k].casefold().split()) for k in keys if record.get(k)}
+
+    def folded(value: str) -> str:
+        return " ".join(value.casefold().split())
+
+    def keep(review: dict) -> bool:
+        mentions = insights_doc["per_review"][review["id"]]
+        if params.rating is not None and review["rating"] != params.rating:
+            return False
+        if params.min_rating is not None and review["rating"] < params.min_rating:
+            return False
+        if params.since is not None and review["date"] < params.since:
+            return False
+        if params.until is not None and review["date"] > params.until:
+            return False
+        if params.query is not None and (review["text"] is None or
+                                         params.query.casefold() not in review["text"].casefold()):
+            return False
+        if params.mentions_technician is not None:
+            wanted = folded(params.mentions_technician)
+            if not any(wanted in names(t, ("id", "name", "label")) and t["id"] in mentions["technicians"]
+                       for t in techs):
+                return False
+        if params.mentions_service is not None:
+            wanted = folded(params.mentions_service)
+            if not any(wanted in names(s, ("id", "label")) and s["id"] in mentions["services"] for s in services):
+                return False
+        return True
+
+    matching = sorted((r for r in reviews_doc["reviews"] if keep(r)), key=lambda r: (r["date"], r["id"]),
+                      reverse=True)
+    return len(matching), [r["id"] for r in matching[: params.limit]]
+
+
+def dataset_of(specs: list[Spec]) -> tuple[Dataset, dict, dict]:
+    reviews_doc, insights_doc = make_docs(specs)
+    return Dataset(reviews_doc, insights_doc, "r", "i").build_indexes(), reviews_doc, insights_doc
+
+
+# ---------------------------------------------------------------- strategies
+
+WORDS = ["back", "pain", "Patel", "PATEL", "wait", "great", "ß", "straße", "İstanbul", "café", "😀", "\x00", " ", "a"]
+DAY0 = date(2024, 1, 1)
+dates = st.integers(0, 60).map(lambda d: (DAY0 + timedelta(days=d)).isoformat())
+texts = st.one_of(st.none(), st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join), st.text(max_size=12))
+tech_ids = [t["id"] for t in TECHNICIANS]
+service_ids = [s["id"] for s in SERVICES]
+specs = st.builds(
+    Spec,
+    rating=st.integers(1, 5),
+    date=dates,
+    text=texts,
+    technicians=st.lists(st.sampled_from(tech_ids), max_size=2, unique=True),
+    services=st.lists(st.sampled_from(service_ids), max_size=2, unique=True),
+)
+technician_names = st.sampled_from(
+    tech_ids + [t["name"] for t in TECHNICIANS] + ["dr. maya  PATEL", "DR. SOFÍA RAMÍREZ", "nobody"])
+service_names = st.sampled_from(service_ids + [s["label"] for s in SERVICES] + ["MASSAGE THERAPY", "nothing"])
+params = st.builds(
+    SearchParams,
+    rating=st.none() | st.integers(1, 5),
+    min_rating=st.none() | st.floats(1, 5, allow_nan=False),
+    since=st.none() | dates,
+    until=st.none() | dates,
+    query=st.none() | st.sampled_from(WORDS) | st.text(min_size=1, max_size=3),
+    mentions_technician=st.none() | technician_names,
+    mentions_service=st.none() | service_names,
+    limit=st.integers(1, 100),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs=st.lists(specs, max_size=40), params=params)
+@example(specs=[Spec(text="Straße"), Spec(text="STRASSE")], params=SearchParams(query="strasse"))
+@example(specs=[Spec(text="a\x00b"), Spec(text="a")], params=SearchParams(query="a\x00b"))
+@example(specs=[Spec(text=None)], params=SearchParams(query=" "))
+@example(specs=[Spec(date="2024-01-05")], params=SearchParams(since="2024-01-05", until="2024-01-05"))
+@example(specs=[Spec(date="2024-01-01", technicians=["dr-maya-patel"]),
+                Spec(date="2024-01-03", technicians=["dr-maya-patel"])],
+         params=SearchParams(since="2024-01-02", mentions_technician="dr-maya-patel"))
+@example(specs=[Spec(date="2024-01-01", text="back"), Spec(date="2024-01-03", text="back")],
+         params=SearchParams(until="2024-01-02", query="back"))
+def test_indexed_search_equals_reference(specs: list[Spec], params: SearchParams) -> None:
+    dataset, reviews_doc, insights_doc = dataset_of(specs)
+    matched, positions = find_reviews(dataset, params)
+    expected_matched, expected_ids = reference_search(reviews_doc, insights_doc, params)
+    assert matched == expected_matched
+    assert [dataset.reviews[p]["id"] for p in positions] == expected_ids
+
+
+def test_text_search_uses_the_blob_for_large_candidate_sets() -> None:
+    """Above the threshold the blob path runs; it must agree with the reference too."""
+    specs = [Spec(rating=5, date="2024-02-01", text=f"visit {i} " + ("back pain" if i % 7 == 0 else "fine"),
+                  technicians=["dr-maya-patel"]) for i in range(2500)]
+    dataset, reviews_doc, insights_doc = dataset_of(specs)
+    p = SearchParams(query="BACK PAIN", mentions_technician="Dr. Maya Patel", limit=100)
+    matched, positions = find_reviews(dataset, p)
+    assert (matched, [dataset.reviews[i]["id"] for i in positions]) == reference_search(reviews_doc, insights_doc, p)
+    assert matched == len(range(0, 2500, 7))
+
+
+def test_search_json_is_the_search_result_encoded() -> None:
+    dataset, *_ = dataset_of([Spec(rating=r, text=f"t{r} ✓ <&>") for r in (1, 5, 5, 3)])
+    matched, positions = run_search(dataset, {"min_rating": 3, "limit": 2})
+    assert json.loads(search_result_json(dataset, matched, positions)) == search_result(dataset, matched, positions)
+    assert (matched, len(positions)) == (3, 2)
+
+
+# ---------------------------------------------------------------- validation
+
+
+def codes(exc: pytest.ExceptionInfo) -> list[tuple[str, str]]:
+    return [(i["path"][0], i["code"]) for i in exc.value.issues]
+
+
+@pytest.mark.parametrize("args, expected", [
+    ({"rating": 0}, [("rating", "minimum")]),
+    ({"rating": 6}, [("rating", "maximum")]),
+    ({"rating": 4.5}, [("rating", "type")]),
+    ({"rating": "5"}, [("rating", "type")]),
+    ({"min_rating": 0.5}, [("min_rating", "minimum")]),
+    ({"min_rating": 5.5}, [("min_rating", "maximum")]),
+    ({"limit": 0}, [("limit", "minimum")]),
+    ({"limit": 101}, [("limit", "maximum")]),
+    ({"since": "2026-02-30"}, [("since", "invalid_date")]),
+    ({"until": "2026-2-3"}, [("until", "invalid_date")]),
+    ({"since": "2025-05-02", "until": "2025-05-01"}, [("since", "date_order")]),
+    ({"query": ""}, [("query", "minLength")]),
+    ({"query": "x" * 201}, [("query", "maxLength")]),
+    ({"mentions_technician": 5}, [("mentions_technician", "type")]),
+    ({"colour": "red"}, [("colour", "unknown_parameter")]),
+    ({"rating": 9, "limit": 0, "since": "2025-13-01", "bogus": 1},
+     [("bogus", "unknown_parameter"), ("limit", "minimum"), ("rating", "maximum"), ("since", "invalid_date")]),
+])
+def test_invalid_arguments_list_every_problem(args: dict, expected: list) -> None:
+    with pytest.raises(InvalidParams) as exc:
+        validate_search_args(args)
+    assert sorted(codes(exc)) == sorted(expected)
+    for entry in exc.value.issues:
+        assert entry["message"] and isinstance(entry["path"], list)
+
+
+def test_valid_arguments_and_defaults() -> None:
+    params = validate_search_args({"rating": 5, "min_rating": 4.5, "since": "2024-02-29", "until": "2024-02-29"})
+    assert params == SearchParams(rating=5, min_rating=4.5, since="2024-02-29", until="2024-02-29", limit=20)
+
+
+@pytest.mark.parametrize("query, expected", [
+    ({"rating": ["5"], "limit": ["10"]}, {"rating": 5, "limit": 10}),
+    ({"min_rating": ["4.5"]}, {"min_rating": 4.5}),
+    ({"min_rating": ["4"]}, {"min_rating": 4}),
+    ({"rating": [" 5 "]}, {"rating": 5}),
+    ({"rating": ["five"]}, {"rating": "five"}),
+    ({"query": ["5"]}, {"query": "5"}),
+    ({"min_rating": ["nan"]}, {"min_rating": "nan"}),
+])
+def test_query_strings_decode_to_schema_types(query: dict, expected: dict) -> None:
+    assert decode_query_args(query) == expected
+
+
+def test_repeated_parameters_are_reported_with_the_other_problems() -> None:
+    with pytest.raises(InvalidParams) as exc:
+        decode_query_args({"rating": ["5", "4"], "limit": ["0"]})
+    assert sorted(codes(exc)) == [("limit", "minimum"), ("rating", "repeated_parameter")]
+
+
+query_values = st.text(max_size=12) | st.sampled_from(["5", "4.5", "1e0", "2025-01-01", "2025-02-30", "-0", "101"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["rating", "min_rating", "since", "until", "query", "limit",
+                                        "mentions_technician", "mentions_service", "x", "hub.topic", ""]),
+                       st.lists(query_values, min_size=1, max_size=2), max_size=5))
+def test_any_query_string_validates_or_gives_issues(query: dict) -> None:
+    """Never an exception other than InvalidParams, and every accepted value is usable."""
+    dataset, *_ = dataset_of([Spec(), Spec(rating=1, date="2024-01-02", text=None)])
+    try:
+        matched, positions = run_search(dataset, decode_query_args(query))
+    except InvalidParams as exc:
+        assert exc.issues and all(i["code"] and i["message"] for i in exc.issues)
+    else:
+        assert 0 <= len(positions) <= matched <= 2
+
+
+def test_min_rating_fraction_rounds_up() -> None:
+    dataset, *_ = dataset_of([Spec(rating=r) for r in (3, 4, 5)])
+    matched, _ = find_reviews(dataset, SearchParams(min_rating=3.01))
+    assert matched == 2 and math.ceil(3.01) == 4
