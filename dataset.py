@@ -518,7 +518,9 @@ def check_data_dir(data_dir: Path | str) -> list[Problem]:
     raws = []
     for name in DATA_FILES:
         try:
-            raws.append(read_file(Path(data_dir), name))
+            raw = read_file(Path(data_dir), name)
+            parse_json(raw)
+            raws.append(raw)
         except DataError as exc:
             problems += exc.problems
     if problems:

@@ -1,0 +1,337 @@
+"""The read API over werkzeug's test client: bodies, headers, conditional GET, errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import referencing
+import referencing.jsonschema
+from jsonschema import Draft202012Validator
+from werkzeug.http import http_date, parse_date
+from werkzeug.test import Client
+
+STATIC_PATHS = ["/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", "/.well-known/openapi.json"]
+CONDITIONAL_PATHS = STATIC_PATHS + ["/api/reviews/since/2025-01-01"]
+CONTENT_TYPES = {
+    "/reviews.json": "application/json; charset=utf-8",
+    "/insights.json": "application/json; charset=utf-8",
+    "/api/feed.json": "application/feed+json; charset=utf-8",
+    "/feed.xml": "application/atom+xml; charset=utf-8",
+    "/.well-known/openapi.json": "application/json; charset=utf-8",
+    "/api/reviews/since/2025-01-01": "application/json; charset=utf-8",
+}
+TOPICS = ["/reviews.json", "/api/feed.json", "/feed.xml"]
+
+
+@pytest.fixture
+def openapi(client: Client) -> dict:
+    return client.get("/.well-known/openapi.json").get_json()
+
+
+def contract_validator(openapi: dict, component: str) -> Draft202012Validator:
+    """A validator for one component of the served OpenAPI document, refs resolved inside it."""
+    resource = referencing.jsonschema.DRAFT202012.create_resource(openapi)
+    registry = referencing.Registry().with_resource("urn:openapi", resource)
+    return Draft202012Validator({"$ref": f"urn:openapi#/components/schemas/{component}"}, registry=registry,
+                                format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def assert_valid(openapi: dict, component: str, document: Any) -> None:
+    errors = list(contract_validator(openapi, component).iter_errors(document))
+    assert not errors, [e.message for e in errors[:5]]
+
+
+# ---------------------------------------------------------------- bodies and types
+
+
+@pytest.mark.parametrize("path", CONDITIONAL_PATHS)
+def test_every_read_endpoint_answers_with_its_content_type(client: Client, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 200
+    assert response.headers["Content-Type"] == CONTENT_TYPES[path]
+    assert response.headers["Cache-Control"] == "public, max-age=60"
+    assert response.headers["Access-Control-Allow-Origin"] == "*"
+    assert response.headers["Content-Length"] == str(len(response.data))
+    etag = response.headers["ETag"]
+    assert etag.startswith('"') and etag.endswith('"') and not etag.startswith("W/")
+
+
+def test_datasets_validate_against_the_contract(client: Client, openapi: dict) -> None:
+    assert_valid(openapi, "ReviewsDocument", client.get("/reviews.json").get_json())
+    assert_valid(openapi, "InsightsDocument", client.get("/insights.json").get_json())
+
+
+def test_reviews_are_served_newest_first(client: Client) -> None:
+    reviews = client.get("/reviews.json").get_json()["reviews"]
+    keys = [(r["date"], r["id"]) for r in reviews]
+    assert keys == sorted(keys, reverse=True)
+
+
+@pytest.mark.parametrize("path", ["/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml",
+                                  "/api/reviews/since/2025-01-01"])
+def test_last_modified_is_the_data_generation_time(client: Client, app, path: str) -> None:
+    dataset = app.store.current.dataset
+    stamp = (dataset.insights_doc if path == "/insights.json" else dataset.reviews_doc)["generated_at"]
+    assert parse_date(client.get(path).headers["Last-Modified"]) == parse_date(
+        http_date(parse_date_iso(stamp)))
+
+
+def parse_date_iso(value: str):
+    from datetime import datetime
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+@pytest.mark.parametrize("path", TOPICS)
+def test_topics_carry_websub_discovery_links(client: Client, path: str) -> None:
+    link = client.get(path).headers["Link"]
+    assert link == (f'<https://reviews.example.com/api/websub/hub>; rel="hub", '
+                    f'<https://reviews.example.com{path}>; rel="self"')
+
+
+def test_insights_are_not_a_topic(client: Client) -> None:
+    assert "Link" not in client.get("/insights.json").headers
+
+
+# ---------------------------------------------------------------- conditional GET
+
+
+@pytest.mark.parametrize("path", CONDITIONAL_PATHS)
+def test_matching_etag_gives_304_with_validators_and_no_body(client: Client, path: str) -> None:
+    first = client.get(path)
+    response = client.get(path, headers={"If-None-Match": first.headers["ETag"]})
+    assert response.status_code == 304
+    assert response.data == b""
+    for header in ("ETag", "Cache-Control", "Vary"):
+        assert response.headers[header] == first.headers[header]
+    assert "Content-Length" not in response.headers or response.headers["Content-Length"] == "0"
+
+
+@pytest.mark.parametrize("if_none_match, status", [
+    ('"nope"', 200),
+    ("*", 304),
+    ('"nope", {etag}', 304),
+    ("W/{etag}", 304),  # weak comparison for If-None-Match
+    ('"{bare}-gzip"', 200),  # the gzip representation's tag does not validate the identity one
+])
+def test_if_none_match_forms(client: Client, if_none_match: str, status: int) -> None:
+    etag = client.get("/reviews.json").headers["ETag"]
+    value = if_none_match.format(etag=etag, bare=etag.strip('"'))
+    assert client.get("/reviews.json", headers={"If-None-Match": value}).status_code == status
+
+
+def test_if_modified_since(client: Client) -> None:
+    modified = parse_date(client.get("/reviews.json").headers["Last-Modified"])
+    later, earlier = http_date(modified + timedelta(hours=1)), http_date(modified - timedelta(seconds=1))
+    assert client.get("/reviews.json", headers={"If-Modified-Since": http_date(modified)}).status_code == 304
+    assert client.get("/reviews.json", headers={"If-Modified-Since": later}).status_code == 304
+    assert client.get("/reviews.json", headers={"If-Modified-Since": earlier}).status_code == 200
+    assert client.get("/reviews.json", headers={"If-Modified-Since": "garbage"}).status_code == 200
+
+
+def test_if_none_match_wins_over_if_modified_since(client: Client) -> None:
+    modified = client.get("/reviews.json").headers["Last-Modified"]
+    response = client.get("/reviews.json", headers={"If-None-Match": '"other"', "If-Modified-Since": modified})
+    assert response.status_code == 200
+
+
+# ---------------------------------------------------------------- gzip, HEAD, CORS
+
+
+@pytest.mark.parametrize("path", CONDITIONAL_PATHS)
+def test_gzip_is_a_distinct_representation(client: Client, path: str) -> None:
+    plain = client.get(path)
+    zipped = client.get(path, headers={"Accept-Encoding": "gzip, deflate"})
+    assert zipped.headers["Content-Encoding"] == "gzip"
+    assert zipped.headers["Vary"] == "Accept-Encoding" == plain.headers["Vary"]
+    assert gzip.decompress(zipped.data) == plain.data
+    assert zipped.headers["ETag"] != plain.headers["ETag"]
+    again = client.get(path, headers={"Accept-Encoding": "gzip", "If-None-Match": zipped.headers["ETag"]})
+    assert again.status_code == 304 and again.headers["ETag"] == zipped.headers["ETag"]
+
+
+@pytest.mark.parametrize("accept", ["gzip;q=0", "identity", "br", ""])
+def test_no_gzip_unless_accepted(client: Client, accept: str) -> None:
+    response = client.get("/reviews.json", headers={"Accept-Encoding": accept})
+    assert "Content-Encoding" not in response.headers
+    json.loads(response.data)
+
+
+def test_gzip_precomputed_once_per_load(app, client: Client) -> None:
+    payload = app.store.current.payloads["/reviews.json"]
+    response = client.get("/reviews.json", headers={"Accept-Encoding": "gzip"})
+    assert response.data is not None and response.data == payload.gzipped.body
+
+
+@pytest.mark.parametrize("path", CONDITIONAL_PATHS + ["/api/reviews/search?rating=5"])
+def test_head_has_the_headers_of_get_and_no_body(client: Client, path: str) -> None:
+    get, head = client.get(path), client.head(path)
+    assert head.status_code == 200 and head.data == b""
+    assert head.headers["Content-Length"] == get.headers["Content-Length"]
+    assert head.headers.get("ETag") == get.headers.get("ETag")
+
+
+@pytest.mark.parametrize("path", ["/reviews.json", "/api/reviews/search", "/api/reviews/since/2025-01-01"])
+def test_cors_preflight(client: Client, path: str) -> None:
+    response = client.open(path, method="OPTIONS", headers={
+        "Origin": "https://example.org", "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "if-none-match"})
+    assert response.status_code == 204
+    assert response.headers["Access-Control-Allow-Origin"] == "*"
+    assert "GET" in response.headers["Access-Control-Allow-Methods"]
+    assert "If-None-Match" in response.headers["Access-Control-Allow-Headers"]
+    assert set(response.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS"}
+
+
+def test_exposed_headers(client: Client) -> None:
+    exposed = client.get("/feed.xml").headers["Access-Control-Expose-Headers"]
+    assert {"ETag", "Last-Modified", "Link"} <= {h.strip() for h in exposed.split(",")}
+
+
+# ---------------------------------------------------------------- errors
+
+
+def assert_error(response, status: int, code: str, openapi: dict) -> dict:
+    assert response.status_code == status
+    assert response.headers["Content-Type"] == "application/json; charset=utf-8"
+    body = response.get_json()
+    assert body["error"] == code and body["message"]
+    assert_valid(openapi, "Error", body)
+    return body
+
+
+@pytest.mark.parametrize("path", ["/nope", "/reviews.json/extra", "/api/reviews/01ZZZZZZZZZZZZZZZZZZZZZZZZ",
+                                  "/api/reviews/since", "/api/websub/hubx"])
+def test_unknown_paths_are_json_404(client: Client, openapi: dict, path: str) -> None:
+    assert_error(client.get(path), 404, "not_found", openapi)
+
+
+@pytest.mark.parametrize("method, path", [("POST", "/reviews.json"), ("PUT", "/insights.json"),
+                                          ("DELETE", "/api/feed.json"), ("PATCH", "/api/reviews/search"),
+                                          ("POST", "/api/reviews/since/2025-01-01")])
+def test_wrong_methods_are_405_with_allow(client: Client, openapi: dict, method: str, path: str) -> None:
+    response = client.open(path, method=method)
+    assert_error(response, 405, "method_not_allowed", openapi)
+    assert set(response.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS"}
+
+
+@pytest.mark.parametrize("date", ["2025-02-30", "2025-13-01", "yesterday", "2025-1-1", "2025-01-01T00:00:00Z",
+                                  "2025/01/01", "２０２５-01-01"])
+def test_malformed_since_date_is_400(client: Client, openapi: dict, date: str) -> None:
+    body = assert_error(client.get(f"/api/reviews/since/{date}"), 400, "invalid_parameters", openapi)
+    assert body["issues"][0]["path"] == ["date"] and body["issues"][0]["code"] == "invalid_date"
+
+
+def test_search_400_lists_every_problem(client: Client, openapi: dict) -> None:
+    response = client.get("/api/reviews/search?rating=abc&limit=0&since=2026-02-30&colour=red&query=a&query=b")
+    body = assert_error(response, 400, "invalid_parameters", openapi)
+    assert sorted((i["path"][0], i["code"]) for i in body["issues"]) == [
+        ("colour", "unknown_parameter"), ("limit", "minimum"), ("query", "repeated_parameter"),
+        ("rating", "type"), ("since", "invalid_date")]
+
+
+def test_since_after_until_is_400(client: Client, openapi: dict) -> None:
+    body = assert_error(client.get("/api/reviews/search?since=2025-02-01&until=2025-01-01"), 400,
+                        "invalid_parameters", openapi)
+    assert body["issues"] == [{"path": ["since"], "code": "date_order",
+                               "message": "since (2025-02-01) is after until (2025-01-01)"}]
+
+
+def test_authorization_header_is_ignored(client: Client) -> None:
+    assert client.get("/reviews.json", headers={"Authorization": "Bearer x"}).status_code == 200
+
+
+# ---------------------------------------------------------------- search and since
+
+
+def test_search_result_shape_and_order(client: Client, openapi: dict) -> None:
+    body = client.get("/api/reviews/search?min_rating=4&limit=100").get_json()
+    assert_valid(openapi, "SearchResult", body)
+    assert body["returned"] == len(body["reviews"]) <= 100 <= body["matched"]
+    assert all(r["rating"] >= 4 for r in body["reviews"])
+    keys = [(r["date"], r["id"]) for r in body["reviews"]]
+    assert keys == sorted(keys, reverse=True)
+
+
+def test_search_default_limit_is_20(client: Client) -> None:
+    assert client.get("/api/reviews/search").get_json()["returned"] == 20
+
+
+def test_search_filters_combine_with_and(client: Client, app) -> None:
+    dataset = app.store.current.dataset
+    tech = next(iter(dataset.technicians.values()))
+    url = f"/api/reviews/search?rating=5&since=2024-01-01&mentions_technician={tech['name'].upper()}&limit=100"
+    body = client.get(url).get_json()
+    per_review = dataset.insights_doc["per_review"]
+    expected = [r for r in dataset.reviews if r["rating"] == 5 and r["date"] >= "2024-01-01"
+                and tech["id"] in per_review[r["id"]]["technicians"]]
+    assert body["matched"] == len(expected) > 0
+    assert [r["id"] for r in body["reviews"]] == [r["id"] for r in expected[:100]]
+
+
+def test_search_by_service_label_or_id(client: Client, app) -> None:
+    service = next(iter(app.store.current.dataset.services.values()))
+    by_id = client.get(f"/api/reviews/search?mentions_service={service['id']}").get_json()
+    by_label = client.get(f"/api/reviews/search?mentions_service={service['label'].lower()}").get_json()
+    assert by_id == by_label and by_id["matched"] == service["mention_count"] > 0
+
+
+def test_search_query_is_case_insensitive_substring(client: Client, app) -> None:
+    body = client.get("/api/reviews/search?query=BACK&limit=100").get_json()
+    assert body["matched"] > 0
+    assert all("back" in r["text"].casefold() for r in body["reviews"])
+    assert client.get("/api/reviews/search?query=zzzqqqxxx").get_json() == {"matched": 0, "returned": 0,
+                                                                            "reviews": []}
+
+
+def test_since_lists_reviews_on_or_after_the_date(client: Client, app, openapi: dict) -> None:
+    body = client.get("/api/reviews/since/2025-06-01").get_json()
+    assert_valid(openapi, "SinceResult", body)
+    expected = [r["id"] for r in app.store.current.dataset.reviews if r["date"] >= "2025-06-01"]
+    assert body["since"] == "2025-06-01" and body["count"] == len(expected)
+    assert [r["id"] for r in body["reviews"]] == expected
+
+
+def test_since_in_the_future_is_empty(client: Client) -> None:
+    assert client.get("/api/reviews/since/2999-01-01").get_json() == {"since": "2999-01-01", "count": 0,
+                                                                      "reviews": []}
+
+
+def test_single_review(client: Client, app, openapi: dict) -> None:
+    review = app.store.current.dataset.reviews[0]
+    response = client.get(f"/api/reviews/{review['id']}")
+    assert response.get_json() == review
+    assert client.get(f"/api/reviews/{review['id']}", headers={"If-None-Match": response.headers["ETag"]}
+                      ).status_code == 304
+
+
+# ---------------------------------------------------------------- OpenAPI
+
+
+def test_openapi_document_is_valid(openapi: dict) -> None:
+    from openapi_spec_validator import validate
+
+    validate(openapi)
+    assert openapi["openapi"] == "3.1.0" and openapi["info"]["version"] == "1.0.0"
+    assert openapi["servers"] == [{"url": "https://reviews.example.com"}]
+
+
+def test_openapi_uses_the_same_schemas(openapi: dict) -> None:
+    from dataset import SCHEMAS
+
+    params = openapi["paths"]["/api/reviews/search"]["get"]["parameters"]
+    assert {p["name"] for p in params} == set(SCHEMAS["search-params.schema.json"]["properties"])
+    assert all(p["schema"]["$ref"].startswith("#/components/schemas/SearchParams/properties/") for p in params)
+    component = openapi["components"]["schemas"]["SearchParams"]
+    assert component["properties"] == SCHEMAS["search-params.schema.json"]["properties"]
+
+
+def test_openapi_describes_every_route(app, openapi: dict) -> None:
+    def normalise(rule: str) -> str:
+        return rule.replace("<path:date>", "{date}").replace("<review_id>", "{id}")
+
+    routes = {normalise(r.rule) for r in app.url_map.iter_rules()}
+    assert routes <= set(openapi["paths"])

@@ -1,0 +1,212 @@
+"""Loading, refusing and reloading data files; the `check` command."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from werkzeug.test import Client
+
+import reviewsd
+from dataset import DataError, check_data_dir, load_dataset
+from factories import Spec, make_docs, write_docs
+from conftest import ROOT, SMALL_SPECS
+
+
+def small_app(data_dir: Path) -> reviewsd.ReviewsApp:
+    return reviewsd.create_app(reviewsd.Config(data_dir=str(data_dir), reload_interval=0))
+
+
+NEW_SPECS = [*SMALL_SPECS, Spec(rating=1, date="2025-04-01", text="A brand new review.")]
+
+
+def test_valid_replacement_is_served_with_new_etags(small_data_dir: Path) -> None:
+    app = small_app(small_data_dir)
+    client = Client(app)
+    before = {p: client.get(p).headers["ETag"] for p in reviewsd.TOPIC_PATHS}
+    write_docs(small_data_dir, *make_docs(NEW_SPECS))
+    assert app.store.reload() is True
+    after = {p: client.get(p).headers["ETag"] for p in reviewsd.TOPIC_PATHS}
+    assert all(before[p] != after[p] for p in before)
+    assert client.get("/reviews.json").get_json()["reviews"][0]["text"] == "A brand new review."
+    assert client.get("/api/reviews/search?query=brand+new").get_json()["matched"] == 1
+
+
+def test_replacing_in_place_non_atomically_also_reloads(small_data_dir: Path) -> None:
+    app = small_app(small_data_dir)
+    reviews_doc, insights_doc = make_docs(NEW_SPECS)
+    (small_data_dir / "insights.json").write_text(json.dumps(insights_doc), "utf-8")
+    (small_data_dir / "reviews.json").write_text(json.dumps(reviews_doc), "utf-8")
+    assert app.store.reload() is True
+    assert len(app.store.current.dataset.reviews) == len(NEW_SPECS)
+
+
+def test_listeners_see_old_and_new_snapshots(small_data_dir: Path) -> None:
+    app = small_app(small_data_dir)
+    seen = []
+    app.store.subscribe(lambda old, new: seen.append((old, new)))
+    first = app.store.current
+    write_docs(small_data_dir, *make_docs(NEW_SPECS))
+    app.store.reload()
+    assert seen == [(first, app.store.current)] and first is not app.store.current
+
+
+def test_unchanged_files_do_not_notify(small_data_dir: Path) -> None:
+    app = small_app(small_data_dir)
+    seen = []
+    app.store.subscribe(lambda old, new: seen.append(new))
+    write_docs(small_data_dir, *make_docs(SMALL_SPECS))  # same bytes, new inode and mtime
+    assert app.store.reload() is False and app.store.reload(force=True) is False
+    assert seen == []
+
+
+@pytest.mark.parametrize("damage", [
+    lambda text: text[: len(text) // 2],  # half-written
+    lambda text: "",  # truncated to nothing
+    lambda text: text.replace('"rating": 5', '"rating": 7', 1),  # fails the schema
+    lambda text: "\udcff",  # not UTF-8 once written with surrogateescape
+])
+def test_bad_file_is_refused_and_old_data_kept(small_data_dir: Path, damage, caplog) -> None:
+    app = small_app(small_data_dir)
+    client = Client(app)
+    etag = client.get("/reviews.json").headers["ETag"]
+    seen = []
+    app.store.subscribe(lambda old, new: seen.append(new))
+    path = small_data_dir / "reviews.json"
+    text = json.dumps(json.loads(path.read_text("utf-8")), indent=1)
+    path.write_bytes(damage(text).encode("utf-8", "surrogateescape"))
+    with caplog.at_level(logging.ERROR, logger="reviewsd.data"):
+        assert app.store.reload() is False
+    assert "reload refused" in caplog.text and "reviews.json" in caplog.text
+    assert client.get("/reviews.json").headers["ETag"] == etag
+    assert app.store.last_error is not None and seen == []
+
+
+def test_cross_file_inconsistency_is_refused(small_data_dir: Path) -> None:
+    app = small_app(small_data_dir)
+    reviews_doc, _ = make_docs(SMALL_SPECS[1:])  # a review that insights still mentions is gone
+    write_docs(small_data_dir, reviews_doc, json.loads((small_data_dir / "insights.json").read_text("utf-8")))
+    assert app.store.reload() is False
+    assert any(p.rule == "review-exists" for p in app.store.last_error.problems)
+
+
+def test_refused_file_is_not_retried_until_it_changes_then_accepted(small_data_dir: Path) -> None:
+    app = small_app(small_data_dir)
+    (small_data_dir / "reviews.json").write_text("{", "utf-8")
+    assert app.store.reload() is False
+    error = app.store.last_error
+    assert app.store.reload() is False and app.store.last_error is error  # same stat: not read again
+    write_docs(small_data_dir, *make_docs(NEW_SPECS))
+    assert app.store.reload() is True and app.store.last_error is None
+
+
+def test_polling_picks_up_a_change(small_data_dir: Path) -> None:
+    app = small_app(small_data_dir)
+    changed = threading.Event()
+    app.store.subscribe(lambda old, new: changed.set())
+    app.store.start_polling(0.05)
+    try:
+        write_docs(small_data_dir, *make_docs(NEW_SPECS))
+        assert changed.wait(10), "the poller did not reload within 10 s"
+    finally:
+        app.store.stop_polling()
+    assert len(app.store.current.dataset.reviews) == len(NEW_SPECS)
+
+
+def test_concurrent_readers_never_see_a_mixed_snapshot(small_data_dir: Path) -> None:
+    """Each response's feed and dataset ETags belong to one version."""
+    app = small_app(small_data_dir)
+    versions = {}
+    for specs in (SMALL_SPECS, NEW_SPECS):
+        write_docs(small_data_dir, *make_docs(specs))
+        app.store.reload(force=True)
+        snap = app.store.current
+        versions[snap.payloads["/reviews.json"].identity.etag] = snap.payloads["/api/feed.json"].identity.etag
+    stop = threading.Event()
+    errors = []
+
+    def reader() -> None:
+        while not stop.is_set():
+            snap = app.store.current
+            if versions[snap.payloads["/reviews.json"].identity.etag] != snap.payloads["/api/feed.json"].identity.etag:
+                errors.append("mixed")
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for i in range(30):
+        write_docs(small_data_dir, *make_docs(SMALL_SPECS if i % 2 else NEW_SPECS))
+        app.store.reload(force=True)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+# ---------------------------------------------------------------- start-up and check
+
+
+def test_start_refuses_bad_data_naming_file_path_and_rule(small_data_dir: Path) -> None:
+    doc = json.loads((small_data_dir / "reviews.json").read_text("utf-8"))
+    doc["reviews"][1]["rating"] = 0
+    (small_data_dir / "reviews.json").write_text(json.dumps(doc), "utf-8")
+    with pytest.raises(DataError) as exc:
+        load_dataset(small_data_dir)
+    assert [str(p) for p in exc.value.problems][0].startswith("reviews.json: $.reviews[1].rating: schema:minimum")
+
+
+def run_check(data_dir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data_dir)],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_check_accepts_good_data(small_data_dir: Path) -> None:
+    result = run_check(small_data_dir)
+    assert result.returncode == 0 and "OK" in result.stdout
+
+
+def test_check_accepts_the_bundled_sample() -> None:
+    result = run_check(ROOT / "data")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_check_lists_every_problem_and_fails(small_data_dir: Path) -> None:
+    reviews_doc, insights_doc = make_docs(SMALL_SPECS)
+    reviews_doc["reviews"][0]["rating"] = "five"
+    reviews_doc["reviews"][1]["id"] = reviews_doc["reviews"][2]["id"]
+    reviews_doc["aggregate_rating"]["review_count"] = 99
+    del insights_doc["summary"]
+    write_docs(small_data_dir, reviews_doc, insights_doc)
+    result = run_check(small_data_dir)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert "reviews.json: $.reviews[0].rating: schema:type: 'five' is not of type 'integer'" in lines
+    assert any(line.startswith("insights.json: $: schema:required: 'summary'") for line in lines)
+    assert "2 problem(s)" in result.stderr
+
+
+def test_check_reports_cross_file_rules(small_data_dir: Path) -> None:
+    reviews_doc, insights_doc = make_docs(SMALL_SPECS)
+    reviews_doc["reviews"][1]["id"] = reviews_doc["reviews"][2]["id"]
+    reviews_doc["aggregate_rating"]["distribution"]["5"] = 40
+    insights_doc["aspects"][0]["mention_count"] += 1
+    write_docs(small_data_dir, reviews_doc, insights_doc)
+    problems = {(p.file, p.path, p.rule) for p in check_data_dir(small_data_dir)}
+    assert ("reviews.json", "$.reviews[2].id", "unique-id") in problems
+    assert ("reviews.json", '$.aggregate_rating.distribution["5"]', "aggregate-agrees") in problems
+    assert ("insights.json", "$.aspects[0].mention_count", "counts-agree") in problems
+    assert any(p[2] == "review-exists" for p in problems)
+
+
+def test_check_reports_missing_and_unparsable_files(tmp_path: Path) -> None:
+    (tmp_path / "reviews.json").write_text('{"business": ', "utf-8")
+    result = run_check(tmp_path)
+    assert result.returncode == 1
+    assert "reviews.json: $: json: not valid JSON" in result.stdout
+    assert "insights.json: $: readable: cannot read" in result.stdout
