@@ -117,6 +117,20 @@ JSON_FEED_SCHEMA = {
 }
 
 
+JSON_RPC_RESPONSE = {
+    "type": "object",
+    "description": "JSON-RPC 2.0 response: `result`, or `error` {code, message, data?}.",
+    "required": ["jsonrpc"],
+    "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "id": {"type": ["string", "integer", "null"]},
+        "result": {"type": "object"},
+        "error": {"type": "object", "required": ["code", "message"],
+                  "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}},
+    },
+}
+
+
 def _search_parameters() -> list[dict[str, Any]]:
     params = SCHEMAS["search-params.schema.json"]["properties"]
     return [
@@ -205,17 +219,25 @@ def _paths() -> dict[str, Any]:
                     "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer"]},
                                    "method": {"type": "string"}, "params": {"type": "object"}}}}}},
                 "responses": {
-                    "200": _json({"type": "object"}, "JSON-RPC response (result or error)."),
+                    "200": _json(JSON_RPC_RESPONSE, "JSON-RPC response (result or error) to a request that was read."),
                     "202": {"description": "Accepted notification or client response; no body."},
-                    "400": _json({"type": "object"}, "Missing session id or unsupported MCP-Protocol-Version."),
-                    "403": _json({"type": "object"}, "Origin not allowed."),
-                    "404": _json({"type": "object"}, "Unknown or ended session."),
-                    "413": _json({"type": "object"}, "Request body too large."),
+                    "400": _json(JSON_RPC_RESPONSE, "Parse error (-32700), invalid request (-32600), missing "
+                                                    "session id or unsupported MCP-Protocol-Version (-32000)."),
+                    "403": _json(JSON_RPC_RESPONSE, "Origin not allowed (-32000)."),
+                    "404": _json(JSON_RPC_RESPONSE, "Unknown or ended session (-32000): initialize again."),
+                    "405": _error("Method not allowed (GET: this server offers no SSE stream); see Allow."),
+                    "406": _json(JSON_RPC_RESPONSE, "Accept does not allow application/json (-32000)."),
+                    "413": _json(JSON_RPC_RESPONSE, "Request body too large (-32000)."),
+                    "415": _json(JSON_RPC_RESPONSE, "Content-Type is not application/json (-32000)."),
                 },
             },
             "delete": {"operationId": "mcpEndSession", "summary": "End an MCP session",
+                       "parameters": [{"name": "Mcp-Session-Id", "in": "header", "required": True,
+                                       "schema": {"type": "string"}}],
                        "responses": {"204": {"description": "Session ended."},
-                                     "404": _json({"type": "object"}, "Unknown session.")}},
+                                     "400": _json(JSON_RPC_RESPONSE, "Missing session id (-32000)."),
+                                     "403": _json(JSON_RPC_RESPONSE, "Origin not allowed (-32000)."),
+                                     "404": _json(JSON_RPC_RESPONSE, "Unknown session (-32000).")}},
         },
         "/api/websub/hub": {"post": {
             "operationId": "websubHub",

@@ -269,7 +269,7 @@ class ReviewsApp:
             Rule("/api/reviews/<review_id>", endpoint="review", methods=GET),
             Rule("/.well-known/openapi.json", endpoint="openapi", methods=GET),
             Rule("/healthz", endpoint="healthz", methods=GET),
-            Rule("/mcp", endpoint="mcp", methods=["POST", "DELETE", "GET"]),
+            Rule("/mcp", endpoint="mcp", methods=["POST", "DELETE"]),
             Rule(HUB_PATH, endpoint="hub", methods=["POST"]),
         ],
         merge_slashes=False,

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""MCP benchmark: tool-call round trips and session set-up against a real reviewsd.
+
+Starts `python reviewsd.py --port 0` on a data directory (or uses `--url` of a server
+already running on 127.0.0.1), then:
+
+1. on ONE keep-alive connection, N sequential `tools/call search_reviews`
+   ({"rating": 5, "limit": 10}): calls/s, p50, p99;
+2. M times, on a fresh connection each: `initialize`, `notifications/initialized`
+   and the first `tools/call` (the set-up cost a new MCP client pays): rounds/s,
+   p50, p99 (each session is DELETEd afterwards, outside the timing).
+
+Bounded (defaults: 2,000 calls, 200 rounds, loopback only); stops the server it
+started, by PID.
+
+    python bench/mcp_bench.py
+    python bench/mcp_bench.py --calls 5000 --rounds 500 --data-dir data
+    python bench/mcp_bench.py --url http://127.0.0.1:8080
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+SEARCH = {"name": "search_reviews", "arguments": {"rating": 5, "limit": 10}}
+MAX_CALLS, MAX_ROUNDS = 100_000, 10_000
+
+
+def start_server(data_dir: Path, state_dir: Path, threads: int) -> tuple[subprocess.Popen, str]:
+    """`reviewsd.py --port 0`; the URL comes from its "listening on" log line."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "reviewsd.py"), "--host", "127.0.0.1", "--port", "0",
+                             "--data-dir", str(data_dir), "--state-dir", str(state_dir), "--threads", str(threads),
+                             "--reload-interval", "0", "--no-hub", "--log-format", "json"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    for raw in proc.stderr:
+        match = re.search(r"listening on (http://[0-9.:\[\]]+)", raw.decode("utf-8", "replace"))
+        if match:
+            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # keep draining
+            return proc, match.group(1)
+        if time.monotonic() > deadline:
+            break
+    stop_server(proc)
+    raise SystemExit("the server did not report 'listening on' within 60 s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+class McpConnection:
+    """One HTTP/1.1 keep-alive connection speaking MCP's JSON responses."""
+
+    def __init__(self, host: str, port: int):
+        self.conn = http.client.HTTPConnection(host, port, timeout=30)
+        self.session: str | None = None
+        self.next_id = 0
+
+    def send(self, message: dict[str, Any]) -> tuple[int, dict | None]:
+        headers = dict(HEADERS)
+        if self.session:
+            headers.update({"Mcp-Session-Id": self.session, "MCP-Protocol-Version": "2025-06-18"})
+        self.conn.request("POST", "/mcp", body=json.dumps(message).encode(), headers=headers)
+        response = self.conn.getresponse()
+        body = response.read()
+        if response.getheader("Mcp-Session-Id"):
+            self.session = response.getheader("Mcp-Session-Id")
+        return response.status, json.loads(body) if body else None
+
+    def request(self, method: str, params: dict[str, Any]) -> dict:
+        self.next_id += 1
+        status, reply = self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        if status != 200 or reply is None or "error" in reply or reply["result"].get("isError"):
+            raise SystemExit(f"{method} failed: HTTP {status} {reply}")
+        return reply["result"]
+
+    def start_session(self) -> None:
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "mcp_bench", "version": "1"}})
+        status, _ = self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        if status != 202:
+            raise SystemExit(f"notifications/initialized answered {status}")
+
+    def end_session(self) -> None:
+        self.conn.request("DELETE", "/mcp", headers={"Mcp-Session-Id": self.session or ""})
+        self.conn.getresponse().read()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def timed(count: int, action: Callable[[], None]) -> list[float]:
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def report(label: str, unit: str, times: list[float]) -> None:
+    ordered = sorted(times)
+    p50 = statistics.median(ordered) * 1000
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+    print(f"{label:<44} {len(times) / sum(times):>9.0f} {unit}/s   p50 {p50:7.2f} ms   p99 {p99:7.2f} ms"
+          f"   (n={len(times)})")
+
+
+def bench_calls(host: str, port: int, calls: int) -> list[float]:
+    conn = McpConnection(host, port)
+    conn.start_session()
+    conn.request("tools/call", SEARCH)  # warm-up
+    times = timed(calls, lambda: conn.request("tools/call", SEARCH))
+    conn.end_session()
+    conn.close()
+    return times
+
+
+def bench_rounds(host: str, port: int, rounds: int) -> list[float]:
+    times = []
+    for _ in range(rounds):
+        conn = McpConnection(host, port)
+        started = time.perf_counter()
+        conn.start_session()
+        conn.request("tools/call", SEARCH)
+        times.append(time.perf_counter() - started)
+        conn.end_session()
+        conn.close()
+    return times
+
+
+def loopback_url(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    if parts.scheme != "http" or parts.hostname not in LOOPBACK:
+        raise SystemExit(f"--url must be http on 127.0.0.1/localhost, got {url!r}")
+    return parts.hostname, parts.port or 80
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", help="base URL of a running reviewsd on 127.0.0.1 (default: start one)")
+    parser.add_argument("--data-dir", type=Path, default=ROOT / "data", help="data for the server it starts")
+    parser.add_argument("--threads", type=int, default=8, help="server worker threads")
+    parser.add_argument("--calls", type=int, default=2000, help=f"tool calls on one connection (max {MAX_CALLS})")
+    parser.add_argument("--rounds", type=int, default=200, help=f"fresh-connection sessions (max {MAX_ROUNDS})")
+    args = parser.parse_args(argv)
+    if not (1 <= args.calls <= MAX_CALLS and 1 <= args.rounds <= MAX_ROUNDS):
+        parser.error("--calls and --rounds must be positive and within the bounds above")
+    proc = None
+    with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
+        try:
+            if args.url:
+                url = args.url.rstrip("/").removesuffix("/mcp")
+            else:
+                proc, url = start_server(args.data_dir, Path(tmp) / "state", args.threads)
+            host, port = loopback_url(url)
+            print(f"server {url}{'' if args.url else f' (pid {proc.pid}, data {args.data_dir})'}")
+            report("tools/call search_reviews, 1 keep-alive conn", "calls", bench_calls(host, port, args.calls))
+            report("initialize+initialized+1st call, new conn", "rounds", bench_rounds(host, port, args.rounds))
+        finally:
+            if proc is not None:
+                stop_server(proc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

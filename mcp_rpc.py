@@ -1,0 +1,1118 @@
+"""MCP server at POST /mcp: hand-rolled JSON-RPC 2.0 over streamable HTTP (protocol 2025-06-18).
+
+Two layers:
+
+* A pure pipeline, `McpServer.dispatch(session, body) -> response dict | None`:
+  parse (`parse`), check the envelope (`classify`), look the method up, call it,
+  wrap the result. No I/O; errors are `RpcError` values with named `ErrorCode`s,
+  turned into JSON-RPC error objects in one place (`McpServer.handle`).
+* A thin HTTP layer, `McpEndpoint(app).handle(environ) -> werkzeug Response`:
+  Origin, media types, body size, sessions and the protocol-version header.
+  `attach(app)` installs it as `app.mcp`.
+
+Every tool and resource reads `app.store.current` when it is called, so after a
+data reload the next call sees the new data.
+
+Choices where the specifications leave room (also in the README):
+
+* Versions: 2025-06-18 and 2025-03-26 are supported; `initialize` asking for
+  either gets it, any other value (e.g. 2025-11-25) gets 2025-06-18. After
+  initialize, `MCP-Protocol-Version` must be one of the two (else 400); absent
+  means 2025-03-26. `initialize` itself is exempt from the header check.
+* Request ids are strings or integers. `null`, booleans and numbers with a
+  fraction or exponent (1.5, 1.0, 1e3) are -32600 Invalid Request (JSON-RPC says
+  ids SHOULD NOT have fractions; MCP forbids null).
+* HTTP status: a body that is not a readable JSON-RPC message (-32700, -32600)
+  is 400; a request that was read is answered 200, whether with a result or an
+  error (-32601, -32602, -32603, -32002). Transport refusals (400 missing
+  session or bad version header, 403 Origin, 404 session, 405, 406, 413, 415)
+  carry a JSON-RPC error body with code -32000 and the request id when known.
+  Every body is `application/json`; nothing is streamed (no SSE).
+* Tool errors: a `tools/call` whose request is malformed (params not an object,
+  name missing or unknown, arguments not an object) is -32602. Arguments that
+  fail the tool's inputSchema (wrong type, out of range, unknown key, impossible
+  date) and values that name nothing in the data (unknown review id, aspect,
+  technician or service) are tool execution errors: a result with
+  `isError: true` whose text lists every problem and the valid choices, so a
+  model can correct itself (DECISIONS.md: "a tool-level failure is a result
+  with isError"; MCP 2025-11-25 says the same of input validation errors).
+* Sessions live in memory, at most `mcp_max_sessions`; when full, expired
+  sessions go first, then the least recently used one (its client gets 404 and,
+  as the spec requires, initializes again). A session idle for
+  `mcp_session_idle` seconds ends. `initialize` must come without
+  `Mcp-Session-Id` (400 otherwise): it always starts a new session.
+* Unknown notifications are accepted (202) and ignored, as JSON-RPC requires.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import threading
+import time
+import unicodedata
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Callable, Iterable, Mapping, Sequence
+from urllib.parse import urljoin, urlsplit
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+from werkzeug.datastructures import MIMEAccept
+from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
+from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header, parse_options_header
+from werkzeug.wrappers import Response
+from werkzeug.wsgi import get_content_length, get_input_stream
+
+from dataset import (
+    SCHEMAS,
+    Dataset,
+    InvalidParams,
+    encode_json,
+    run_search,
+    search_result,
+    since_positions,
+)
+
+log = logging.getLogger("reviewsd.mcp")
+
+LATEST_VERSION = "2025-06-18"
+SUPPORTED_VERSIONS = ("2025-06-18", "2025-03-26")
+HEADER_DEFAULT_VERSION = "2025-03-26"  # what an absent MCP-Protocol-Version header means
+SERVER_INFO = {"name": "reviewsd", "title": "Clinic reviews and insights (read-only)", "version": "1.0.0"}
+CAPABILITIES = {"tools": {"listChanged": False}, "resources": {"subscribe": False, "listChanged": False}}
+READ_ONLY = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False, "destructiveHint": False}
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class ErrorCode(IntEnum):
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    TRANSPORT = -32000  # refused by the HTTP layer; the HTTP status says why
+    RESOURCE_NOT_FOUND = -32002  # MCP 2025-06-18, server/resources
+
+
+class RpcError(Exception):
+    """A JSON-RPC error as a value: code, message, optional data, and the request id if it was read."""
+
+    def __init__(self, code: ErrorCode, message: str, data: Any = None, request_id: Any = None):
+        super().__init__(message)
+        self.code, self.message, self.data, self.request_id = code, message, data, request_id
+
+    def response(self) -> dict[str, Any]:
+        return error_response(self.request_id, self.code, self.message, self.data)
+
+
+class ToolError(Exception):
+    """A tool execution error the model can fix; the message says how."""
+
+
+def error_response(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": int(code), "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def result_response(request_id: Any, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def encode_message(message: Mapping[str, Any]) -> bytes:
+    """Compact UTF-8 JSON; \\u escapes when a string holds a lone surrogate (valid JSON, not UTF-8)."""
+    try:
+        return encode_json(message)
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":")).encode("ascii")
+
+
+# --------------------------------------------------------------------------- envelope (pure)
+
+
+@dataclass(frozen=True)
+class RpcRequest:
+    id: str | int
+    method: str
+    params: Any
+
+
+@dataclass(frozen=True)
+class RpcNotification:
+    method: str
+    params: Any
+
+
+@dataclass(frozen=True)
+class RpcResponse:
+    """A response the client sent us (we never send requests, so it is only acknowledged)."""
+
+    id: Any
+
+
+Message = RpcRequest | RpcNotification | RpcResponse
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse(body: bytes | Any) -> Any:
+    """Body bytes to a JSON value; anything else is taken as an already parsed value."""
+    if not isinstance(body, (bytes, bytearray)):
+        return body
+    try:
+        return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise RpcError(ErrorCode.PARSE_ERROR, "Parse error: the body is not UTF-8") from None
+    except (ValueError, RecursionError):  # JSONDecodeError, NaN/Infinity, over-long integers, deep nesting
+        raise RpcError(ErrorCode.PARSE_ERROR, "Parse error: the body is not valid JSON") from None
+
+
+def valid_id(value: Any) -> bool:
+    """Strings and integers; not null, booleans or numbers with a fraction (see the module docstring)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def classify(value: Any) -> Message:
+    """Check the JSON-RPC 2.0 envelope of one parsed message; RpcError(-32600) if it is not one."""
+    if isinstance(value, list):
+        raise RpcError(ErrorCode.INVALID_REQUEST, "Invalid Request: batches are not supported (MCP 2025-06-18 "
+                                                  "removed JSON-RPC batching); send one message per POST")
+    if not isinstance(value, dict):
+        raise RpcError(ErrorCode.INVALID_REQUEST, "Invalid Request: a JSON-RPC message must be a JSON object")
+    request_id = value.get("id") if valid_id(value.get("id")) else None
+
+    def invalid(why: str) -> RpcError:
+        return RpcError(ErrorCode.INVALID_REQUEST, f"Invalid Request: {why}", request_id=request_id)
+
+    if value.get("jsonrpc") != "2.0":
+        raise invalid('"jsonrpc" must be exactly "2.0"')
+    if "method" not in value:
+        return _classify_response(value, invalid)
+    if not isinstance(value["method"], str):
+        raise invalid('"method" must be a string')
+    params = value.get("params")
+    if "params" in value and not isinstance(params, (dict, list)):
+        raise invalid('"params" must be an object or an array')
+    if "id" not in value:
+        return RpcNotification(value["method"], params)
+    if not valid_id(value["id"]):
+        raise invalid('"id" must be a string or an integer (not null, a boolean or a fraction)')
+    return RpcRequest(value["id"], value["method"], params)
+
+
+def _classify_response(value: dict, invalid: Callable[[str], RpcError]) -> RpcResponse:
+    if ("result" in value) == ("error" in value):
+        raise invalid('a request needs "method"; a response needs exactly one of "result" and "error"')
+    if "id" not in value or not (value["id"] is None or valid_id(value["id"])):
+        raise invalid('a response needs an "id" that is a string, an integer or null')
+    return RpcResponse(value["id"])
+
+
+def object_params(params: Any) -> dict[str, Any]:
+    """MCP methods take named parameters only."""
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: params must be an object")
+    return params
+
+
+# --------------------------------------------------------------------------- self-contained schemas
+
+
+_SCHEMA_BY_ID = {schema["$id"]: name for name, schema in SCHEMAS.items()}
+_SCHEMA_BASE_URI = next(iter(SCHEMAS.values()))["$id"].rsplit("/", 1)[0] + "/"
+_DROPPED_KEYS = ("$id", "$schema", "$defs")
+
+
+def _pointer_parts(fragment: str) -> list[str]:
+    return [p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/")[1:]] if fragment else []
+
+
+def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict[str, Any]:
+    """`node` with every `$ref` into schemas/ inlined as `#/$defs/<name>`, for clients that cannot fetch refs.
+
+    `base` is the URI that relative refs in `node` resolve against: a schema's `$id`
+    for a node taken from that file, the schemas directory for a new composite schema.
+    """
+    defs: dict[str, Any] = {}
+    names: dict[tuple[str, str], str] = {}
+
+    def target(file: str, fragment: str) -> Any:
+        node: Any = SCHEMAS[file]
+        for part in _pointer_parts(fragment):
+            node = node[part]
+        return node
+
+    def include(file: str, fragment: str) -> str:
+        if (file, fragment) in names:
+            return names[(file, fragment)]
+        name = _def_name(file, fragment, set(defs))
+        names[(file, fragment)] = name
+        defs[name] = {}  # reserve the name first: a schema may refer to itself
+        defs[name] = rewrite(target(file, fragment), SCHEMAS[file]["$id"], top=True)
+        return name
+
+    def rewrite(value: Any, base_uri: str, top: bool = False) -> Any:
+        if isinstance(value, list):
+            return [rewrite(v, base_uri) for v in value]
+        if not isinstance(value, dict):
+            return value
+        out: dict[str, Any] = {}
+        if "$ref" in value:
+            uri, _, fragment = urljoin(base_uri, value["$ref"]).partition("#")
+            file = _SCHEMA_BY_ID[uri]
+            if not _names_definition(fragment):
+                # A part of a schema (insights' `faq`, a business service): copied in place, not worth a name.
+                out.update(rewrite(target(file, fragment), SCHEMAS[file]["$id"]))
+            else:
+                out["$ref"] = "#/$defs/" + include(file, fragment)
+        for key, item in value.items():
+            if key != "$ref" and not (top and key in _DROPPED_KEYS):
+                out[key] = rewrite(item, base_uri)
+        return out
+
+    root = rewrite(node, base, top=True)
+    if defs:
+        root["$defs"] = dict(sorted(defs.items()))
+    return root
+
+
+def _names_definition(fragment: str) -> bool:
+    """Whether a ref names a whole file or one of its `$defs` (those become `$defs` of the bundle)."""
+    parts = _pointer_parts(fragment)
+    return not parts or (len(parts) == 2 and parts[0] == "$defs")
+
+
+def _def_name(file: str, fragment: str, taken: set[str]) -> str:
+    """A readable `$defs` key: the file's stem for a whole file, else the definition's name."""
+    stem = file.removesuffix(".schema.json").replace("-", "_")
+    name = _pointer_parts(fragment)[-1] if fragment else stem
+    candidate, n = name, 2
+    if candidate in taken:
+        candidate = f"{stem}_{name}"
+    while candidate in taken:
+        candidate, n = f"{name}_{n}", n + 1
+    return candidate
+
+
+def bundle_file(file: str) -> dict[str, Any]:
+    """One of schemas/*.json as a self-contained schema."""
+    return bundle_schema(SCHEMAS[file], SCHEMAS[file]["$id"])
+
+
+def ref(file: str, fragment: str = "") -> dict[str, str]:
+    return {"$ref": f"{file}#{fragment}" if fragment else file}
+
+
+def _object_schema(properties: Mapping[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": dict(properties), "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+# --------------------------------------------------------------------------- name matching
+
+
+def fold_name(text: str) -> str:
+    """Case-, accent-, hyphen- and whitespace-insensitive form: "Dr. Sofía-Ramírez" ~ "dr. sofia ramirez"."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(plain.replace("-", " ").replace("_", " ").split())
+
+
+def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: Sequence[str],
+            describe: Callable[[Mapping[str, Any]], str]) -> Mapping[str, Any]:
+    """The record whose id/name/label equals `query` (folded), else the only one containing it; else ToolError."""
+    folded = fold_name(query)
+    values = [(record, [fold_name(record[k]) for k in keys if record.get(k)]) for record in records]
+    for record, names in values:
+        if folded in names:
+            return record
+    partial = [record for record, names in values if folded and any(folded in n for n in names)]
+    if len(partial) == 1:
+        return partial[0]
+    choices = "; ".join(describe(r) for r in (partial or records)) or "none"
+    if partial:
+        raise ToolError(f"{query!r} matches several {kind}s: {choices}. Ask again with one id or full name.")
+    raise ToolError(f"Unknown {kind} {query!r}. Valid {kind}s: {choices}.")
+
+
+# --------------------------------------------------------------------------- argument validation
+
+
+_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string", "object": "an object"}
+
+
+def argument_issues(validator: Draft202012Validator, arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every schema problem with tool arguments, in the API's `issues` shape (one per problem)."""
+    known = list(validator.schema.get("properties", {}))
+    issues = [
+        {"path": [name], "code": "unknown_parameter",
+         "message": f"unknown argument {name!r}; known: {', '.join(known) or 'none (pass {})'}"}
+        for name in arguments if name not in known
+    ]
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
+    for found in (_issue(e) for e in errors if e.validator != "additionalProperties"):
+        if all(found["path"] != i["path"] or found["code"] != i["code"] for i in issues):
+            issues.append(found)  # a bad date fails both pattern and format: say it once
+    return issues
+
+
+def _issue(error: ValidationError) -> dict[str, Any]:
+    name = str(error.absolute_path[0]) if error.absolute_path else ""
+    keyword, value, rule = error.validator, error.instance, error.validator_value
+    if keyword == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else "?"
+        return {"path": [missing], "code": "required", "message": f"{missing} is required"}
+    messages = {
+        "type": lambda: f"{name} must be {_TYPE_WORDS.get(rule, rule)}, got {value!r}",
+        "minimum": lambda: f"{name} must be at least {rule}, got {value!r}",
+        "maximum": lambda: f"{name} must be at most {rule}, got {value!r}",
+        "format": lambda: f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}",
+        "pattern": lambda: f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}",
+        "enum": lambda: f"{name} must be one of {', '.join(map(str, rule))}, got {value!r}",
+        "minLength": lambda: f"{name} must not be empty",
+        "maxLength": lambda: f"{name} must be at most {rule} characters long",
+    }
+    code = "invalid_date" if keyword in ("format", "pattern") else keyword
+    return {"path": [name], "code": code, "message": messages.get(keyword, lambda: f"{name}: {error.message}")()}
+
+
+def issues_text(tool: str, issues: Iterable[Mapping[str, Any]]) -> str:
+    lines = [f"- {i['message']}" for i in issues]
+    return f"Invalid arguments for {tool}; fix these and call again:\n" + "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- tools
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    input_schema: Mapping[str, Any]
+    output_schema: Mapping[str, Any]
+    run: Callable[[Dataset, dict[str, Any]], dict[str, Any]]
+    validate: bool = True  # False when `run` validates itself (search_reviews, through run_search)
+
+    def definition(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "description": self.description,
+                "inputSchema": self.input_schema, "outputSchema": self.output_schema,
+                "annotations": {"title": self.title, **READ_ONLY}}
+
+
+REVIEW, REVIEWS, INSIGHTS = "review.schema.json", "reviews.schema.json", "insights.schema.json"
+DATE_ARG = {"type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
+SENTIMENTS = ("positive", "neutral", "negative")
+
+
+def _limit_arg(maximum: int, default: int, what: str) -> dict[str, Any]:
+    return {"description": f"Most {what} to return (0 to {maximum}, default {default}).",
+            "type": "integer", "minimum": 0, "maximum": maximum, "default": default}
+
+
+def _reviews_result(subject: str, schema: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> dict:
+    """Output schema of a record plus the newest reviews mentioning it."""
+    properties = {
+        subject: schema,
+        **(extra or {}),
+        "matched": {"description": "Reviews that mention it (before the limit).", "type": "integer", "minimum": 0},
+        "returned": {"description": "Reviews in this result.", "type": "integer", "minimum": 0},
+        "reviews": {"description": "The newest matching reviews, newest first.", "type": "array",
+                    "items": ref(REVIEW)},
+    }
+    return bundle_schema(_object_schema(properties, list(properties)))
+
+
+def _newest(dataset: Dataset, positions: Sequence[int], limit: Any) -> dict[str, Any]:
+    chosen = positions[: int(limit)]
+    return {"matched": len(positions), "returned": len(chosen), "reviews": [dataset.reviews[p] for p in chosen]}
+
+
+class Tools:
+    """The nine read-only tools; each `run` takes the dataset current at call time."""
+
+    def __init__(self) -> None:
+        self._aspect_index: "weakref.WeakKeyDictionary[Dataset, dict]" = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        self.by_name: dict[str, Tool] = {tool.name: tool for tool in self._build()}
+        self._validators = {
+            t.name: Draft202012Validator(t.input_schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+            for t in self.by_name.values() if t.validate
+        }
+
+    def call(self, name: str, dataset: Dataset, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Run a tool; InvalidParams or ToolError for arguments the model should fix."""
+        tool = self.by_name[name]
+        if tool.validate:
+            issues = argument_issues(self._validators[name], arguments)
+            if issues:
+                raise InvalidParams(issues)
+        return tool.run(dataset, arguments)
+
+    # ----------------------------------------------------------------- definitions
+
+    def _build(self) -> list[Tool]:
+        return [
+            Tool("get_business", "Business details and rating",
+                 "Returns the clinic's identity (name, category, description, website, phone, address, geo, "
+                 "opening hours, service areas, services with ids) and its aggregate star rating (mean, count, "
+                 "count per star). Use it first when asked about the business itself, where it is, when it is "
+                 "open, what services it offers, or its overall rating. Takes no arguments. Example: {}.",
+                 _object_schema({}),
+                 bundle_schema(_object_schema({"business": ref(REVIEWS, "/$defs/business"),
+                                               "aggregate_rating": ref(REVIEWS, "/$defs/aggregate_rating")},
+                                              ["business", "aggregate_rating"])),
+                 self.get_business),
+            Tool("search_reviews", "Search reviews",
+                 "Finds verified reviews matching every filter given (filters combine with AND); results are "
+                 "newest first. Returns {matched: total matches before the limit, returned, reviews: full review "
+                 "objects}. Use it for questions like 'recent 1-star reviews', 'reviews mentioning parking', "
+                 "'what do people say about Dr. Patel'. Same parameters and results as GET /api/reviews/search. "
+                 "Example: {\"min_rating\": 4, \"mentions_service\": \"massage-therapy\", \"limit\": 5}.",
+                 {k: v for k, v in SCHEMAS["search-params.schema.json"].items() if k not in ("$id", "$schema")},
+                 bundle_file("search-result.schema.json"), self.search_reviews, validate=False),
+            Tool("get_review", "One review by id",
+                 "Returns one review (author, rating, date, text, source, owner reply) and what the analysis found "
+                 "in it (aspects with sentiment, technicians, services, problems, service areas, topics; null if "
+                 "not analysed). Use it when you have a review id from another tool, a feed or a pull quote. "
+                 "Example: {\"id\": \"01HV6Z9M8Q2W3E4R5T6Y7U8I9O\"}.",
+                 _object_schema({"id": {"description": "Review id (26-character ULID).", "type": "string",
+                                        "minLength": 1, "maxLength": 64}}, ["id"]),
+                 bundle_schema(_object_schema({"review": ref(REVIEW),
+                                               "mentions": {"oneOf": [ref(INSIGHTS, "/$defs/review_mentions"),
+                                                                      {"type": "null"}]}}, ["review", "mentions"])),
+                 self.get_review),
+            Tool("get_reviews_since", "Reviews since a date",
+                 "Returns the reviews dated on or after a date, newest first: {since, count: how many there are "
+                 "in total, returned, reviews}. The list is capped by `limit` (default 50, at most 500) to fit a "
+                 "model's context; when count > returned, narrow the window or page with search_reviews "
+                 "(since/until). Use it for 'what's new since ...'. A date after the newest review gives count 0. "
+                 "Example: {\"since\": \"2026-10-01\", \"limit\": 20}.",
+                 _object_schema({"since": {**DATE_ARG, "description": "First date to include, YYYY-MM-DD."},
+                                 "limit": _limit_arg(500, 50, "reviews")}, ["since"]),
+                 self._since_output_schema(), self.get_reviews_since),
+            Tool("get_aspect_sentiment", "Sentiment about one aspect",
+                 "Returns what reviewers think about one aspect of the visit (e.g. pain relief, wait time, "
+                 "billing and insurance, front desk): mention counts per sentiment, positive share, score from "
+                 "-1 to 1, top phrases, plus the newest reviews mentioning it, optionally only those with one "
+                 "sentiment. Aspect ids and labels are listed by get_insights_summary; an unknown aspect returns "
+                 "the valid ones. Example: {\"aspect\": \"wait time\", \"sentiment\": \"negative\", \"limit\": 3}.",
+                 _object_schema({"aspect": {"description": "Aspect id or label, case-insensitive (e.g. wait-time).",
+                                            "type": "string", "minLength": 1, "maxLength": 200},
+                                 "sentiment": {"description": "Only reviews with this sentiment about the aspect.",
+                                               "enum": list(SENTIMENTS)},
+                                 "limit": _limit_arg(20, 3, "reviews")}, ["aspect"]),
+                 _reviews_result("aspect", ref(INSIGHTS, "/$defs/aspect"),
+                                 {"sentiment": {"oneOf": [{"enum": list(SENTIMENTS)}, {"type": "null"}]}}),
+                 self.get_aspect_sentiment),
+            Tool("get_technician", "One practitioner",
+                 "Returns what reviews say about one practitioner (chiropractor, massage or physical therapist): "
+                 "role, mention counts per sentiment, score from -1 to 1, plus the newest reviews mentioning them. "
+                 "Accepts an id, full name or label, case- and accent-insensitive; a unique part of a name also "
+                 "works ('Patel'). An unknown name returns the valid ones. Example: {\"name\": \"Dr. Maya Patel\"}.",
+                 _object_schema({"name": {"description": "Technician id, name or label (e.g. Dr. Maya Patel).",
+                                          "type": "string", "minLength": 1, "maxLength": 200},
+                                 "limit": _limit_arg(20, 5, "reviews")}, ["name"]),
+                 _reviews_result("technician", ref(INSIGHTS, "/$defs/technician")),
+                 self.get_technician),
+            Tool("get_service", "One service",
+                 "Returns one service the clinic offers (id, label, description), what reviews say about it "
+                 "(mention counts per sentiment and score, or null if no review mentions it) and the newest "
+                 "reviews mentioning it. Accepts a service id or label, case-insensitive; get_business lists "
+                 "them. Example: {\"service\": \"spinal adjustment\", \"limit\": 3}.",
+                 _object_schema({"service": {"description": "Service id or label (e.g. massage-therapy).",
+                                             "type": "string", "minLength": 1, "maxLength": 200},
+                                 "limit": _limit_arg(20, 5, "reviews")}, ["service"]),
+                 _reviews_result("service", ref(REVIEWS, "/$defs/business/properties/services/items"),
+                                 {"insights": {"oneOf": [ref(INSIGHTS, "/$defs/entity"),
+                                                         {"type": "null"}]}}),
+                 self.get_service),
+            Tool("get_rating_trend", "Ratings over time",
+                 "Returns the monthly series (month, review count, average rating, sentiment score; null for "
+                 "months without reviews), oldest first, and the fitted trend of the average rating (improving, "
+                 "stable or declining, slope per month, window). Use it for 'are reviews getting better?'. "
+                 "`months` keeps only the most recent months. Example: {\"months\": 12}.",
+                 _object_schema({"months": {"description": "Only the most recent N months (default: all).",
+                                            "type": "integer", "minimum": 1, "maximum": 1200}}),
+                 bundle_schema(_object_schema({"monthly": {"type": "array",
+                                                           "items": ref(INSIGHTS, "/$defs/month")},
+                                               "trend": ref(INSIGHTS, "/$defs/trend")},
+                                              ["monthly", "trend"])),
+                 self.get_rating_trend),
+            Tool("get_insights_summary", "Insights summary",
+                 "Returns the analysis of all reviews in one object: overall sentiment (score, positive/neutral/"
+                 "negative shares), an editorial summary, a pull quote, topics, an FAQ answered from reviews, "
+                 "and the aspect, technician and service records with their sentiment. Start here for 'what do "
+                 "patients think of this clinic?' and to learn valid aspect, technician and service names. "
+                 "Takes no arguments. Example: {}.",
+                 _object_schema({}), self._summary_output_schema(), self.get_insights_summary),
+        ]
+
+    @staticmethod
+    def _since_output_schema() -> dict[str, Any]:
+        schema = bundle_file("since-result.schema.json")
+        schema["properties"]["count"]["description"] = "Reviews dated on or after `since`, before the limit."
+        schema["properties"]["returned"] = {"description": "Reviews in this result (at most limit).",
+                                            "type": "integer", "minimum": 0}
+        schema["required"] = ["since", "count", "returned", "reviews"]
+        return schema
+
+    @staticmethod
+    def _summary_output_schema() -> dict[str, Any]:
+        def insights(name: str) -> dict[str, str]:
+            return ref(INSIGHTS, f"/properties/{name}")
+
+        properties = {
+            "generated_at": insights("generated_at"), "review_count": insights("review_count"),
+            "date_range": insights("date_range"), "overall_sentiment": insights("overall_sentiment"),
+            "summary": insights("summary"), "pull_quote": insights("pull_quote"), "topics": insights("topics"),
+            "faq": insights("faq"), "aspects": insights("aspects"),
+            "technicians": ref(INSIGHTS, "/properties/entities/properties/technicians"),
+            "services": ref(INSIGHTS, "/properties/entities/properties/services"),
+        }
+        return bundle_schema(_object_schema(properties, list(properties)))
+
+    # ----------------------------------------------------------------- implementations
+
+    @staticmethod
+    def get_business(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+        return {"business": dataset.business, "aggregate_rating": dataset.reviews_doc["aggregate_rating"]}
+
+    @staticmethod
+    def search_reviews(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+        matched, positions = run_search(dataset, args)  # the same path as GET /api/reviews/search
+        return search_result(dataset, matched, positions)
+
+    @staticmethod
+    def get_review(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+        review_id = args["id"].strip().upper()  # ULIDs are case-insensitive; the data spells them upper case
+        review = dataset.by_id.get(review_id)
+        if review is None:
+            raise ToolError(f"No review has id {args['id']!r}. Review ids are 26-character ULIDs such as "
+                            f"{dataset.reviews[0]['id'] if dataset.reviews else '01HV6Z9M8Q2W3E4R5T6Y7U8I9O'}; "
+                            "use search_reviews or get_reviews_since to find them.")
+        return {"review": review, "mentions": dataset.insights_doc["per_review"].get(review_id)}
+
+    @staticmethod
+    def get_reviews_since(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+        positions = since_positions(dataset, args["since"])
+        chosen = positions[: int(args.get("limit", 50))]
+        return {"since": args["since"], "count": len(positions), "returned": len(chosen),
+                "reviews": [dataset.reviews[p] for p in chosen]}
+
+    def get_aspect_sentiment(self, dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+        aspect = resolve("aspect", args["aspect"], dataset.insights_doc["aspects"], ("id", "label"),
+                         lambda a: f"{a['id']} ({a['label']})")
+        sentiment = args.get("sentiment")
+        positions = self._aspect_positions(dataset).get((aspect["id"], sentiment), [])
+        return {"aspect": aspect, "sentiment": sentiment, **_newest(dataset, positions, args.get("limit", 3))}
+
+    @staticmethod
+    def get_technician(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+        technician = resolve("technician", args["name"], list(dataset.technicians.values()), ("id", "name", "label"),
+                             lambda t: f"{t['name']} (id {t['id']}, {t['role']})")
+        positions = dataset.positions_by_technician.get(technician["id"], [])
+        return {"technician": technician, **_newest(dataset, positions, args.get("limit", 5))}
+
+    @staticmethod
+    def get_service(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+        service = resolve("service", args["service"], dataset.business["services"], ("id", "label"),
+                          lambda s: f"{s['id']} ({s['label']})")
+        positions = dataset.positions_by_service.get(service["id"], [])
+        return {"service": service, "insights": dataset.services.get(service["id"]),
+                **_newest(dataset, positions, args.get("limit", 5))}
+
+    @staticmethod
+    def get_rating_trend(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+        temporal = dataset.insights_doc["temporal"]
+        monthly = temporal["monthly"][-int(args["months"]):] if "months" in args else temporal["monthly"]
+        return {"monthly": monthly, "trend": temporal["trend"]}
+
+    @staticmethod
+    def get_insights_summary(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+        doc = dataset.insights_doc
+        keys = ("generated_at", "review_count", "date_range", "overall_sentiment", "summary", "pull_quote",
+                "topics", "faq", "aspects")
+        return {**{k: doc[k] for k in keys}, "technicians": doc["entities"]["technicians"],
+                "services": doc["entities"]["services"]}
+
+    def _aspect_positions(self, dataset: Dataset) -> dict[tuple[str, str | None], list[int]]:
+        """(aspect id, sentiment or None) -> positions of the reviews mentioning it, newest first; once per dataset."""
+        with self._lock:
+            index = self._aspect_index.get(dataset)
+        if index is not None:
+            return index
+        index = {}
+        per_review = dataset.insights_doc["per_review"]
+        for pos, review in enumerate(dataset.reviews):
+            for mention in per_review.get(review["id"], {}).get("aspects", ()):
+                for key in ((mention["id"], None), (mention["id"], mention["sentiment"])):
+                    index.setdefault(key, []).append(pos)
+        with self._lock:
+            self._aspect_index[dataset] = index
+        return index
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+@dataclass
+class Session:
+    """What the server remembers about one client between requests."""
+
+    id: str = ""
+    protocol_version: str = HEADER_DEFAULT_VERSION
+    client_info: Mapping[str, Any] | None = None
+    initialized: bool = False  # the client sent notifications/initialized
+    last_used: float = 0.0
+
+
+class SessionStore:
+    """Sessions by id, least recently used first; thread-safe, with an injectable monotonic clock."""
+
+    def __init__(self, max_sessions: int, idle_seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.max_sessions = max(1, max_sessions)
+        self.idle_seconds = idle_seconds
+        self.clock = clock
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, session: Session) -> str:
+        """Give `session` a new random id and keep it, making room if the store is full."""
+        session.id = secrets.token_urlsafe(32)  # 43 visible ASCII characters, 256 bits
+        with self._lock:
+            now = self.clock()
+            self._drop_expired(now)
+            while len(self._sessions) >= self.max_sessions:
+                evicted, _ = self._sessions.popitem(last=False)
+                log.info("MCP session cap (%d) reached: ended the least recently used session %s…",
+                         self.max_sessions, evicted[:8], extra={"event": "mcp_session_evicted"})
+            session.last_used = now
+            self._sessions[session.id] = session
+        return session.id
+
+    def get(self, session_id: str) -> Session | None:
+        """The live session with this id (now marked as used), or None if unknown, ended or expired."""
+        with self._lock:
+            now = self.clock()
+            session = self._sessions.get(session_id)
+            if session is None:
+                return None
+            if now - session.last_used > self.idle_seconds:
+                del self._sessions[session_id]
+                return None
+            session.last_used = now
+            self._sessions.move_to_end(session_id)
+            return session
+
+    def end(self, session_id: str) -> bool:
+        with self._lock:
+            return self._sessions.pop(session_id, None) is not None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    def _drop_expired(self, now: float) -> None:
+        # Least recently used first, so the expired ones are at the front.
+        while self._sessions:
+            oldest = next(iter(self._sessions.values()))
+            if now - oldest.last_used <= self.idle_seconds:
+                return
+            self._sessions.popitem(last=False)
+
+
+# --------------------------------------------------------------------------- the dispatcher (pure)
+
+
+RESOURCES = {
+    "/reviews.json": ("reviews.json", "Reviews dataset",
+                      "The business, its aggregate rating and every verified review, newest first."),
+    "/insights.json": ("insights.json", "Insights dataset",
+                       "Aspect-based sentiment, technicians, services, topics, monthly trend, per-review "
+                       "mentions, FAQ and an editorial summary."),
+}
+REVIEW_PATH = "/api/reviews/"
+
+
+class McpServer:
+    """JSON-RPC methods over the app's current data: `dispatch(session, body)` with no I/O."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.tools = Tools()
+        self.tool_list = [tool.definition() for tool in self.tools.by_name.values()]
+        self.methods: dict[str, Callable[[Session, Any], Any]] = {
+            "initialize": self.initialize,
+            "ping": self.ping,
+            "tools/list": self.list_tools,
+            "tools/call": self.call_tool,
+            "resources/list": self.list_resources,
+            "resources/templates/list": self.list_resource_templates,
+            "resources/read": self.read_resource,
+        }
+
+    @property
+    def base_url(self) -> str:
+        """Read per call: a server that binds port 0 may settle the public URL after start-up."""
+        return self.app.config.public_base_url
+
+    def dispatch(self, session: Session, body: bytes | Any) -> dict[str, Any] | None:
+        """One message in (body bytes or a parsed JSON value), its response out (None if it needs none)."""
+        try:
+            message = classify(parse(body))
+        except RpcError as error:
+            return error.response()
+        return self.handle(session, message)
+
+    def handle(self, session: Session, message: Message) -> dict[str, Any] | None:
+        """The one place where method errors become JSON-RPC error responses."""
+        if isinstance(message, RpcNotification):
+            if message.method == "notifications/initialized":
+                session.initialized = True
+            return None  # notifications/cancelled and unknown notifications need nothing from a read-only server
+        if isinstance(message, RpcResponse):
+            return None
+        method = self.methods.get(message.method)
+        try:
+            if method is None:
+                raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {message.method}",
+                               {"method": message.method})
+            return result_response(message.id, method(session, message.params))
+        except RpcError as error:
+            return error_response(message.id, error.code, error.message, error.data)
+        except Exception:
+            log.exception("MCP method %s failed", message.method, extra={"event": "mcp_internal_error"})
+            return error_response(message.id, ErrorCode.INTERNAL_ERROR, "Internal error")
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def initialize(self, session: Session, params: Any) -> dict[str, Any]:
+        params = object_params(params)
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: protocolVersion must be a string",
+                           {"supported": list(SUPPORTED_VERSIONS)})
+        for name in ("capabilities", "clientInfo"):
+            if name in params and not isinstance(params[name], dict):
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"Invalid params: {name} must be an object")
+        session.protocol_version = requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
+        session.client_info = params.get("clientInfo")
+        return {"protocolVersion": session.protocol_version, "capabilities": CAPABILITIES,
+                "serverInfo": SERVER_INFO, "instructions": self.instructions()}
+
+    @staticmethod
+    def ping(session: Session, params: Any) -> dict[str, Any]:
+        object_params(params)
+        return {}
+
+    def instructions(self) -> str:
+        name = self.app.store.current.dataset.business["name"]
+        return (f"Read-only, public data about {name}: verified customer reviews and their analysis. "
+                "Start with get_insights_summary (overall picture, valid aspect/technician/service names) or "
+                "get_business; use search_reviews to find reviews (filters combine with AND, newest first) and "
+                "get_review for one review by id. Nothing can be changed through this server.")
+
+    # ----------------------------------------------------------------- tools
+
+    def list_tools(self, session: Session, params: Any) -> dict[str, Any]:
+        _no_cursor(object_params(params))
+        return {"tools": self.tool_list}
+
+    def call_tool(self, session: Session, params: Any) -> dict[str, Any]:
+        params = object_params(params)
+        name, arguments = params.get("name"), params.get("arguments")
+        if not isinstance(name, str):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: name must be a string naming a tool",
+                           {"tools": list(self.tools.by_name)})
+        if name not in self.tools.by_name:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"Unknown tool: {name}; known tools: "
+                           f"{', '.join(self.tools.by_name)}", {"tool": name, "tools": list(self.tools.by_name)})
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: arguments must be an object")
+        dataset = self.app.store.current.dataset  # read once: one call never mixes two data versions
+        try:
+            structured = self.tools.call(name, dataset, arguments)
+        except InvalidParams as exc:
+            return tool_error(issues_text(name, exc.issues))
+        except ToolError as exc:
+            return tool_error(str(exc))
+        text = encode_message(structured).decode("utf-8")
+        return {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}
+
+    # ----------------------------------------------------------------- resources
+
+    def list_resources(self, session: Session, params: Any) -> dict[str, Any]:
+        _no_cursor(object_params(params))
+        payloads = self.app.store.current.payloads
+        return {"resources": [
+            {"uri": self.base_url + path, "name": name, "title": title, "description": description,
+             "mimeType": "application/json", "size": len(payloads[path].identity.body)}
+            for path, (name, title, description) in RESOURCES.items()
+        ]}
+
+    def list_resource_templates(self, session: Session, params: Any) -> dict[str, Any]:
+        _no_cursor(object_params(params))
+        return {"resourceTemplates": [{
+            "uriTemplate": self.base_url + REVIEW_PATH + "{id}", "name": "review", "title": "One review",
+            "description": "A single review by its id (ULID), as served by GET /api/reviews/{id}.",
+            "mimeType": "application/json",
+        }]}
+
+    def read_resource(self, session: Session, params: Any) -> dict[str, Any]:
+        uri = object_params(params).get("uri")
+        if not isinstance(uri, str):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: uri must be a string")
+        body = self._resource_body(uri)
+        if body is None:
+            raise RpcError(ErrorCode.RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        return {"contents": [{"uri": uri, "mimeType": "application/json", "text": body.decode("utf-8")}]}
+
+    def _resource_body(self, uri: str) -> bytes | None:
+        snapshot = self.app.store.current
+        path = uri[len(self.base_url):] if uri.startswith(self.base_url + "/") else None
+        if path in RESOURCES:
+            return snapshot.payloads[path].identity.body
+        if path and path.startswith(REVIEW_PATH) and "/" not in path[len(REVIEW_PATH):]:
+            position = snapshot.dataset.position_of.get(path[len(REVIEW_PATH):])
+            return None if position is None else snapshot.dataset.review_json[position]
+        return None
+
+
+def tool_error(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _no_cursor(params: Mapping[str, Any]) -> None:
+    """Every list fits in one page, so any cursor is one we never issued."""
+    if params.get("cursor") is not None:
+        raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown cursor (every list has one page)")
+
+
+# --------------------------------------------------------------------------- HTTP transport
+
+
+class HttpRefusal(Exception):
+    """A request the transport refuses before dispatch: an HTTP status and a JSON-RPC error body."""
+
+    def __init__(self, status: int, message: str, request_id: Any = None, code: ErrorCode = ErrorCode.TRANSPORT,
+                 headers: Sequence[tuple[str, str]] = ()):
+        super().__init__(message)
+        self.status, self.message, self.request_id, self.code, self.headers = status, message, request_id, code, headers
+
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+ALLOW = "DELETE, OPTIONS, POST"
+
+
+def origin_of(url: str, with_path: bool = False) -> str | None:
+    """`scheme://host[:port]` in lower case without the default port; None if `url` is not an http(s) origin.
+
+    An Origin header has no path; a configured URL (`with_path`) may have one, which is ignored.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username is not None:
+        return None
+    if not with_path and (parts.path not in ("", "/") or parts.query or parts.fragment):
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    default = {"http": 80, "https": 443}[parts.scheme]
+    return f"{parts.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
+
+
+@dataclass(frozen=True)
+class OriginPolicy:
+    """Origins allowed to call /mcp: the public base URL's, loopback on any port, and configured extras."""
+
+    exact: frozenset[str]
+    any_origin: bool = False
+
+    @classmethod
+    def from_config(cls, public_base_url: str, extra: str) -> "OriginPolicy":
+        values = [v.strip() for v in extra.split(",") if v.strip()]
+        exact = {o for o in (origin_of(url, with_path=True) for url in [public_base_url, *values]) if o}
+        return cls(frozenset(exact), "*" in values)
+
+    def allows(self, origin: str) -> bool:
+        normal = origin_of(origin)
+        if self.any_origin:
+            return origin.strip() != "null"
+        return normal is not None and (normal in self.exact or urlsplit(normal).hostname in LOOPBACK_HOSTS)
+
+
+@dataclass
+class McpEndpoint:
+    """POST/DELETE /mcp for the app: transport rules around `McpServer`."""
+
+    app: Any
+    clock: Callable[[], float] = time.monotonic
+    server: McpServer = field(init=False)
+    sessions: SessionStore = field(init=False)
+    origins: OriginPolicy = field(init=False)
+    max_body: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        config = self.app.config
+        self.server = McpServer(self.app)
+        self.sessions = SessionStore(config.mcp_max_sessions, config.mcp_session_idle, self.clock)
+        self.origins = OriginPolicy.from_config(config.public_base_url, config.mcp_allowed_origins)
+        self.max_body = config.max_body
+
+    def handle(self, environ: dict) -> Response:
+        try:
+            origin = environ.get("HTTP_ORIGIN")
+            if origin is not None and not self.origins.allows(origin):
+                raise HttpRefusal(403, f"Origin {origin!r} is not allowed to use this MCP endpoint")
+            if environ["REQUEST_METHOD"] == "POST":
+                return self.post(environ)
+            if environ["REQUEST_METHOD"] == "DELETE":
+                return self.delete(environ)
+            raise HttpRefusal(405, "Method not allowed: POST JSON-RPC messages here, DELETE ends a session "
+                                   "(this server offers no SSE stream)", headers=[("Allow", ALLOW)])
+        except HttpRefusal as refusal:
+            body = error_response(refusal.request_id, refusal.code, refusal.message)
+            return json_response(body, refusal.status, refusal.headers)
+
+    # ----------------------------------------------------------------- POST
+
+    def post(self, environ: dict) -> Response:
+        check_content_type(environ.get("CONTENT_TYPE", ""))
+        check_accept(environ.get("HTTP_ACCEPT"))
+        body = self.read_body(environ)
+        try:
+            message = classify(parse(body))
+        except RpcError as error:
+            raise HttpRefusal(400, error.message, error.request_id, error.code) from None
+        if isinstance(message, RpcRequest) and message.method == "initialize":
+            return self.initialize(environ, message)
+        session = self.session_for(environ, getattr(message, "id", None))
+        reply = self.server.handle(session, message)
+        return json_response(reply, 200) if reply is not None else empty_response(202)
+
+    def initialize(self, environ: dict, message: RpcRequest) -> Response:
+        if environ.get("HTTP_MCP_SESSION_ID"):
+            raise HttpRefusal(400, "initialize starts a new session: send it without Mcp-Session-Id", message.id)
+        session = Session()
+        reply = self.server.handle(session, message)
+        if reply is None or "error" in reply:  # None never happens for a request; it keeps the types honest
+            return json_response(reply, 200)
+        session_id = self.sessions.add(session)
+        return json_response(reply, 200, [("Mcp-Session-Id", session_id)])
+
+    def read_body(self, environ: dict) -> bytes:
+        """At most max_body bytes: Content-Length is checked first, and the read itself is bounded."""
+        too_large = HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
+        length = get_content_length(environ)
+        if length is not None and length > self.max_body:
+            raise too_large
+        # A server that terminates the stream itself (chunked bodies) gives a real EOF; werkzeug's
+        # max-length wrapper would silently truncate instead, so read the raw stream, bounded here.
+        terminated = "wsgi.input_terminated" in environ
+        stream = environ["wsgi.input"] if terminated else get_input_stream(environ)
+        try:
+            body = read_at_most(stream, self.max_body + 1)
+        except RequestEntityTooLarge:
+            raise too_large from None
+        except ClientDisconnected:
+            raise HttpRefusal(400, "Request body ended before Content-Length bytes") from None
+        if len(body) > self.max_body:
+            raise too_large
+        return body
+
+    # ----------------------------------------------------------------- sessions
+
+    def session_for(self, environ: dict, request_id: Any) -> Session:
+        check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), request_id)
+        session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
+        if not session_id:
+            raise HttpRefusal(400, "Missing Mcp-Session-Id header: send initialize first, then the session id "
+                                   "from its response on every request", request_id)
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise HttpRefusal(404, "Unknown or ended session: send initialize (without Mcp-Session-Id) to start "
+                                   "a new one", request_id)
+        return session
+
+    def delete(self, environ: dict) -> Response:
+        check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), None)
+        session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
+        if not session_id:
+            raise HttpRefusal(400, "Missing Mcp-Session-Id header: name the session to end")
+        if not self.sessions.end(session_id):
+            raise HttpRefusal(404, "Unknown or ended session")
+        return empty_response(204)
+
+
+def read_at_most(stream: Any, limit: int) -> bytes:
+    """Read until EOF or `limit` bytes, whichever comes first (a read may return less than asked)."""
+    chunks, remaining = [], limit
+    while remaining > 0:
+        chunk = stream.read(min(remaining, 64 * 1024))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def check_content_type(value: str) -> None:
+    mimetype, options = parse_options_header(value)
+    if mimetype.lower() != "application/json" or options.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
+        raise HttpRefusal(415, "Content-Type must be application/json (UTF-8)")
+
+
+def check_accept(value: str | None) -> None:
+    """Lenient: no (or an empty) Accept, */*, application/* or application/json will do (SSE is never used)."""
+    if value and parse_accept_header(value, MIMEAccept).quality("application/json") <= 0:
+        raise HttpRefusal(406, "This endpoint answers application/json; include it in Accept "
+                               "(MCP clients send: application/json, text/event-stream)")
+
+
+def check_protocol_header(value: str | None, request_id: Any) -> None:
+    if value is not None and value.strip() not in SUPPORTED_VERSIONS:
+        raise HttpRefusal(400, f"Unsupported MCP-Protocol-Version {value.strip()!r}; supported: "
+                               f"{', '.join(SUPPORTED_VERSIONS)}", request_id)
+
+
+MCP_HEADERS = [("Cache-Control", "no-store"), ("Access-Control-Allow-Origin", "*"),
+               ("Access-Control-Expose-Headers", "Mcp-Session-Id")]
+
+
+def status_line(status: int) -> str:
+    return f"{status} {HTTP_STATUS_CODES.get(status, 'Unknown')}"  # werkzeug would upper-case the phrase
+
+
+def json_response(message: Mapping[str, Any] | None, status: int, headers: Sequence[tuple[str, str]] = ()) -> Response:
+    body = encode_message(message) if message is not None else b""
+    return Response(body, status_line(status), [*MCP_HEADERS, *headers], content_type="application/json")
+
+
+def empty_response(status: int) -> Response:
+    response = Response(b"", status_line(status), MCP_HEADERS)
+    del response.headers["Content-Type"]
+    return response
+
+
+def attach(app: Any, clock: Callable[[], float] = time.monotonic) -> McpEndpoint:
+    """Install the MCP endpoint as `app.mcp` (reviewsd.create_app calls this)."""
+    app.mcp = McpEndpoint(app, clock)
+    return app.mcp

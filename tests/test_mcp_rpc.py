@@ -1,0 +1,623 @@
+"""The MCP dispatcher without HTTP: literal JSON-RPC messages in, response dicts out."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from referencing.exceptions import Unresolvable
+
+import mcp_rpc
+import reviewsd
+from dataset import SCHEMAS, run_search, search_result, validator
+from factories import Spec, make_docs, write_docs
+from mcp_rpc import ErrorCode, Session, SessionStore
+
+BASE = "https://reviews.example.com"
+TOOL_NAMES = ["get_business", "search_reviews", "get_review", "get_reviews_since", "get_aspect_sentiment",
+              "get_technician", "get_service", "get_rating_trend", "get_insights_summary"]
+
+SPECS = [
+    Spec(rating=5, date="2026-03-01", text="Dr. Maya Patel fixed my back. No wait at all.",
+         technicians=["dr-maya-patel"], services=["spinal-adjustment"]),
+    Spec(rating=4, date="2026-02-01", text="Great massage with Liam.", technicians=["liam-oconnor"],
+         services=["massage-therapy"], reply=True),
+    Spec(rating=2, date="2026-01-15", text="Long wait time, but Dr. Sofía Ramírez was kind.",
+         technicians=["dr-sofia-ramirez"]),
+    Spec(rating=3, date="2025-12-31", text=None),
+    Spec(rating=5, date="2025-11-02", text="Prenatal care with Dr. Ramírez was wonderful.",
+         technicians=["dr-sofia-ramirez"], services=["prenatal-care"]),
+    Spec(rating=1, date="2025-10-20", text="Billing mess. Never again."),
+]
+
+
+def rich_docs() -> tuple[dict, dict]:
+    """Factory docs with the insights groups the factory leaves empty filled in (still valid)."""
+    reviews_doc, insights_doc = make_docs(SPECS)
+    ids = [r["id"] for r in reviews_doc["reviews"]]
+    insights_doc["temporal"]["monthly"] = [
+        {"month": "2025-10", "review_count": 1, "average_rating": 1.0, "sentiment_score": -1.0},
+        {"month": "2025-11", "review_count": 1, "average_rating": 5.0, "sentiment_score": 1.0},
+        {"month": "2025-12", "review_count": 1, "average_rating": 3.0, "sentiment_score": 0.0},
+        {"month": "2026-01", "review_count": 1, "average_rating": 2.0, "sentiment_score": -1.0},
+        {"month": "2026-02", "review_count": 1, "average_rating": 4.0, "sentiment_score": 1.0},
+        {"month": "2026-03", "review_count": 1, "average_rating": 5.0, "sentiment_score": 1.0},
+    ]
+    insights_doc["faq"] = [{"question": "Is there a wait?", "answer": "Sometimes.", "review_ids": ids[:2]}]
+    insights_doc["pull_quote"] = {"text": "Dr. Maya Patel fixed my back.", "review_id": ids[0]}
+    return reviews_doc, insights_doc
+
+
+@pytest.fixture
+def mcp_data_dir(tmp_path: Path) -> Path:
+    target = tmp_path / "mcp-data"
+    write_docs(target, *rich_docs())
+    return target
+
+
+@pytest.fixture
+def mcp_app(mcp_data_dir: Path, tmp_path: Path) -> reviewsd.ReviewsApp:
+    config = reviewsd.Config(data_dir=str(mcp_data_dir), state_dir=str(tmp_path / "state"), reload_interval=0,
+                             base_url=BASE, hub=False)
+    return reviewsd.create_app(config)
+
+
+@pytest.fixture
+def server(mcp_app) -> mcp_rpc.McpServer:
+    return mcp_app.mcp.server
+
+
+@pytest.fixture
+def session(server) -> Session:
+    state = Session()
+    response = server.dispatch(state, initialize_body())
+    assert "result" in response
+    return state
+
+
+def initialize_body(version: Any = "2025-06-18") -> dict:
+    return {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def call(server, session, name: str, arguments: Any = None, request_id: int = 7) -> dict:
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = arguments
+    return server.dispatch(session, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+
+
+def tool_result(server, session, name: str, arguments: Any = None) -> dict:
+    response = call(server, session, name, arguments)
+    assert "result" in response, response
+    return response["result"]
+
+
+def assert_error(response: dict, code: int, request_id: Any) -> dict:
+    assert set(response) == {"jsonrpc", "id", "error"}
+    assert response["jsonrpc"] == "2.0" and response["id"] == request_id
+    assert response["error"]["code"] == code
+    assert isinstance(response["error"]["message"], str) and response["error"]["message"]
+    return response["error"]
+
+
+# --------------------------------------------------------------------------- envelope errors
+
+
+@pytest.mark.parametrize("body", [
+    b"", b"{", b'{"jsonrpc": "2.0",}', b"\xff\xfe{}", b"\xc3\x28", b"NaN", b'{"id": Infinity}',
+    b'{"jsonrpc":"2.0","id":1,"method":"ping"} trailing', b"{'single': 'quotes'}", b"[" * 100_000,
+    b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}',
+])
+def test_parse_errors(server, session, body):
+    assert_error(server.dispatch(session, body), ErrorCode.PARSE_ERROR, None)
+
+
+@pytest.mark.parametrize("message, request_id", [
+    ([], None),
+    ([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], None),  # batches were removed in 2025-06-18
+    ("ping", None), (1, None), (None, None), (True, None),
+    ({}, None),
+    ({"id": 1, "method": "ping"}, 1),
+    ({"jsonrpc": "1.0", "id": 2, "method": "ping"}, 2),
+    ({"jsonrpc": 2.0, "id": 3, "method": "ping"}, 3),
+    ({"jsonrpc": "2.0", "id": 4}, 4),
+    ({"jsonrpc": "2.0", "id": 5, "method": 5}, 5),
+    ({"jsonrpc": "2.0", "id": 6, "method": None}, 6),
+    ({"jsonrpc": "2.0", "id": None, "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": True, "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": 1.0, "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": {}, "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": [1], "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": 8, "method": "ping", "params": 5}, 8),
+    ({"jsonrpc": "2.0", "id": "s", "method": "ping", "params": "x"}, "s"),
+    ({"jsonrpc": "2.0", "id": 9, "method": "ping", "params": None}, 9),
+    ({"jsonrpc": "2.0", "method": "notifications/initialized", "params": 1}, None),
+    ({"jsonrpc": "2.0", "id": 10, "result": {}, "error": {"code": 1, "message": "m"}}, 10),
+    ({"jsonrpc": "2.0", "result": {}}, None),
+    ({"jsonrpc": "2.0", "id": 1.5, "result": {}}, None),
+])
+def test_invalid_requests(server, session, message, request_id):
+    assert_error(server.dispatch(session, message), ErrorCode.INVALID_REQUEST, request_id)
+
+
+def test_invalid_request_from_bytes_keeps_a_readable_id(server, session):
+    response = server.dispatch(session, b'{"jsonrpc":"2.1","id":"abc","method":"ping"}')
+    assert_error(response, ErrorCode.INVALID_REQUEST, "abc")
+
+
+@pytest.mark.parametrize("method", [
+    "prompts/list", "prompts/get", "completion/complete", "logging/setLevel", "resources/subscribe",
+    "resources/unsubscribe", "sampling/createMessage", "roots/list", "elicitation/create", "server/discover",
+    "", "rpc.discover", "tools/List", "TOOLS/LIST", "notifications/initialized",
+])
+def test_unknown_methods(server, session, method):
+    error = assert_error(server.dispatch(session, {"jsonrpc": "2.0", "id": 3, "method": method}),
+                         ErrorCode.METHOD_NOT_FOUND, 3)
+    assert error["data"] == {"method": method}
+
+
+@pytest.mark.parametrize("message", [
+    {"method": "tools/call"},
+    {"method": "tools/call", "params": {}},
+    {"method": "tools/call", "params": []},
+    {"method": "tools/call", "params": ["get_business", {}]},
+    {"method": "tools/call", "params": {"name": 5}},
+    {"method": "tools/call", "params": {"name": None}},
+    {"method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}},
+    {"method": "tools/call", "params": {"name": "Search_Reviews", "arguments": {}}},
+    {"method": "tools/call", "params": {"name": "get_business", "arguments": []}},
+    {"method": "tools/call", "params": {"name": "get_business", "arguments": "rating=5"}},
+    {"method": "tools/call", "params": {"name": "get_business", "arguments": 5}},
+    {"method": "initialize", "params": {}},
+    {"method": "initialize", "params": {"protocolVersion": 20250618}},
+    {"method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": []}},
+    {"method": "initialize", "params": {"protocolVersion": "2025-06-18", "clientInfo": "me"}},
+    {"method": "initialize"},
+    {"method": "resources/read"},
+    {"method": "resources/read", "params": {"uri": 5}},
+    {"method": "tools/list", "params": {"cursor": "abc"}},
+    {"method": "resources/list", "params": {"cursor": "abc"}},
+    {"method": "resources/templates/list", "params": []},
+    {"method": "ping", "params": []},
+])
+def test_invalid_params(server, session, message):
+    assert_error(server.dispatch(session, {"jsonrpc": "2.0", "id": "x1", **message}), ErrorCode.INVALID_PARAMS, "x1")
+
+
+def test_unknown_tool_error_names_the_tools(server, session):
+    error = assert_error(call(server, session, "delete_review", {}), ErrorCode.INVALID_PARAMS, 7)
+    assert error["data"] == {"tool": "delete_review", "tools": TOOL_NAMES}
+    assert "get_business" in error["message"]
+
+
+def test_internal_error_is_logged_not_leaked(server, session, monkeypatch, caplog):
+    def explode(dataset, args):
+        raise RuntimeError("secret detail /etc/passwd")
+
+    broken = replace(server.tools.by_name["get_business"], run=explode)
+    monkeypatch.setitem(server.tools.by_name, "get_business", broken)
+    with caplog.at_level(logging.ERROR, logger="reviewsd.mcp"):
+        response = server.dispatch(session, {"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+                                             "params": {"name": "get_business"}})
+    error = assert_error(response, ErrorCode.INTERNAL_ERROR, 11)
+    assert error == {"code": -32603, "message": "Internal error"}
+    assert "secret" not in json.dumps(response)
+    records = [r for r in caplog.records if r.name == "reviewsd.mcp"]
+    assert records and records[0].exc_info and "secret detail" in str(records[0].exc_info[1])
+
+
+# --------------------------------------------------------------------------- notifications and responses
+
+
+@pytest.mark.parametrize("message", [
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3, "reason": "x"}},
+    {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}},
+    {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+    {"jsonrpc": "2.0", "method": "tools/list"},  # a request without id is a notification: no answer
+    {"jsonrpc": "2.0", "method": "no/such/thing", "params": [1, 2]},
+    {"jsonrpc": "2.0", "id": 1, "result": {}},
+    {"jsonrpc": "2.0", "id": "a", "result": None},
+    {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}},
+])
+def test_notifications_and_client_responses_get_no_answer(server, session, message):
+    assert server.dispatch(session, message) is None
+
+
+def test_initialized_notification_marks_the_session(server):
+    state = Session()
+    server.dispatch(state, initialize_body())
+    assert not state.initialized
+    assert server.dispatch(state, b'{"jsonrpc":"2.0","method":"notifications/initialized"}') is None
+    assert state.initialized
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+@pytest.mark.parametrize("requested, answered", [
+    ("2025-06-18", "2025-06-18"),
+    ("2025-03-26", "2025-03-26"),
+    ("2025-11-25", "2025-06-18"),
+    ("2026-07-28", "2025-06-18"),
+    ("2024-11-05", "2025-06-18"),
+    ("garbage", "2025-06-18"),
+    ("", "2025-06-18"),
+])
+def test_initialize_negotiates_the_version(server, requested, answered):
+    state = Session()
+    response = server.dispatch(state, initialize_body(requested))
+    result = response["result"]
+    assert response["id"] == 1 and result["protocolVersion"] == answered == state.protocol_version
+    assert result["capabilities"] == {"tools": {"listChanged": False},
+                                      "resources": {"subscribe": False, "listChanged": False}}
+    assert result["serverInfo"] == {"name": "reviewsd", "title": result["serverInfo"]["title"], "version": "1.0.0"}
+    assert "Test Clinic & Spine" in result["instructions"] and len(result["instructions"]) < 600
+    assert state.client_info == {"name": "t", "version": "1"}
+
+
+def test_initialize_is_lenient_about_missing_capabilities_and_client_info(server):
+    response = server.dispatch(Session(), {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                           "params": {"protocolVersion": "2025-06-18"}})
+    assert response["result"]["protocolVersion"] == "2025-06-18"
+
+
+@pytest.mark.parametrize("params", [None, {}, {"_meta": {"progressToken": 1}}])
+def test_ping(server, session, params):
+    message = {"jsonrpc": "2.0", "id": "p", "method": "ping", **({} if params is None else {"params": params})}
+    assert server.dispatch(session, message) == {"jsonrpc": "2.0", "id": "p", "result": {}}
+
+
+@pytest.mark.parametrize("request_id", [0, -1, 2**62, "", "id with spaces", "ü"])
+def test_ids_are_echoed(server, session, request_id):
+    response = server.dispatch(session, {"jsonrpc": "2.0", "id": request_id, "method": "ping"})
+    assert response["id"] == request_id
+
+
+def test_lone_surrogates_still_encode(server, session):
+    body = b'{"jsonrpc":"2.0","id":"\\ud800","method":"tools/call","params":{"name":"get_technician",' \
+           b'"arguments":{"name":"\\udfff"}}}'
+    response = server.dispatch(session, body)
+    assert response["result"]["isError"] is True
+    assert json.loads(mcp_rpc.encode_message(response)) == response
+
+
+# --------------------------------------------------------------------------- tools/list
+
+
+def test_tools_list(server, session):
+    response = server.dispatch(session, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+    tools = response["result"]["tools"]
+    assert [t["name"] for t in tools] == TOOL_NAMES
+    assert "nextCursor" not in response["result"]
+    for tool in tools:
+        assert set(tool) == {"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
+        assert tool["title"] and "Example:" in tool["description"] and len(tool["description"]) < 800
+        assert tool["annotations"] == {"title": tool["title"], "readOnlyHint": True, "idempotentHint": True,
+                                       "openWorldHint": False, "destructiveHint": False}
+        for key in ("inputSchema", "outputSchema"):
+            assert tool[key]["type"] == "object"
+            Draft202012Validator.check_schema(tool[key])
+        assert tool["inputSchema"]["additionalProperties"] is False
+    json.dumps(tools)  # plain JSON
+
+
+def test_search_reviews_input_schema_is_the_search_parameter_schema(server):
+    schema = server.tools.by_name["search_reviews"].definition()["inputSchema"]
+    expected = {k: v for k, v in SCHEMAS["search-params.schema.json"].items() if k not in ("$id", "$schema")}
+    assert schema == expected
+
+
+def refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        own = [node["$ref"]] if "$ref" in node else []
+        return own + [r for v in node.values() for r in refs(v)]
+    if isinstance(node, list):
+        return [r for v in node for r in refs(v)]
+    return []
+
+
+@pytest.mark.parametrize("name", TOOL_NAMES)
+def test_output_schemas_are_self_contained(server, name):
+    schema = server.tools.by_name[name].output_schema
+    assert "$id" not in schema and "$schema" not in schema
+    for target in refs(schema):
+        assert target.startswith("#/$defs/") and target[len("#/$defs/"):] in schema["$defs"]
+    # With no registry at all, every ref must still resolve.
+    Draft202012Validator(schema).is_valid({})
+
+
+# --------------------------------------------------------------------------- tools/call
+
+
+def review_ids(mcp_app) -> list[str]:
+    return [r["id"] for r in mcp_app.store.current.dataset.reviews]
+
+
+def valid_calls(mcp_app) -> list[tuple[str, dict]]:
+    ids = review_ids(mcp_app)
+    return [
+        ("get_business", {}),
+        ("search_reviews", {}),
+        ("search_reviews", {"rating": 5, "limit": 1}),
+        ("get_review", {"id": ids[0]}),
+        ("get_review", {"id": ids[3].lower()}),
+        ("get_reviews_since", {"since": "2026-01-01"}),
+        ("get_reviews_since", {"since": "2030-01-01", "limit": 0}),
+        ("get_aspect_sentiment", {"aspect": "pain-relief"}),
+        ("get_aspect_sentiment", {"aspect": "Wait Time", "sentiment": "negative", "limit": 20}),
+        ("get_technician", {"name": "Dr. Maya Patel"}),
+        ("get_technician", {"name": "sofia ramirez", "limit": 0}),
+        ("get_service", {"service": "spinal-adjustment"}),
+        ("get_service", {"service": "Prenatal chiropractic care", "limit": 1}),
+        ("get_rating_trend", {}),
+        ("get_rating_trend", {"months": 2}),
+        ("get_insights_summary", {}),
+    ]
+
+
+def test_every_tool_result_matches_its_output_schema(server, session, mcp_app):
+    for name, arguments in valid_calls(mcp_app):
+        result = tool_result(server, session, name, arguments)
+        assert result["isError"] is False, (name, result)
+        structured = result["structuredContent"]
+        assert result["content"] == [{"type": "text", "text": result["content"][0]["text"]}]
+        assert json.loads(result["content"][0]["text"]) == structured
+        schema = server.tools.by_name[name].output_schema
+        errors = list(Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+                      .iter_errors(structured))
+        assert not errors, (name, [e.message for e in errors])
+
+
+def test_get_business(server, session, mcp_app):
+    structured = tool_result(server, session, "get_business")["structuredContent"]
+    dataset = mcp_app.store.current.dataset
+    assert structured == {"business": dataset.business, "aggregate_rating": dataset.reviews_doc["aggregate_rating"]}
+
+
+def test_missing_and_null_arguments_mean_none(server, session):
+    assert tool_result(server, session, "get_business")["isError"] is False
+    response = server.dispatch(session, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                         "params": {"name": "get_business", "arguments": None}})
+    assert response["result"]["isError"] is False
+
+
+@pytest.mark.parametrize("arguments", [
+    {}, {"rating": 5}, {"min_rating": 3.5, "limit": 2}, {"query": "WAIT"}, {"mentions_technician": "dr. maya patel"},
+    {"mentions_service": "Massage therapy"}, {"since": "2026-01-01", "until": "2026-02-28"},
+    {"query": "nothing-like-this"},
+])
+def test_search_reviews_runs_the_search(server, session, mcp_app, arguments):
+    dataset = mcp_app.store.current.dataset
+    assert tool_result(server, session, "search_reviews", arguments)["structuredContent"] == \
+        search_result(dataset, *run_search(dataset, arguments))
+
+
+def test_get_review(server, session, mcp_app):
+    dataset = mcp_app.store.current.dataset
+    review = dataset.reviews[0]
+    structured = tool_result(server, session, "get_review", {"id": review["id"]})["structuredContent"]
+    assert structured == {"review": review, "mentions": dataset.insights_doc["per_review"][review["id"]]}
+
+
+def test_get_reviews_since_caps_the_list_but_counts_everything(server, session):
+    arguments = {"since": "2025-11-01", "limit": 2}
+    structured = tool_result(server, session, "get_reviews_since", arguments)["structuredContent"]
+    assert structured["since"] == "2025-11-01" and structured["count"] == 5 and structured["returned"] == 2
+    assert [r["date"] for r in structured["reviews"]] == ["2026-03-01", "2026-02-01"]
+    everything = tool_result(server, session, "get_reviews_since", {"since": "2025-11-01"})["structuredContent"]
+    assert everything["count"] == everything["returned"] == 5
+
+
+def test_get_aspect_sentiment_filters_by_sentiment(server, session):
+    structured = tool_result(server, session, "get_aspect_sentiment",
+                             {"aspect": "PAIN RELIEF", "sentiment": "negative"})["structuredContent"]
+    assert structured["aspect"]["id"] == "pain-relief" and structured["sentiment"] == "negative"
+    assert structured["matched"] == structured["aspect"]["negative_count"] == 2
+    assert [r["rating"] for r in structured["reviews"]] == [2, 1]
+    every = tool_result(server, session, "get_aspect_sentiment", {"aspect": "pain relief"})["structuredContent"]
+    assert every["sentiment"] is None and every["matched"] == every["aspect"]["mention_count"] == 5
+    assert every["returned"] == 3  # default limit
+
+
+@pytest.mark.parametrize("name", ["dr-sofia-ramirez", "Dr. Sofía Ramírez", "DR. SOFIA RAMIREZ", "sofia ramirez",
+                                  "Ramírez", "ramirez", "  dr.   sofía   ramírez "])
+def test_get_technician_matches_names_leniently(server, session, name):
+    structured = tool_result(server, session, "get_technician", {"name": name})["structuredContent"]
+    assert structured["technician"]["id"] == "dr-sofia-ramirez"
+    assert structured["matched"] == 2 and [r["date"] for r in structured["reviews"]] == ["2026-01-15", "2025-11-02"]
+
+
+@pytest.mark.parametrize("service", ["massage-therapy", "Massage Therapy", "massage"])
+def test_get_service(server, session, mcp_app, service):
+    structured = tool_result(server, session, "get_service", {"service": service})["structuredContent"]
+    assert structured["service"] == mcp_app.store.current.dataset.business["services"][1]
+    assert structured["insights"]["id"] == "massage-therapy" and structured["matched"] == 1
+
+
+def test_get_rating_trend(server, session, mcp_app):
+    temporal = mcp_app.store.current.dataset.insights_doc["temporal"]
+    assert tool_result(server, session, "get_rating_trend")["structuredContent"] == temporal
+    recent = tool_result(server, session, "get_rating_trend", {"months": 2})["structuredContent"]
+    assert [m["month"] for m in recent["monthly"]] == ["2026-02", "2026-03"]
+    assert len(tool_result(server, session, "get_rating_trend", {"months": 1000})["structuredContent"]["monthly"]) == 6
+
+
+def test_get_insights_summary(server, session, mcp_app):
+    doc = mcp_app.store.current.dataset.insights_doc
+    structured = tool_result(server, session, "get_insights_summary")["structuredContent"]
+    for key in ("overall_sentiment", "summary", "pull_quote", "topics", "faq", "aspects", "date_range"):
+        assert structured[key] == doc[key]
+    assert structured["technicians"] == doc["entities"]["technicians"]
+
+
+# Tool execution errors: a result with isError and a text a model can act on.
+@pytest.mark.parametrize("name, arguments, expected", [
+    ("get_business", {"x": 1}, ["unknown argument 'x'", "none (pass {})"]),
+    ("search_reviews", {"rating": 6}, ["rating must be at most 5, got 6"]),
+    ("search_reviews", {"rating": "5"}, ["rating must be an integer, got '5'"]),
+    ("search_reviews", {"limit": 101, "min_rating": 0}, ["limit must be at most 100", "min_rating must be at least 1"]),
+    ("search_reviews", {"stars": 5}, ["unknown parameter 'stars'", "known: rating, min_rating"]),
+    ("search_reviews", {"since": "2026-02-30"}, ["since must be a real calendar date"]),
+    ("search_reviews", {"since": "2026-03-01", "until": "2026-01-01"}, ["is after until"]),
+    ("get_review", {}, ["id is required"]),
+    ("get_review", {"id": 5}, ["id must be a string, got 5"]),
+    ("get_review", {"id": "01ARZ3NDEKTSV4RRFFQ69G5FAV"},
+     ["No review has id '01ARZ3NDEKTSV4RRFFQ69G5FAV'", "search_reviews"]),
+    ("get_reviews_since", {"since": "2026-13-01"}, ["since must be a real calendar date as YYYY-MM-DD"]),
+    ("get_reviews_since", {"since": "yesterday", "limit": 501}, ["since must be", "limit must be at most 500"]),
+    ("get_reviews_since", {}, ["since is required"]),
+    ("get_aspect_sentiment", {"aspect": "parking"}, ["Unknown aspect 'parking'", "pain-relief (Pain relief)",
+                                                     "wait-time (Wait time)"]),
+    ("get_aspect_sentiment", {"aspect": "wait-time", "sentiment": "angry"},
+     ["sentiment must be one of positive, neutral, negative"]),
+    ("get_technician", {"name": "Dr. Who"}, ["Unknown technician 'Dr. Who'", "Dr. Maya Patel (id dr-maya-patel",
+                                             "Liam O'Connor"]),
+    ("get_technician", {"name": "dr"}, ["matches several technicians", "Dr. Maya Patel", "Dr. Sofía Ramírez"]),
+    ("get_technician", {"name": ""}, ["name must not be empty"]),
+    ("get_service", {"service": "acupuncture"},
+     ["Unknown service 'acupuncture'", "spinal-adjustment (Spinal adjustment)"]),
+    ("get_rating_trend", {"months": 0}, ["months must be at least 1"]),
+    ("get_rating_trend", {"months": True}, ["months must be an integer, got True"]),
+    ("get_insights_summary", {"verbose": True}, ["unknown argument 'verbose'"]),
+])
+def test_tool_errors_are_results_a_model_can_fix(server, session, name, arguments, expected):
+    result = tool_result(server, session, name, arguments)
+    assert result["isError"] is True and "structuredContent" not in result
+    assert len(result["content"]) == 1 and result["content"][0]["type"] == "text"
+    for fragment in expected:
+        assert fragment in result["content"][0]["text"]
+
+
+def test_every_issue_is_listed_at_once(server, session):
+    result = tool_result(server, session, "search_reviews", {"rating": 0, "limit": 0, "bogus": 1, "since": "x"})
+    assert result["content"][0]["text"].count("\n- ") == 4
+
+
+# --------------------------------------------------------------------------- resources
+
+
+def test_resources_list_and_read(server, session, mcp_app):
+    listed = server.dispatch(session, {"jsonrpc": "2.0", "id": 1, "method": "resources/list"})["result"]["resources"]
+    assert [r["uri"] for r in listed] == [f"{BASE}/reviews.json", f"{BASE}/insights.json"]
+    payloads = mcp_app.store.current.payloads
+    for resource in listed:
+        assert resource["mimeType"] == "application/json" and resource["name"] and resource["title"]
+        response = server.dispatch(session, {"jsonrpc": "2.0", "id": 2, "method": "resources/read",
+                                             "params": {"uri": resource["uri"]}})
+        (content,) = response["result"]["contents"]
+        body = payloads[resource["uri"][len(BASE):]].identity.body
+        assert content == {"uri": resource["uri"], "mimeType": "application/json", "text": body.decode()}
+        assert resource["size"] == len(body)
+
+
+def test_resource_template_reads_one_review(server, session, mcp_app):
+    result = server.dispatch(session, {"jsonrpc": "2.0", "id": 1, "method": "resources/templates/list"})["result"]
+    (template,) = result["resourceTemplates"]
+    assert template["uriTemplate"] == f"{BASE}/api/reviews/{{id}}" and template["mimeType"] == "application/json"
+    review = mcp_app.store.current.dataset.reviews[2]
+    uri = template["uriTemplate"].replace("{id}", review["id"])
+    response = server.dispatch(session, {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": uri}})
+    assert json.loads(response["result"]["contents"][0]["text"]) == review
+
+
+@pytest.mark.parametrize("uri", [
+    f"{BASE}/nope.json", f"{BASE}/api/reviews/01ARZ3NDEKTSV4RRFFQ69G5FAV", f"{BASE}/api/reviews/",
+    f"{BASE}/api/reviews/x/y", "https://elsewhere.example/reviews.json", "reviews.json", "/reviews.json",
+    f"{BASE}/api/feed.json", f"{BASE}", "", f"{BASE}/reviews.json?x=1",
+])
+def test_unknown_resource(server, session, uri):
+    response = server.dispatch(session, {"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": uri}})
+    assert assert_error(response, ErrorCode.RESOURCE_NOT_FOUND, 4)["data"] == {"uri": uri}
+
+
+# --------------------------------------------------------------------------- schema bundling
+
+
+def test_bundle_file_validates_like_the_original(mcp_app):
+    dataset = mcp_app.store.current.dataset
+    bundled = Draft202012Validator(mcp_rpc.bundle_file("search-result.schema.json"),
+                                   format_checker=Draft202012Validator.FORMAT_CHECKER)
+    original = validator("search-result.schema.json")
+    good = search_result(dataset, *run_search(dataset, {}))
+    bad = {**good, "reviews": [{**good["reviews"][0], "rating": 7}]}
+    for document, valid in ((good, True), (bad, False), ({**good, "extra": 1}, False)):
+        assert bundled.is_valid(document) is valid is original.is_valid(document)
+
+
+def test_bundle_schema_inlines_refs_across_files():
+    schema = mcp_rpc.bundle_schema({"type": "array", "items": mcp_rpc.ref("insights.schema.json", "/$defs/technician")})
+    assert schema["items"] == {"$ref": "#/$defs/technician"}
+    assert {"technician", "slug", "count", "score", "review_ids"} <= set(schema["$defs"])
+    id_pattern = SCHEMAS["review.schema.json"]["properties"]["id"]["pattern"]
+    assert schema["$defs"]["review_ids"]["items"]["pattern"] == id_pattern
+    with pytest.raises(Unresolvable):
+        Draft202012Validator({"$ref": "review.schema.json"}).is_valid({})  # what a client would face unbundled
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@pytest.mark.parametrize("text, folded", [
+    ("Dr. Sofía Ramírez", "dr. sofia ramirez"), ("wait-time", "wait time"), ("  A\tB  ", "a b"),
+    ("Jürgen", "jurgen"), ("STRASSE", "strasse"), ("under_score", "under score"),
+])
+def test_fold_name(text, folded):
+    assert mcp_rpc.fold_name(text) == folded
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_session_store_expires_idle_sessions():
+    clock = FakeClock()
+    store = SessionStore(max_sessions=10, idle_seconds=60, clock=clock)
+    first = store.add(Session())
+    clock.now += 59
+    assert store.get(first) is not None  # use renews the idle timer
+    clock.now += 60
+    assert store.get(first) is not None
+    clock.now += 60.5
+    assert store.get(first) is None and len(store) == 0
+
+
+def test_session_store_evicts_the_least_recently_used():
+    clock = FakeClock()
+    store = SessionStore(max_sessions=2, idle_seconds=60, clock=clock)
+    a, b = store.add(Session()), store.add(Session())
+    clock.now += 1
+    store.get(a)
+    c = store.add(Session())
+    assert store.get(b) is None and store.get(a) is not None and store.get(c) is not None
+
+
+def test_session_store_drops_expired_before_evicting_live_ones():
+    clock = FakeClock()
+    store = SessionStore(max_sessions=2, idle_seconds=10, clock=clock)
+    old = store.add(Session())
+    clock.now += 5
+    live = store.add(Session())
+    clock.now += 6  # `old` is now expired, `live` is not
+    store.add(Session())
+    assert store.get(live) is not None and store.get(old) is None and len(store) == 2
+
+
+def test_session_ids_are_random_visible_ascii():
+    store = SessionStore(max_sessions=100, idle_seconds=60)
+    ids = {store.add(Session()) for _ in range(50)}
+    assert len(ids) == 50
+    for session_id in ids:
+        assert len(session_id) >= 32 and all(0x21 <= ord(c) <= 0x7E for c in session_id)
+    assert store.end(ids.pop()) is True and len(store) == 49

@@ -1,0 +1,186 @@
+"""End to end with the official MCP Python SDK against a real server on 127.0.0.1.
+
+The server is `python reviewsd.py` (conftest's `live_server_factory`). If server.py is
+not there (an early checkout), the app is hosted by werkzeug's `make_server` in a
+thread instead, so the test still exercises real HTTP.
+"""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import anyio
+import pytest
+
+mcp = pytest.importorskip("mcp")
+httpx2 = pytest.importorskip("httpx2")
+
+from mcp import ClientSession  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
+
+import reviewsd  # noqa: E402
+from factories import write_docs  # noqa: E402
+from test_mcp_rpc import rich_docs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 60
+
+
+@pytest.fixture
+def sdk_data_dir(tmp_path: Path) -> Path:
+    target = tmp_path / "sdk-data"
+    write_docs(target, *rich_docs())
+    return target
+
+
+@pytest.fixture
+def base_url(sdk_data_dir: Path, tmp_path: Path, live_server_factory) -> Iterator[str]:
+    if (ROOT / "server.py").exists():
+        server = live_server_factory("--data-dir", str(sdk_data_dir), "--state-dir", str(tmp_path / "state"),
+                                     "--reload-interval", "0", "--no-hub")
+        yield server.base_url
+        return
+    from werkzeug.serving import make_server
+
+    config = reviewsd.Config(data_dir=str(sdk_data_dir), state_dir=str(tmp_path / "state"), reload_interval=0,
+                             hub=False)
+    httpd = make_server("127.0.0.1", 0, reviewsd.create_app(config), threaded=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+    thread.join(10)
+
+
+def run(main: Any) -> Any:
+    async def bounded() -> Any:
+        with anyio.fail_after(TIMEOUT):
+            return await main()
+
+    return anyio.run(bounded)
+
+
+def arguments_for(review_id: str) -> dict[str, dict]:
+    return {
+        "get_business": {},
+        "search_reviews": {"rating": 5, "limit": 10},
+        "get_review": {"id": review_id},
+        "get_reviews_since": {"since": "2026-01-01", "limit": 2},
+        "get_aspect_sentiment": {"aspect": "Pain relief", "sentiment": "positive"},
+        "get_technician": {"name": "Dr. Maya Patel"},
+        "get_service": {"service": "massage therapy"},
+        "get_rating_trend": {"months": 1},
+        "get_insights_summary": {},
+    }
+
+
+def test_official_client_end_to_end(base_url):
+    seen: list[tuple[str, int, str | None]] = []
+
+    async def record(response: Any) -> None:
+        seen.append((response.request.method, response.status_code, response.request.headers.get("mcp-session-id")))
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with httpx2.AsyncClient(event_hooks={"response": [record]}, timeout=30) as http:
+            async with streamable_http_client(base_url + "/mcp", http_client=http) as (read, write):
+                async with ClientSession(read, write) as session:
+                    init = await session.initialize()  # the SDK offers 2025-11-25 first
+                    out["version"], out["server"] = init.protocol_version, init.server_info
+                    out["capabilities"] = init.capabilities
+                    await session.send_ping()
+                    listed = await session.list_tools()
+                    out["tools"] = {tool.name: tool for tool in listed.tools}
+                    found = await session.call_tool("search_reviews", {"limit": 1})
+                    review_id = found.structured_content["reviews"][0]["id"]
+                    out["calls"] = {name: await session.call_tool(name, args)
+                                    for name, args in arguments_for(review_id).items()}
+                    out["bad_arguments"] = await session.call_tool("get_technician", {"name": "Nobody"})
+                    with pytest.raises(MCPError) as unknown_tool:
+                        await session.call_tool("drop_tables", {})
+                    out["unknown_tool"] = unknown_tool.value
+                    resources = await session.list_resources()
+                    out["resources"] = resources.resources
+                    out["reviews_json"] = await session.read_resource(resources.resources[0].uri)
+                    templates = await session.list_resource_templates()
+                    review_uri = templates.resource_templates[0].uri_template.replace("{id}", review_id)
+                    out["review_resource"] = await session.read_resource(review_uri)
+                    with pytest.raises(MCPError) as missing:
+                        await session.read_resource(review_uri + "X")
+                    out["missing_resource"] = missing.value
+                    out["review_id"] = review_id
+        return out
+
+    out = run(main)
+    assert out["version"] == "2025-06-18"
+    assert out["server"].name == "reviewsd" and out["server"].version == "1.0.0"
+    assert out["capabilities"].tools is not None and out["capabilities"].resources is not None
+    assert out["capabilities"].prompts is None and out["capabilities"].logging is None
+
+    tools = out["tools"]
+    assert sorted(tools) == sorted(arguments_for("x"))
+    for tool in tools.values():
+        assert tool.input_schema["type"] == "object" and tool.output_schema["type"] == "object"
+        assert tool.annotations.read_only_hint is True and tool.annotations.destructive_hint is False
+
+    # call_tool has already validated structuredContent against each outputSchema.
+    for name, result in out["calls"].items():
+        assert result.is_error is False, (name, result)
+        assert result.structured_content is not None and result.content[0].type == "text"
+    assert out["calls"]["get_technician"].structured_content["technician"]["id"] == "dr-maya-patel"
+    assert out["calls"]["get_review"].structured_content["review"]["id"] == out["review_id"]
+
+    assert out["bad_arguments"].is_error is True and "Dr. Maya Patel" in out["bad_arguments"].content[0].text
+    assert out["unknown_tool"].code == -32602
+    assert out["missing_resource"].code == -32002
+
+    with urllib.request.urlopen(base_url + "/reviews.json", timeout=10) as response:
+        assert out["reviews_json"].contents[0].text.encode() == response.read()
+    assert out["review_resource"].contents[0].text.startswith('{"id":"' + out["review_id"])
+
+    # Every request after initialize carried the session id, and closing the client ended the session.
+    session_ids = {sid for _, _, sid in seen if sid}
+    assert len(session_ids) == 1
+    assert ("DELETE", 204, session_ids.pop()) in seen
+    assert all(status == 405 for method, status, _ in seen if method == "GET")  # no server stream
+
+
+def test_closed_session_is_gone(base_url):
+    captured: dict[str, str] = {}
+
+    async def reuse(http: Any) -> str:
+        response = await http.post(base_url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                   headers={"Mcp-Session-Id": captured.get("id", "none"),
+                                            "Accept": "application/json, text/event-stream"})
+        return str(response.status_code)
+
+    async def capture(response: Any) -> None:
+        if "mcp-session-id" in response.headers:
+            captured["id"] = response.headers["mcp-session-id"]
+
+    async def main() -> str:
+        async with httpx2.AsyncClient(event_hooks={"response": [capture]}, timeout=30) as http:
+            async with streamable_http_client(base_url + "/mcp", http_client=http) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    assert "id" in captured
+            return await reuse(http)
+
+    assert run(main) == "404"
+
+
+def test_high_level_client_falls_back_to_the_handshake(base_url):
+    """`mcp.Client` probes the stateless 2026 protocol first; the 400 it gets sends it to initialize."""
+
+    async def main() -> tuple[str, Any]:
+        async with mcp.Client(base_url + "/mcp") as client:
+            result = await client.call_tool("get_business", {})
+            return client.protocol_version, result
+
+    version, result = run(main)
+    assert version == "2025-06-18"
+    assert result.is_error is False and result.structured_content["business"]["id"] == "test-clinic"
