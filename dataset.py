@@ -23,7 +23,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
@@ -32,6 +32,8 @@ import referencing
 import referencing.jsonschema
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+
+from schema_compiler import compile_schema
 
 log = logging.getLogger("reviewsd.data")
 
@@ -67,6 +69,12 @@ REVIEWS_VALIDATOR = validator("reviews.schema.json")
 INSIGHTS_VALIDATOR = validator("insights.schema.json")
 SEARCH_PARAMS_SCHEMA = SCHEMAS["search-params.schema.json"]
 SEARCH_PARAMS_VALIDATOR = validator("search-params.schema.json")
+# The same schemas compiled to plain predicates: ~70x faster than jsonschema, with
+# the same verdict (tests/test_schema_compiler.py). jsonschema runs only to explain
+# a document the predicate refuses.
+REVIEWS_IS_VALID = compile_schema("reviews.schema.json", SCHEMAS)
+INSIGHTS_IS_VALID = compile_schema("insights.schema.json", SCHEMAS)
+SEARCH_PARAMS_IS_VALID = compile_schema("search-params.schema.json", SCHEMAS)
 
 
 # --------------------------------------------------------------------------- problems
@@ -480,8 +488,11 @@ def encode_json(value: Any) -> bytes:
 
 def check_documents(reviews_doc: Any, insights_doc: Any) -> list[Problem]:
     """Every problem with a pair of parsed documents: schemas first, then cross-file rules."""
-    problems = schema_problems(REVIEWS_FILE, reviews_doc, REVIEWS_VALIDATOR)
-    problems += schema_problems(INSIGHTS_FILE, insights_doc, INSIGHTS_VALIDATOR)
+    problems = []
+    if not REVIEWS_IS_VALID(reviews_doc):
+        problems += schema_problems(REVIEWS_FILE, reviews_doc, REVIEWS_VALIDATOR)
+    if not INSIGHTS_IS_VALID(insights_doc):
+        problems += schema_problems(INSIGHTS_FILE, insights_doc, INSIGHTS_VALIDATOR)
     if problems:
         return problems
     return cross_file_problems(reviews_doc, insights_doc)
@@ -590,7 +601,8 @@ def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
     ]
     known = {name: value for name, value in args.items() if name in SEARCH_PARAMS_SCHEMA["properties"]}
     seen = set()
-    for error in sorted(SEARCH_PARAMS_VALIDATOR.iter_errors(known), key=lambda e: list(map(str, e.absolute_path))):
+    schema_errors = () if SEARCH_PARAMS_IS_VALID(known) else SEARCH_PARAMS_VALIDATOR.iter_errors(known)
+    for error in sorted(schema_errors, key=lambda e: list(map(str, e.absolute_path))):
         found = _schema_issue(error)
         key = (found["path"][0], found["code"])  # a bad date fails both pattern and format: report it once
         if key not in seen:

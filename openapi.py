@@ -256,8 +256,13 @@ def _paths() -> dict[str, Any]:
             "responses": {
                 "202": {"description": "Accepted; verification follows.", "content": {"text/plain": {}}},
                 "400": {"description": "Refused, with a plain-text reason.", "content": {"text/plain": {}}},
+                "403": {"description": "A cap is reached (total, per topic or per callback host).",
+                        "content": {"text/plain": {}}},
                 "413": {"description": "Request body too large.", "content": {"text/plain": {}}},
+                "415": {"description": "Not a UTF-8 application/x-www-form-urlencoded body.",
+                        "content": {"text/plain": {}}},
                 "429": {"description": "Too many hub requests; see Retry-After.", "content": {"text/plain": {}}},
+                "503": {"description": "The hub is stopping; see Retry-After.", "content": {"text/plain": {}}},
             },
         }},
     }

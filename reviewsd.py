@@ -8,7 +8,9 @@ server in server.py, and `python reviewsd.py check --data-dir DIR` validates dat
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
+import ipaddress
 import json
 import logging
 import os
@@ -22,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
-from werkzeug.routing import Map, Rule
+from werkzeug.routing import BaseConverter, Map, Rule
 from werkzeug.wrappers import Request, Response
 
 import feeds
@@ -120,7 +122,7 @@ HELP = {
     "hub_max_subscriptions": "most subscriptions in total",
     "hub_max_per_topic": "most subscriptions per topic",
     "hub_max_per_host": "most subscriptions per callback host",
-    "hub_rate_limit": "hub requests allowed per client per minute",
+    "hub_rate_limit": "hub requests allowed per client per minute (0: no limit)",
     "trusted_proxies": "reverse-proxy addresses whose X-Forwarded-For is trusted, comma-separated",
 }
 
@@ -152,6 +154,10 @@ def parse_config(argv: Sequence[str]) -> Config:
     config = Config(**vars(args))
     if urlsplit(config.public_base_url).scheme not in ("http", "https"):
         parser.error(f"--base-url must be an http or https URL, got {config.base_url!r}")
+    try:
+        parse_networks(config.trusted_proxies)
+    except ValueError as exc:
+        parser.error(f"--trusted-proxies: {exc}")
     return config
 
 
@@ -232,6 +238,36 @@ def _encode_reviews_doc(doc: Mapping[str, Any], dataset: Dataset) -> Iterable[by
     yield b"]}"
 
 
+# --------------------------------------------------------------------------- client addresses
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(text: str) -> list[Network]:
+    return [ipaddress.ip_network(item.strip(), strict=False) for item in text.split(",") if item.strip()]
+
+
+def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> str:
+    """REMOTE_ADDR, or behind trusted proxies the right-most X-Forwarded-For entry that is not one of them."""
+    address = str(environ.get("REMOTE_ADDR") or "")
+    hops = [h.strip() for h in str(environ.get("HTTP_X_FORWARDED_FOR", "")).split(",") if h.strip()]
+    while _is_trusted(address, trusted) and hops:
+        candidate = hops.pop()
+        try:
+            address = str(ipaddress.ip_address(candidate))
+        except ValueError:
+            break
+    return address
+
+
+def _is_trusted(address: str, trusted: Sequence[Network]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip.version == net.version and ip in net for net in trusted)
+
+
 # --------------------------------------------------------------------------- the application
 
 Triple = tuple[str, list[tuple[str, str]], bytes]
@@ -255,6 +291,13 @@ ERROR_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large
 GET = ["GET"]  # werkzeug adds HEAD
 
 
+class AnySegmentsConverter(BaseConverter):
+    """Everything after the prefix, newlines and slashes included, so that a bad date is a 400, not a 404."""
+
+    regex = r"(?s:.*)"
+    part_isolating = False
+
+
 class ReviewsApp:
     """The WSGI application: routes, handlers and the one place errors become responses."""
 
@@ -265,7 +308,7 @@ class ReviewsApp:
             Rule("/api/feed.json", endpoint="payload", methods=GET),
             Rule("/feed.xml", endpoint="payload", methods=GET),
             Rule("/api/reviews/search", endpoint="search", methods=GET),
-            Rule("/api/reviews/since/<path:date>", endpoint="since", methods=GET),
+            Rule("/api/reviews/since/<anything:date>", endpoint="since", methods=GET),
             Rule("/api/reviews/<review_id>", endpoint="review", methods=GET),
             Rule("/.well-known/openapi.json", endpoint="openapi", methods=GET),
             Rule("/healthz", endpoint="healthz", methods=GET),
@@ -274,6 +317,7 @@ class ReviewsApp:
         ],
         merge_slashes=False,
         strict_slashes=False,
+        converters={"anything": AnySegmentsConverter},
     )
 
     def __init__(self, config: Config, store: DataStore[Snapshot] | None = None):
@@ -281,6 +325,7 @@ class ReviewsApp:
         self.store: DataStore[Snapshot] = store or DataStore(config.data_dir, lambda d: build_snapshot(d, config))
         self.openapi_document = build_openapi(config.public_base_url)
         self.openapi = make_payload(encode_json(self.openapi_document), JSON)
+        self.trusted_proxies = parse_networks(config.trusted_proxies)
         self.mcp: Any = None  # set by attach_mcp (mcp_rpc.py)
         self.hub: Any = None  # set by attach_hub (hub.py)
         self.ready = True
@@ -289,6 +334,8 @@ class ReviewsApp:
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         method = environ["REQUEST_METHOD"]
+        if self.trusted_proxies:  # the access log and the hub's rate limit use the real client
+            environ["reviewsd.client"] = client_address(environ, self.trusted_proxies)
         try:
             adapter = self.url_map.bind_to_environ(environ)
             if method == "OPTIONS":
@@ -421,6 +468,10 @@ def create_app(config: Config | None = None) -> ReviewsApp:
         mcp_rpc = None  # type: ignore[assignment]
     if mcp_rpc is not None and hasattr(mcp_rpc, "attach"):
         mcp_rpc.attach(app)
+    if config.hub:
+        import hub  # here, not at the top: hub imports this module
+
+        hub.attach(app)
     return app
 
 
@@ -467,17 +518,25 @@ def check_main(argv: Sequence[str]) -> int:
 
 
 def serve_main(argv: Sequence[str]) -> int:
+    import server
+
     config = parse_config(argv)
     configure_logging(config.log_format)
+    try:
+        sock = server.listen(config.host, config.port)
+    except OSError as exc:
+        log.error("cannot listen on %s:%s: %s", config.host, config.port, exc)
+        return 1
+    # Absolute URLs must name the port really listened on (--port 0, socket activation).
+    config = dataclasses.replace(config, port=sock.getsockname()[1])
     try:
         app = create_app(config)
     except DataError as exc:
         log.error("cannot start: the data in %s is refused:", config.data_dir)
         for problem in exc.problems:
             log.error("  %s", problem)
+        sock.close()
         return 2
-    import server
-
     app.store.start_polling(config.reload_interval)
 
     def on_stop() -> None:
@@ -488,7 +547,7 @@ def serve_main(argv: Sequence[str]) -> int:
     dataset = app.store.current.dataset
     return server.run(app, host=config.host, port=config.port, threads=config.threads, max_body=config.max_body,
                       on_reload=lambda: app.store.reload(force=True), on_stop=on_stop,
-                      ready_status=f"serving {len(dataset.reviews)} reviews")
+                      ready_status=f"serving {len(dataset.reviews)} reviews", sock=sock)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

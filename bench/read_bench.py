@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import re
 import statistics
 import subprocess

@@ -1,0 +1,1176 @@
+"""The WebSub hub: subscriptions, verification of intent and content distribution.
+
+Follows the W3C WebSub Recommendation where SPEC.md is silent (see DECISIONS.md).
+
+Who runs what:
+* `Hub.handle` runs on the server's request threads: it validates a subscription
+  request, resolves and vets the callback host, stores an *intent* in SQLite and
+  answers 202 at once. Nothing is contacted from a request thread.
+* `Hub.on_reload` runs on the data-reloading thread: it only schedules work.
+* `hub_workers` worker threads (`Scheduler`) run every outbound request:
+  verification GETs, content distribution POSTs, denial notices. Work is keyed
+  by the pair (callback, topic) and never runs twice at once for the same pair,
+  so a subscriber sees its requests in order.
+* one reaper thread (`Outbound`) aborts outbound requests past their deadline.
+
+State lives in SQLite under `--state-dir`: subscriptions with the ETag each last
+acknowledged, and pending intents. Delivery is "bring every active subscriber to
+the current content": a pair is due when its last delivered ETag differs from the
+current topic ETag, and the body sent is always the one current at send time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import hmac
+import http.client
+import ipaddress
+import itertools
+import logging
+import os
+import re
+import secrets
+import socket
+import sqlite3
+import ssl
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.http import parse_options_header
+from werkzeug.wrappers import Response
+from werkzeug.wsgi import get_content_length
+
+import reviewsd
+from reviewsd import client_address, parse_networks  # noqa: F401 (the app's one implementation)
+
+log = logging.getLogger("reviewsd.hub")
+
+FORM = "application/x-www-form-urlencoded"
+MODES = ("subscribe", "unsubscribe")
+HUB_FIELDS = ("hub.callback", "hub.mode", "hub.topic", "hub.lease_seconds", "hub.secret")
+MAX_FIELDS = 100  # form fields in one request
+MAX_URL = 2048  # characters in hub.callback / hub.topic
+MAX_SECRET_BYTES = 199  # "MUST be less than 200 bytes"
+MAX_FAILURES = 3  # consecutive failed deliveries before removal (SPEC.md)
+CHALLENGE_BYTES = 32
+READ_LIMIT = 1024  # bytes read of any callback answer (beyond the challenge)
+DB_FILE = "hub.sqlite3"
+USER_AGENT = "reviewsd-hub/1.0 (+WebSub)"
+
+Key = tuple[str, str]  # (callback URL exactly as given, topic path)
+AddrInfo = tuple[Any, ...]  # one socket.getaddrinfo entry
+Resolver = Callable[[str, int], Sequence[AddrInfo]]
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+class Refusal(Exception):
+    """A request the hub answers with a 4xx (or 503) and a plain-text reason."""
+
+    def __init__(self, status: int, reason: str, headers: Sequence[tuple[str, str]] = ()):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.headers = list(headers)
+
+
+class Refused(Exception):
+    """A callback address the hub will not contact."""
+
+
+class StoreClosed(Exception):
+    """The hub has stopped; its database is closed."""
+
+
+def text_response(status: int, text: str, headers: Sequence[tuple[str, str]] = ()) -> Response:
+    return Response(text + "\n", status=status, content_type="text/plain; charset=utf-8",
+                    headers=[("Cache-Control", "no-store"), *headers])
+
+
+# --------------------------------------------------------------------------- URLs
+
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_LABEL = r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?"
+_DNS_NAME = re.compile(rf"(?=.{{1,253}}\.?\Z){_LABEL}(\.{_LABEL})*\.?")
+_LEGACY_IPV4 = re.compile(r"(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}", re.I)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _normalise_escapes(text: str) -> str:
+    """Decode escaped unreserved characters and upper-case the other escapes (RFC 3986 6.2.2)."""
+    def fix(match: re.Match) -> str:
+        char = chr(int(match.group(1), 16))
+        return char if char in _UNRESERVED else "%" + match.group(1).upper()
+    return _ESCAPE.sub(fix, text)
+
+
+def normalise_url(url: str) -> str | None:
+    """A canonical spelling of an http(s) URL without query or fragment, or None when it has either."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname or "@" in parts.netloc or "?" in url or "#" in url:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    port_part = "" if port in (None, _DEFAULT_PORTS[scheme]) else f":{port}"
+    return f"{scheme}://{host}{port_part}{_normalise_escapes(parts.path or '/')}"
+
+
+def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address a host string stands for without DNS, as the C resolver reads it.
+
+    Besides the standard forms this covers the legacy IPv4 spellings inet_aton
+    accepts (2130706433, 0x7f000001, 0177.0.0.1, 127.1), which getaddrinfo
+    turns into addresses without any DNS query.
+    """
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    if _LEGACY_IPV4.fullmatch(host):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class Callback:
+    """A validated callback URL: the exact string, plus what connecting to it needs."""
+
+    url: str  # exactly as the subscriber gave it; used for every request (WebSub 8.3)
+    host: str  # lower-case DNS name, or the canonical address for an IP literal
+    port: int
+    target: str  # path and query, sent on the request line
+
+    @property
+    def display(self) -> str:
+        """scheme://host[:port]/path for logs: never the query, which may hold a capability token."""
+        port = "" if self.port == 443 else f":{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"https://{host}{port}{self.target.split('?', 1)[0]}"
+
+
+def parse_callback(url: str, max_length: int | None = MAX_URL) -> Callback:
+    """Validate a callback URL: HTTPS, no fragment or credentials, a sane host. Raises Refusal.
+
+    `max_length` applies to what subscribers send; None for the hub's own request
+    URLs, which are a callback plus the appended hub parameters.
+    """
+    if max_length is not None and len(url) > max_length:
+        raise Refusal(400, f"hub.callback is longer than {max_length} characters")
+    if not url.isascii() or any(c <= " " or c in "\x7f\\" for c in url):
+        raise Refusal(400, "hub.callback must be an ASCII URL without spaces, backslashes or control characters "
+                           "(percent-encode anything else)")
+    try:
+        parts = urlsplit(url)
+        port = parts.port or 443
+    except ValueError:
+        raise Refusal(400, "hub.callback is not a valid URL (bad host or port)") from None
+    scheme = parts.scheme.lower()
+    if scheme == "http":
+        raise Refusal(400, "hub.callback must be an https URL; plain http callbacks are refused")
+    if scheme != "https":
+        raise Refusal(400, "hub.callback must be an absolute https URL")
+    if "#" in url:
+        raise Refusal(400, "hub.callback must not contain a fragment")
+    if "@" in parts.netloc:
+        raise Refusal(400, "hub.callback must not contain user credentials")
+    host = _callback_host(parts.hostname or "", parts.netloc)
+    start = url.index("//") + 2 + len(parts.netloc)
+    return Callback(url, host, port, url[start:] or "/")
+
+
+def _callback_host(hostname: str, netloc: str) -> str:
+    if not hostname:
+        raise Refusal(400, "hub.callback has no host")
+    if "[" in netloc:
+        try:
+            if "%" in hostname:  # a zone id names a local interface: meaningless to anyone else
+                raise ValueError(hostname)
+            return str(ipaddress.IPv6Address(hostname))
+        except ValueError:
+            raise Refusal(400, "hub.callback has an invalid IPv6 address (zone ids are not allowed)") from None
+    address = literal_address(hostname)
+    if address is not None:
+        return str(address)
+    if not _DNS_NAME.fullmatch(hostname):
+        raise Refusal(400, "hub.callback host is not a valid DNS name (use the xn-- form for international names)")
+    return hostname.rstrip(".")
+
+
+def with_query(url: str, params: Mapping[str, str]) -> str:
+    """The URL with `params` appended after its own query string (WebSub 5.1.1)."""
+    separator = "" if url.endswith(("?", "&")) else "&" if "?" in url else "?"
+    return url + separator + urlencode(params)
+
+
+# --------------------------------------------------------------------------- addresses
+
+
+_SPECIAL_NETWORKS = [(name, ipaddress.ip_network(net)) for name, net in (
+    ("shared (carrier-grade NAT)", "100.64.0.0/10"),
+    ("documentation", "192.0.2.0/24"), ("documentation", "198.51.100.0/24"), ("documentation", "203.0.113.0/24"),
+    ("documentation", "2001:db8::/32"), ("benchmarking", "198.18.0.0/15"),
+    ("NAT64 local-use", "64:ff9b:1::/48"), ("discard-only", "100::/64"),
+)]
+_ADDRESS_FLAGS = (("loopback", "is_loopback"), ("unspecified", "is_unspecified"), ("link-local", "is_link_local"),
+                  ("multicast", "is_multicast"), ("site-local", "is_site_local"), ("private", "is_private"),
+                  ("reserved", "is_reserved"))
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries (mapped, compatible, translated, NAT64, 6to4, Teredo)."""
+    value = int(ip)
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if value >> 32 == 0 and value > 1:  # IPv4-compatible ::a.b.c.d (deprecated, still routed by some stacks)
+        return ipaddress.IPv4Address(value)
+    if value >> 32 == 0xFFFF0000 or ip in _NAT64:  # IPv4-translated ::ffff:0:a.b.c.d, NAT64 well-known prefix
+        return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    return None
+
+
+def address_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Why this address must not be contacted ("loopback", "private", ...), or None for a public unicast address."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = embedded_ipv4(ip)
+        problem = address_problem(inner) if inner is not None else None
+        if problem:
+            return f"embeds {inner}: {problem}"
+    for name, network in _SPECIAL_NETWORKS:
+        if ip.version == network.version and ip in network:
+            return name
+    for name, attr in _ADDRESS_FLAGS:
+        if getattr(ip, attr, False):
+            return name
+    return None if ip.is_global else "non-global"
+
+
+def system_resolver(host: str, port: int) -> Sequence[AddrInfo]:
+    """socket.getaddrinfo for TCP, looked up at call time (tests replace it)."""
+    return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+
+
+def vet_addresses(host: str, port: int, allow_private: bool, resolve: Resolver = system_resolver) -> list[AddrInfo]:
+    """Resolve `host` once and check every address; the result is what to connect to. Raises Refused."""
+    literal = literal_address(host)
+    if literal is not None:
+        family = socket.AF_INET6 if literal.version == 6 else socket.AF_INET
+        sockaddr = (str(literal), port, 0, 0) if literal.version == 6 else (str(literal), port)
+        infos: list[AddrInfo] = [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", sockaddr)]
+    else:
+        try:
+            infos = [info for info in resolve(host, port) if info[0] in (socket.AF_INET, socket.AF_INET6)]
+        except (OSError, UnicodeError):
+            raise Refused(f"callback host {host} does not resolve") from None
+        if not infos:
+            raise Refused(f"callback host {host} has no address")
+    if not allow_private:
+        for info in infos:
+            ip = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+            problem = address_problem(ip)
+            if problem:
+                raise Refused(f"callback host {host} is or resolves to {ip} ({problem}); "
+                              "only public addresses are allowed")
+    return infos
+
+
+# --------------------------------------------------------------------------- outbound HTTPS
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a callback answered: a status and the first bytes of the body, or why there was no answer."""
+
+    status: int | None  # None: no HTTP answer (refused address, network, TLS or timeout error)
+    body: bytes = b""
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+    def describe(self) -> str:
+        return f"HTTP {self.status}" if self.status is not None else self.error
+
+
+def _connect_any(addresses: Sequence[AddrInfo], timeout: float) -> socket.socket:
+    """A TCP connection to the first vetted address that answers (no second DNS lookup)."""
+    error: OSError = OSError("no address to connect to")
+    for family, socktype, proto, _, sockaddr in addresses:
+        sock = socket.socket(family, socktype, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(sockaddr)
+            return sock
+        except OSError as exc:
+            sock.close()
+            error = exc
+    raise error
+
+
+class PinnedHTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS to addresses vetted beforehand: TCP goes to them, TLS and Host use the URL's host name.
+
+    So DNS rebinding between the check and the connection gains nothing.
+    """
+
+    def __init__(self, host: str, port: int, addresses: Sequence[AddrInfo], context: ssl.SSLContext,
+                 connect_timeout: float, read_timeout: float, on_socket: Callable[[socket.socket], None]):
+        super().__init__(host, port, timeout=connect_timeout, context=context)
+        self._addresses = addresses
+        self._read_timeout = read_timeout
+        self._on_socket = on_socket
+
+    def connect(self) -> None:
+        sock = _connect_any(self._addresses, self.timeout)
+        self._on_socket(sock)
+        sock.settimeout(self._read_timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
+
+
+class Requester(Protocol):
+    """What the hub needs for outbound requests (Outbound; a stub in tests)."""
+
+    def request(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None, limit: int) -> Reply: ...
+
+    def abort_all(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Outbound:
+    """Requests to callbacks: vetted addresses, verified TLS, no redirects, bounded time and size."""
+
+    connect_timeout = 5.0
+    read_timeout = 10.0
+    total_timeout = 30.0  # a callback trickling bytes is cut off after this
+
+    def __init__(self, context: ssl.SSLContext, allow_private: bool, resolve: Resolver = system_resolver):
+        self._context = context
+        self._allow_private = allow_private
+        self._resolve = resolve
+        self._inflight: dict[int, tuple[float, socket.socket]] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count()
+        self._closed = threading.Event()
+        self._reaper = threading.Thread(target=self._reap_loop, name="hub-reaper", daemon=True)
+        self._reaper.start()
+
+    def request(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None, limit: int) -> Reply:
+        """One request; reads at most `limit` bytes of the answer. Never raises for network trouble."""
+        token = next(self._ids)
+        conn: PinnedHTTPSConnection | None = None
+        try:
+            callback = parse_callback(url, max_length=None)
+            addresses = vet_addresses(callback.host, callback.port, self._allow_private, self._resolve)
+            conn = PinnedHTTPSConnection(callback.host, callback.port, addresses, self._context,
+                                         self.connect_timeout, self.read_timeout, lambda s: self._watch(token, s))
+            conn.request(method, callback.target, body=body,
+                         headers={"User-Agent": USER_AGENT, "Connection": "close", **headers})
+            response = conn.getresponse()
+            return Reply(response.status, response.read(limit))
+        except (Refusal, Refused) as exc:
+            return Reply(None, error=f"refused: {exc}")
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            return Reply(None, error=f"{type(exc).__name__}: {exc}"[:200])
+        finally:
+            if conn is not None:
+                conn.close()
+            self._unwatch(token)
+
+    def abort_all(self) -> None:
+        """Cut every request in flight (used when stopping past the grace period)."""
+        self._reap(float("inf"))
+
+    def close(self) -> None:
+        self._closed.set()
+
+    def _watch(self, token: int, sock: socket.socket) -> None:
+        # A duplicate descriptor: shutdown() on it ends the connection even after ssl takes the original over.
+        with self._lock:
+            self._inflight[token] = (time.monotonic() + self.total_timeout, sock.dup())
+
+    def _unwatch(self, token: int) -> None:
+        with self._lock:
+            entry = self._inflight.pop(token, None)
+        if entry is not None:
+            entry[1].close()
+
+    def _reap_loop(self) -> None:
+        while not self._closed.wait(0.5):
+            self._reap(time.monotonic())
+
+    def _reap(self, now: float) -> None:
+        with self._lock:
+            late = [sock for deadline, sock in self._inflight.values() if deadline <= now]
+        for sock in late:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def make_ssl_context(ca_file: str) -> ssl.SSLContext:
+    """Certificate-verifying client context; without a CA file, OpenSSL's defaults (and SSL_CERT_FILE) apply."""
+    return ssl.create_default_context(cafile=ca_file or None)
+
+
+# --------------------------------------------------------------------------- subscription requests
+
+
+@dataclass(frozen=True)
+class Leases:
+    minimum: int
+    default: int
+    maximum: int
+
+    def grant(self, asked: int | None) -> int:
+        wanted = self.default if asked is None else asked
+        return max(self.minimum, min(self.maximum, wanted))
+
+
+@dataclass(frozen=True)
+class SubscriptionRequest:
+    callback: Callback
+    mode: str
+    topic: str  # path, one of reviewsd.TOPIC_PATHS
+    topic_url: str  # as the subscriber wrote it: echoed in hub.topic of verification and denial
+    lease_seconds: int
+    secret: str | None
+
+    @property
+    def key(self) -> Key:
+        return self.callback.url, self.topic
+
+
+def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, str],
+                       leases: Leases) -> SubscriptionRequest:
+    """Validate a decoded form against the topics ({normalised URL: path}); raises Refusal (400)."""
+    fields: dict[str, str] = {}
+    for name, value in pairs:
+        if name in HUB_FIELDS:
+            if name in fields:
+                raise Refusal(400, f"{name} is given more than once")
+            fields[name] = value
+    for name in ("hub.callback", "hub.mode", "hub.topic"):
+        if not fields.get(name):
+            raise Refusal(400, f"{name} is required")
+    mode = fields["hub.mode"]
+    if mode not in MODES:
+        raise Refusal(400, "hub.mode must be subscribe or unsubscribe")
+    topic_url = fields["hub.topic"]
+    topic = topics.get(normalise_url(topic_url) or "") if len(topic_url) <= MAX_URL else None
+    if topic is None:
+        raise Refusal(400, "hub.topic is not a topic of this hub; topics: " + ", ".join(sorted(topics)))
+    callback = parse_callback(fields["hub.callback"])
+    if mode == "unsubscribe":  # lease and secret "MUST be ignored" on unsubscribe
+        return SubscriptionRequest(callback, mode, topic, topic_url, 0, None)
+    return SubscriptionRequest(callback, mode, topic, topic_url, leases.grant(_lease(fields.get("hub.lease_seconds"))),
+                               _secret(fields.get("hub.secret")))
+
+
+def _lease(raw: str | None) -> int | None:
+    if raw is None or raw == "":
+        return None
+    if not re.fullmatch(r"[0-9]{1,18}", raw) or int(raw) == 0:
+        raise Refusal(400, "hub.lease_seconds must be a positive whole number of seconds")
+    return int(raw)
+
+
+def _secret(raw: str | None) -> str | None:
+    if not raw:
+        return None  # an empty secret would sign with an empty key: treated as no secret
+    if len(raw.encode("utf-8")) > MAX_SECRET_BYTES:
+        raise Refusal(400, f"hub.secret must be less than 200 bytes (got {len(raw.encode('utf-8'))})")
+    return raw
+
+
+def read_form(environ: dict, max_body: int) -> list[tuple[str, str]]:
+    """The decoded fields of a UTF-8 form body; raises Refusal (415, 413, 400)."""
+    mimetype, options = parse_options_header(environ.get("CONTENT_TYPE", ""))
+    if mimetype.lower() != FORM:
+        raise Refusal(415, f"send the request as {FORM}, not {mimetype[:80] or 'without a Content-Type'}")
+    if options.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
+        raise Refusal(415, "the form must be encoded in UTF-8")
+    body = _read_body(environ, max_body)
+    try:
+        return parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=MAX_FIELDS)
+    except (UnicodeDecodeError, ValueError):
+        raise Refusal(400, f"the body is not a UTF-8 form of at most {MAX_FIELDS} fields") from None
+
+
+def _read_body(environ: dict, max_body: int) -> bytes:
+    """At most `max_body` bytes of request body; exactly Content-Length bytes when it is given."""
+    too_large = Refusal(413, f"the request body is larger than {max_body} bytes")
+    length = get_content_length(environ)
+    if length is not None and length > max_body:
+        raise too_large
+    stream = environ["wsgi.input"]
+    try:
+        if length is not None:
+            return stream.read(length)  # never past the end: some servers' streams block there
+        if not environ.get("wsgi.input_terminated"):
+            return b""  # no length and an unterminated stream: no body can be read safely
+        body = stream.read(max_body + 1)
+    except RequestEntityTooLarge:
+        raise too_large from None
+    if len(body) > max_body:
+        raise too_large
+    return body
+
+
+# --------------------------------------------------------------------------- rate limit
+
+
+class RateLimiter:
+    """A token bucket per client address: `per_minute` requests a minute, bursts of as many."""
+
+    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic, max_clients: int = 10000):
+        self._rate = per_minute / 60.0
+        self._capacity = max(1.0, per_minute)
+        self._clock = clock
+        self._max_clients = max_clients
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def wait_needed(self, client: str) -> float:
+        """0 when the request may go ahead (a token is taken), else the seconds until one is free."""
+        if self._rate <= 0:
+            return 0.0
+        now = self._clock()
+        with self._lock:
+            tokens, then = self._buckets.pop(client, (self._capacity, now))
+            tokens = min(self._capacity, tokens + (now - then) * self._rate)
+            wait = 0.0 if tokens >= 1 else (1 - tokens) / self._rate
+            self._buckets[client] = (tokens - 1 if wait == 0 else tokens, now)
+            if len(self._buckets) > self._max_clients:
+                self._buckets.popitem(last=False)  # the least recently seen client starts afresh
+        return wait
+
+
+
+
+# --------------------------------------------------------------------------- storage
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A subscribe or unsubscribe request accepted (202) and waiting for verification."""
+
+    id: int
+    callback: str
+    topic: str
+    topic_url: str
+    host: str
+    mode: str
+    lease_seconds: int
+    secret: str | None
+
+    @property
+    def key(self) -> Key:
+        return self.callback, self.topic
+
+
+@dataclass(frozen=True)
+class Subscription:
+    callback: str
+    topic: str
+    topic_url: str
+    secret: str | None
+    expires_at: float
+    last_etag: str | None
+    failures: int
+    next_attempt: float
+
+    @property
+    def key(self) -> Key:
+        return self.callback, self.topic
+
+
+@dataclass(frozen=True)
+class Caps:
+    total: int
+    per_topic: int
+    per_host: int
+
+
+class CapReached(Exception):
+    pass
+
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS subscriptions (
+    callback TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    topic_url TEXT NOT NULL,
+    host TEXT NOT NULL,
+    secret TEXT,
+    lease_seconds INTEGER NOT NULL,
+    expires_at REAL NOT NULL,
+    created_at REAL NOT NULL,
+    verified_at REAL NOT NULL,
+    last_etag TEXT,
+    failures INTEGER NOT NULL DEFAULT 0,
+    next_attempt REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (callback, topic)
+);
+CREATE INDEX IF NOT EXISTS subscriptions_topic ON subscriptions (topic);
+CREATE INDEX IF NOT EXISTS subscriptions_host ON subscriptions (host);
+CREATE TABLE IF NOT EXISTS intents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    callback TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    topic_url TEXT NOT NULL,
+    host TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    lease_seconds INTEGER NOT NULL,
+    secret TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS intents_pair ON intents (callback, topic);
+CREATE INDEX IF NOT EXISTS intents_host ON intents (host);
+PRAGMA user_version = 1;
+"""
+_PAIRS = ("SELECT callback, topic FROM subscriptions WHERE {w} "
+          "UNION SELECT callback, topic FROM intents WHERE mode = 'subscribe' AND {w}")
+_SUB_COLUMNS = "callback, topic, topic_url, secret, expires_at, last_etag, failures, next_attempt"
+
+
+class Store:
+    """The hub's SQLite database: one connection behind a lock; every change is committed before it counts.
+
+    WAL with synchronous=NORMAL: a commit survives the process being killed at any
+    moment; a power loss may lose the last commits (a delivery is then sent again).
+    """
+
+    def __init__(self, state_dir: str):
+        directory = Path(state_dir)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = directory / DB_FILE
+        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))  # the file holds subscribers' secrets
+        self._conn: sqlite3.Connection | None = sqlite3.connect(path, check_same_thread=False, timeout=10)
+        self._lock = threading.Lock()
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.executescript(SCHEMA)
+
+    def _run(self, work: Callable[[sqlite3.Connection], Any]) -> Any:
+        with self._lock:
+            if self._conn is None:
+                raise StoreClosed()
+            with self._conn:  # one transaction: committed on return, rolled back on error
+                return work(self._conn)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # ----------------------------------------------------------------- intents
+
+    def add_intent(self, request: SubscriptionRequest, now: float, caps: Caps) -> bool:
+        """Queue a request for verification (it replaces any not yet verified for the pair).
+
+        False when there is nothing to do (unsubscribing a pair the hub does not know);
+        raises CapReached when a new pair would exceed a cap.
+        """
+        def work(c: sqlite3.Connection) -> bool:
+            known = self._known(c, request.key)
+            if request.mode == "unsubscribe" and not known:
+                return False
+            if request.mode == "subscribe" and not known:
+                self._check_caps(c, request, caps)
+            c.execute("DELETE FROM intents WHERE callback = ? AND topic = ?", request.key)
+            c.execute("INSERT INTO intents (callback, topic, topic_url, host, mode, lease_seconds, secret, created_at)"
+                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                      (*request.key, request.topic_url, request.callback.host, request.mode, request.lease_seconds,
+                       request.secret, now))
+            return True
+        return self._run(work)
+
+    @staticmethod
+    def _known(c: sqlite3.Connection, key: Key) -> bool:
+        row = c.execute("SELECT 1 FROM subscriptions WHERE callback = ? AND topic = ? "
+                        "UNION ALL SELECT 1 FROM intents WHERE callback = ? AND topic = ? LIMIT 1", key * 2).fetchone()
+        return row is not None
+
+    @staticmethod
+    def _check_caps(c: sqlite3.Connection, request: SubscriptionRequest, caps: Caps) -> None:
+        host = request.callback.host
+        for what, where, args, limit in (("in total", "1", (), caps.total),
+                                         ("for this topic", "topic = ?", (request.topic,), caps.per_topic),
+                                         ("for this callback host", "host = ?", (host,), caps.per_host)):
+            count = c.execute(f"SELECT COUNT(*) FROM ({_PAIRS.format(w=where)})", args * 2).fetchone()[0]
+            if count >= limit:
+                raise CapReached(f"the hub already holds {count} subscriptions {what}, its limit")
+
+    def next_intent(self, key: Key) -> Intent | None:
+        row = self._run(lambda c: c.execute(
+            "SELECT id, callback, topic, topic_url, host, mode, lease_seconds, secret FROM intents "
+            "WHERE callback = ? AND topic = ? ORDER BY id LIMIT 1", key).fetchone())
+        return Intent(*row) if row else None
+
+    def drop_intent(self, intent_id: int) -> None:
+        self._run(lambda c: c.execute("DELETE FROM intents WHERE id = ?", (intent_id,)))
+
+    def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
+        """The verified subscription: new, or a renewal that changes lease and secret and keeps its progress."""
+        def work(c: sqlite3.Connection) -> None:
+            c.execute(
+                "INSERT INTO subscriptions (callback, topic, topic_url, host, secret, lease_seconds, expires_at,"
+                " created_at, verified_at, last_etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (callback, topic) DO UPDATE SET topic_url = excluded.topic_url,"
+                " secret = excluded.secret, lease_seconds = excluded.lease_seconds, expires_at = excluded.expires_at,"
+                " verified_at = excluded.verified_at, failures = 0, next_attempt = 0",
+                (intent.callback, intent.topic, intent.topic_url, intent.host, intent.secret, intent.lease_seconds,
+                 verified_at + intent.lease_seconds, verified_at, verified_at, baseline_etag))
+            c.execute("DELETE FROM intents WHERE id = ?", (intent.id,))
+        self._run(work)
+
+    def apply_unsubscribe(self, intent: Intent) -> None:
+        def work(c: sqlite3.Connection) -> None:
+            c.execute("DELETE FROM subscriptions WHERE callback = ? AND topic = ?", intent.key)
+            c.execute("DELETE FROM intents WHERE id = ?", (intent.id,))
+        self._run(work)
+
+    # ----------------------------------------------------------------- subscriptions
+
+    def subscription(self, key: Key) -> Subscription | None:
+        row = self._run(lambda c: c.execute(
+            f"SELECT {_SUB_COLUMNS} FROM subscriptions WHERE callback = ? AND topic = ?", key).fetchone())
+        return Subscription(*row) if row else None
+
+    def record_delivery(self, key: Key, etag: str) -> None:
+        self._run(lambda c: c.execute("UPDATE subscriptions SET last_etag = ?, failures = 0, next_attempt = 0"
+                                      " WHERE callback = ? AND topic = ?", (etag, *key)))
+
+    def record_failure(self, key: Key, failures: int, next_attempt: float) -> None:
+        self._run(lambda c: c.execute("UPDATE subscriptions SET failures = ?, next_attempt = ?"
+                                      " WHERE callback = ? AND topic = ?", (failures, next_attempt, *key)))
+
+    def remove(self, key: Key) -> None:
+        self._run(lambda c: c.execute("DELETE FROM subscriptions WHERE callback = ? AND topic = ?", key))
+
+    def expire(self, now: float) -> int:
+        return self._run(lambda c: c.execute("DELETE FROM subscriptions WHERE expires_at <= ?", (now,)).rowcount)
+
+    def outdated(self, topic: str, etag: str) -> list[Key]:
+        rows = self._run(lambda c: c.execute(
+            "SELECT callback FROM subscriptions WHERE topic = ? AND (last_etag IS NULL OR last_etag != ?)",
+            (topic, etag)).fetchall())
+        return [(callback, topic) for (callback,) in rows]
+
+    def all_work(self) -> tuple[list[tuple[Key, str | None, float, float]], list[Key]]:
+        """Every subscription (key, last ETag, next attempt, expiry) and every pair with a pending intent."""
+        def work(c: sqlite3.Connection) -> tuple[list, list]:
+            subs = c.execute("SELECT callback, topic, last_etag, next_attempt, expires_at"
+                             " FROM subscriptions").fetchall()
+            intents = c.execute("SELECT DISTINCT callback, topic FROM intents").fetchall()
+            return [((cb, t), etag, nxt, exp) for cb, t, etag, nxt, exp in subs], [tuple(k) for k in intents]
+        return self._run(work)
+
+    def counts(self) -> tuple[list[tuple[str, str | None, int]], int]:
+        """(topic, last ETag, count) groups of subscriptions, and the number of pending intents."""
+        def work(c: sqlite3.Connection) -> tuple[list, int]:
+            groups = c.execute("SELECT topic, last_etag, COUNT(*) FROM subscriptions GROUP BY topic, last_etag")
+            return groups.fetchall(), c.execute("SELECT COUNT(*) FROM intents").fetchone()[0]
+        return self._run(work)
+
+
+# --------------------------------------------------------------------------- scheduler
+
+
+class Scheduler:
+    """Runs `work(key)` on a pool of threads when each key falls due, never twice at once for one key.
+
+    `work` returns when it wants to run again for that key (a clock time) or None.
+    A key poked while it runs is run again right after. Times come from `clock`;
+    after moving a test clock, call `wake()`.
+    """
+
+    MAX_WAIT = 30.0  # re-read the clock at least this often
+
+    def __init__(self, work: Callable[[Key], float | None], workers: int, clock: Callable[[], float]):
+        self._work = work
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Key]] = []
+        self._due: dict[Key, float] = {}
+        self._running: set[Key] = set()
+        self._again: dict[Key, float] = {}
+        self._seq = itertools.count()
+        self._stopping = False
+        self._threads = [threading.Thread(target=self._loop, name=f"hub-worker-{i}", daemon=True)
+                         for i in range(max(1, workers))]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def poke(self, key: Key, at: float | None = None) -> None:
+        """Run `key` at `at` (default: now), or earlier if it is already due earlier."""
+        at = self._clock() if at is None else at
+        with self._cond:
+            if key in self._running:
+                self._again[key] = min(at, self._again.get(key, at))
+            elif self._push(key, at):
+                self._cond.notify()
+
+    def wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def busy(self) -> int:
+        """Keys due now or running."""
+        now = self._clock()
+        with self._cond:
+            return len(self._running) + sum(1 for at in self._due.values() if at <= now)
+
+    def stop(self, timeout: float) -> bool:
+        """Let running work finish within `timeout`; True when every worker has ended."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            if thread.is_alive() and thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in self._threads)
+
+    def _push(self, key: Key, at: float) -> bool:
+        if key in self._due and self._due[key] <= at:
+            return False
+        self._due[key] = at
+        heapq.heappush(self._heap, (at, next(self._seq), key))
+        return True
+
+    def _take(self) -> Key | None:
+        """The next due key, waiting for one; None when stopping. Called with the condition held."""
+        while not self._stopping:
+            while self._heap and self._due.get(self._heap[0][2]) != self._heap[0][0]:
+                heapq.heappop(self._heap)  # superseded by an earlier time, or already taken
+            if not self._heap:
+                self._cond.wait()
+                continue
+            at, _, key = self._heap[0]
+            delay = at - self._clock()
+            if delay > 0:
+                self._cond.wait(min(delay, self.MAX_WAIT))
+                continue
+            heapq.heappop(self._heap)
+            del self._due[key]
+            self._running.add(key)
+            return key
+        return None
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                key = self._take()
+            if key is None:
+                return
+            try:
+                later = self._work(key)
+            except Exception:
+                log.exception("hub work failed", extra={"event": "hub_work_failed"})
+                later = None
+            with self._cond:
+                self._running.discard(key)
+                times = [t for t in (later, self._again.pop(key, None)) if t is not None]
+                if times and self._push(key, min(times)):
+                    self._cond.notify()
+
+
+# --------------------------------------------------------------------------- the hub
+
+
+class Hub:
+    """The WebSub hub of one ReviewsApp. See the module docstring for its threads."""
+
+    def __init__(self, app: reviewsd.ReviewsApp, clock: Callable[[], float] = time.time,
+                 outbound: Requester | None = None, resolve: Resolver = system_resolver):
+        config: reviewsd.Config = app.config
+        self.app = app
+        self.config = config
+        self.clock = clock
+        self.resolve = resolve
+        self.topics = {normalise_url(config.url(path)) or config.url(path): path for path in reviewsd.TOPIC_PATHS}
+        self.leases = Leases(config.hub_lease_min, config.hub_lease_default, config.hub_lease_max)
+        self.caps = Caps(config.hub_max_subscriptions, config.hub_max_per_topic, config.hub_max_per_host)
+        self.limiter = RateLimiter(config.hub_rate_limit)
+        self.trusted = parse_networks(config.trusted_proxies)
+        self.outbound = outbound or Outbound(make_ssl_context(config.ca_file), config.allow_private_callbacks, resolve)
+        self.db = Store(config.state_dir)
+        self.scheduler = Scheduler(self._service, config.hub_workers, clock)
+        self._stopping = False
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        """Start the workers and bring every subscriber to the current content."""
+        expired = self.db.expire(self.clock())
+        subscriptions, intents = self.db.all_work()
+        current = self._etags()
+        for key, last_etag, next_attempt, expires_at in subscriptions:
+            self.scheduler.poke(key, next_attempt if last_etag != current.get(key[1]) else expires_at)
+        for key in intents:
+            self.scheduler.poke(key)
+        self.scheduler.start()
+        log.info("hub started: %d subscriptions, %d pending verifications, %d expired leases removed",
+                 len(subscriptions), len(intents), expired, extra={"event": "hub_started"})
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop taking work; in-flight requests get `timeout` seconds, then are cut; close the database.
+
+        Nothing is lost: what was not delivered is still due in the database and
+        goes out after the next start.
+        """
+        if self._stopping:
+            return
+        self._stopping = True
+        if not self.scheduler.stop(timeout):
+            self.outbound.abort_all()
+            self.scheduler.stop(2.0)
+        self.outbound.close()
+        self.db.close()
+        log.info("hub stopped", extra={"event": "hub_stopped"})
+
+    def wake(self) -> None:
+        """Re-read the clock now (tests that move an injected clock)."""
+        self.scheduler.wake()
+
+    def sweep(self) -> int:
+        """Remove subscriptions whose lease has ended; the number removed."""
+        removed = self.db.expire(self.clock())
+        if removed:
+            log.info("%d subscriptions removed: lease ended", removed, extra={"event": "lease_ended"})
+        return removed
+
+    def status(self) -> dict[str, Any]:
+        if self._stopping:
+            return {"enabled": True, "running": False}
+        try:
+            groups, intents = self.db.counts()
+        except StoreClosed:
+            return {"enabled": True, "running": False}
+        current = self._etags()
+        by_topic = {path: 0 for path in reviewsd.TOPIC_PATHS}
+        outdated = 0
+        for topic, etag, count in groups:
+            by_topic[topic] = by_topic.get(topic, 0) + count
+            outdated += count if etag != current.get(topic) else 0
+        return {"enabled": True, "running": True, "subscriptions": sum(by_topic.values()), "by_topic": by_topic,
+                "pending_verifications": intents, "pending_deliveries": outdated}
+
+    # ----------------------------------------------------------------- requests
+
+    def handle(self, environ: dict) -> Response:
+        """POST /api/websub/hub: 202 when accepted (verification follows), else 4xx with a text reason."""
+        try:
+            self._admit(environ)
+            request = parse_subscription(read_form(environ, self.config.max_body), self.topics, self.leases)
+            self._vet(request.callback)
+            queued = self.db.add_intent(request, self.clock(), self.caps)
+        except Refusal as refusal:
+            return text_response(refusal.status, refusal.reason, refusal.headers)
+        except CapReached as exc:
+            return text_response(403, f"subscription refused: {exc}")
+        except StoreClosed:
+            return text_response(503, "the hub is stopping; try again shortly", [("Retry-After", "5")])
+        if queued:
+            self.scheduler.poke(request.key)
+        log.info("%s request accepted for %s on %s", request.mode, request.callback.display, request.topic,
+                 extra={"event": "hub_request", "mode": request.mode, "callback": request.callback.display,
+                        "topic": request.topic, "queued": queued})
+        if not queued:
+            return text_response(202, "unsubscribe request accepted; there is no such subscription, nothing to do")
+        return text_response(202, f"{request.mode} request accepted; the hub will verify it with a GET to the callback")
+
+    def _admit(self, environ: dict) -> None:
+        wait = self.limiter.wait_needed(client_address(environ, self.trusted))
+        if wait > 0:
+            seconds = max(1, int(wait + 0.999))
+            raise Refusal(429, f"too many hub requests from this address; retry in {seconds} s",
+                          [("Retry-After", str(seconds))])
+
+    def _vet(self, callback: Callback) -> None:
+        try:
+            vet_addresses(callback.host, callback.port, self.config.allow_private_callbacks, self.resolve)
+        except Refused as exc:
+            raise Refusal(400, f"hub.callback refused: {exc}") from None
+
+    # ----------------------------------------------------------------- reloads
+
+    def on_reload(self, old: Any, new: Any) -> None:
+        """DataStore listener: schedule a delivery for every subscriber of each topic whose body changed."""
+        for path in reviewsd.TOPIC_PATHS:
+            etag = new.topic(path).identity.etag
+            if old is not None and old.topic(path).identity.etag == etag:
+                continue
+            try:
+                keys = self.db.outdated(path, etag)
+            except StoreClosed:
+                return  # stopped: the next start compares ETags anyway
+            for key in keys:
+                self.scheduler.poke(key)
+            log.info("topic %s changed: %d subscribers to notify", path, len(keys),
+                     extra={"event": "topic_changed", "topic": path, "subscribers": len(keys)})
+
+    def _etags(self) -> dict[str, str]:
+        snapshot = self.app.store.current
+        return {path: snapshot.topic(path).identity.etag for path in reviewsd.TOPIC_PATHS}
+
+    # ----------------------------------------------------------------- work (worker threads)
+
+    def _service(self, key: Key) -> float | None:
+        """One step for a pair: its oldest pending intent, else its delivery. When to look again."""
+        try:
+            intent = self.db.next_intent(key)
+            if intent is not None:
+                self._verify(intent)
+                return None if self._stopping else self.clock()
+            return self._reconcile(key)
+        except StoreClosed:
+            return None
+
+    def _verify(self, intent: Intent) -> None:
+        if intent.mode == "unsubscribe" and self.db.subscription(intent.key) is None:
+            self.db.drop_intent(intent.id)  # already gone (lease ended, failures): nothing to confirm
+            return
+        challenge = secrets.token_urlsafe(CHALLENGE_BYTES)
+        query = {"hub.mode": intent.mode, "hub.topic": intent.topic_url, "hub.challenge": challenge}
+        if intent.mode == "subscribe":
+            query["hub.lease_seconds"] = str(intent.lease_seconds)
+        baseline = self._etags()[intent.topic]  # before asking: a change during verification is then delivered
+        started = self.clock()
+        reply = self.outbound.request("GET", with_query(intent.callback, query), {}, None, len(challenge) + READ_LIMIT)
+        if self._stopping and not reply.ok:
+            return  # cut short by the stop: the intent stays and is verified after the next start
+        display = _display(intent.callback)
+        if not reply.ok or reply.body != challenge.encode("ascii"):
+            self.db.drop_intent(intent.id)
+            why = "answer differs from the challenge" if reply.ok else reply.describe()
+            log.info("%s of %s to %s not verified: %s", intent.mode, display, intent.topic, why,
+                     extra={"event": "verification_failed", "callback": display, "topic": intent.topic})
+        elif intent.mode == "subscribe":
+            self.db.apply_subscribe(intent, started, baseline)
+            log.info("subscription of %s to %s verified (lease %d s)", display, intent.topic, intent.lease_seconds,
+                     extra={"event": "subscribed", "callback": display, "topic": intent.topic})
+        else:
+            self.db.apply_unsubscribe(intent)
+            log.info("%s unsubscribed from %s", display, intent.topic,
+                     extra={"event": "unsubscribed", "callback": display, "topic": intent.topic})
+
+    def _reconcile(self, key: Key) -> float | None:
+        """Bring one subscriber to the current content of its topic, if it is due."""
+        sub = self.db.subscription(key)
+        if sub is None:
+            return None
+        now = self.clock()
+        if sub.expires_at <= now:
+            self.db.remove(key)
+            log.info("subscription of %s to %s removed: lease ended", _display(sub.callback), sub.topic,
+                     extra={"event": "lease_ended", "callback": _display(sub.callback), "topic": sub.topic})
+            return None
+        payload = self.app.store.current.topic(sub.topic)
+        if sub.last_etag == payload.identity.etag:
+            return sub.expires_at
+        if sub.next_attempt > now:
+            return min(sub.next_attempt, sub.expires_at)
+        return self._deliver(sub, payload)
+
+    def _deliver(self, sub: Subscription, payload: Any) -> float | None:
+        body = payload.identity.body
+        headers = {"Content-Type": payload.content_type, "Link": reviewsd.link_header(self.config, sub.topic)}
+        if sub.secret:
+            headers["X-Hub-Signature"] = "sha256=" + signature(sub.secret, body)
+        reply = self.outbound.request("POST", sub.callback, headers, body, READ_LIMIT)
+        display = _display(sub.callback)
+        extra = {"callback": display, "topic": sub.topic, "etag": payload.identity.etag}
+        if reply.ok:
+            self.db.record_delivery(sub.key, payload.identity.etag)
+            log.debug("delivered %s to %s", sub.topic, display, extra={"event": "delivered", **extra})
+            return self.clock()  # look again: the data may have changed during the request
+        if self._stopping:
+            return None  # cut short by the stop: not the subscriber's failure; still due after the next start
+        if reply.status == 410:  # "Gone": the subscriber deleted it (WebSub 7 allows ending it here)
+            self.db.remove(sub.key)
+            log.info("subscription of %s to %s removed: callback answered 410", display, sub.topic,
+                     extra={"event": "removed_gone", **extra})
+            return None
+        return self._failed(sub, reply, extra)
+
+    def _failed(self, sub: Subscription, reply: Reply, extra: dict[str, Any]) -> float | None:
+        failures = sub.failures + 1
+        if failures >= MAX_FAILURES:
+            self.db.remove(sub.key)
+            log.warning("subscription of %s to %s removed after %d failed deliveries (last: %s)", extra["callback"],
+                        sub.topic, failures, reply.describe(), extra={"event": "removed_failures", **extra})
+            self._deny(sub, f"removed after {failures} consecutive failed deliveries; subscribe again")
+            return None
+        retry_at = self.clock() + self.config.hub_retry_delay * 2 ** (failures - 1)
+        self.db.record_failure(sub.key, failures, retry_at)
+        log.info("delivery of %s to %s failed (%s); retry %d of %d in %.1f s", sub.topic, extra["callback"],
+                 reply.describe(), failures, MAX_FAILURES - 1, retry_at - self.clock(),
+                 extra={"event": "delivery_failed", "failures": failures, **extra})
+        return min(retry_at, sub.expires_at)
+
+    def _deny(self, sub: Subscription, reason: str) -> None:
+        """Tell the subscriber its subscription is gone (WebSub 5.2); best effort, once."""
+        query = {"hub.mode": "denied", "hub.topic": sub.topic_url, "hub.reason": reason}
+        reply = self.outbound.request("GET", with_query(sub.callback, query), {}, None, READ_LIMIT)
+        log.info("denial sent to %s: %s", _display(sub.callback), reply.describe(),
+                 extra={"event": "denial_sent", "callback": _display(sub.callback), "topic": sub.topic})
+
+
+def signature(secret: str, body: bytes) -> str:
+    """Lower-case hex HMAC-SHA256 of the body, keyed with the UTF-8 bytes of the secret."""
+    return hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+
+
+def _display(callback_url: str) -> str:
+    try:
+        return parse_callback(callback_url).display
+    except Refusal:
+        return "<invalid callback>"
+
+
+def attach(app: reviewsd.ReviewsApp, *, clock: Callable[[], float] = time.time, outbound: Requester | None = None,
+           resolve: Resolver = system_resolver) -> Hub:
+    """Create and start the hub of `app`: `app.hub` is set and data reloads are followed.
+
+    `clock`, `outbound` (anything with Outbound.request's signature) and `resolve`
+    (getaddrinfo's shape) are for tests.
+    """
+    hub = Hub(app, clock=clock, outbound=outbound, resolve=resolve)
+    app.hub = hub
+    app.store.subscribe(hub.on_reload)
+    hub.start()
+    return hub

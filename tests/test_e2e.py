@@ -1,0 +1,121 @@
+"""The real server on 127.0.0.1: HTTP on the wire, signals, reloads, refusal of bad data, the contract."""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+from conftest import ROOT, SMALL_SPECS, LiveServer
+from factories import Spec, make_docs, write_docs
+
+
+def get(server: LiveServer, path: str, headers: dict | None = None, method: str = "GET"):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request(method, path, headers=headers or {})
+    response = conn.getresponse()
+    body = response.read()
+    conn.close()
+    return response, body
+
+
+def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02) -> None:
+    """Poll `predicate` until it holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+def test_conditional_get_over_http(live_server: LiveServer) -> None:
+    for path in ("/reviews.json", "/api/feed.json", "/feed.xml", "/api/reviews/since/2025-01-01"):
+        response, body = get(live_server, path)
+        assert response.status == 200 and len(body) == int(response.getheader("Content-Length"))
+        etag = response.getheader("ETag")
+        again, empty = get(live_server, path, {"If-None-Match": etag})
+        assert again.status == 304 and empty == b"" and again.getheader("ETag") == etag
+        zipped, zbody = get(live_server, path, {"Accept-Encoding": "gzip"})
+        assert zipped.getheader("Content-Encoding") == "gzip" and gzip.decompress(zbody) == body
+
+
+def test_keep_alive_head_and_errors_on_one_connection(live_server: LiveServer) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", live_server.port, timeout=10)
+    for method, path, status in [("GET", "/insights.json", 200), ("HEAD", "/reviews.json", 200),
+                                 ("GET", "/nope", 404), ("POST", "/reviews.json", 405),
+                                 ("GET", "/api/reviews/search?limit=1000", 400),
+                                 ("GET", "/api/reviews/search?rating=5&limit=3", 200)]:
+        conn.request(method, path)
+        response = conn.getresponse()
+        body = response.read()
+        assert response.status == status, (method, path, body)
+        assert response.getheader("Connection", "").lower() != "close"
+        if method == "HEAD":
+            assert body == b"" and int(response.getheader("Content-Length")) > 0
+        elif status >= 400:
+            assert json.loads(body)["error"]
+    conn.close()
+
+
+def test_sighup_reloads_at_once(live_server_factory, small_data_dir: Path, tmp_path: Path) -> None:
+    server = live_server_factory("--data-dir", str(small_data_dir), "--state-dir", str(tmp_path / "s"),
+                                 "--reload-interval", "0")
+    old = get(server, "/reviews.json")[0].getheader("ETag")
+    write_docs(small_data_dir, *make_docs([*SMALL_SPECS, Spec(date="2025-05-05", text="After SIGHUP")]))
+    server.signal(signal.SIGHUP)
+    server.wait_for_log(lambda e: e.get("event") == "reloaded")
+    response, body = get(server, "/reviews.json")
+    assert response.getheader("ETag") != old
+    assert json.loads(body)["reviews"][0]["text"] == "After SIGHUP"
+
+
+def test_polling_reload_and_refused_file_keeps_old_data(live_server_factory, small_data_dir: Path,
+                                                        tmp_path: Path) -> None:
+    server = live_server_factory("--data-dir", str(small_data_dir), "--state-dir", str(tmp_path / "s"),
+                                 "--reload-interval", "0.1")
+    first = get(server, "/api/feed.json")[0].getheader("ETag")
+    write_docs(small_data_dir, *make_docs([*SMALL_SPECS, Spec(date="2025-05-05", text="Polled in")]))
+    wait_until(lambda: get(server, "/api/feed.json")[0].getheader("ETag") != first)
+    good = get(server, "/api/feed.json")[0].getheader("ETag")
+    (small_data_dir / "reviews.json").write_text('{"business": {"half', "utf-8")  # a half-written file
+    entry = server.wait_for_log(lambda e: e.get("event") == "reload_refused")
+    assert "reviews.json" in entry["message"] and "not valid JSON" in entry["message"]
+    assert get(server, "/api/feed.json")[0].getheader("ETag") == good
+    assert get(server, "/healthz")[0].status == 200
+
+
+def test_server_refuses_to_start_on_bad_data(small_data_dir: Path, tmp_path: Path) -> None:
+    doc = json.loads((small_data_dir / "reviews.json").read_text("utf-8"))
+    doc["reviews"][0]["date"] = "2025-02-30"
+    (small_data_dir / "reviews.json").write_text(json.dumps(doc), "utf-8")
+    result = subprocess.run([sys.executable, str(ROOT / "reviewsd.py"), "--port", "0", "--data-dir",
+                             str(small_data_dir), "--state-dir", str(tmp_path / "s")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "reviews.json: $.reviews[0].date: schema:format" in result.stderr
+
+
+def test_sigterm_exits_cleanly(live_server: LiveServer) -> None:
+    assert get(live_server, "/healthz")[0].status == 200
+    assert live_server.stop() == 0
+
+
+def test_schemathesis_contract(live_server: LiveServer, tmp_path: Path) -> None:
+    """A bounded (45 s), seeded schemathesis run of every check over the read paths."""
+    command = [
+        sys.executable, "-m", "schemathesis.cli", "run", live_server.url("/.well-known/openapi.json"),
+        "--checks", "all", "--seed", "20261122", "--max-examples", "25", "--workers", "2",
+        "--include-method", "GET", "--exclude-path", "/mcp", "--exclude-path", "/api/websub/hub",
+        "--request-timeout", "10", "--max-time", "45", "--no-color", "--suppress-health-check", "all",
+    ]
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": "schemathesis_hooks", "PYTHONPATH": str(ROOT / "tests")}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert "No issues found" in result.stdout

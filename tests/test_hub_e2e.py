@@ -1,0 +1,298 @@
+"""The WebSub hub end to end: a real server process and a real HTTPS subscriber, both on 127.0.0.1.
+
+Every wait is on an event (a recorded request, a log line) or a poll of /healthz
+with a deadline; nothing sleeps for a fixed time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlencode
+
+import pytest
+
+import reviewsd
+from conftest import LiveServer
+from factories import Spec, make_docs, write_docs
+from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
+
+BASE = "https://reviews.example.com"
+FEED = BASE + "/feed.xml"
+
+
+# --------------------------------------------------------------------------- data versions
+
+
+def version_docs(n: int) -> tuple[dict, dict]:
+    """Data version n: n reviews whose texts all carry "v<n>", so any topic body tells its version."""
+    specs = [Spec(rating=5 - i % 3, date=f"2025-01-{i + 1:02d}", text=f"v{n} review {i}") for i in range(n)]
+    return make_docs(specs, generated_at=f"2026-11-15T06:{n:02d}:00Z")
+
+
+def body_version(body: bytes) -> int:
+    versions = set(re.findall(rb"v(\d+) review", body))
+    assert len(versions) == 1, body[:200]
+    return int(versions.pop())
+
+
+# --------------------------------------------------------------------------- servers
+
+
+class HubEnv:
+    """A data directory, a state directory and a way to start servers on them."""
+
+    def __init__(self, tmp: Path, ca_path: Path, start: Callable[..., LiveServer]):
+        self.data_dir = tmp / "data"
+        self.state_dir = tmp / "state"
+        self.ca_path = ca_path
+        self._start = start
+        self.write_version(1)
+
+    def write_version(self, n: int) -> None:
+        write_docs(self.data_dir, *version_docs(n))
+
+    def start(self, *extra: str) -> LiveServer:
+        return self._start("--data-dir", str(self.data_dir), "--state-dir", str(self.state_dir),
+                           "--allow-private-callbacks", "--ca-file", str(self.ca_path), "--base-url", BASE,
+                           "--hub-retry-delay", "0.2", "--reload-interval", "0.1", *extra)
+
+
+@pytest.fixture
+def hub_env(tmp_path: Path, ca_file: Path, live_server_factory: Callable[..., LiveServer]) -> HubEnv:
+    return HubEnv(tmp_path, ca_file, live_server_factory)
+
+
+# --------------------------------------------------------------------------- HTTP helpers
+
+
+def request(server: LiveServer, method: str, path: str, body: bytes | None = None,
+            headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        conn.close()
+
+
+def hub_request(server: LiveServer, callback: str, topic: str = FEED, mode: str = "subscribe",
+                **params: str) -> tuple[int, bytes]:
+    fields = {"hub.callback": callback, "hub.mode": mode, "hub.topic": topic,
+              **{f"hub.{name}": value for name, value in params.items()}}
+    status, _, body = request(server, "POST", "/api/websub/hub", urlencode(fields).encode(),
+                              {"Content-Type": "application/x-www-form-urlencoded"})
+    return status, body
+
+
+def subscribe(server: LiveServer, callback: str, topic: str = FEED, **params: str) -> None:
+    status, body = hub_request(server, callback, topic, **params)
+    assert status == 202, body
+
+
+def hub_status(server: LiveServer) -> dict[str, Any]:
+    status, _, body = request(server, "GET", "/healthz")
+    return json.loads(body)["hub"]
+
+
+def wait_status(server: LiveServer, predicate: Callable[[dict], bool], timeout: float = 10.0) -> dict[str, Any]:
+    """Poll the hub's status in /healthz until `predicate` holds (a deadline, not a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = hub_status(server)
+        if predicate(status):
+            return status
+        if time.monotonic() > deadline:
+            raise AssertionError(f"hub status never matched: {status}")
+        time.sleep(0.02)
+
+
+def settled(count: int) -> Callable[[dict], bool]:
+    """`count` active subscriptions and nothing waiting for verification."""
+    return lambda s: s["subscriptions"] == count and s["pending_verifications"] == 0
+
+
+def signed(record: Any, secret: str) -> bool:
+    expected = "sha256=" + hmac.new(secret.encode(), record.body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(record.headers.get("x-hub-signature", ""), expected)
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_subscribe_verify_and_receive_each_topic(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
+    server = hub_env.start()
+    for i, path in enumerate(reviewsd.TOPIC_PATHS):
+        subscribe(server, subscriber.url(f"/t{i}?token=abc&x=1"), BASE + path, secret=f"secret-{i}",
+                  lease_seconds="3600")
+    for i, path in enumerate(reviewsd.TOPIC_PATHS):
+        check = subscriber.wait_for(1, f"/t{i}", "GET")[0]
+        assert check.param("token") == "abc" and check.param("x") == "1"  # the callback's own query is kept
+        assert check.query.startswith("token=abc&x=1&hub.")
+        assert check.param("hub.mode") == "subscribe" and check.param("hub.topic") == BASE + path
+        assert check.param("hub.lease_seconds") == "3600" and len(check.param("hub.challenge") or "") >= 32
+    wait_status(server, settled(3))
+
+    hub_env.write_version(2)
+    for i, path in enumerate(reviewsd.TOPIC_PATHS):
+        post = subscriber.wait_for(1, f"/t{i}", "POST")[0]
+        status, headers, body = request(server, "GET", path)
+        assert status == 200 and post.body == body and body_version(body) == 2
+        assert post.query == "token=abc&x=1"
+        assert post.headers["content-type"] == headers["content-type"]
+        assert post.headers["link"] == headers["link"] == (
+            f'<{BASE}/api/websub/hub>; rel="hub", <{BASE}{path}>; rel="self"')
+        assert signed(post, f"secret-{i}")
+    assert wait_status(server, lambda s: s["pending_deliveries"] == 0)["subscriptions"] == 3
+
+
+def test_failed_verifications_activate_nothing(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
+    subscriber.set("/wrong", verify="wrong")
+    subscriber.set("/missing", verify="status", verify_status=404)
+    subscriber.set("/error", verify="status", verify_status=500)
+    subscriber.set("/moved", verify="redirect", redirect_to=subscriber.url("/target"))
+    server = hub_env.start()
+    for path in ("/wrong", "/missing", "/error", "/moved", "/control"):
+        subscribe(server, subscriber.url(path))
+    for path in ("/wrong", "/missing", "/error", "/moved", "/control"):
+        subscriber.wait_for(1, path, "GET")
+    wait_status(server, settled(1))
+
+    hub_env.write_version(2)
+    subscriber.wait_for(1, "/control", "POST")
+    wait_status(server, lambda s: s["pending_deliveries"] == 0)
+    assert subscriber.requests(method="POST") == subscriber.requests("/control", "POST")
+    assert subscriber.requests("/target") == []  # the redirect was not followed
+
+
+def test_resubscription_changes_secret_only_when_verified(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
+    server = hub_env.start()
+    callback = subscriber.url("/cb?id=7")
+    subscribe(server, callback, secret="first")
+    wait_status(server, settled(1))
+    subscribe(server, callback, secret="second")
+    subscriber.wait_for(2, "/cb", "GET")
+    wait_status(server, settled(1))
+
+    hub_env.write_version(2)
+    post = subscriber.wait_for(1, "/cb", "POST")[0]
+    assert signed(post, "second") and not signed(post, "first")
+
+    subscriber.set("/cb", verify="wrong")
+    subscribe(server, callback, secret="third")
+    subscriber.wait_for(3, "/cb", "GET")
+    wait_status(server, settled(1))
+    hub_env.write_version(3)
+    post = subscriber.wait_for(2, "/cb", "POST")[1]
+    assert body_version(post.body) == 3 and signed(post, "second")
+
+
+def test_unsubscribe_reruns_the_handshake(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
+    server = hub_env.start()
+    subscribe(server, subscriber.url("/leaving"))
+    subscribe(server, subscriber.url("/control"))
+    wait_status(server, settled(2))
+    assert hub_request(server, subscriber.url("/leaving"), mode="unsubscribe")[0] == 202
+    assert hub_request(server, subscriber.url("/never-subscribed"), mode="unsubscribe")[0] == 202
+    check = subscriber.wait_for(1, "/leaving", "GET", mode="unsubscribe")[0]
+    assert check.param("hub.topic") == FEED and check.param("hub.lease_seconds") is None
+    wait_status(server, settled(1))
+
+    hub_env.write_version(2)
+    subscriber.wait_for(1, "/control", "POST")
+    wait_status(server, lambda s: s["pending_deliveries"] == 0)
+    assert subscriber.requests("/leaving", "POST") == [] and subscriber.requests("/never-subscribed") == []
+
+
+def test_three_failed_deliveries_remove_and_deny(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
+    subscriber.set("/flaky", post_status=503)
+    server = hub_env.start()
+    subscribe(server, subscriber.url("/flaky?k=1"))
+    wait_status(server, settled(1))
+
+    hub_env.write_version(2)
+    denial = subscriber.wait_for(1, "/flaky", "GET", mode="denied", timeout=15)[0]
+    posts = subscriber.requests("/flaky", "POST")
+    assert len(posts) == 3 and all(body_version(p.body) == 2 for p in posts)
+    assert posts[1].at - posts[0].at >= 0.15 and posts[2].at - posts[1].at >= 0.3  # 0.2 s, then doubled
+    assert denial.param("k") == "1" and denial.param("hub.topic") == FEED and denial.param("hub.reason")
+    assert denial.at > posts[2].at
+    wait_status(server, settled(0))
+
+    hub_env.write_version(3)  # removed: nothing more is sent
+    feed_changed = lambda e: e.get("event") == "topic_changed" and e.get("topic") == "/feed.xml"  # noqa: E731
+    server.wait_for_log(feed_changed)  # version 2
+    assert server.wait_for_log(feed_changed)["subscribers"] == 0  # version 3
+    assert len(subscriber.requests("/flaky", "POST")) == 3
+
+
+def test_lease_end_removes_the_subscription(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
+    server = hub_env.start("--hub-lease-min", "1")
+    subscribe(server, subscriber.url("/short"), lease_seconds="1")
+    subscribe(server, subscriber.url("/control"), lease_seconds="3600")
+    assert subscriber.wait_for(1, "/short", "GET")[0].param("hub.lease_seconds") == "1"
+    server.wait_for_log(lambda e: e.get("event") == "lease_ended", timeout=10)
+    wait_status(server, settled(1))
+
+    hub_env.write_version(2)
+    subscriber.wait_for(1, "/control", "POST")
+    wait_status(server, lambda s: s["pending_deliveries"] == 0)
+    assert subscriber.requests("/short", "POST") == []
+
+
+def test_restart_loses_nothing(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
+    server = hub_env.start()
+    subscribe(server, subscriber.url("/cb"), secret="kept")
+    wait_status(server, settled(1))
+    assert server.stop() == 0
+
+    hub_env.write_version(2)  # changed while the hub is down
+    server = hub_env.start()
+    post = subscriber.wait_for(1, "/cb", "POST")[0]
+    _, _, body = request(server, "GET", "/feed.xml")
+    assert post.body == body and body_version(body) == 2 and signed(post, "kept")
+
+
+def test_sigkill_during_delivery_then_current_version_once(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
+    subscriber.set("/slow", delay=60)
+    server = hub_env.start()
+    subscribe(server, subscriber.url("/slow"))
+    wait_status(server, settled(1))
+
+    hub_env.write_version(2)
+    subscriber.wait_for(1, "/slow", "POST")  # the hub is now waiting for the answer
+    server.proc.kill()
+    server.proc.wait(10)
+    subscriber.set("/slow", delay=0)
+    hub_env.write_version(3)
+
+    server = hub_env.start()
+    subscriber.wait_for(2, "/slow", "POST")
+    wait_status(server, lambda s: s["pending_deliveries"] == 0)
+    hub_env.write_version(4)
+    subscriber.wait_for(3, "/slow", "POST")
+    wait_status(server, lambda s: s["pending_deliveries"] == 0)
+    assert [body_version(p.body) for p in subscriber.requests("/slow", "POST")] == [2, 3, 4]
+
+
+def test_versions_never_go_backwards(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
+    subscriber.set("/cb", delay=0.3)
+    server = hub_env.start()
+    subscribe(server, subscriber.url("/cb"))
+    wait_status(server, settled(1))
+
+    hub_env.write_version(2)
+    subscriber.wait_for(1, "/cb", "POST")  # v2 in flight
+    for n in (3, 4, 5):
+        hub_env.write_version(n)
+    subscriber.wait_until(lambda records: any(r.method == "POST" and body_version(r.body) == 5 for r in records))
+    wait_status(server, lambda s: s["pending_deliveries"] == 0)
+    versions = [body_version(p.body) for p in subscriber.requests("/cb", "POST")]
+    assert versions == sorted(set(versions)) and versions[0] == 2 and versions[-1] == 5

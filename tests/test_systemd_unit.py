@@ -1,0 +1,104 @@
+"""reviewsd.service / reviewsd.socket: systemd-analyze verify, security exposure, required settings."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SERVICE = REPO / "reviewsd.service"
+SOCKET = REPO / "reviewsd.socket"
+MAX_EXPOSURE = 2.0
+SHUTDOWN_GRACE = 10.0  # server.run()'s default, which TimeoutStopSec must leave room for
+
+
+def systemd_analyze() -> str:
+    path = shutil.which("systemd-analyze") or "/usr/bin/systemd-analyze"
+    if not Path(path).exists():
+        pytest.fail("systemd-analyze not found: install systemd (CI has it at /usr/bin/systemd-analyze)")
+    return path
+
+
+def settings(unit: Path) -> dict[str, list[str]]:
+    """Key -> values (in order) of a unit file, comments dropped."""
+    out: dict[str, list[str]] = {}
+    for line in unit.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith(("#", ";", "[")):
+            key, _, value = line.partition("=")
+            out.setdefault(key.strip(), []).append(value.strip())
+    return out
+
+
+@pytest.fixture
+def unit_dir(tmp_path: Path) -> Path:
+    """The units in a temp dir, ExecStart pointing at executables that exist on this machine."""
+    text = SERVICE.read_text()
+    exec_start = settings(SERVICE)["ExecStart"][0]
+    args = exec_start.split(" ", 2)[2]  # keep the options, replace interpreter and script
+    local = f"ExecStart={sys.executable} {REPO / 'server.py'} {args}"
+    (tmp_path / SERVICE.name).write_text(text.replace(f"ExecStart={exec_start}", local))
+    shutil.copy(SOCKET, tmp_path / SOCKET.name)
+    return tmp_path
+
+
+def analyze(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([systemd_analyze(), *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def test_units_pass_systemd_analyze_verify(unit_dir: Path) -> None:
+    result = analyze("verify", f"./{SERVICE.name}", f"./{SOCKET.name}", cwd=unit_dir)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    # verify exits 0 on "Unknown key" and unparsable values, but names the file: none of that.
+    assert SERVICE.name not in output and SOCKET.name not in output, output
+
+
+def test_service_exposure_is_at_most_2(unit_dir: Path) -> None:
+    result = analyze("security", "--offline=yes", f"./{SERVICE.name}", cwd=unit_dir)
+    match = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", result.stdout + result.stderr)
+    assert match, result.stdout + result.stderr
+    assert float(match.group(1)) <= MAX_EXPOSURE, result.stdout
+
+
+def test_service_settings() -> None:
+    unit = settings(SERVICE)
+    expected = {
+        "Type": "notify", "NotifyAccess": "main", "ExecReload": "/bin/kill -HUP $MAINPID",
+        "Restart": "on-failure", "DynamicUser": "yes", "StateDirectory": "reviewsd",
+        "ReadOnlyPaths": "/srv/reviewsd/data", "WatchdogSec": "30s", "UMask": "0077",
+        "ProtectSystem": "strict", "MemoryDenyWriteExecute": "yes", "NoNewPrivileges": "yes",
+        "CapabilityBoundingSet": "", "AmbientCapabilities": "", "SystemCallArchitectures": "native",
+        "RestrictAddressFamilies": "AF_INET AF_INET6 AF_UNIX", "ProcSubset": "pid", "ProtectProc": "invisible",
+    }
+    assert {key: unit.get(key, [None])[0] for key in expected} == expected
+    assert unit["SystemCallFilter"] == ["@system-service", "~@privileged @resources"]
+    assert unit["ExecStart"] == [
+        "/opt/reviewsd/.venv/bin/python /opt/reviewsd/reviewsd.py --host 127.0.0.1 --port 8080 "
+        "--data-dir /srv/reviewsd/data --state-dir ${STATE_DIRECTORY} --base-url https://reviews.example.com"
+    ]
+    # The hub delivers to arbitrary subscribers: an IP allow list would break it.
+    assert "IPAddressDeny" not in unit and "IPAddressAllow" not in unit
+
+
+def seconds(value: str) -> float:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|min)?", value)
+    assert match, f"unsupported time span {value!r}"
+    return float(match.group(1)) * (60 if match.group(2) == "min" else 1)
+
+
+def test_stop_timeout_leaves_room_for_the_graceful_drain() -> None:
+    unit = settings(SERVICE)
+    assert seconds(unit["TimeoutStopSec"][0]) >= SHUTDOWN_GRACE + 10
+    assert int(unit["LimitNOFILE"][0]) > 1000 + 64  # max_connections plus files and hub sockets
+
+
+def test_socket_unit_listens_where_the_service_does() -> None:
+    unit = settings(SOCKET)
+    assert unit["ListenStream"] == ["127.0.0.1:8080"]
+    assert unit.get("Accept", ["no"]) == ["no"]
