@@ -407,6 +407,43 @@ class Dataset:
     def positions_by_service(self) -> Mapping[str, list[int]]:
         return self._mention_positions("services")
 
+    @cached_property
+    def technician_masks(self) -> tuple[Mapping[str, int], list[int]]:
+        """Technician id -> bit, and per position the bits of the technicians it mentions."""
+        return self._mention_masks("technicians", self.technicians)
+
+    @cached_property
+    def service_masks(self) -> tuple[Mapping[str, int], list[int]]:
+        return self._mention_masks("services", self.services)
+
+    def _mention_masks(self, group: str, known: Mapping[str, Any]) -> tuple[Mapping[str, int], list[int]]:
+        bits = {entity_id: 1 << i for i, entity_id in enumerate(known)}
+        per_review = self.insights_doc["per_review"]
+        masks = [0] * len(self.reviews)
+        for pos, review in enumerate(self.reviews):
+            mentions = per_review.get(review["id"])
+            for entity_id in mentions[group] if mentions else ():
+                masks[pos] |= bits.get(entity_id, 0)
+        return bits, masks
+
+    @cached_property
+    def positions_by_technician_rating(self) -> Mapping[tuple[str, int], list[int]]:
+        """(technician id, rating) -> positions: a rating plus a technician is one slice."""
+        return self._mention_positions_by_rating("technicians")
+
+    @cached_property
+    def positions_by_service_rating(self) -> Mapping[tuple[str, int], list[int]]:
+        return self._mention_positions_by_rating("services")
+
+    def _mention_positions_by_rating(self, group: str) -> Mapping[tuple[str, int], list[int]]:
+        index: dict[tuple[str, int], list[int]] = {}
+        positions = self.positions_by_technician if group == "technicians" else self.positions_by_service
+        ratings = self.ratings
+        for entity_id, entity_positions in positions.items():
+            for pos in entity_positions:
+                index.setdefault((entity_id, ratings[pos]), []).append(pos)
+        return index
+
     def _mention_positions(self, group: str) -> Mapping[str, list[int]]:
         index: dict[str, list[int]] = {}
         per_review = self.insights_doc["per_review"]
@@ -421,19 +458,22 @@ class Dataset:
         return tuple(fold_text(r["text"]) if r["text"] is not None else None for r in self.reviews)
 
     @cached_property
-    def text_blob(self) -> tuple[str, list[int]]:
-        """All folded texts joined by NUL, and each review's start offset in it.
+    def text_blob(self) -> tuple[bytes, list[int]]:
+        """All folded texts in UTF-8, joined by NUL, and each review's start offset in it.
 
-        One `str.find` over the blob runs at C speed, so a substring query with no
-        hits costs one pass over the text instead of a Python loop per review.
+        One `bytes.find` over the blob runs at C speed, so a substring query with no
+        hits costs one pass over the text instead of a Python loop per review. UTF-8
+        keeps it one byte per character for most text (a str holding one emoji would
+        take four for every character), and UTF-8 substring search is exact because
+        no character's encoding starts inside another's.
         """
         starts, parts, offset = [], [], 0
         for text in self.folded_texts:
             starts.append(offset)
-            part = (text or "").replace(TEXT_SEPARATOR, " ")
+            part = _utf8((text or "").replace(TEXT_SEPARATOR, " "))
             parts.append(part)
             offset += len(part) + 1
-        return TEXT_SEPARATOR.join(parts), starts
+        return TEXT_SEPARATOR.encode().join(parts), starts
 
     @cached_property
     def review_json(self) -> tuple[bytes, ...]:
@@ -444,7 +484,9 @@ class Dataset:
         """Compute every lazy index now, so no request pays for it."""
         for name in ("by_id", "position_of", "dates_ascending", "ratings", "positions_by_rating",
                      "technician_names", "service_names", "positions_by_technician",
-                     "positions_by_service", "text_blob", "review_json"):
+                     "positions_by_service", "positions_by_technician_rating", "positions_by_service_rating",
+                     "technician_masks", "service_masks", "text_blob",
+                     "review_json"):
             getattr(self, name)
         return self
 
@@ -462,14 +504,20 @@ class Dataset:
         if TEXT_SEPARATOR in needle:
             return [pos for pos, text in enumerate(self.folded_texts) if text is not None and needle in text]
         blob, starts = self.text_blob
+        encoded = _utf8(needle)
         found: list[int] = []
-        at = blob.find(needle)
+        at = blob.find(encoded)
         while at != -1:
             pos = bisect.bisect_right(starts, at) - 1
             found.append(pos)
             next_start = starts[pos + 1] if pos + 1 < len(starts) else len(blob)
-            at = blob.find(needle, next_start)
+            at = blob.find(encoded, next_start)
         return found
+
+
+def _utf8(text: str) -> bytes:
+    """UTF-8, keeping lone surrogates (JSON can carry them) as their 3-byte forms."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _name_lookup(records: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> dict[str, str]:
@@ -653,19 +701,41 @@ def _decode_value(declared: str | None, value: str) -> Any:
 
 # Above this many candidates, one pass over the text blob beats checking each text.
 _BLOB_THRESHOLD = 2000
+ALL_RATINGS = frozenset(range(1, 6))
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One filter: how many reviews in the window pass it, those positions, and its test for one position."""
+
+    size: int
+    positions: Callable[[], Iterable[int]]
+    passes: Callable[[int], bool]
+    exact: bool = True  # size is the number of positions (not an upper bound)
 
 
 def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]]:
-    """(matched, positions of the first `limit` matches, newest first)."""
+    """(matched, positions of the first `limit` matches, newest first).
+
+    Each filter is a source of candidate positions; the smallest one is walked
+    and every other filter is an O(1) test per candidate, so a selective search
+    costs about its smallest filter's size, not the data's.
+    """
     lo, hi = dataset.window(params.since, params.until)
     stars = _allowed_ratings(params)
-    sparse = _sparse_candidates(dataset, params, lo, hi)
-    if sparse is None:
+    needle = fold_text(params.query) if params.query is not None else None
+    sources = _sources(dataset, params, stars, lo, hi)
+    if not sources and needle is None:
         return _by_rating_only(dataset, stars, lo, hi, params.limit)
-    ratings = dataset.ratings
+    if needle is not None:
+        sources.append(_text_source(dataset, needle, lo, hi, min((s.size for s in sources), default=hi - lo)))
+    sources.sort(key=lambda source: source.size)
+    driver, tests = sources[0], [source.passes for source in sources[1:]]
+    if not tests and driver.exact:  # one filter: its size is the count
+        return driver.size, list(itertools.islice(driver.positions(), params.limit))
     matched, first = 0, []
-    for pos in sparse:
-        if lo <= pos < hi and ratings[pos] in stars:
+    for pos in driver.positions():
+        if all(test(pos) for test in tests):
             matched += 1
             if matched <= params.limit:
                 first.append(pos)
@@ -673,7 +743,7 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]
 
 
 def _allowed_ratings(params: SearchParams) -> frozenset[int]:
-    stars = set(range(1, 6))
+    stars = set(ALL_RATINGS)
     if params.rating is not None:
         stars &= {params.rating}
     if params.min_rating is not None:
@@ -681,40 +751,56 @@ def _allowed_ratings(params: SearchParams) -> frozenset[int]:
     return frozenset(stars)
 
 
+def _windowed(positions: list[int], lo: int, hi: int) -> list[int]:
+    return positions[bisect.bisect_left(positions, lo):bisect.bisect_left(positions, hi)]
+
+
+def _rating_slices(dataset: Dataset, stars: frozenset[int], lo: int, hi: int) -> list[list[int]]:
+    return [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
+
+
 def _by_rating_only(dataset: Dataset, stars: frozenset[int], lo: int, hi: int, limit: int) -> tuple[int, list[int]]:
-    """No sparse filter: each rating's positions in the window are one slice."""
-    slices = []
-    for star in sorted(stars):
-        positions = dataset.positions_by_rating[star]
-        slices.append(positions[bisect.bisect_left(positions, lo):bisect.bisect_left(positions, hi)])
-    matched = sum(map(len, slices))
-    return matched, list(itertools.islice(heapq.merge(*slices), limit))
+    """No other filter: each rating's positions in the window are one slice, counted without a loop."""
+    slices = _rating_slices(dataset, stars, lo, hi)
+    return sum(map(len, slices)), list(itertools.islice(heapq.merge(*slices), limit))
 
 
-def _sparse_candidates(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> Iterable[int] | None:
-    """Positions passing the technician, service and text filters (None if none given)."""
-    lists: list[list[int]] = []
-    if params.mentions_technician is not None:
-        tech = dataset.technician_names.get(_fold(params.mentions_technician))
-        lists.append(dataset.positions_by_technician.get(tech, []) if tech else [])
-    if params.mentions_service is not None:
-        service = dataset.service_names.get(_fold(params.mentions_service))
-        lists.append(dataset.positions_by_service.get(service, []) if service else [])
-    needle = fold_text(params.query) if params.query is not None else None
-    if not lists and needle is None:
-        return None
-    windowed = [p[bisect.bisect_left(p, lo):bisect.bisect_left(p, hi)] for p in lists]
-    if needle is not None and (not windowed or min(map(len, windowed)) > _BLOB_THRESHOLD):
-        windowed.append(dataset.positions_with_text(needle) if needle else [])
-        needle = None
-    windowed.sort(key=len)
-    smallest, others = windowed[0], [set(p) for p in windowed[1:]]
+def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: int, hi: int) -> list[_Source]:
+    """The window-limited sources of the rating, technician and service filters that were given."""
+    sources = []
+    if stars != ALL_RATINGS:
+        slices = _rating_slices(dataset, stars, lo, hi)
+        ratings = dataset.ratings
+        sources.append(_Source(sum(map(len, slices)), lambda: heapq.merge(*slices),
+                               lambda pos: ratings[pos] in stars))
+    for name, (bits, masks), by_rating, lookup in (
+        (params.mentions_technician, dataset.technician_masks, dataset.positions_by_technician_rating,
+         dataset.technician_names),
+        (params.mentions_service, dataset.service_masks, dataset.positions_by_service_rating,
+         dataset.service_names),
+    ):
+        if name is not None:
+            entity = lookup.get(_fold(name))
+            # Split by rating, so that a rating plus an entity walks only their common reviews.
+            slices = [_windowed(by_rating.get((entity, star), []), lo, hi) for star in sorted(stars)] if entity else []
+            bit = bits.get(entity, 0) if entity else 0
+            sources.append(_Source(sum(map(len, slices)), lambda s=slices: heapq.merge(*s),
+                                   lambda pos, b=bit, m=masks: bool(m[pos] & b)))
+    return sources
+
+
+def _text_source(dataset: Dataset, needle: str, lo: int, hi: int, smallest_other: int) -> _Source:
+    """The text filter: a blob scan when the other filters leave many candidates, else a test per text."""
     texts = dataset.folded_texts
-    return (
-        pos for pos in smallest
-        if all(pos in other for other in others)
-        and (needle is None or (texts[pos] is not None and needle in texts[pos]))
-    )
+
+    def contains(pos: int) -> bool:
+        text = texts[pos]
+        return text is not None and needle in text
+
+    if smallest_other <= _BLOB_THRESHOLD:  # checking a few texts beats scanning them all
+        return _Source(hi - lo + 1, lambda: (pos for pos in range(lo, hi) if contains(pos)), contains, exact=False)
+    found = [pos for pos in dataset.positions_with_text(needle) if lo <= pos < hi]
+    return _Source(len(found), lambda: found, contains)
 
 
 def run_search(dataset: Dataset, args: Mapping[str, Any]) -> tuple[int, list[int]]:

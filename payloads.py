@@ -83,9 +83,14 @@ def make_payload(
     if compress:
         common.append(("Vary", "Accept-Encoding"))
         if len(body) >= GZIP_MIN_BYTES:
-            compressed = gzip.compress(body, compresslevel=9, mtime=0)
+            compressed = gzip.compress(body, compresslevel=gzip_level(len(body)), mtime=0)
             gzipped = _variant(compressed, tag[:-1] + '-gzip"', common + [("Content-Encoding", "gzip")])
     return Payload(_variant(body, tag, common), gzipped, content_type, last_modified)
+
+
+def gzip_level(size: int) -> int:
+    """9 for small bodies; 6 above 1 MB, where 9 costs several times the CPU for about 1% less."""
+    return 9 if size < 1 << 20 else 6
 
 
 def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
@@ -109,6 +114,8 @@ def is_not_modified(environ: Mapping[str, Any], variant: Variant, last_modified:
     ims = environ.get("HTTP_IF_MODIFIED_SINCE")
     if inm is None and ims is None:
         return False
+    if inm == variant.etag:  # what a cache sends back: skip parsing
+        return True
     return not is_resource_modified(
         http_if_none_match=inm,
         http_if_modified_since=None if inm is not None else ims,

@@ -50,6 +50,7 @@ HERE = Path(__file__).resolve().parent
 FEED_LENGTH = 50
 HUB_PATH = "/api/websub/hub"
 TOPIC_PATHS = ("/feed.xml", "/api/feed.json", "/reviews.json")
+OPENAPI_PATH = "/.well-known/openapi.json"
 SINCE_CACHE_ENTRIES = 64
 SINCE_CACHE_BYTES = 64 << 20
 
@@ -310,7 +311,7 @@ class ReviewsApp:
             Rule("/api/reviews/search", endpoint="search", methods=GET),
             Rule("/api/reviews/since/<anything:date>", endpoint="since", methods=GET),
             Rule("/api/reviews/<review_id>", endpoint="review", methods=GET),
-            Rule("/.well-known/openapi.json", endpoint="openapi", methods=GET),
+            Rule(OPENAPI_PATH, endpoint="payload", methods=GET),
             Rule("/healthz", endpoint="healthz", methods=GET),
             Rule("/mcp", endpoint="mcp", methods=["POST", "DELETE"]),
             Rule(HUB_PATH, endpoint="hub", methods=["POST"]),
@@ -328,7 +329,6 @@ class ReviewsApp:
         self.trusted_proxies = parse_networks(config.trusted_proxies)
         self.mcp: Any = None  # set by attach_mcp (mcp_rpc.py)
         self.hub: Any = None  # set by attach_hub (hub.py)
-        self.ready = True
 
     # ----------------------------------------------------------------- WSGI
 
@@ -336,6 +336,14 @@ class ReviewsApp:
         method = environ["REQUEST_METHOD"]
         if self.trusted_proxies:  # the access log and the hub's rate limit use the real client
             environ["reviewsd.client"] = client_address(environ, self.trusted_proxies)
+        if method in ("GET", "HEAD"):
+            # Precomputed payloads skip routing, a large share of their cost; their
+            # rules stay in url_map for OPTIONS, 405 and the route listing.
+            payload = self.static_payload(environ.get("PATH_INFO", ""))
+            if payload is not None:
+                status, headers, body = answer(environ, payload)
+                start_response(status, headers)
+                return [b"" if method == "HEAD" else body]
         try:
             adapter = self.url_map.bind_to_environ(environ)
             if method == "OPTIONS":
@@ -387,11 +395,13 @@ class ReviewsApp:
 
     # ----------------------------------------------------------------- handlers
 
-    def on_payload(self, environ: Mapping[str, Any]) -> Triple:
-        return answer(environ, self.store.current.payloads[environ["PATH_INFO"]])
+    def static_payload(self, path: str) -> Payload | None:
+        """The precomputed payload served at `path` (datasets, feeds, OpenAPI), if any."""
+        return self.store.current.payloads.get(path) or (self.openapi if path == OPENAPI_PATH else None)
 
-    def on_openapi(self, environ: Mapping[str, Any]) -> Triple:
-        return answer(environ, self.openapi)
+    def on_payload(self, environ: Mapping[str, Any]) -> Triple:
+        """The routed twin of the fast path in __call__ (which answers GET and HEAD first)."""
+        return answer(environ, self.static_payload(environ["PATH_INFO"]))
 
     def on_search(self, environ: Mapping[str, Any]) -> Triple:
         request = Request(environ)
@@ -418,10 +428,13 @@ class ReviewsApp:
                                             snapshot.payloads["/reviews.json"].last_modified))
 
     def on_healthz(self, environ: Mapping[str, Any]) -> Triple:
+        """200 when every part serves; 503 when the hub is enabled but its workers stopped."""
         snapshot = self.store.current
         dataset = snapshot.dataset
+        hub_status = self.hub.status() if self.hub is not None else {"enabled": False}
+        ready = self.hub is None or bool(hub_status.get("running"))
         document = {
-            "status": "ok" if self.ready else "starting",
+            "status": "ok" if ready else "not_ready",
             "data": {
                 "reviews": {"generated_at": dataset.reviews_doc["generated_at"], "count": len(dataset.reviews),
                             "sha256": dataset.reviews_sha256},
@@ -430,10 +443,10 @@ class ReviewsApp:
                 "loaded_at": self.store.loaded_at.isoformat().replace("+00:00", "Z"),
                 "last_reload_error": str(self.store.last_error) if self.store.last_error else None,
             },
-            "hub": self.hub.status() if self.hub is not None else {"enabled": False},
+            "hub": hub_status,
         }
         body = encode_json(document)
-        status = "200 OK" if self.ready else "503 Service Unavailable"
+        status = "200 OK" if ready else "503 Service Unavailable"
         return status, [("Content-Type", JSON), ("Cache-Control", "no-store"),
                         ("Content-Length", str(len(body)))], body
 

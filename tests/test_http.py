@@ -335,3 +335,23 @@ def test_openapi_describes_every_route(app, openapi: dict) -> None:
 
     routes = {normalise(r.rule) for r in app.url_map.iter_rules()}
     assert routes <= set(openapi["paths"])
+
+
+# ---------------------------------------------------------------- health
+
+
+def test_healthz_reports_versions_and_hub(client: Client, app) -> None:
+    response = client.get("/healthz")
+    body = response.get_json()
+    assert response.status_code == 200 and response.headers["Cache-Control"] == "no-store"
+    assert body["status"] == "ok"
+    assert body["data"]["reviews"]["count"] == len(app.store.current.dataset.reviews)
+    assert body["data"]["reviews"]["sha256"] == app.store.current.dataset.reviews_sha256
+    assert body["data"]["last_reload_error"] is None
+    assert body["hub"]["enabled"] is True and body["hub"]["running"] is True
+
+
+def test_healthz_is_503_when_the_hub_stopped(client: Client, app) -> None:
+    app.hub.stop()
+    response = client.get("/healthz")
+    assert response.status_code == 503 and response.get_json()["status"] == "not_ready"

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import dataset as dataset_module
 from dataset import (
     Dataset,
     InvalidParams,
@@ -114,9 +115,20 @@ params = st.builds(
          params=SearchParams(since="2024-01-02", mentions_technician="dr-maya-patel"))
 @example(specs=[Spec(date="2024-01-01", text="back"), Spec(date="2024-01-03", text="back")],
          params=SearchParams(until="2024-01-02", query="back"))
-def test_indexed_search_equals_reference(specs: list[Spec], params: SearchParams) -> None:
+@example(specs=[Spec(date="2024-01-01", text="back"), Spec(date="2024-01-03", text="back")],
+         params=SearchParams(since="2024-01-02", query="back"))
+@example(specs=[Spec(rating=5, technicians=["dr-maya-patel"]), Spec(rating=1, technicians=["dr-maya-patel"]),
+                Spec(rating=5), Spec(rating=5)],
+         params=SearchParams(rating=5, mentions_technician="dr-maya-patel"))
+@pytest.mark.parametrize("blob_threshold", [0, dataset_module._BLOB_THRESHOLD])
+def test_indexed_search_equals_reference(specs: list[Spec], params: SearchParams, blob_threshold: int) -> None:
+    """With threshold 0 every text query scans the blob; with the default, small sets test each text."""
     dataset, reviews_doc, insights_doc = dataset_of(specs)
-    matched, positions = find_reviews(dataset, params)
+    saved, dataset_module._BLOB_THRESHOLD = dataset_module._BLOB_THRESHOLD, blob_threshold
+    try:
+        matched, positions = find_reviews(dataset, params)
+    finally:
+        dataset_module._BLOB_THRESHOLD = saved
     expected_matched, expected_ids = reference_search(reviews_doc, insights_doc, params)
     assert matched == expected_matched
     assert [dataset.reviews[p]["id"] for p in positions] == expected_ids
