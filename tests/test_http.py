@@ -6,9 +6,12 @@ import gzip
 import json
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import pytest
 import referencing
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import referencing.jsonschema
 from jsonschema import Draft202012Validator
 from werkzeug.http import http_date, parse_date
@@ -355,3 +358,30 @@ def test_healthz_is_503_when_the_hub_stopped(client: Client, app) -> None:
     app.hub.stop()
     response = client.get("/healthz")
     assert response.status_code == 503 and response.get_json()["status"] == "not_ready"
+
+
+# ---------------------------------------------------------------- any query string
+
+
+query_names = st.sampled_from(["rating", "min_rating", "since", "until", "query", "limit", "mentions_technician",
+                               "mentions_service", "x", "", "rating[]", "%00", "limit "])
+query_values = st.text(max_size=15) | st.sampled_from(["5", "4.5", "1e0", "2025-01-01", "2025-02-30", "-1", "100",
+                                                       "101", "nan", "inf", "０", "dr. maya patel"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pairs=st.lists(st.tuples(query_names, query_values), max_size=6))
+def test_any_search_query_string_is_200_or_400_never_500(client: Client, openapi: dict, pairs: list) -> None:
+    response = client.get("/api/reviews/search?" + urlencode(pairs))
+    assert response.status_code in (200, 400), response.data
+    body = response.get_json()
+    assert_valid(openapi, "SearchResult" if response.status_code == 200 else "Error", body)
+    if response.status_code == 400:
+        assert body["issues"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(date=st.text(max_size=12))
+def test_any_since_segment_is_200_or_400(client: Client, date: str) -> None:
+    response = client.get("/api/reviews/since/" + quote(date, safe=""))
+    assert response.status_code in (200, 400), (date, response.data)
