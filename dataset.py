@@ -22,6 +22,7 @@ import math
 import os
 import re
 import threading
+from array import array
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
@@ -326,7 +327,7 @@ def fold_text(text: str) -> str:
     return text.casefold()
 
 
-TEXT_SEPARATOR = "\x00"
+TEXT_SEPARATOR = b"\xff"  # never occurs in UTF-8
 
 
 @dataclass(frozen=True, eq=False)
@@ -454,31 +455,51 @@ class Dataset:
         return index
 
     @cached_property
-    def folded_texts(self) -> tuple[str | None, ...]:
-        return tuple(fold_text(r["text"]) if r["text"] is not None else None for r in self.reviews)
-
-    @cached_property
     def text_blob(self) -> tuple[bytes, list[int]]:
-        """All folded texts in UTF-8, joined by NUL, and each review's start offset in it.
+        """All folded texts in UTF-8 joined by 0xFF, and each review's start offset (plus one past the end).
 
         One `bytes.find` over the blob runs at C speed, so a substring query with no
-        hits costs one pass over the text instead of a Python loop per review. UTF-8
+        hits costs one pass over the text instead of a Python loop per review, and a
+        single review is tested with `find(needle, start, end)` without a copy. UTF-8
         keeps it one byte per character for most text (a str holding one emoji would
-        take four for every character), and UTF-8 substring search is exact because
-        no character's encoding starts inside another's.
+        take four for every character); UTF-8 substring search is exact because no
+        character's encoding starts inside another's, and 0xFF never occurs in UTF-8,
+        so no match spans two reviews. A rating-only review is an empty segment.
         """
-        starts, parts, offset = [], [], 0
-        for text in self.folded_texts:
+        parts = [_utf8(fold_text(r["text"])) if r["text"] is not None else b"" for r in self.reviews]
+        starts, offset = [], 0
+        for part in parts:
             starts.append(offset)
-            part = _utf8((text or "").replace(TEXT_SEPARATOR, " "))
-            parts.append(part)
             offset += len(part) + 1
-        return TEXT_SEPARATOR.encode().join(parts), starts
+        starts.append(offset)
+        return TEXT_SEPARATOR.join(parts), starts
 
     @cached_property
-    def review_json(self) -> tuple[bytes, ...]:
-        """Each review encoded once, to assemble search and since bodies from."""
-        return tuple(encode_json(review) for review in self.reviews)
+    def reviews_document(self) -> tuple[bytes, array]:
+        """The /reviews.json body (reviews newest first) and where each review's JSON starts in it.
+
+        Search and since answers are cut from this one body instead of keeping a
+        second copy of every review's encoding; offsets[n] is one past the last review.
+        """
+        head = encode_json({k: v for k, v in self.reviews_doc.items() if k != "reviews"})[:-1] + b',"reviews":['
+        fragments = [encode_json(review) for review in self.reviews]
+        offsets, at = array("q"), len(head)
+        for fragment in fragments:
+            offsets.append(at)
+            at += len(fragment) + 1
+        offsets.append(at)
+        return head + b",".join(fragments) + b"]}", offsets
+
+    def review_json(self, pos: int) -> bytes:
+        """One review's JSON, as it appears in /reviews.json."""
+        return self.reviews_json_range(pos, pos + 1)
+
+    def reviews_json_range(self, lo: int, hi: int) -> bytes:
+        """The comma-separated JSON of the reviews at positions [lo, hi): one slice of the body."""
+        if lo >= hi:
+            return b""
+        body, offsets = self.reviews_document
+        return body[offsets[lo]:offsets[hi] - 1]
 
     def build_indexes(self) -> "Dataset":
         """Compute every lazy index now, so no request pays for it."""
@@ -486,7 +507,7 @@ class Dataset:
                      "technician_names", "service_names", "positions_by_technician",
                      "positions_by_service", "positions_by_technician_rating", "positions_by_service_rating",
                      "technician_masks", "service_masks", "text_blob",
-                     "review_json"):
+                     "reviews_document"):
             getattr(self, name)
         return self
 
@@ -501,8 +522,6 @@ class Dataset:
 
     def positions_with_text(self, needle: str) -> list[int]:
         """Positions of reviews whose folded text contains the folded needle."""
-        if TEXT_SEPARATOR in needle:
-            return [pos for pos, text in enumerate(self.folded_texts) if text is not None and needle in text]
         blob, starts = self.text_blob
         encoded = _utf8(needle)
         found: list[int] = []
@@ -510,9 +529,13 @@ class Dataset:
         while at != -1:
             pos = bisect.bisect_right(starts, at) - 1
             found.append(pos)
-            next_start = starts[pos + 1] if pos + 1 < len(starts) else len(blob)
-            at = blob.find(encoded, next_start)
+            at = blob.find(encoded, starts[pos + 1])
         return found
+
+    def text_contains(self, pos: int, needle: bytes) -> bool:
+        """Whether review `pos`'s folded text contains `needle` (folded, UTF-8)."""
+        blob, starts = self.text_blob
+        return blob.find(needle, starts[pos], starts[pos + 1] - 1) != -1
 
 
 def _utf8(text: str) -> bytes:
@@ -791,11 +814,10 @@ def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: 
 
 def _text_source(dataset: Dataset, needle: str, lo: int, hi: int, smallest_other: int) -> _Source:
     """The text filter: a blob scan when the other filters leave many candidates, else a test per text."""
-    texts = dataset.folded_texts
+    encoded = _utf8(needle)
 
     def contains(pos: int) -> bool:
-        text = texts[pos]
-        return text is not None and needle in text
+        return dataset.text_contains(pos, encoded)
 
     if smallest_other <= _BLOB_THRESHOLD:  # checking a few texts beats scanning them all
         return _Source(hi - lo + 1, lambda: (pos for pos in range(lo, hi) if contains(pos)), contains, exact=False)
@@ -814,7 +836,7 @@ def search_result(dataset: Dataset, matched: int, positions: Sequence[int]) -> d
 
 def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int]) -> bytes:
     """The same document as `search_result`, assembled from pre-encoded reviews."""
-    reviews = b",".join(dataset.review_json[p] for p in positions)
+    reviews = b",".join(dataset.review_json(p) for p in positions)
     return b'{"matched":%d,"returned":%d,"reviews":[%s]}' % (matched, len(positions), reviews)
 
 
@@ -832,7 +854,7 @@ def since_positions(dataset: Dataset, since: str) -> range:
 
 def since_result_json(dataset: Dataset, since: str) -> bytes:
     positions = since_positions(dataset, since)
-    reviews = b",".join(dataset.review_json[p] for p in positions)
+    reviews = dataset.reviews_json_range(positions.start, positions.stop)
     return b'{"since":"%s","count":%d,"reviews":[%s]}' % (since.encode(), len(positions), reviews)
 
 

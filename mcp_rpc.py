@@ -890,7 +890,7 @@ class McpServer:
             return snapshot.payloads[path].identity.body
         if path and path.startswith(REVIEW_PATH) and "/" not in path[len(REVIEW_PATH):]:
             position = snapshot.dataset.position_of.get(path[len(REVIEW_PATH):])
-            return None if position is None else snapshot.dataset.review_json[position]
+            return None if position is None else snapshot.dataset.review_json(position)
         return None
 
 

@@ -216,9 +216,8 @@ def build_snapshot(dataset: Dataset, config: Config) -> Snapshot:
     insights_modified = _timestamp(dataset.insights_doc["generated_at"])
     site = feeds.FeedSite(config.public_base_url, dataset.business)
     newest = dataset.reviews[:FEED_LENGTH]
-    reviews_doc = {**dataset.reviews_doc, "reviews": list(dataset.reviews)}
     bodies = {
-        "/reviews.json": (b"".join(_encode_reviews_doc(reviews_doc, dataset)), JSON, reviews_modified),
+        "/reviews.json": (dataset.reviews_document[0], JSON, reviews_modified),
         "/insights.json": (encode_json(dataset.insights_doc), JSON, insights_modified),
         "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified),
         "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified),
@@ -229,14 +228,6 @@ def build_snapshot(dataset: Dataset, config: Config) -> Snapshot:
         for path, (body, ctype, modified) in bodies.items()
     }
     return Snapshot(dataset, payloads)
-
-
-def _encode_reviews_doc(doc: Mapping[str, Any], dataset: Dataset) -> Iterable[bytes]:
-    """reviews.json with its reviews newest first, reusing each review's encoding."""
-    head = encode_json({k: v for k, v in doc.items() if k != "reviews"})
-    yield head[:-1] + b',"reviews":['
-    yield b",".join(dataset.review_json)
-    yield b"]}"
 
 
 # --------------------------------------------------------------------------- client addresses
@@ -424,7 +415,7 @@ class ReviewsApp:
         if review is None:
             raise NotFound()
         position = snapshot.dataset.position_of[review_id]
-        return answer(environ, make_payload(snapshot.dataset.review_json[position], JSON,
+        return answer(environ, make_payload(snapshot.dataset.review_json(position), JSON,
                                             snapshot.payloads["/reviews.json"].last_modified))
 
     def on_healthz(self, environ: Mapping[str, Any]) -> Triple:
