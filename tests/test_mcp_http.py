@@ -16,7 +16,7 @@ from werkzeug.test import Client, EnvironBuilder, run_wsgi_app
 import mcp_rpc
 import reviewsd
 from factories import Spec, make_docs, write_docs
-from test_mcp_rpc import SPECS, rich_docs
+from test_mcp_rpc import SPECS, mcp_data_dir  # noqa: F401 (mcp_data_dir is a fixture)
 
 BASE = "https://reviews.example.com"
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -31,16 +31,9 @@ class FakeClock:
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    target = tmp_path / "data"
-    write_docs(target, *rich_docs())
-    return target
-
-
-@pytest.fixture
-def make_app(data_dir: Path, tmp_path: Path):
+def make_app(mcp_data_dir: Path, tmp_path: Path):
     def make(**options: Any) -> reviewsd.ReviewsApp:
-        config = reviewsd.Config(data_dir=str(data_dir), state_dir=str(tmp_path / "state"), reload_interval=0,
+        config = reviewsd.Config(data_dir=str(mcp_data_dir), state_dir=str(tmp_path / "state"), reload_interval=0,
                                  hub=False, **{"base_url": BASE, **options})
         return reviewsd.create_app(config)
 
@@ -429,11 +422,11 @@ def test_get_reviews_since_equals_the_since_endpoint(client, session):
 # --------------------------------------------------------------------------- reloads and threads
 
 
-def test_tools_see_reloaded_data(client, session, mcp_app, data_dir):
+def test_tools_see_reloaded_data(client, session, mcp_app, mcp_data_dir):
     assert tool(client, session, "get_business")["structuredContent"]["aggregate_rating"]["review_count"] == len(SPECS)
     reviews_doc, insights_doc = make_docs(SPECS + [Spec(rating=1, date="2026-04-01", text="New and angry.")])
     reviews_doc["business"]["name"] = "Renamed Clinic"
-    write_docs(data_dir, reviews_doc, insights_doc)
+    write_docs(mcp_data_dir, reviews_doc, insights_doc)
     assert mcp_app.store.reload(force=True)
     business = tool(client, session, "get_business")["structuredContent"]
     assert business["business"]["name"] == "Renamed Clinic"

@@ -1,59 +1,34 @@
 """End to end with the official MCP Python SDK against a real server on 127.0.0.1.
 
-The server is `python reviewsd.py` (conftest's `live_server_factory`). If server.py is
-not there (an early checkout), the app is hosted by werkzeug's `make_server` in a
-thread instead, so the test still exercises real HTTP.
+The server is `python reviewsd.py` (conftest's `live_server_factory`).
 """
 
 from __future__ import annotations
 
-import threading
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import anyio
+import httpx2
 import pytest
 
-mcp = pytest.importorskip("mcp")
-httpx2 = pytest.importorskip("httpx2")
+import mcp
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
-from mcp import ClientSession  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from mcp.shared.exceptions import MCPError  # noqa: E402
-
-import reviewsd  # noqa: E402
-from factories import write_docs  # noqa: E402
-from test_mcp_rpc import rich_docs  # noqa: E402
+from test_mcp_rpc import mcp_data_dir  # noqa: E402,F401 (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 60
 
 
 @pytest.fixture
-def sdk_data_dir(tmp_path: Path) -> Path:
-    target = tmp_path / "sdk-data"
-    write_docs(target, *rich_docs())
-    return target
-
-
-@pytest.fixture
-def base_url(sdk_data_dir: Path, tmp_path: Path, live_server_factory) -> Iterator[str]:
-    if (ROOT / "server.py").exists():
-        server = live_server_factory("--data-dir", str(sdk_data_dir), "--state-dir", str(tmp_path / "state"),
-                                     "--reload-interval", "0", "--no-hub")
-        yield server.base_url
-        return
-    from werkzeug.serving import make_server
-
-    config = reviewsd.Config(data_dir=str(sdk_data_dir), state_dir=str(tmp_path / "state"), reload_interval=0,
-                             hub=False)
-    httpd = make_server("127.0.0.1", 0, reviewsd.create_app(config), threaded=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_port}"
-    httpd.shutdown()
-    thread.join(10)
+def base_url(mcp_data_dir: Path, tmp_path: Path, live_server_factory) -> str:
+    server = live_server_factory("--data-dir", str(mcp_data_dir), "--state-dir", str(tmp_path / "state"),
+                                 "--reload-interval", "0", "--no-hub")
+    return server.base_url
 
 
 def run(main: Any) -> Any:
