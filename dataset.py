@@ -358,9 +358,9 @@ class Dataset:
         """Changes whenever either file's bytes change."""
         return hashlib.sha256(f"{self.reviews_sha256}:{self.insights_sha256}".encode()).hexdigest()
 
-    @cached_property
-    def by_id(self) -> Mapping[str, Mapping[str, Any]]:
-        return {review["id"]: review for review in self.reviews}
+    def review_by_id(self, review_id: str) -> Mapping[str, Any] | None:
+        position = self.position_of.get(review_id)
+        return None if position is None else self.reviews[position]
 
     @cached_property
     def position_of(self) -> Mapping[str, int]:
@@ -503,7 +503,7 @@ class Dataset:
 
     def build_indexes(self) -> "Dataset":
         """Compute every lazy index now, so no request pays for it."""
-        for name in ("by_id", "position_of", "dates_ascending", "ratings", "positions_by_rating",
+        for name in ("position_of", "dates_ascending", "ratings", "positions_by_rating",
                      "technician_names", "service_names", "positions_by_technician",
                      "positions_by_service", "positions_by_technician_rating", "positions_by_service_rating",
                      "technician_masks", "service_masks", "text_blob",
@@ -791,11 +791,14 @@ def _by_rating_only(dataset: Dataset, stars: frozenset[int], lo: int, hi: int, l
 def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: int, hi: int) -> list[_Source]:
     """The window-limited sources of the rating, technician and service filters that were given."""
     sources = []
-    if stars != ALL_RATINGS:
+    ratings = dataset.ratings
+    given = [params.mentions_technician, params.mentions_service]
+    if stars != ALL_RATINGS and all(name is None for name in given):
         slices = _rating_slices(dataset, stars, lo, hi)
-        ratings = dataset.ratings
         sources.append(_Source(sum(map(len, slices)), lambda: heapq.merge(*slices),
                                lambda pos: ratings[pos] in stars))
+    # An entity source is cut from per-rating slices of the allowed ratings only, and
+    # its test checks the rating too, so no separate rating source is needed beside it.
     for name, (bits, masks), by_rating, lookup in (
         (params.mentions_technician, dataset.technician_masks, dataset.positions_by_technician_rating,
          dataset.technician_names),
@@ -808,7 +811,7 @@ def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: 
             slices = [_windowed(by_rating.get((entity, star), []), lo, hi) for star in sorted(stars)] if entity else []
             bit = bits.get(entity, 0) if entity else 0
             sources.append(_Source(sum(map(len, slices)), lambda s=slices: heapq.merge(*s),
-                                   lambda pos, b=bit, m=masks: bool(m[pos] & b)))
+                                   lambda pos, b=bit, m=masks: bool(m[pos] & b) and ratings[pos] in stars))
     return sources
 
 

@@ -599,7 +599,7 @@ class Tools:
     @staticmethod
     def get_review(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
         review_id = args["id"].strip().upper()  # ULIDs are case-insensitive; the data spells them upper case
-        review = dataset.by_id.get(review_id)
+        review = dataset.review_by_id(review_id)
         if review is None:
             raise ToolError(f"No review has id {args['id']!r}. Review ids are 26-character ULIDs such as "
                             f"{dataset.reviews[0]['id'] if dataset.reviews else '01HV6Z9M8Q2W3E4R5T6Y7U8I9O'}; "

@@ -411,7 +411,7 @@ class ReviewsApp:
 
     def on_review(self, environ: Mapping[str, Any], review_id: str) -> Triple:
         snapshot = self.store.current
-        review = snapshot.dataset.by_id.get(review_id)
+        review = snapshot.dataset.review_by_id(review_id)
         if review is None:
             raise NotFound()
         position = snapshot.dataset.position_of[review_id]

@@ -120,6 +120,11 @@ params = st.builds(
 @example(specs=[Spec(rating=5, technicians=["dr-maya-patel"]), Spec(rating=1, technicians=["dr-maya-patel"]),
                 Spec(rating=5), Spec(rating=5)],
          params=SearchParams(rating=5, mentions_technician="dr-maya-patel"))
+@example(specs=[Spec(rating=1, text="back", technicians=["dr-maya-patel"]),
+                Spec(rating=5, text="back", technicians=["dr-maya-patel"]),
+                Spec(rating=5, text="neck", technicians=["dr-maya-patel"]),
+                Spec(rating=5, text="neck", technicians=["dr-maya-patel"])],
+         params=SearchParams(rating=5, mentions_technician="dr-maya-patel", query="back"))
 @pytest.mark.parametrize("blob_threshold", [0, dataset_module._BLOB_THRESHOLD])
 def test_indexed_search_equals_reference(specs: list[Spec], params: SearchParams, blob_threshold: int) -> None:
     """With threshold 0 every text query scans the blob; with the default, small sets test each text."""
