@@ -268,6 +268,22 @@ def _paths() -> dict[str, Any]:
     }
 
 
+# The HTTP server refuses these before any route runs, whatever the operation (see server.py).
+SERVER_REFUSALS = {
+    "414": ("UriTooLong", "Request line over 8 KiB (`uri_too_long`); the connection is closed."),
+    "431": ("HeaderFieldsTooLarge", "Headers over 32 KiB or 100 lines (`request_header_fields_too_large`); "
+                                    "the connection is closed."),
+}
+
+
+def _with_server_refusals(paths: dict[str, Any]) -> dict[str, Any]:
+    for operations in paths.values():
+        for operation in operations.values():
+            for status, (name, _) in SERVER_REFUSALS.items():
+                operation["responses"].setdefault(status, {"$ref": f"#/components/responses/{name}"})
+    return paths
+
+
 def build_openapi(base_url: str) -> dict[str, Any]:
     """The whole OpenAPI 3.1.0 document for a service published at `base_url`."""
     return {
@@ -279,6 +295,9 @@ def build_openapi(base_url: str) -> dict[str, Any]:
                            "insights. No authentication. Every error body is the Error schema.",
         },
         "servers": [{"url": base_url}],
-        "paths": _paths(),
-        "components": {"schemas": component_schemas()},
+        "paths": _with_server_refusals(_paths()),
+        "components": {
+            "schemas": component_schemas(),
+            "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
+        },
     }

@@ -93,7 +93,7 @@ _REASONS = {
 _SLUGS = {
     400: "bad_request",
     408: "request_timeout",
-    413: "payload_too_large",
+    413: "body_too_large",
     414: "uri_too_long",
     431: "request_header_fields_too_large",
     500: "internal_server_error",
@@ -110,6 +110,10 @@ class _HTTPError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def _body_size(response: bytes) -> int:
+    return len(response) - response.index(b"\r\n\r\n") - 4
 
 
 def error_response(code: int, message: str) -> bytes:
@@ -446,12 +450,14 @@ class RequestHandler(WSGIRequestHandler):
 
     def _reply_error(self, code: int, message: str, start: float) -> None:
         self.close_connection = self.linger = True
+        response = error_response(code, message)
+        body_size = _body_size(response)
         self._status_code, self._bytes = code, 0
         try:
-            self._send(error_response(code, message))
+            self._send(response)
         except OSError:
-            pass
-        self.log_request(code, 0, start)
+            body_size = 0
+        self.log_request(code, body_size, start)
 
     # -- the request head --------------------------------------------------
 
@@ -466,6 +472,7 @@ class RequestHandler(WSGIRequestHandler):
         self._set_target(environ, target)
         environ["REQUEST_METHOD"] = method
         environ["SERVER_PROTOCOL"] = version
+        self.environ, self.command = environ, method  # a refusal of the body is logged with them
         environ["wsgi.input"] = self._make_input(environ)
         self._set_keep_alive(environ.get("HTTP_CONNECTION"))
         self.command, self.path, self.request_version = method, target, version
@@ -1061,14 +1068,15 @@ class Server:
 
     def _reject(self, conn: RequestHandler, code: int, message: str) -> None:
         """Answer from the selector thread (non-blocking) and linger so the client can read it."""
+        response = error_response(code, message)
         try:
-            conn.connection.send(error_response(code, message))
+            conn.connection.send(response)
             conn.connection.shutdown(socket.SHUT_WR)
         except OSError:
             self._close(conn)
             return
         conn.environ = conn.command = None
-        conn.log_request(code, 0)
+        conn.log_request(code, _body_size(response))
         conn.buf.clear()
         conn.scan = 0
         self._watch(conn, _LINGER, LINGER_SECONDS)

@@ -250,6 +250,15 @@ def test_request_line_over_8k_is_414() -> None:
         assert_json_error(response, 414, "uri_too_long")
 
 
+def test_refusal_is_logged_with_its_status_and_body_size(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="reviewsd.access")
+    with serving() as srv:
+        status, _, body = exchange(srv, f"GET /{'a' * 9000} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+        assert wait_until(lambda: any(r.name == "reviewsd.access" for r in caplog.records))
+    record = next(r for r in caplog.records if r.name == "reviewsd.access")
+    assert (record.status, record.bytes) == (414, len(body)) and status == 414
+
+
 def test_request_line_of_exactly_8k_passes() -> None:
     with serving() as srv:
         path = "/" + "a" * (server.MAX_REQUEST_LINE - len("GET / HTTP/1.1"))
@@ -301,7 +310,16 @@ def test_more_than_100_header_lines_are_431() -> None:
 def test_body_over_max_body_is_413_before_reading_it() -> None:
     with serving(max_body=1000) as srv, connect(srv) as sock:
         sock.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1001\r\n\r\n")  # body never sent
-        assert_json_error(read_response(sock.makefile("rb")), 413, "payload_too_large")
+        assert_json_error(read_response(sock.makefile("rb")), 413, "body_too_large")
+
+
+def test_413_is_logged_with_method_and_path(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="reviewsd.access")
+    with serving(max_body=1000) as srv:
+        exchange(srv, b"POST /upload?x=1 HTTP/1.1\r\nHost: t\r\nContent-Length: 1001\r\n\r\n")
+        assert wait_until(lambda: any(r.name == "reviewsd.access" for r in caplog.records))
+    record = next(r for r in caplog.records if r.name == "reviewsd.access")
+    assert (record.method, record.path, record.status) == ("POST", "/upload?x=1", 413)
 
 
 def test_413_is_readable_while_the_client_still_sends_its_body() -> None:
