@@ -1,10 +1,9 @@
-"""Loading, validating, indexing and searching the two data files.
+"""Loading, validating and indexing the two data files.
 
 `load_dataset(data_dir)` reads `reviews.json` and `insights.json`, validates them
 against the JSON Schemas in `schemas/` plus the cross-file rules, and returns an
 immutable `Dataset` whose indexes make selective searches independent of the data
-size. `run_search(dataset, args)` is the one search function behind both
-`GET /api/reviews/search` and the MCP tool `search_reviews`.
+size; `search.py` walks them.
 
 `DataStore` holds the current snapshot, reloads it when the files change (polled,
 or on request) and tells listeners about every swap.
@@ -14,11 +13,8 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import heapq
-import itertools
 import json
 import logging
-import math
 import os
 import re
 import threading
@@ -32,7 +28,6 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence
 import referencing
 import referencing.jsonschema
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 
 from schema_compiler import compile_schema
 
@@ -317,7 +312,7 @@ def review_sort_key(review: Mapping) -> tuple[str, str]:
     return review["date"], review["id"]
 
 
-def _fold(text: str) -> str:
+def fold_name(text: str) -> str:
     """Name matching: case-insensitive, whitespace-insensitive."""
     return " ".join(text.casefold().split())
 
@@ -466,7 +461,7 @@ class Dataset:
         character's encoding starts inside another's, and 0xFF never occurs in UTF-8,
         so no match spans two reviews. A rating-only review is an empty segment.
         """
-        parts = [_utf8(fold_text(r["text"])) if r["text"] is not None else b"" for r in self.reviews]
+        parts = [utf8(fold_text(r["text"])) if r["text"] is not None else b"" for r in self.reviews]
         starts, offset = [], 0
         for part in parts:
             starts.append(offset)
@@ -523,7 +518,7 @@ class Dataset:
     def positions_with_text(self, needle: str) -> list[int]:
         """Positions of reviews whose folded text contains the folded needle."""
         blob, starts = self.text_blob
-        encoded = _utf8(needle)
+        encoded = utf8(needle)
         found: list[int] = []
         at = blob.find(encoded)
         while at != -1:
@@ -538,7 +533,7 @@ class Dataset:
         return blob.find(needle, starts[pos], starts[pos + 1] - 1) != -1
 
 
-def _utf8(text: str) -> bytes:
+def utf8(text: str) -> bytes:
     """UTF-8, keeping lone surrogates (JSON can carry them) as their 3-byte forms."""
     return text.encode("utf-8", "surrogatepass")
 
@@ -548,7 +543,7 @@ def _name_lookup(records: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> d
     for record in records:
         for key in keys:
             if record.get(key):
-                lookup.setdefault(_fold(record[key]), record["id"])
+                lookup.setdefault(fold_name(record[key]), record["id"])
     return lookup
 
 
@@ -612,258 +607,6 @@ def check_data_dir(data_dir: Path | str) -> list[Problem]:
     except DataError as exc:
         return exc.problems
     return []
-
-
-# --------------------------------------------------------------------------- search
-
-
-class InvalidParams(Exception):
-    """Search or path parameters that cannot be used; `issues` lists every problem."""
-
-    def __init__(self, issues: Sequence[Mapping[str, Any]]):
-        self.issues = list(issues)
-        super().__init__("; ".join(f"{'.'.join(map(str, i['path']))}: {i['message']}" for i in self.issues))
-
-
-def issue(param: str, code: str, message: str) -> dict[str, Any]:
-    return {"path": [param], "code": code, "message": message}
-
-
-@dataclass(frozen=True)
-class SearchParams:
-    rating: int | None = None
-    min_rating: float | None = None
-    since: str | None = None
-    until: str | None = None
-    query: str | None = None
-    mentions_technician: str | None = None
-    mentions_service: str | None = None
-    limit: int = DEFAULT_LIMIT
-
-
-SEARCH_PARAM_NAMES = tuple(SEARCH_PARAMS_SCHEMA["properties"])
-_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string"}
-_DATE_PARAMS = {name for name, s in SEARCH_PARAMS_SCHEMA["properties"].items() if s.get("format") == "date"}
-
-
-def _schema_issue(error: ValidationError) -> dict[str, Any]:
-    """A search-parameter schema error in the shape of the API's `issues` entries."""
-    param = str(error.absolute_path[0]) if error.absolute_path else ""
-    keyword, value, rule = error.validator, error.instance, error.validator_value
-    if param in _DATE_PARAMS and keyword in ("format", "pattern"):
-        return issue(param, "invalid_date", f"{param} must be a real calendar date as YYYY-MM-DD, got {value!r}")
-    messages = {
-        "type": lambda: f"{param} must be {_TYPE_WORDS.get(rule, rule)}, got {value!r}",
-        "minimum": lambda: f"{param} must be at least {rule}, got {value!r}",
-        "maximum": lambda: f"{param} must be at most {rule}, got {value!r}",
-        "minLength": lambda: f"{param} must not be empty",
-        "maxLength": lambda: f"{param} must be at most {rule} characters long",
-    }
-    message = messages.get(keyword, lambda: f"{param}: {error.message}")()
-    return issue(param, keyword, message)
-
-
-def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
-    """Check decoded arguments against the search-parameter schema; all issues at once."""
-    issues = [
-        issue(name, "unknown_parameter", f"unknown parameter {name!r}; known: {', '.join(SEARCH_PARAM_NAMES)}")
-        for name in args
-        if name not in SEARCH_PARAMS_SCHEMA["properties"]
-    ]
-    known = {name: value for name, value in args.items() if name in SEARCH_PARAMS_SCHEMA["properties"]}
-    seen = set()
-    schema_errors = () if SEARCH_PARAMS_IS_VALID(known) else SEARCH_PARAMS_VALIDATOR.iter_errors(known)
-    for error in sorted(schema_errors, key=lambda e: list(map(str, e.absolute_path))):
-        found = _schema_issue(error)
-        key = (found["path"][0], found["code"])  # a bad date fails both pattern and format: report it once
-        if key not in seen:
-            seen.add(key)
-            issues.append(found)
-    bad = {i["path"][0] for i in issues}
-    if "since" in known and "until" in known and not bad & {"since", "until"} and known["since"] > known["until"]:
-        issues.append(issue("since", "date_order", f"since ({known['since']}) is after until ({known['until']})"))
-    if issues:
-        raise InvalidParams(issues)
-    return SearchParams(**{**known, "limit": int(known.get("limit", DEFAULT_LIMIT))})
-
-
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-_NUMBER = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
-
-
-def decode_query_args(multi: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-    """Query-string values to the JSON types the schema declares; repeated names are issues.
-
-    Values that do not look like their type are left as strings, so the schema
-    reports them with the same messages as a wrongly typed MCP argument.
-    """
-    issues, args = [], {}
-    for name, values in multi.items():
-        if len(values) > 1:
-            issues.append(issue(name, "repeated_parameter", f"{name} is given {len(values)} times; give it once"))
-            continue
-        args[name] = _decode_value(SEARCH_PARAMS_SCHEMA["properties"].get(name, {}).get("type"), values[0])
-    if issues:
-        try:
-            validate_search_args(args)
-        except InvalidParams as more:
-            issues += more.issues
-        raise InvalidParams(issues)
-    return args
-
-
-def _decode_value(declared: str | None, value: str) -> Any:
-    text = value.strip()
-    if declared == "integer" and _INTEGER.fullmatch(text):
-        return int(text)
-    if declared == "number" and _NUMBER.fullmatch(text):
-        number = float(text)
-        return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
-    return value
-
-
-# Above this many candidates, one pass over the text blob beats checking each text.
-_BLOB_THRESHOLD = 2000
-ALL_RATINGS = frozenset(range(1, 6))
-
-
-@dataclass(frozen=True)
-class _Source:
-    """One filter: how many reviews in the window pass it, those positions, and its test for one position."""
-
-    size: int
-    positions: Callable[[], Iterable[int]]
-    passes: Callable[[int], bool]
-    exact: bool = True  # size is the number of positions (not an upper bound)
-
-
-def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]]:
-    """(matched, positions of the first `limit` matches, newest first).
-
-    Each filter is a source of candidate positions; the smallest one is walked
-    and every other filter is an O(1) test per candidate, so a selective search
-    costs about its smallest filter's size, not the data's.
-    """
-    lo, hi = dataset.window(params.since, params.until)
-    stars = _allowed_ratings(params)
-    needle = fold_text(params.query) if params.query is not None else None
-    sources = _sources(dataset, params, stars, lo, hi)
-    if not sources and needle is None:
-        return _by_rating_only(dataset, stars, lo, hi, params.limit)
-    if needle is not None:
-        sources.append(_text_source(dataset, needle, lo, hi, min((s.size for s in sources), default=hi - lo)))
-    sources.sort(key=lambda source: source.size)
-    driver, tests = sources[0], [source.passes for source in sources[1:]]
-    if not tests and driver.exact:  # one filter: its size is the count
-        return driver.size, list(itertools.islice(driver.positions(), params.limit))
-    matched, first = 0, []
-    for pos in driver.positions():
-        if all(test(pos) for test in tests):
-            matched += 1
-            if matched <= params.limit:
-                first.append(pos)
-    return matched, first
-
-
-def _allowed_ratings(params: SearchParams) -> frozenset[int]:
-    stars = set(ALL_RATINGS)
-    if params.rating is not None:
-        stars &= {params.rating}
-    if params.min_rating is not None:
-        stars &= set(range(math.ceil(params.min_rating), 6))
-    return frozenset(stars)
-
-
-def _windowed(positions: list[int], lo: int, hi: int) -> list[int]:
-    return positions[bisect.bisect_left(positions, lo):bisect.bisect_left(positions, hi)]
-
-
-def _rating_slices(dataset: Dataset, stars: frozenset[int], lo: int, hi: int) -> list[list[int]]:
-    return [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
-
-
-def _by_rating_only(dataset: Dataset, stars: frozenset[int], lo: int, hi: int, limit: int) -> tuple[int, list[int]]:
-    """No other filter: each rating's positions in the window are one slice, counted without a loop."""
-    slices = _rating_slices(dataset, stars, lo, hi)
-    return sum(map(len, slices)), list(itertools.islice(heapq.merge(*slices), limit))
-
-
-def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: int, hi: int) -> list[_Source]:
-    """The window-limited sources of the rating, technician and service filters that were given."""
-    sources = []
-    ratings = dataset.ratings
-    given = [params.mentions_technician, params.mentions_service]
-    if stars != ALL_RATINGS and all(name is None for name in given):
-        slices = _rating_slices(dataset, stars, lo, hi)
-        sources.append(_Source(sum(map(len, slices)), lambda: heapq.merge(*slices),
-                               lambda pos: ratings[pos] in stars))
-    # An entity source is cut from per-rating slices of the allowed ratings only, and
-    # its test checks the rating too, so no separate rating source is needed beside it.
-    for name, (bits, masks), by_rating, lookup in (
-        (params.mentions_technician, dataset.technician_masks, dataset.positions_by_technician_rating,
-         dataset.technician_names),
-        (params.mentions_service, dataset.service_masks, dataset.positions_by_service_rating,
-         dataset.service_names),
-    ):
-        if name is not None:
-            entity = lookup.get(_fold(name))
-            # Split by rating, so that a rating plus an entity walks only their common reviews.
-            slices = [_windowed(by_rating.get((entity, star), []), lo, hi) for star in sorted(stars)] if entity else []
-            bit = bits.get(entity, 0) if entity else 0
-            sources.append(_Source(sum(map(len, slices)), lambda s=slices: heapq.merge(*s),
-                                   lambda pos, b=bit, m=masks: bool(m[pos] & b) and ratings[pos] in stars))
-    return sources
-
-
-def _text_source(dataset: Dataset, needle: str, lo: int, hi: int, smallest_other: int) -> _Source:
-    """The text filter: a blob scan when the other filters leave many candidates, else a test per text."""
-    encoded = _utf8(needle)
-
-    def contains(pos: int) -> bool:
-        return dataset.text_contains(pos, encoded)
-
-    if smallest_other <= _BLOB_THRESHOLD:  # checking a few texts beats scanning them all
-        return _Source(hi - lo + 1, lambda: (pos for pos in range(lo, hi) if contains(pos)), contains, exact=False)
-    found = [pos for pos in dataset.positions_with_text(needle) if lo <= pos < hi]
-    return _Source(len(found), lambda: found, contains)
-
-
-def run_search(dataset: Dataset, args: Mapping[str, Any]) -> tuple[int, list[int]]:
-    """Validate JSON-typed arguments and search: the single path for HTTP and MCP."""
-    return find_reviews(dataset, validate_search_args(args))
-
-
-def search_result(dataset: Dataset, matched: int, positions: Sequence[int]) -> dict[str, Any]:
-    return {"matched": matched, "returned": len(positions), "reviews": [dataset.reviews[p] for p in positions]}
-
-
-def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int]) -> bytes:
-    """The same document as `search_result`, assembled from pre-encoded reviews."""
-    reviews = b",".join(dataset.review_json(p) for p in positions)
-    return b'{"matched":%d,"returned":%d,"reviews":[%s]}' % (matched, len(positions), reviews)
-
-
-def validate_date(name: str, value: str) -> str:
-    """A path or argument date as YYYY-MM-DD, or InvalidParams."""
-    if Draft202012Validator.FORMAT_CHECKER.conforms(value, "date"):
-        return value
-    raise InvalidParams([issue(name, "invalid_date", f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}")])
-
-
-def since_positions(dataset: Dataset, since: str) -> range:
-    lo, hi = dataset.window(since, None)
-    return range(lo, hi)
-
-
-def since_result_json(dataset: Dataset, since: str) -> bytes:
-    positions = since_positions(dataset, since)
-    reviews = dataset.reviews_json_range(positions.start, positions.stop)
-    return b'{"since":"%s","count":%d,"reviews":[%s]}' % (since.encode(), len(positions), reviews)
-
-
-def since_result(dataset: Dataset, since: str) -> dict[str, Any]:
-    positions = since_positions(dataset, since)
-    return {"since": since, "count": len(positions), "reviews": [dataset.reviews[p] for p in positions]}
 
 
 # --------------------------------------------------------------------------- reloading

@@ -67,15 +67,8 @@ from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header, parse_options_
 from werkzeug.wrappers import Response
 from werkzeug.wsgi import get_content_length, get_input_stream
 
-from dataset import (
-    SCHEMAS,
-    Dataset,
-    InvalidParams,
-    encode_json,
-    run_search,
-    search_result,
-    since_positions,
-)
+from dataset import SCHEMAS, Dataset, encode_json
+from search import InvalidParams, run_search, search_result, since_positions
 
 log = logging.getLogger("reviewsd.mcp")
 

@@ -28,20 +28,9 @@ from werkzeug.routing import BaseConverter, Map, Rule
 from werkzeug.wrappers import Request, Response
 
 import feeds
-from dataset import (
-    DataError,
-    DataStore,
-    Dataset,
-    InvalidParams,
-    check_data_dir,
-    decode_query_args,
-    encode_json,
-    run_search,
-    search_result_json,
-    since_result_json,
-    validate_date,
-)
+from dataset import DataError, DataStore, Dataset, check_data_dir, encode_json
 from openapi import build_openapi
+from search import InvalidParams, decode_query_args, run_search, search_result_json, since_result_json, validate_date
 from payloads import ATOM, FEED_JSON, JSON, READ_HEADERS, Payload, accepts_gzip, answer, error_document, make_payload
 
 log = logging.getLogger("reviewsd")

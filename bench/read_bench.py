@@ -109,6 +109,7 @@ def percentile(values: list[float], q: float) -> float:
 def in_process(data_dir: Path) -> list[tuple[str, float, float]]:
     """p50/p99 of run_search without HTTP, per case (milliseconds)."""
     import dataset as ds
+    import search
 
     data = ds.load_dataset(data_dir)
     tech = next(iter(data.technicians.values()))["name"]
@@ -125,7 +126,7 @@ def in_process(data_dir: Path) -> list[tuple[str, float, float]]:
         times = []
         for _ in range(200):
             t0 = time.perf_counter()
-            ds.run_search(data, args)
+            search.run_search(data, args)
             times.append((time.perf_counter() - t0) * 1000)
         rows.append((name, statistics.median(times), percentile(times, 0.99)))
     return rows

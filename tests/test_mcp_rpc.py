@@ -14,7 +14,8 @@ from referencing.exceptions import Unresolvable
 
 import mcp_rpc
 import reviewsd
-from dataset import SCHEMAS, run_search, search_result, validator
+from dataset import SCHEMAS, validator
+from search import run_search, search_result
 from factories import Spec, make_docs, write_docs
 from mcp_rpc import ErrorCode, Session, SessionStore
 

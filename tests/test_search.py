@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import dataset as dataset_module
-from dataset import (
-    Dataset,
+import search as search_module
+from dataset import Dataset
+from search import (
     InvalidParams,
     SearchParams,
     decode_query_args,
@@ -125,15 +125,15 @@ params = st.builds(
                 Spec(rating=5, text="neck", technicians=["dr-maya-patel"]),
                 Spec(rating=5, text="neck", technicians=["dr-maya-patel"])],
          params=SearchParams(rating=5, mentions_technician="dr-maya-patel", query="back"))
-@pytest.mark.parametrize("blob_threshold", [0, dataset_module._BLOB_THRESHOLD])
+@pytest.mark.parametrize("blob_threshold", [0, search_module._BLOB_THRESHOLD])
 def test_indexed_search_equals_reference(specs: list[Spec], params: SearchParams, blob_threshold: int) -> None:
     """With threshold 0 every text query scans the blob; with the default, small sets test each text."""
     dataset, reviews_doc, insights_doc = dataset_of(specs)
-    saved, dataset_module._BLOB_THRESHOLD = dataset_module._BLOB_THRESHOLD, blob_threshold
+    saved, search_module._BLOB_THRESHOLD = search_module._BLOB_THRESHOLD, blob_threshold
     try:
         matched, positions = find_reviews(dataset, params)
     finally:
-        dataset_module._BLOB_THRESHOLD = saved
+        search_module._BLOB_THRESHOLD = saved
     expected_matched, expected_ids = reference_search(reviews_doc, insights_doc, params)
     assert matched == expected_matched
     assert [dataset.reviews[p]["id"] for p in positions] == expected_ids

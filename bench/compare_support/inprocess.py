@@ -10,7 +10,7 @@ parent (which drives wrk) stays small and its timings stay undisturbed.
 
 Each prints one JSON document on stdout.
 
-* search: p50/p99 of `dataset.run_search` (validation included: the one path
+* search: p50/p99 of `search.run_search` (validation included: the one path
   HTTP and MCP share) for selective, broad and worst-case filters.
 * app: microseconds per call of the WSGI app itself (no server, no socket)
   for each HTTP case, to split a request's cost between app and server.
@@ -80,15 +80,16 @@ def search_cases(data: Any) -> dict[str, tuple[str, dict[str, Any]]]:
 
 def cmd_search(args: argparse.Namespace) -> dict[str, Any]:
     import dataset as ds
+    from search import run_search
 
     started = time.perf_counter()
     data = ds.load_dataset(args.data_dir)
     load_s = time.perf_counter() - started
     cases = {}
     for name, (kind, arguments) in search_cases(data).items():
-        ds.run_search(data, arguments)  # warm
-        times = timed_calls(lambda: ds.run_search(data, arguments), args.seconds, max_calls=2000)
-        matched, _ = ds.run_search(data, arguments)
+        run_search(data, arguments)  # warm
+        times = timed_calls(lambda: run_search(data, arguments), args.seconds, max_calls=2000)
+        matched, _ = run_search(data, arguments)
         cases[name] = {"kind": kind, "arguments": arguments, "matched": matched, "calls": len(times),
                        "p50_ms": statistics.median(times) * 1000, "p99_ms": percentile(times, 0.99) * 1000}
     return {"reviews": len(data.reviews), "load_s": load_s, "cases": cases}

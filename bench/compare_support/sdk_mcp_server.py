@@ -4,7 +4,7 @@
 
 An `mcp.server.mcpserver.MCPServer` with one tool, `search_reviews`, whose
 result is the same document reviewsd's tool returns (the search runs through
-reviewsd's own `dataset.run_search` on the same data, so only the MCP stack
+reviewsd's own `search.run_search` on the same data, so only the MCP stack
 differs). It is written the way the SDK's documentation shows: a typed
 function, structured output from a TypedDict, streamable HTTP with
 `json_response=True, stateless_http=True`, hosted by uvicorn as
@@ -32,6 +32,7 @@ import uvicorn  # noqa: E402
 from mcp.server.mcpserver import MCPServer  # noqa: E402
 
 import dataset as ds  # noqa: E402
+import search  # noqa: E402
 
 
 class SearchResult(TypedDict):
@@ -50,8 +51,8 @@ def build_server(data: ds.Dataset) -> MCPServer:
         """Finds reviews matching every filter given (AND), newest first."""
         given = {"rating": rating, "min_rating": min_rating, "since": since, "until": until, "query": query,
                  "mentions_technician": mentions_technician, "mentions_service": mentions_service, "limit": limit}
-        matched, positions = ds.run_search(data, {k: v for k, v in given.items() if v is not None})
-        return ds.search_result(data, matched, positions)  # type: ignore[return-value]
+        matched, positions = search.run_search(data, {k: v for k, v in given.items() if v is not None})
+        return search.search_result(data, matched, positions)  # type: ignore[return-value]
 
     return server
 
