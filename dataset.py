@@ -12,18 +12,23 @@ or on request) and tells listeners about every swap.
 from __future__ import annotations
 
 import bisect
+import ctypes
+import gc
 import hashlib
 import json
 import logging
+import operator
 import os
 import re
 import threading
 from array import array
-from dataclasses import dataclass, field
+from collections import Counter, defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import cached_property
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Container, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import referencing
 import referencing.jsonschema
@@ -68,8 +73,9 @@ SEARCH_PARAMS_VALIDATOR = validator("search-params.schema.json")
 # The same schemas compiled to plain predicates: ~70x faster than jsonschema, with
 # the same verdict (tests/test_schema_compiler.py). jsonschema runs only to explain
 # a document the predicate refuses.
-REVIEWS_IS_VALID = compile_schema("reviews.schema.json", SCHEMAS)
-INSIGHTS_IS_VALID = compile_schema("insights.schema.json", SCHEMAS)
+# The data files' predicates drop their string caches after each call (see compile_schema).
+REVIEWS_IS_VALID = compile_schema("reviews.schema.json", SCHEMAS, keep_memos=False)
+INSIGHTS_IS_VALID = compile_schema("insights.schema.json", SCHEMAS, keep_memos=False)
 SEARCH_PARAMS_IS_VALID = compile_schema("search-params.schema.json", SCHEMAS)
 
 
@@ -157,16 +163,30 @@ def parse_json(raw: RawFile) -> Any:
 
 def cross_file_problems(reviews_doc: Mapping, insights_doc: Mapping) -> list[Problem]:
     """Rules a schema cannot express: unique ids, references, agreeing counts."""
-    problems: list[Problem] = []
-    problems += _review_problems(reviews_doc)
-    review_ids = {r["id"] for r in reviews_doc["reviews"]}
-    problems += _insights_reference_problems(insights_doc, review_ids)
-    problems += _insights_count_problems(insights_doc)
+    reviews = reviews_doc["reviews"]
+    return _cross_file_problems(reviews_doc, insights_doc, [r["rating"] for r in reviews],
+                                {r["id"] for r in reviews}, records_ok=False, tallies=None)
+
+
+def _cross_file_problems(reviews_doc: Mapping, insights_doc: Mapping, ratings: Sequence[int],
+                         review_ids: Container[str], records_ok: bool,
+                         tallies: Mapping[str, Mapping[str, int]] | None) -> list[Problem]:
+    """The cross-file rules, from what the index pass already knows when it can tell.
+
+    `records_ok` says the ids are unique and no reply precedes its review (the per-review
+    loop is then skipped); `tallies`, when given, are the per_review mention counts and
+    mean every per_review key is a review id. Either way the problems are exactly those
+    of `cross_file_problems`.
+    """
+    problems = [] if records_ok else _review_record_problems(reviews_doc)
+    problems += _aggregate_problems(reviews_doc["aggregate_rating"], ratings)
+    problems += _insights_reference_problems(insights_doc, review_ids, per_review=tallies is None)
+    problems += _insights_count_problems(insights_doc, tallies or _mention_tallies(insights_doc))
     problems += _insights_business_problems(insights_doc, reviews_doc["business"])
     return problems
 
 
-def _review_problems(doc: Mapping) -> list[Problem]:
+def _review_record_problems(doc: Mapping) -> list[Problem]:
     problems = []
     seen: dict[str, int] = {}
     for index, review in enumerate(doc["reviews"]):
@@ -178,8 +198,11 @@ def _review_problems(doc: Mapping) -> list[Problem]:
         if reply is not None and reply["date"] < review["date"]:
             problems.append(Problem(REVIEWS_FILE, f"$.reviews[{index}].owner_reply.date", "reply-after-review",
                                     f"reply dated {reply['date']} precedes the review ({review['date']})"))
-    aggregate = doc["aggregate_rating"]
-    ratings = [r["rating"] for r in doc["reviews"]]
+    return problems
+
+
+def _aggregate_problems(aggregate: Mapping, ratings: Sequence[int]) -> list[Problem]:
+    problems = []
     if aggregate["review_count"] != len(ratings):
         problems.append(Problem(REVIEWS_FILE, "$.aggregate_rating.review_count", "aggregate-agrees",
                                 f"says {aggregate['review_count']}, the file holds {len(ratings)} reviews"))
@@ -195,10 +218,11 @@ def _review_problems(doc: Mapping) -> list[Problem]:
     return problems
 
 
-def _referenced_review_ids(doc: Mapping) -> Iterator[tuple[str, str]]:
-    """Every (json path, review id) that insights.json points at."""
-    for review_id in doc["per_review"]:
-        yield f"$.per_review[{json.dumps(review_id)}]", review_id
+def _referenced_review_ids(doc: Mapping, per_review: bool = True) -> Iterator[tuple[str, str]]:
+    """Every (json path, review id) that insights.json points at (per_review keys too, unless told)."""
+    if per_review:
+        for review_id in doc["per_review"]:
+            yield f"$.per_review[{json.dumps(review_id)}]", review_id
     groups = [("aspects", doc["aspects"]), ("topics", doc["topics"])]
     groups += [(f"entities.{k}", v) for k, v in doc["entities"].items()]
     for name, records in groups:
@@ -212,10 +236,10 @@ def _referenced_review_ids(doc: Mapping) -> Iterator[tuple[str, str]]:
         yield "$.pull_quote.review_id", doc["pull_quote"]["review_id"]
 
 
-def _insights_reference_problems(doc: Mapping, review_ids: set[str]) -> list[Problem]:
+def _insights_reference_problems(doc: Mapping, review_ids: Container[str], per_review: bool = True) -> list[Problem]:
     return [
         Problem(INSIGHTS_FILE, path, "review-exists", f"review {review_id} is not in {REVIEWS_FILE}")
-        for path, review_id in _referenced_review_ids(doc)
+        for path, review_id in _referenced_review_ids(doc, per_review)
         if review_id not in review_ids
     ]
 
@@ -251,12 +275,11 @@ def _mention_tallies(doc: Mapping) -> dict[str, dict[str, int]]:
     return tallies
 
 
-def _insights_count_problems(doc: Mapping) -> list[Problem]:
+def _insights_count_problems(doc: Mapping, tallies: Mapping[str, Mapping[str, int]]) -> list[Problem]:
     problems = []
     if doc["review_count"] != len(doc["per_review"]):
         problems.append(Problem(INSIGHTS_FILE, "$.review_count", "counts-agree",
                                 f"says {doc['review_count']}, per_review has {len(doc['per_review'])} entries"))
-    tallies = _mention_tallies(doc)
     for group, dotted in MENTION_GROUPS.items():
         records = _records(doc, dotted)
         known = set()
@@ -266,12 +289,21 @@ def _insights_count_problems(doc: Mapping) -> list[Problem]:
                 problems.append(Problem(INSIGHTS_FILE, f"{path}.id", "unique-id", f"id {record['id']} is repeated"))
             known.add(record["id"])
             problems += _record_count_problems(path, record, tallies[group], group == "aspects")
-        for review_id, mentions in doc["per_review"].items():
-            listed = [a["id"] for a in mentions["aspects"]] if group == "aspects" else mentions[group]
-            for entity_id in listed:
-                if entity_id not in known:
-                    problems.append(Problem(INSIGHTS_FILE, f"$.per_review[{json.dumps(review_id)}].{group}",
-                                            "known-id", f"{entity_id} is not listed in $.{dotted}"))
+        # Aspect tallies also count "id#sentiment" keys; slugs hold no "#".
+        if any(key not in known for key in tallies[group] if "#" not in key):
+            problems += _unknown_mention_problems(doc, group, dotted, known)
+    return problems
+
+
+def _unknown_mention_problems(doc: Mapping, group: str, dotted: str, known: set[str]) -> list[Problem]:
+    """Each per_review listing of an id the records do not know (only run when the tallies show one)."""
+    problems = []
+    for review_id, mentions in doc["per_review"].items():
+        listed = [a["id"] for a in mentions["aspects"]] if group == "aspects" else mentions[group]
+        for entity_id in listed:
+            if entity_id not in known:
+                problems.append(Problem(INSIGHTS_FILE, f"$.per_review[{json.dumps(review_id)}].{group}",
+                                        "known-id", f"{entity_id} is not listed in $.{dotted}"))
     return problems
 
 
@@ -323,26 +355,162 @@ def fold_text(text: str) -> str:
 
 
 TEXT_SEPARATOR = b"\xff"  # never occurs in UTF-8
+_TEXT_SEPARATOR_PATTERN = re.compile(re.escape(TEXT_SEPARATOR))
 
 
-@dataclass(frozen=True, eq=False)
+class EncodedReviews(Sequence[Mapping[str, Any]]):
+    """The reviews, newest first, kept as their bytes in the /reviews.json body and decoded when read.
+
+    Holding 100,000 reviews as dicts costs several times their JSON, and a request
+    needs a few of them (search and since answers are cut from the body as bytes).
+    Each read returns a new dict.
+    """
+
+    __slots__ = ("_body", "_offsets")
+
+    def __init__(self, body: bytes, offsets: array):
+        self._body = body
+        self._offsets = offsets  # review i is body[offsets[i]:offsets[i + 1] - 1]
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            lo, hi, step = index.indices(len(self))
+            if step != 1:
+                return tuple(self[i] for i in range(lo, hi, step))
+            return tuple(json.loads(b"[" + self._body[self._offsets[lo]:self._offsets[hi] - 1] + b"]")) if lo < hi else ()
+        position = operator.index(index)
+        if position < 0:
+            position += len(self)
+        if not 0 <= position < len(self):
+            raise IndexError("review position out of range")
+        return json.loads(self._body[self._offsets[position]:self._offsets[position + 1] - 1])
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        for position in range(len(self)):
+            yield self[position]
+
+
+class EncodedMentions(Mapping[str, Mapping[str, Any]]):
+    """insights.json's per_review, kept as slices of the /insights.json body and decoded when read."""
+
+    __slots__ = ("_body", "_starts", "_ends", "_order", "_ids", "_position_of")
+
+    def __init__(self, body: bytes, starts: array, ends: array, order: array, ids: Sequence[str],
+                 position_of: Mapping[str, int]):
+        self._body = body
+        self._starts, self._ends = starts, ends  # per review position; -1 when it has no entry
+        self._order = order  # positions in the file's per_review order
+        self._ids = ids
+        self._position_of = position_of
+
+    def _span(self, review_id: Any) -> tuple[int, int] | None:
+        position = self._position_of.get(review_id) if isinstance(review_id, str) else None
+        if position is None or self._starts[position] < 0:
+            return None
+        return self._starts[position], self._ends[position]
+
+    def __getitem__(self, review_id: str) -> Mapping[str, Any]:
+        span = self._span(review_id)
+        if span is None:
+            raise KeyError(review_id)
+        return json.loads(self._body[span[0]:span[1]])
+
+    def __contains__(self, review_id: object) -> bool:
+        return self._span(review_id) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._ids[position] for position in self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
 class Dataset:
     """Validated, immutable data with the indexes that search needs.
 
     `reviews` is newest first (date, then id, descending); a review's position in
     it is its rank, so every index is a sorted list of positions and results come
-    out newest first without sorting.
+    out newest first without sorting. Reviews and per_review entries are kept as
+    encoded JSON (see EncodedReviews); `reviews_doc` holds every key of reviews.json
+    but "reviews", and `insights_doc["per_review"]` is an EncodedMentions.
+
+    `Dataset(reviews_doc, insights_doc, ...)` builds from parsed documents (which it
+    does not check); `dataset_from_files` also validates and keeps the build's memory low.
     """
 
     reviews_doc: Mapping[str, Any]
     insights_doc: Mapping[str, Any]
-    reviews_sha256: str
-    insights_sha256: str
-    reviews: tuple[Mapping[str, Any], ...] = field(init=False)
+    reviews: EncodedReviews
+    prepared: dict[str, Any]  # what `prepare` returned, by file name; a consumer may take it out
 
-    def __post_init__(self) -> None:
-        ordered = tuple(sorted(self.reviews_doc["reviews"], key=review_sort_key, reverse=True))
-        object.__setattr__(self, "reviews", ordered)
+    def __init__(self, reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
+                 reviews_sha256: str, insights_sha256: str):
+        reviews = _ReviewsPart.encode(reviews_doc)
+        self._adopt(_Parts.combine(reviews, _InsightsPart.encode(insights_doc, reviews)),
+                    reviews_sha256, insights_sha256)
+
+    @classmethod
+    def from_parts(cls, parts: "_Parts", reviews_sha256: str, insights_sha256: str,
+                   prepared: Mapping[str, Any] | None = None) -> "Dataset":
+        dataset = cls.__new__(cls)
+        dataset._adopt(parts, reviews_sha256, insights_sha256, prepared)
+        return dataset
+
+    def _adopt(self, parts: "_Parts", reviews_sha256: str, insights_sha256: str,
+               prepared: Mapping[str, Any] | None = None) -> None:
+        """Every index, as new objects made from the parts' bytes.
+
+        Made after the parsed documents are gone, the many small objects that stay
+        (ids, positions) fill fresh memory instead of pinning the parse's, which the
+        allocator could then not give back.
+        """
+        self.reviews_sha256, self.insights_sha256 = reviews_sha256, insights_sha256
+        self.prepared = dict(prepared or {})
+        ids: list[str] = json.loads(parts.ids_json)
+        numbers = list(range(len(ids)))  # one int object per position, shared by every index
+        self.position_of: Mapping[str, int] = dict(zip(ids, numbers))
+        self.reviews_document: tuple[bytes, array] = (parts.reviews_body, _array("q", parts.review_offsets))
+        self.reviews = EncodedReviews(*self.reviews_document)
+        self.reviews_doc = json.loads(parts.reviews_head)
+        self.insights_document: bytes = parts.insights_body
+        self.insights_doc = self._insights_doc(parts, ids)
+        self.ratings: bytes = parts.ratings
+        self.dates_ascending: list[str] = _shared_strings(json.loads(parts.dates_json)[::-1])
+        self.text_blob: tuple[bytes, array] = (parts.text_blob, _array("q", parts.text_starts))
+        self.positions_by_rating = _positions_by_rating(parts.ratings, numbers)
+        self.positions_by_technician: Mapping[str, list[int]] = parts.technicians.thaw(numbers)
+        self.positions_by_service: Mapping[str, list[int]] = parts.services.thaw(numbers)
+        # (aspect id, sentiment or None) -> positions of the reviews mentioning it.
+        self.positions_by_aspect: Mapping[tuple[str, str | None], list[int]] = parts.aspects.thaw(numbers)
+        self._entity_indexes()
+
+    def _insights_doc(self, parts: "_Parts", ids: list[str]) -> dict[str, Any]:
+        """insights.json with per_review as an EncodedMentions over the /insights.json body."""
+        body = parts.insights_body
+        if parts.per_review_span is None:
+            return json.loads(body)
+        lo, hi = parts.per_review_span
+        doc = json.loads(body[:lo] + b"{}" + body[hi:])
+        doc["per_review"] = EncodedMentions(body, _array("q", parts.mention_starts), _array("q", parts.mention_ends),
+                                            _array("i", parts.mention_order), ids, self.position_of)
+        return doc
+
+    def _entity_indexes(self) -> None:
+        self.technicians: Mapping[str, Mapping[str, Any]] = {
+            t["id"]: t for t in self.insights_doc["entities"]["technicians"]}
+        self.services: Mapping[str, Mapping[str, Any]] = {s["id"]: s for s in self.insights_doc["entities"]["services"]}
+        # Folded id, name or label -> technician id; folded id or label -> service id (business services too).
+        self.technician_names = _name_lookup(self.technicians.values(), ("id", "name", "label"))
+        self.service_names = _name_lookup([*self.business["services"], *self.services.values()], ("id", "label"))
+        # Technician id -> bit, and per position the bits of the technicians it mentions.
+        self.technician_masks = _masks(self.positions_by_technician, self.technicians, len(self.reviews))
+        self.service_masks = _masks(self.positions_by_service, self.services, len(self.reviews))
+        # (technician id, rating) -> positions: a rating plus a technician is one slice.
+        self.positions_by_technician_rating = _by_rating(self.positions_by_technician, self.ratings)
+        self.positions_by_service_rating = _by_rating(self.positions_by_service, self.ratings)
 
     @property
     def business(self) -> Mapping[str, Any]:
@@ -357,134 +525,6 @@ class Dataset:
         position = self.position_of.get(review_id)
         return None if position is None else self.reviews[position]
 
-    @cached_property
-    def position_of(self) -> Mapping[str, int]:
-        return {review["id"]: pos for pos, review in enumerate(self.reviews)}
-
-    @cached_property
-    def dates_ascending(self) -> list[str]:
-        """Review dates oldest first, for bisecting a date range into positions."""
-        return [review["date"] for review in reversed(self.reviews)]
-
-    @cached_property
-    def ratings(self) -> bytes:
-        return bytes(review["rating"] for review in self.reviews)
-
-    @cached_property
-    def positions_by_rating(self) -> Mapping[int, list[int]]:
-        index: dict[int, list[int]] = {star: [] for star in range(1, 6)}
-        for pos, review in enumerate(self.reviews):
-            index[review["rating"]].append(pos)
-        return index
-
-    @cached_property
-    def technicians(self) -> Mapping[str, Mapping[str, Any]]:
-        return {t["id"]: t for t in self.insights_doc["entities"]["technicians"]}
-
-    @cached_property
-    def services(self) -> Mapping[str, Mapping[str, Any]]:
-        return {s["id"]: s for s in self.insights_doc["entities"]["services"]}
-
-    @cached_property
-    def technician_names(self) -> Mapping[str, str]:
-        """Folded id, name or label -> technician id."""
-        return _name_lookup(self.technicians.values(), ("id", "name", "label"))
-
-    @cached_property
-    def service_names(self) -> Mapping[str, str]:
-        """Folded id or label -> service id (business services included)."""
-        return _name_lookup([*self.business["services"], *self.services.values()], ("id", "label"))
-
-    @cached_property
-    def positions_by_technician(self) -> Mapping[str, list[int]]:
-        return self._mention_positions("technicians")
-
-    @cached_property
-    def positions_by_service(self) -> Mapping[str, list[int]]:
-        return self._mention_positions("services")
-
-    @cached_property
-    def technician_masks(self) -> tuple[Mapping[str, int], list[int]]:
-        """Technician id -> bit, and per position the bits of the technicians it mentions."""
-        return self._mention_masks("technicians", self.technicians)
-
-    @cached_property
-    def service_masks(self) -> tuple[Mapping[str, int], list[int]]:
-        return self._mention_masks("services", self.services)
-
-    def _mention_masks(self, group: str, known: Mapping[str, Any]) -> tuple[Mapping[str, int], list[int]]:
-        bits = {entity_id: 1 << i for i, entity_id in enumerate(known)}
-        per_review = self.insights_doc["per_review"]
-        masks = [0] * len(self.reviews)
-        for pos, review in enumerate(self.reviews):
-            mentions = per_review.get(review["id"])
-            for entity_id in mentions[group] if mentions else ():
-                masks[pos] |= bits.get(entity_id, 0)
-        return bits, masks
-
-    @cached_property
-    def positions_by_technician_rating(self) -> Mapping[tuple[str, int], list[int]]:
-        """(technician id, rating) -> positions: a rating plus a technician is one slice."""
-        return self._mention_positions_by_rating("technicians")
-
-    @cached_property
-    def positions_by_service_rating(self) -> Mapping[tuple[str, int], list[int]]:
-        return self._mention_positions_by_rating("services")
-
-    def _mention_positions_by_rating(self, group: str) -> Mapping[tuple[str, int], list[int]]:
-        index: dict[tuple[str, int], list[int]] = {}
-        positions = self.positions_by_technician if group == "technicians" else self.positions_by_service
-        ratings = self.ratings
-        for entity_id, entity_positions in positions.items():
-            for pos in entity_positions:
-                index.setdefault((entity_id, ratings[pos]), []).append(pos)
-        return index
-
-    def _mention_positions(self, group: str) -> Mapping[str, list[int]]:
-        index: dict[str, list[int]] = {}
-        per_review = self.insights_doc["per_review"]
-        for pos, review in enumerate(self.reviews):
-            mentions = per_review.get(review["id"])
-            for entity_id in mentions[group] if mentions else ():
-                index.setdefault(entity_id, []).append(pos)
-        return index
-
-    @cached_property
-    def text_blob(self) -> tuple[bytes, list[int]]:
-        """All folded texts in UTF-8 joined by 0xFF, and each review's start offset (plus one past the end).
-
-        One `bytes.find` over the blob runs at C speed, so a substring query with no
-        hits costs one pass over the text instead of a Python loop per review, and a
-        single review is tested with `find(needle, start, end)` without a copy. UTF-8
-        keeps it one byte per character for most text (a str holding one emoji would
-        take four for every character); UTF-8 substring search is exact because no
-        character's encoding starts inside another's, and 0xFF never occurs in UTF-8,
-        so no match spans two reviews. A rating-only review is an empty segment.
-        """
-        parts = [utf8(fold_text(r["text"])) if r["text"] is not None else b"" for r in self.reviews]
-        starts, offset = [], 0
-        for part in parts:
-            starts.append(offset)
-            offset += len(part) + 1
-        starts.append(offset)
-        return TEXT_SEPARATOR.join(parts), starts
-
-    @cached_property
-    def reviews_document(self) -> tuple[bytes, array]:
-        """The /reviews.json body (reviews newest first) and where each review's JSON starts in it.
-
-        Search and since answers are cut from this one body instead of keeping a
-        second copy of every review's encoding; offsets[n] is one past the last review.
-        """
-        head = encode_json({k: v for k, v in self.reviews_doc.items() if k != "reviews"})[:-1] + b',"reviews":['
-        fragments = [encode_json(review) for review in self.reviews]
-        offsets, at = array("q"), len(head)
-        for fragment in fragments:
-            offsets.append(at)
-            at += len(fragment) + 1
-        offsets.append(at)
-        return head + b",".join(fragments) + b"]}", offsets
-
     def review_json(self, pos: int) -> bytes:
         """One review's JSON, as it appears in /reviews.json."""
         return self.reviews_json_range(pos, pos + 1)
@@ -497,13 +537,7 @@ class Dataset:
         return body[offsets[lo]:offsets[hi] - 1]
 
     def build_indexes(self) -> "Dataset":
-        """Compute every lazy index now, so no request pays for it."""
-        for name in ("position_of", "dates_ascending", "ratings", "positions_by_rating",
-                     "technician_names", "service_names", "positions_by_technician",
-                     "positions_by_service", "positions_by_technician_rating", "positions_by_service_rating",
-                     "technician_masks", "service_masks", "text_blob",
-                     "reviews_document"):
-            getattr(self, name)
+        """Every index is built with the dataset; kept so callers that ask for it still work."""
         return self
 
     # ----------------------------------------------------------------- queries
@@ -533,6 +567,43 @@ class Dataset:
         return blob.find(needle, starts[pos], starts[pos + 1] - 1) != -1
 
 
+def _array(typecode: str, data: bytes) -> array:
+    values = array(typecode)
+    values.frombytes(data)
+    return values
+
+
+def _shared_strings(values: list[str]) -> list[str]:
+    """The same list with equal strings as one object (dates repeat: a few thousand distinct in 100,000)."""
+    seen: dict[str, str] = {}
+    return [seen.setdefault(value, value) for value in values]
+
+
+def _positions_by_rating(ratings: bytes, numbers: list[int]) -> dict[int, list[int]]:
+    index: dict[int, list[int]] = {star: [] for star in range(1, 6)}
+    for pos, rating in zip(numbers, ratings):
+        index[rating].append(pos)
+    return index
+
+
+def _masks(positions: Mapping[str, list[int]], known: Mapping[str, Any], n: int) -> tuple[Mapping[str, int], list[int]]:
+    bits = {entity_id: 1 << i for i, entity_id in enumerate(known)}
+    masks = [0] * n
+    for entity_id, entity_positions in positions.items():
+        bit = bits.get(entity_id, 0)
+        for pos in entity_positions:
+            masks[pos] |= bit
+    return bits, masks
+
+
+def _by_rating(positions: Mapping[str, list[int]], ratings: bytes) -> dict[tuple[str, int], list[int]]:
+    index: dict[tuple[str, int], list[int]] = {}
+    for entity_id, entity_positions in positions.items():
+        for pos in entity_positions:
+            index.setdefault((entity_id, ratings[pos]), []).append(pos)
+    return index
+
+
 def utf8(text: str) -> bytes:
     """UTF-8, keeping lone surrogates (JSON can carry them) as their 3-byte forms."""
     return text.encode("utf-8", "surrogatepass")
@@ -547,9 +618,305 @@ def _name_lookup(records: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> d
     return lookup
 
 
+# Built once (json.dumps builds one per call). Bodies are trees (parsed JSON, documents
+# built here), so the cycle check that costs a dict insert per container is skipped.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+
+
 def encode_json(value: Any) -> bytes:
     """The one JSON encoding of every body: compact UTF-8."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _ENCODER.encode(value).encode("utf-8")
+
+
+# --------------------------------------------------------------------------- building the parts
+#
+# The build runs in two stages. The parts are computed from the parsed documents and
+# hold only bytes (no small objects survive the parse); then the documents are dropped
+# and Dataset._adopt makes the lasting objects from the parts' bytes.
+
+
+@dataclass(frozen=True)
+class _FrozenIndex:
+    """key -> positions, as bytes: keys as JSON, then every list's length and all positions."""
+
+    keys_json: bytes
+    lengths: bytes
+    positions: bytes
+
+    @classmethod
+    def freeze(cls, index: Mapping[Any, array]) -> "_FrozenIndex":
+        flat = array("i")
+        for positions in index.values():
+            flat.extend(positions)
+        return cls(encode_json(list(index)), array("q", map(len, index.values())).tobytes(), flat.tobytes())
+
+    def thaw(self, numbers: list[int]) -> dict[Any, list[int]]:
+        flat, at, index = _array("i", self.positions), 0, {}
+        for key, length in zip(json.loads(self.keys_json), _array("q", self.lengths)):
+            index[key if isinstance(key, str) else tuple(key)] = list(map(numbers.__getitem__, flat[at:at + length]))
+            at += length
+        return index
+
+
+_REVIEW_BOUNDARY = re.compile(rb'\},\{"')
+_ENCODE_CHUNK = 10_000
+_OBJECT_KEY_END = re.compile(rb'":\{')
+_PLAIN_KEYS = re.compile(rb"[0-9A-Za-z]*")
+
+
+@dataclass(frozen=True)
+class _ReviewsPart:
+    """What reviews.json contributes: the /reviews.json body and per-position columns."""
+
+    head: bytes  # reviews.json without "reviews", as JSON
+    body: bytes
+    offsets: bytes  # array("q"): review i is body[offsets[i]:offsets[i + 1] - 1]
+    ids: list[str]  # newest first; parsed strings, only until the build ends
+    position_of: dict[str, int]
+    dates: list[str]
+    texts: list[str]
+    ratings: bytes
+    records_ok: bool  # ids unique and no reply before its review
+
+    @classmethod
+    def encode(cls, doc: Mapping[str, Any]) -> "_ReviewsPart":
+        ordered = sorted(doc["reviews"], key=operator.itemgetter("date", "id"), reverse=True)
+        head = encode_json({k: v for k, v in doc.items() if k != "reviews"})
+        body, offsets = _encode_reviews(head, ordered)
+        ids = list(map(operator.itemgetter("id"), ordered))
+        position_of = dict(zip(ids, range(len(ids))))
+        replies_ok = all(r["owner_reply"] is None or r["owner_reply"]["date"] >= r["date"] for r in ordered)
+        return cls(head, body, offsets.tobytes(), ids, position_of, list(map(operator.itemgetter("date"), ordered)),
+                   [review["text"] or "" for review in ordered], bytes(int(r["rating"]) for r in ordered),
+                   replies_ok and len(position_of) == len(ids))
+
+    def text_blob(self) -> tuple[bytes, bytes]:
+        """All folded texts in UTF-8 joined by 0xFF, and array("q") of each review's start (plus one past the end).
+
+        One `bytes.find` over the blob runs at C speed, so a substring query with no
+        hits costs one pass over the text instead of a Python loop per review, and a
+        single review is tested with `find(needle, start, end)` without a copy. UTF-8
+        keeps it one byte per character for most text; UTF-8 substring search is exact
+        because no character's encoding starts inside another's, and 0xFF never occurs
+        in UTF-8, so no match spans two reviews. A rating-only review is an empty segment.
+        """
+        return _fold_and_join(self.texts)
+
+
+def _encode_reviews(head: bytes, ordered: list[Mapping[str, Any]]) -> tuple[bytes, array]:
+    """The /reviews.json body (the file's other keys, then the reviews) and each review's offset."""
+    start = head[:-1] + b',"reviews":'
+    # A call per chunk of reviews, not per review (which costs twice as much), nor one for
+    # all (its str, four bytes a character with one emoji in the text, would double the peak).
+    chunks = [encode_json(ordered[i:i + _ENCODE_CHUNK])[1:-1] for i in range(0, len(ordered), _ENCODE_CHUNK)]
+    body = b"".join([start, b"[", b",".join(chunks), b"]}"])
+    del chunks
+    offsets = array("q", [len(start) + 1])
+    # Between two reviews the body reads `},{"`; inside one it can only where a string ends in
+    # `},{` (no review holds an array of objects). So exactly n - 1 matches are exactly the gaps.
+    offsets.extend(m.start() + 2 for m in _REVIEW_BOUNDARY.finditer(body, len(start)))
+    if ordered and len(offsets) == len(ordered):
+        offsets.append(len(body) - 1)
+        return body, offsets
+    if not ordered:
+        return body, offsets[:1]
+    return _joined(start + b"[", [encode_json(review) for review in ordered], b"]}")
+
+
+def _joined(head: bytes, fragments: list[bytes], tail: bytes) -> tuple[bytes, array]:
+    """head + the fragments joined by commas + tail, and where each fragment starts (plus one past the last, +1)."""
+    offsets, at = array("q"), len(head)
+    for fragment in fragments:
+        offsets.append(at)
+        at += len(fragment) + 1
+    offsets.append(at)
+    return head + b",".join(fragments) + tail, offsets
+
+
+# Joins the texts for one fold: the first that occurs in no text (they are rare in reviews).
+_TEXT_JOINERS = ("\x00", "\ufdd0", "\udfff", "\ufdef")
+
+
+def _fold_and_join(texts: list[str]) -> tuple[bytes, bytes]:
+    """The text blob and its starts (see _ReviewsPart.text_blob)."""
+    if not texts:
+        return b"", array("q", [0]).tobytes()
+    # By chunks: with one emoji the joined texts take four bytes a character, twice over.
+    blob = TEXT_SEPARATOR.join([_fold_chunk(texts[i:i + _ENCODE_CHUNK]) for i in range(0, len(texts), _ENCODE_CHUNK)])
+    starts = array("q", [0])
+    starts.extend(m.start() + 1 for m in _TEXT_SEPARATOR_PATTERN.finditer(blob))
+    starts.append(len(blob) + 1)
+    return blob, starts.tobytes()
+
+
+def _fold_chunk(texts: list[str]) -> bytes:
+    """The folded texts in UTF-8, joined by 0xFF."""
+    joined = "\x00".join(texts)
+    free = [c for c in _TEXT_JOINERS if c not in joined or (c == "\x00" and joined.count(c) == len(texts) - 1)]
+    if not free:
+        return TEXT_SEPARATOR.join([utf8(fold_text(text)) for text in texts])
+    if free[0] != "\x00":
+        del joined  # before the next join
+        joined = free[0].join(texts)
+    # Case folding maps each character on its own, so folding the joined texts once is folding
+    # each; the joiner folds to itself and nothing else folds to it. In UTF-8 its bytes only
+    # occur where it does, and 0xFF occurs nowhere, so the blob's 0xFF bytes are the joins.
+    return utf8(fold_text(joined)).replace(utf8(free[0]), TEXT_SEPARATOR)
+
+
+@dataclass(frozen=True)
+class _InsightsPart:
+    """What insights.json contributes: its body, where each per_review entry sits, the mention indexes."""
+
+    body: bytes
+    per_review_span: tuple[int, int] | None  # where per_review's value sits in body
+    mention_starts: bytes  # array("q") per position, -1 when no entry
+    mention_ends: bytes
+    mention_order: bytes  # array("i"): positions in per_review's order
+    technicians: _FrozenIndex
+    services: _FrozenIndex
+    aspects: _FrozenIndex
+    tallies: dict[str, dict[str, int]] | None  # as _mention_tallies; None when a per_review key is no review
+
+    @classmethod
+    def encode(cls, doc: Mapping[str, Any], reviews: _ReviewsPart) -> "_InsightsPart":
+        ids, position_of = reviews.ids, reviews.position_of
+        body, span, entries = _encode_insights(doc)
+        starts, ends = array("q", [-1]) * len(ids), array("q", [-1]) * len(ids)
+        order = array("i")
+        for review_id, lo, hi in entries:
+            pos = position_of.get(review_id)
+            if pos is not None:
+                starts[pos], ends[pos] = lo, hi
+                order.append(pos)
+        index = _MentionIndex.build(doc.get("per_review", {}), ids)
+        return cls(body, span, starts.tobytes(), ends.tobytes(), order.tobytes(),
+                   _FrozenIndex.freeze(index.technicians), _FrozenIndex.freeze(index.services),
+                   _FrozenIndex.freeze(index.aspects),
+                   index.tallies() if len(order) == len(doc.get("per_review", {})) else None)
+
+
+def _encode_insights(doc: Mapping[str, Any]) -> tuple[bytes, tuple[int, int] | None, list[tuple[str, int, int]]]:
+    """The /insights.json body, where per_review's value is in it, and (review id, start, end) per entry."""
+    pieces, at, span = [b"{"], 1, None
+    for key, value in doc.items():
+        if len(pieces) > 1:
+            pieces.append(b",")
+            at += 1
+        name, encoded = encode_json(key) + b":", encode_json(value)
+        if key == "per_review":
+            span = (at + len(name), at + len(name) + len(encoded))
+        pieces += (name, encoded)
+        at += len(name) + len(encoded)
+    pieces.append(b"}")
+    body = b"".join(pieces)
+    return body, span, _entry_spans(body, span, list(doc["per_review"])) if span else []
+
+
+def _entry_spans(body: bytes, span: tuple[int, int], keys: list[str]) -> list[tuple[str, int, int]]:
+    """(review id, start, end) of each per_review entry's value in body.
+
+    With plain 26-character keys (review ids), an entry reads `"KEY":{...}`: `":{` closes
+    a key whose value is an object, which inside per_review only its own keys have (an
+    entry's values are arrays of strings and of {id, sentiment}). The keys found before
+    each `":{` must be the dict's, in order.
+    """
+    lo, hi = span
+    joined = "".join(keys).encode("utf-8", "surrogatepass")
+    if len(joined) == 26 * len(keys) and _PLAIN_KEYS.fullmatch(joined):
+        found = [m.start() for m in _OBJECT_KEY_END.finditer(body, lo, hi)]
+        if (len(found) == len(keys) and b"".join(body[p - 26:p] for p in found) == joined
+                and b"".join(body[p - 27:p - 26] for p in found) == b'"' * len(found)):
+            ends = [p - 28 for p in found[1:]] + [hi - 1]  # the comma before the next key, or per_review's `}`
+            return [(key, p + 2, end) for key, p, end in zip(keys, found, ends)]
+    # Other keys: encode entry by entry, which gives every length.
+    per_review = json.loads(body[lo:hi])
+    spans, at = [], lo + 1
+    for key, value in per_review.items():
+        at += len(encode_json(key)) + 1
+        size = len(encode_json(value))
+        spans.append((key, at, at + size))
+        at += size + 1
+    return spans
+
+
+@dataclass
+class _MentionIndex:
+    """One pass over per_review in position order: positions per technician, service and aspect."""
+
+    technicians: dict[str, array]
+    services: dict[str, array]
+    aspects: dict[tuple[str, str | None], array]
+    others: dict[str, list[str]]  # problems, service_areas, topics: every listing, for the tallies
+
+    @classmethod
+    def build(cls, per_review: Mapping[str, Mapping[str, Any]], ids: list[str]) -> "_MentionIndex":
+        index = cls(defaultdict(_positions), defaultdict(_positions), defaultdict(_positions),
+                    {"problems": [], "service_areas": [], "topics": []})
+        get = per_review.get
+        technicians, services, aspects = index.technicians, index.services, index.aspects
+        problems, areas, topics = index.others["problems"], index.others["service_areas"], index.others["topics"]
+        for pos, review_id in enumerate(ids):
+            mentions = get(review_id)
+            if mentions is None:
+                continue
+            for aspect in mentions["aspects"]:
+                aspects[aspect["id"], None].append(pos)
+                aspects[aspect["id"], aspect["sentiment"]].append(pos)
+            for technician in mentions["technicians"]:
+                technicians[technician].append(pos)
+            for service in mentions["services"]:
+                services[service].append(pos)
+            problems += mentions["problems"]
+            areas += mentions["service_areas"]
+            topics += mentions["topics"]
+        return index
+
+    def tallies(self) -> dict[str, dict[str, int]]:
+        """The same counts as _mention_tallies (valid when every per_review key is a review)."""
+        aspects = {aspect_id if sentiment is None else f"{aspect_id}#{sentiment}": len(positions)
+                   for (aspect_id, sentiment), positions in self.aspects.items()}
+        return {"aspects": aspects,
+                "technicians": {k: len(v) for k, v in self.technicians.items()},
+                "services": {k: len(v) for k, v in self.services.items()},
+                **{group: dict(Counter(listed)) for group, listed in self.others.items()}}
+
+
+def _positions() -> array:
+    return array("i")
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """Everything a Dataset is made of, as bytes (the parsed documents can go)."""
+
+    reviews_head: bytes
+    reviews_body: bytes
+    review_offsets: bytes
+    ids_json: bytes
+    dates_json: bytes
+    ratings: bytes
+    text_blob: bytes
+    text_starts: bytes
+    insights_body: bytes
+    per_review_span: tuple[int, int] | None
+    mention_starts: bytes
+    mention_ends: bytes
+    mention_order: bytes
+    technicians: _FrozenIndex
+    services: _FrozenIndex
+    aspects: _FrozenIndex
+
+    @classmethod
+    def combine(cls, reviews: _ReviewsPart, insights: _InsightsPart) -> "_Parts":
+        blob, starts = reviews.text_blob()
+        return cls(reviews.head, reviews.body, reviews.offsets, encode_json(reviews.ids), encode_json(reviews.dates),
+                   reviews.ratings, blob, starts, insights.body, insights.per_review_span, insights.mention_starts,
+                   insights.mention_ends, insights.mention_order, insights.technicians, insights.services,
+                   insights.aspects)
+
+
+# --------------------------------------------------------------------------- loading
 
 
 def check_documents(reviews_doc: Any, insights_doc: Any) -> list[Problem]:
@@ -564,25 +931,88 @@ def check_documents(reviews_doc: Any, insights_doc: Any) -> list[Problem]:
     return cross_file_problems(reviews_doc, insights_doc)
 
 
+def lone_surrogate_problems(file: str, doc: Any) -> list[Problem]:
+    """Strings (keys too) holding a lone surrogate: JSON can escape one (\\ud800), UTF-8 cannot carry it."""
+    problems: list[Problem] = []
+
+    def visit(node: Any, parts: list[Any]) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                visit(key, parts)
+                visit(value, [*parts, key])
+        elif isinstance(node, list):
+            for index, item in enumerate(node):
+                visit(item, [*parts, index])
+        elif isinstance(node, str) and not node.isascii():
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                code = ord(node[exc.start])
+                problems.append(Problem(file, json_path(parts), "unicode",
+                                        f"lone surrogate U+{code:04X} is not a character; write valid Unicode text"))
+
+    visit(doc, [])
+    return problems
+
+
 def read_data_dir(data_dir: Path) -> tuple[RawFile, RawFile]:
     return read_file(data_dir, REVIEWS_FILE), read_file(data_dir, INSIGHTS_FILE)
 
 
-def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
-    """Parse, validate and index; raises DataError listing every problem."""
+Prepare = Callable[[bytes], Any]
+
+
+def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile, prepare: Prepare | None = None) -> Dataset:
+    """Parse, validate and index; raises DataError listing every problem.
+
+    `prepare(body)` is called with the /reviews.json and /insights.json bodies as soon
+    as each is encoded (e.g. to start compressing them on another thread while the
+    rest is built); its results are `dataset.prepared[REVIEWS_FILE]` and `[INSIGHTS_FILE]`.
+    """
+    with collector_paused():  # millions of new containers would start full collections over and over
+        parts, prepared = _checked_parts(reviews_raw, insights_raw, prepare or (lambda body: None))
+        # The parsed documents are gone here: the dataset's own objects go to fresh memory.
+        return Dataset.from_parts(parts, reviews_raw.sha256, insights_raw.sha256, prepared if prepare else None)
+
+
+def _checked_parts(reviews_raw: RawFile, insights_raw: RawFile, prepare: Prepare) -> tuple[_Parts, dict[str, Any]]:
     problems: list[Problem] = []
     docs = []
+    reviews: _ReviewsPart | None = None
+    prepared: dict[str, Any] = {}
     for raw in (reviews_raw, insights_raw):
         try:
             docs.append(parse_json(raw))
         except DataError as exc:
             problems += exc.problems
+            continue
+        if raw is reviews_raw and REVIEWS_IS_VALID(docs[0]):
+            # Encoded before insights.json is even parsed, so compressing it overlaps the rest.
+            try:
+                reviews = _ReviewsPart.encode(docs[0])
+            except UnicodeEncodeError:
+                problems += lone_surrogate_problems(REVIEWS_FILE, docs[0])
+                continue
+            prepared[REVIEWS_FILE] = prepare(reviews.body)
     if problems:
         raise DataError(problems)
-    problems = check_documents(*docs)
+    reviews_doc, insights_doc = docs
+    if reviews is None:
+        problems += schema_problems(REVIEWS_FILE, reviews_doc, REVIEWS_VALIDATOR)
+    if not INSIGHTS_IS_VALID(insights_doc):
+        problems += schema_problems(INSIGHTS_FILE, insights_doc, INSIGHTS_VALIDATOR)
+    if problems or reviews is None:
+        raise DataError(problems)
+    try:
+        insights = _InsightsPart.encode(insights_doc, reviews)
+    except UnicodeEncodeError:
+        raise DataError(lone_surrogate_problems(INSIGHTS_FILE, insights_doc)) from None
+    prepared[INSIGHTS_FILE] = prepare(insights.body)
+    problems = _cross_file_problems(reviews_doc, insights_doc, reviews.ratings, reviews.position_of, reviews.records_ok,
+                                    insights.tallies)
     if problems:
         raise DataError(problems)
-    return Dataset(docs[0], docs[1], reviews_raw.sha256, insights_raw.sha256).build_indexes()
+    return _Parts.combine(reviews, insights), prepared
 
 
 def load_dataset(data_dir: Path | str) -> Dataset:
@@ -607,6 +1037,47 @@ def check_data_dir(data_dir: Path | str) -> list[Problem]:
     except DataError as exc:
         return exc.problems
     return []
+
+
+# --------------------------------------------------------------------------- memory
+
+_collector_lock = threading.Lock()
+_collector_pauses = 0
+_collector_was_enabled = False
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a build (nested and concurrent builds share one pause)."""
+    global _collector_pauses, _collector_was_enabled
+    with _collector_lock:
+        if _collector_pauses == 0:
+            _collector_was_enabled = gc.isenabled()
+            gc.disable()
+        _collector_pauses += 1
+    try:
+        yield
+    finally:
+        with _collector_lock:
+            _collector_pauses -= 1
+            if _collector_pauses == 0 and _collector_was_enabled:
+                gc.enable()
+
+
+def release_memory() -> None:
+    """Collect garbage now and give free heap pages back to the OS (glibc's malloc_trim; a no-op elsewhere)."""
+    gc.collect()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@lru_cache(maxsize=1)
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 # --------------------------------------------------------------------------- reloading
@@ -642,18 +1113,22 @@ class DataStore(Generic[S]):
     snapshot with precomputed responses). Readers take `store.current` once per
     request and use only that object, so a swap never mixes two versions.
     Listeners are called as `listener(old, new)` after each swap, on the thread
-    that reloaded; they must not block for long.
+    that reloaded; they must not block for long. `prepare` goes to
+    `dataset_from_files` (work to start as soon as a body is encoded).
     """
 
-    def __init__(self, data_dir: Path | str, build: Callable[[Dataset], S]):
+    def __init__(self, data_dir: Path | str, build: Callable[[Dataset], S], prepare: Prepare | None = None):
         self.data_dir = Path(data_dir)
         self._build = build
+        self._prepare = prepare
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
         self._stamp = FileStamp.of(self.data_dir)
         raws = read_data_dir(self.data_dir)
         self._hashes = (raws[0].sha256, raws[1].sha256)
-        self.current: S = build(dataset_from_files(*raws))
+        self.current: S = build(dataset_from_files(*raws, prepare))
+        del raws
+        release_memory()  # what the build left behind
         self.loaded_at = datetime.now(timezone.utc)
         self.last_error: DataError | None = None
         self._poller: threading.Thread | None = None
@@ -678,23 +1153,29 @@ class DataStore(Generic[S]):
                 raws = read_data_dir(self.data_dir)
                 if (raws[0].sha256, raws[1].sha256) == self._hashes:
                     return False
-                new = self._build(dataset_from_files(*raws))
+                new = self._build(dataset_from_files(*raws, self._prepare))
             except DataError as exc:
                 self.last_error = exc
                 log.error("reload refused, still serving the previous data: %s", exc,
                           extra={"event": "reload_refused", "problems": [str(p) for p in exc.problems[:20]]})
+                release_memory()  # what the refused build left behind
                 return False
             old, self.current = self.current, new
-            self._hashes = (raws[0].sha256, raws[1].sha256)
+            self._hashes = hashes = (raws[0].sha256, raws[1].sha256)
+            del raws
             self.loaded_at = datetime.now(timezone.utc)
             self.last_error = None
         log.info("data reloaded: reviews.json sha256 %s…, insights.json sha256 %s…",
-                 raws[0].sha256[:12], raws[1].sha256[:12], extra={"event": "reloaded"})
+                 hashes[0][:12], hashes[1][:12], extra={"event": "reloaded"})
         for listener in list(self._listeners):
             try:
                 listener(old, new)
             except Exception:
                 log.exception("reload listener %r failed", listener)
+        # Without this, the replaced snapshot's memory stays with the process (freed but
+        # not returned), and every reload would add about one snapshot's worth.
+        del old, new
+        release_memory()
         return True
 
     def start_polling(self, interval: float) -> None:

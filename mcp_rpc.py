@@ -6,7 +6,7 @@ Two layers:
   parse (`parse`), check the envelope (`classify`), look the method up, call it,
   wrap the result. No I/O; errors are `RpcError` values with named `ErrorCode`s,
   turned into JSON-RPC error objects in one place (`McpServer.handle`).
-* A thin HTTP layer, `McpEndpoint(app).handle(environ) -> werkzeug Response`:
+* A thin HTTP layer, `McpEndpoint(app).handle(environ) -> (status, headers, body)`:
   Origin, media types, body size, sessions and the protocol-version header.
   `attach(app)` installs it as `app.mcp`.
 
@@ -46,13 +46,13 @@ Choices where the specifications leave room (also in the README):
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import secrets
 import threading
 import time
 import unicodedata
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -62,13 +62,11 @@ from urllib.parse import urljoin, urlsplit
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from werkzeug.datastructures import MIMEAccept
-from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header, parse_options_header
-from werkzeug.wrappers import Response
-from werkzeug.wsgi import get_content_length, get_input_stream
+from werkzeug.wsgi import get_content_length
 
 from dataset import SCHEMAS, Dataset, encode_json
-from search import InvalidParams, run_search, search_result, since_positions
+from search import InvalidParams, run_search, search_result_json, since_positions
 
 log = logging.getLogger("reviewsd.mcp")
 
@@ -119,12 +117,63 @@ def result_response(request_id: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
-def encode_message(message: Mapping[str, Any]) -> bytes:
+def encode_message(message: Any) -> bytes:
     """Compact UTF-8 JSON; \\u escapes when a string holds a lone surrogate (valid JSON, not UTF-8)."""
     try:
         return encode_json(message)
     except UnicodeEncodeError:
         return json.dumps(message, separators=(",", ":")).encode("ascii")
+
+
+class EncodedJson(bytes):
+    """A JSON value already encoded (compact UTF-8), spliced into a message as is.
+
+    A tool result's reviews are cut from the pre-encoded /reviews.json body, and the
+    result is written once as bytes instead of being encoded for structuredContent,
+    again for the text block and a third time for the envelope.
+    """
+
+
+def encoded(value: Any) -> EncodedJson:
+    return value if isinstance(value, EncodedJson) else EncodedJson(encode_message(value))
+
+
+_CONTROL_CHARACTERS = bytes(range(0x20))
+
+
+def json_string(text: bytes) -> bytes:
+    """The JSON string literal whose content is the UTF-8 `text` (a text block carrying JSON).
+
+    Text without raw control characters (JSON written by `json` has none: it escapes
+    them inside strings) needs only backslashes and quotes escaped: two `bytes.replace`
+    passes, several times faster than decoding the text and encoding it as a string.
+    """
+    if len(text.translate(None, _CONTROL_CHARACTERS)) != len(text):
+        return encode_message(text.decode("utf-8"))
+    return b'"' + text.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
+
+
+def with_reviews(fields: Mapping[str, Any], reviews: bytes) -> EncodedJson:
+    """The object `fields` plus `"reviews": [...]` from comma-separated pre-encoded reviews."""
+    head = encode_message(fields)[:-1] + (b"," if fields else b"")
+    return EncodedJson(head + b'"reviews":[' + reviews + b"]}")
+
+
+def encode_response(response: Mapping[str, Any]) -> bytes:
+    """A response message on the wire; a pre-encoded result is spliced in, not decoded and encoded again."""
+    result = response.get("result")
+    if not isinstance(result, EncodedJson):
+        return encode_message(response)
+    request_id = response["id"]
+    encoded_id = b"%d" % request_id if type(request_id) is int else encode_message(request_id)
+    return b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encoded_id, result)
+
+
+def decoded(response: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`response` with a pre-encoded result parsed: plain JSON values, as a client reads them."""
+    if response is None or not isinstance(response.get("result"), EncodedJson):
+        return response
+    return {**response, "result": json.loads(response["result"])}
 
 
 # --------------------------------------------------------------------------- envelope (pure)
@@ -397,7 +446,7 @@ class Tool:
     description: str
     input_schema: Mapping[str, Any]
     output_schema: Mapping[str, Any]
-    run: Callable[[Dataset, dict[str, Any]], dict[str, Any]]
+    run: Callable[[Dataset, dict[str, Any]], dict[str, Any] | EncodedJson]
     validate: bool = True  # False when `run` validates itself (search_reviews, through run_search)
 
     def definition(self) -> dict[str, Any]:
@@ -429,24 +478,24 @@ def _reviews_result(subject: str, schema: Mapping[str, Any], extra: Mapping[str,
     return bundle_schema(_object_schema(properties, list(properties)))
 
 
-def _newest(dataset: Dataset, positions: Sequence[int], limit: Any) -> dict[str, Any]:
+def _newest(dataset: Dataset, fields: Mapping[str, Any], positions: Sequence[int], limit: Any) -> EncodedJson:
+    """`fields` plus the first `limit` of `positions` as reviews, and how many there are."""
     chosen = positions[: int(limit)]
-    return {"matched": len(positions), "returned": len(chosen), "reviews": [dataset.reviews[p] for p in chosen]}
+    reviews = b",".join(map(dataset.review_json, chosen))
+    return with_reviews({**fields, "matched": len(positions), "returned": len(chosen)}, reviews)
 
 
 class Tools:
     """The nine read-only tools; each `run` takes the dataset current at call time."""
 
     def __init__(self) -> None:
-        self._aspect_index: "weakref.WeakKeyDictionary[Dataset, dict]" = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
         self.by_name: dict[str, Tool] = {tool.name: tool for tool in self._build()}
         self._validators = {
             t.name: Draft202012Validator(t.input_schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
             for t in self.by_name.values() if t.validate
         }
 
-    def call(self, name: str, dataset: Dataset, arguments: dict[str, Any]) -> dict[str, Any]:
+    def call(self, name: str, dataset: Dataset, arguments: dict[str, Any]) -> dict[str, Any] | EncodedJson:
         """Run a tool; InvalidParams or ToolError for arguments the model should fix."""
         tool = self.by_name[name]
         if tool.validate:
@@ -584,49 +633,52 @@ class Tools:
     def get_business(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
         return {"business": dataset.business, "aggregate_rating": dataset.reviews_doc["aggregate_rating"]}
 
-    @staticmethod
-    def search_reviews(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
-        matched, positions = run_search(dataset, args)  # the same path as GET /api/reviews/search
-        return search_result(dataset, matched, positions)
+    # Tools that return reviews build their result from the pre-encoded reviews (EncodedJson).
 
     @staticmethod
-    def get_review(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+    def search_reviews(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
+        matched, positions = run_search(dataset, args)  # the same path as GET /api/reviews/search
+        return EncodedJson(search_result_json(dataset, matched, positions))
+
+    @staticmethod
+    def get_review(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
         review_id = args["id"].strip().upper()  # ULIDs are case-insensitive; the data spells them upper case
-        review = dataset.review_by_id(review_id)
-        if review is None:
+        position = dataset.position_of.get(review_id)
+        if position is None:
             raise ToolError(f"No review has id {args['id']!r}. Review ids are 26-character ULIDs such as "
                             f"{dataset.reviews[0]['id'] if dataset.reviews else '01HV6Z9M8Q2W3E4R5T6Y7U8I9O'}; "
                             "use search_reviews or get_reviews_since to find them.")
-        return {"review": review, "mentions": dataset.insights_doc["per_review"].get(review_id)}
+        mentions = encode_message(dataset.insights_doc["per_review"].get(review_id))
+        return EncodedJson(b'{"review":%s,"mentions":%s}' % (dataset.review_json(position), mentions))
 
     @staticmethod
-    def get_reviews_since(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+    def get_reviews_since(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
         positions = since_positions(dataset, args["since"])
         chosen = positions[: int(args.get("limit", 50))]
-        return {"since": args["since"], "count": len(positions), "returned": len(chosen),
-                "reviews": [dataset.reviews[p] for p in chosen]}
+        return with_reviews({"since": args["since"], "count": len(positions), "returned": len(chosen)},
+                            dataset.reviews_json_range(chosen.start, chosen.stop))
 
-    def get_aspect_sentiment(self, dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+    def get_aspect_sentiment(self, dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
         aspect = resolve("aspect", args["aspect"], dataset.insights_doc["aspects"], ("id", "label"),
                          lambda a: f"{a['id']} ({a['label']})")
         sentiment = args.get("sentiment")
-        positions = self._aspect_positions(dataset).get((aspect["id"], sentiment), [])
-        return {"aspect": aspect, "sentiment": sentiment, **_newest(dataset, positions, args.get("limit", 3))}
+        positions = dataset.positions_by_aspect.get((aspect["id"], sentiment), [])
+        return _newest(dataset, {"aspect": aspect, "sentiment": sentiment}, positions, args.get("limit", 3))
 
     @staticmethod
-    def get_technician(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+    def get_technician(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
         technician = resolve("technician", args["name"], list(dataset.technicians.values()), ("id", "name", "label"),
                              lambda t: f"{t['name']} (id {t['id']}, {t['role']})")
         positions = dataset.positions_by_technician.get(technician["id"], [])
-        return {"technician": technician, **_newest(dataset, positions, args.get("limit", 5))}
+        return _newest(dataset, {"technician": technician}, positions, args.get("limit", 5))
 
     @staticmethod
-    def get_service(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+    def get_service(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
         service = resolve("service", args["service"], dataset.business["services"], ("id", "label"),
                           lambda s: f"{s['id']} ({s['label']})")
         positions = dataset.positions_by_service.get(service["id"], [])
-        return {"service": service, "insights": dataset.services.get(service["id"]),
-                **_newest(dataset, positions, args.get("limit", 5))}
+        return _newest(dataset, {"service": service, "insights": dataset.services.get(service["id"])}, positions,
+                       args.get("limit", 5))
 
     @staticmethod
     def get_rating_trend(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
@@ -641,22 +693,6 @@ class Tools:
                 "topics", "faq", "aspects")
         return {**{k: doc[k] for k in keys}, "technicians": doc["entities"]["technicians"],
                 "services": doc["entities"]["services"]}
-
-    def _aspect_positions(self, dataset: Dataset) -> dict[tuple[str, str | None], list[int]]:
-        """(aspect id, sentiment or None) -> positions of the reviews mentioning it, newest first; once per dataset."""
-        with self._lock:
-            index = self._aspect_index.get(dataset)
-        if index is not None:
-            return index
-        index = {}
-        per_review = dataset.insights_doc["per_review"]
-        for pos, review in enumerate(dataset.reviews):
-            for mention in per_review.get(review["id"], {}).get("aspects", ()):
-                for key in ((mention["id"], None), (mention["id"], mention["sentiment"])):
-                    index.setdefault(key, []).append(pos)
-        with self._lock:
-            self._aspect_index[dataset] = index
-        return index
 
 
 # --------------------------------------------------------------------------- sessions
@@ -764,15 +800,19 @@ class McpServer:
         return self.app.config.public_base_url
 
     def dispatch(self, session: Session, body: bytes | Any) -> dict[str, Any] | None:
-        """One message in (body bytes or a parsed JSON value), its response out (None if it needs none)."""
+        """One message in (body bytes or a parsed JSON value), its response out as plain JSON values
+        (None if it needs none)."""
         try:
             message = classify(parse(body))
         except RpcError as error:
             return error.response()
-        return self.handle(session, message)
+        return decoded(self.handle(session, message))
 
     def handle(self, session: Session, message: Message) -> dict[str, Any] | None:
-        """The one place where method errors become JSON-RPC error responses."""
+        """The one place where method errors become JSON-RPC error responses.
+
+        A result may be EncodedJson; `encode_response` writes the message, `decoded` parses it.
+        """
         if isinstance(message, RpcNotification):
             if message.method == "notifications/initialized":
                 session.initialized = True
@@ -825,7 +865,7 @@ class McpServer:
         _no_cursor(object_params(params))
         return {"tools": self.tool_list}
 
-    def call_tool(self, session: Session, params: Any) -> dict[str, Any]:
+    def call_tool(self, session: Session, params: Any) -> dict[str, Any] | EncodedJson:
         params = object_params(params)
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
@@ -845,8 +885,7 @@ class McpServer:
             return tool_error(issues_text(name, exc.issues))
         except ToolError as exc:
             return tool_error(str(exc))
-        text = encode_message(structured).decode("utf-8")
-        return {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}
+        return tool_result(encoded(structured))
 
     # ----------------------------------------------------------------- resources
 
@@ -885,6 +924,12 @@ class McpServer:
             position = snapshot.dataset.position_of.get(path[len(REVIEW_PATH):])
             return None if position is None else snapshot.dataset.review_json(position)
         return None
+
+
+def tool_result(structured: EncodedJson) -> EncodedJson:
+    """A successful tools/call result: structuredContent and the same JSON as a text block."""
+    return EncodedJson(b'{"content":[{"type":"text","text":%s}],"structuredContent":%s,"isError":false}'
+                       % (json_string(structured), structured))
 
 
 def tool_error(text: str) -> dict[str, Any]:
@@ -970,7 +1015,7 @@ class McpEndpoint:
         self.origins = OriginPolicy.from_config(config.public_base_url, config.mcp_allowed_origins)
         self.max_body = config.max_body
 
-    def handle(self, environ: dict) -> Response:
+    def handle(self, environ: dict) -> Triple:
         try:
             origin = environ.get("HTTP_ORIGIN")
             if origin is not None and not self.origins.allows(origin):
@@ -987,7 +1032,7 @@ class McpEndpoint:
 
     # ----------------------------------------------------------------- POST
 
-    def post(self, environ: dict) -> Response:
+    def post(self, environ: dict) -> Triple:
         check_content_type(environ.get("CONTENT_TYPE", ""))
         check_accept(environ.get("HTTP_ACCEPT"))
         body = self.read_body(environ)
@@ -1001,7 +1046,7 @@ class McpEndpoint:
         reply = self.server.handle(session, message)
         return json_response(reply, 200) if reply is not None else empty_response(202)
 
-    def initialize(self, environ: dict, message: RpcRequest) -> Response:
+    def initialize(self, environ: dict, message: RpcRequest) -> Triple:
         if environ.get("HTTP_MCP_SESSION_ID"):
             raise HttpRefusal(400, "initialize starts a new session: send it without Mcp-Session-Id", message.id)
         session = Session()
@@ -1013,22 +1058,20 @@ class McpEndpoint:
 
     def read_body(self, environ: dict) -> bytes:
         """At most max_body bytes: Content-Length is checked first, and the read itself is bounded."""
-        too_large = HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
         length = get_content_length(environ)
         if length is not None and length > self.max_body:
-            raise too_large
-        # A server that terminates the stream itself (chunked bodies) gives a real EOF; werkzeug's
-        # max-length wrapper would silently truncate instead, so read the raw stream, bounded here.
-        terminated = "wsgi.input_terminated" in environ
-        stream = environ["wsgi.input"] if terminated else get_input_stream(environ)
-        try:
-            body = read_at_most(stream, self.max_body + 1)
-        except RequestEntityTooLarge:
-            raise too_large from None
-        except ClientDisconnected:
-            raise HttpRefusal(400, "Request body ended before Content-Length bytes") from None
-        if len(body) > self.max_body:
-            raise too_large
+            raise HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
+        if "wsgi.input_terminated" in environ:
+            # The server terminates the stream itself (chunked bodies): read to its EOF, bounded here.
+            body = read_at_most(environ["wsgi.input"], self.max_body + 1)
+            if len(body) > self.max_body:
+                raise HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
+            return body
+        if length is None:
+            return b""  # no length and no terminated stream: nothing can be read safely (as werkzeug does)
+        body = read_at_most(environ["wsgi.input"], length)
+        if len(body) < length:
+            raise HttpRefusal(400, "Request body ended before Content-Length bytes")
         return body
 
     # ----------------------------------------------------------------- sessions
@@ -1045,7 +1088,7 @@ class McpEndpoint:
                                    "a new one", request_id)
         return session
 
-    def delete(self, environ: dict) -> Response:
+    def delete(self, environ: dict) -> Triple:
         check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), None)
         session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
         if not session_id:
@@ -1067,15 +1110,30 @@ def read_at_most(stream: Any, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def check_content_type(value: str) -> None:
+# A client sends the same Content-Type and Accept on every request: parsing them is
+# a large share of a small call, so the verdicts are cached (bounded: headers are client input).
+
+
+@functools.lru_cache(maxsize=256)
+def is_json_content_type(value: str) -> bool:
     mimetype, options = parse_options_header(value)
-    if mimetype.lower() != "application/json" or options.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
+    return mimetype.lower() == "application/json" and options.get("charset", "utf-8").lower() in ("utf-8", "utf8")
+
+
+@functools.lru_cache(maxsize=256)
+def accepts_json(value: str) -> bool:
+    """Lenient: an empty Accept, */*, application/* or application/json will do (SSE is never used)."""
+    return not value or parse_accept_header(value, MIMEAccept).quality("application/json") > 0
+
+
+def check_content_type(value: str) -> None:
+    if not is_json_content_type(value):
         raise HttpRefusal(415, "Content-Type must be application/json (UTF-8)")
 
 
 def check_accept(value: str | None) -> None:
-    """Lenient: no (or an empty) Accept, */*, application/* or application/json will do (SSE is never used)."""
-    if value and parse_accept_header(value, MIMEAccept).quality("application/json") <= 0:
+    """No Accept at all will do too."""
+    if value is not None and not accepts_json(value):
         raise HttpRefusal(406, "This endpoint answers application/json; include it in Accept "
                                "(MCP clients send: application/json, text/event-stream)")
 
@@ -1094,15 +1152,20 @@ def status_line(status: int) -> str:
     return f"{status} {HTTP_STATUS_CODES.get(status, 'Unknown')}"  # werkzeug would upper-case the phrase
 
 
-def json_response(message: Mapping[str, Any] | None, status: int, headers: Sequence[tuple[str, str]] = ()) -> Response:
-    body = encode_message(message) if message is not None else b""
-    return Response(body, status_line(status), [*MCP_HEADERS, *headers], content_type="application/json")
+# Plain WSGI answers, not werkzeug Responses: an MCP call is small, and building and
+# serialising a Response object cost a measurable share of it.
+Triple = tuple[str, list[tuple[str, str]], bytes]
 
 
-def empty_response(status: int) -> Response:
-    response = Response(b"", status_line(status), MCP_HEADERS)
-    del response.headers["Content-Type"]
-    return response
+def json_response(message: Mapping[str, Any] | None, status: int, headers: Sequence[tuple[str, str]] = ()) -> Triple:
+    body = encode_response(message) if message is not None else b""
+    return status_line(status), [*MCP_HEADERS, *headers, ("Content-Type", "application/json"),
+                                 ("Content-Length", str(len(body)))], body
+
+
+def empty_response(status: int) -> Triple:
+    """No body and no Content-Type; a 204 carries no Content-Length either (RFC 9110)."""
+    return status_line(status), [*MCP_HEADERS, *([] if status == 204 else [("Content-Length", "0")])], b""
 
 
 def attach(app: Any, clock: Callable[[], float] = time.monotonic) -> McpEndpoint:

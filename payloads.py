@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -68,24 +69,63 @@ def make_payload(
     extra_headers: Sequence[tuple[str, str]] = (),
     etag: str | None = None,
     compress: bool = True,
+    precomputed: "Precomputed | None" = None,
 ) -> Payload:
     """Encode a body once for every request that will ask for it.
 
     `etag` overrides the hash of the body (for bodies too large to hash per
     request); the gzip variant gets the same tag with a `-gzip` suffix, because
     the two codings are different representations (RFC 9110 8.8.3).
+    `precomputed` (for this body) supplies the tag and the gzip bytes.
     """
-    tag = etag or strong_etag(body)
+    if precomputed is not None and compress:
+        tag, compressed = precomputed.result()
+    else:
+        tag, compressed = etag or strong_etag(body), gzip_body(body) if compress else None
     common: Headers = [("Content-Type", content_type), *READ_HEADERS, *extra_headers]
     if last_modified is not None:
         common.append(("Last-Modified", http_date(last_modified)))
     gzipped = None
     if compress:
         common.append(("Vary", "Accept-Encoding"))
-        if len(body) >= GZIP_MIN_BYTES:
-            compressed = gzip.compress(body, compresslevel=gzip_level(len(body)), mtime=0)
+        if compressed is not None:
             gzipped = _variant(compressed, tag[:-1] + '-gzip"', common + [("Content-Encoding", "gzip")])
     return Payload(_variant(body, tag, common), gzipped, content_type, last_modified)
+
+
+def gzip_body(body: bytes) -> bytes | None:
+    """The gzip coding of a body (None below GZIP_MIN_BYTES, where it is not worth it)."""
+    if len(body) < GZIP_MIN_BYTES:
+        return None
+    return gzip.compress(body, compresslevel=gzip_level(len(body)), mtime=0)
+
+
+class Precomputed:
+    """A body's strong ETag and gzip coding, computed on a thread from the moment the body exists.
+
+    hashlib and zlib release the GIL, so on a second core this overlaps the rest of
+    a data load. `result()` waits for it (and computes inline if the thread failed).
+    """
+
+    def __init__(self, body: bytes):
+        self._body: bytes | None = body
+        self._result: tuple[str, bytes | None] | None = None
+        self._thread = threading.Thread(target=self._run, name="precompute-body", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        body = self._body
+        if body is not None:
+            self._result = (strong_etag(body), gzip_body(body))
+
+    def result(self) -> tuple[str, bytes | None]:
+        self._thread.join()
+        if self._result is None and self._body is not None:
+            self._result = (strong_etag(self._body), gzip_body(self._body))
+        self._body = None  # the payload keeps the body; this object need not
+        if self._result is None:
+            raise RuntimeError("Precomputed.result() after the body was dropped")
+        return self._result
 
 
 def gzip_level(size: int) -> int:

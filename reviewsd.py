@@ -11,7 +11,6 @@ import argparse
 import dataclasses
 import gzip
 import ipaddress
-import json
 import logging
 import os
 import sys
@@ -21,17 +20,20 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
+import werkzeug.urls  # noqa: F401  (registers the "werkzeug.url_quote" codec error handler query_args uses)
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import BaseConverter, Map, Rule
-from werkzeug.wrappers import Request, Response
+from werkzeug.wrappers import Response
 
 import feeds
-from dataset import DataError, DataStore, Dataset, check_data_dir, encode_json
+from dataset import INSIGHTS_FILE, REVIEWS_FILE, DataError, DataStore, Dataset, check_data_dir, encode_json
+from logs import configure_logging
 from openapi import build_openapi
+from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, Payload, Precomputed, accepts_gzip, answer, error_document,
+                      make_payload)
 from search import InvalidParams, decode_query_args, run_search, search_result_json, since_result_json, validate_date
-from payloads import ATOM, FEED_JSON, JSON, READ_HEADERS, Payload, accepts_gzip, answer, error_document, make_payload
 
 log = logging.getLogger("reviewsd")
 
@@ -40,6 +42,7 @@ FEED_LENGTH = 50
 HUB_PATH = "/api/websub/hub"
 TOPIC_PATHS = ("/feed.xml", "/api/feed.json", "/reviews.json")
 OPENAPI_PATH = "/.well-known/openapi.json"
+SEARCH_PATH = "/api/reviews/search"
 SINCE_CACHE_ENTRIES = 64
 SINCE_CACHE_BYTES = 64 << 20
 
@@ -206,17 +209,27 @@ def build_snapshot(dataset: Dataset, config: Config) -> Snapshot:
     site = feeds.FeedSite(config.public_base_url, dataset.business)
     newest = dataset.reviews[:FEED_LENGTH]
     bodies = {
-        "/reviews.json": (dataset.reviews_document[0], JSON, reviews_modified),
-        "/insights.json": (encode_json(dataset.insights_doc), JSON, insights_modified),
-        "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified),
-        "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified),
+        "/reviews.json": (dataset.reviews_document[0], JSON, reviews_modified, _precomputed(dataset, REVIEWS_FILE)),
+        "/insights.json": (dataset.insights_document, JSON, insights_modified, _precomputed(dataset, INSIGHTS_FILE)),
+        "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified, None),
+        "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified, None),
     }
     payloads = {
         path: make_payload(body, ctype, modified,
-                           [("Link", link_header(config, path))] if path in TOPIC_PATHS else [])
-        for path, (body, ctype, modified) in bodies.items()
+                           [("Link", link_header(config, path))] if path in TOPIC_PATHS else [], precomputed=pre)
+        for path, (body, ctype, modified, pre) in bodies.items()
     }
     return Snapshot(dataset, payloads)
+
+
+def _precomputed(dataset: Dataset, name: str) -> Precomputed | None:
+    """The ETag and gzip work the load started for a data file's body (see ReviewsApp's DataStore).
+
+    Taken out of the dataset: once the payload holds the result, nothing should keep
+    the object (made mid-build, it would keep that memory from being returned).
+    """
+    found = dataset.prepared.pop(name, None)
+    return found if isinstance(found, Precomputed) else None
 
 
 # --------------------------------------------------------------------------- client addresses
@@ -288,7 +301,7 @@ class ReviewsApp:
             Rule("/insights.json", endpoint="payload", methods=GET),
             Rule("/api/feed.json", endpoint="payload", methods=GET),
             Rule("/feed.xml", endpoint="payload", methods=GET),
-            Rule("/api/reviews/search", endpoint="search", methods=GET),
+            Rule(SEARCH_PATH, endpoint="search", methods=GET),
             Rule("/api/reviews/since/<anything:date>", endpoint="since", methods=GET),
             Rule("/api/reviews/<review_id>", endpoint="review", methods=GET),
             Rule(OPENAPI_PATH, endpoint="payload", methods=GET),
@@ -303,7 +316,9 @@ class ReviewsApp:
 
     def __init__(self, config: Config, store: DataStore[Snapshot] | None = None):
         self.config = config
-        self.store: DataStore[Snapshot] = store or DataStore(config.data_dir, lambda d: build_snapshot(d, config))
+        # Precomputed: each data body's ETag and gzip start on a thread as soon as it is encoded.
+        self.store: DataStore[Snapshot] = store or DataStore(config.data_dir, lambda d: build_snapshot(d, config),
+                                                             prepare=Precomputed)
         self.openapi_document = build_openapi(config.public_base_url)
         self.openapi = make_payload(encode_json(self.openapi_document), JSON)
         self.trusted_proxies = parse_networks(config.trusted_proxies)
@@ -325,6 +340,11 @@ class ReviewsApp:
                 start_response(status, headers)
                 return [b"" if method == "HEAD" else body]
         try:
+            if method in ("GET", "HEAD") and environ.get("PATH_INFO") == SEARCH_PATH:
+                # The busiest dynamic route, found without binding the Map (its rule stays there too).
+                status, headers, body = self.on_search(environ)
+                start_response(status, headers)
+                return [b"" if method == "HEAD" else body]
             adapter = self.url_map.bind_to_environ(environ)
             if method == "OPTIONS":
                 status, headers, body = self.preflight(environ, adapter.allowed_methods())
@@ -384,8 +404,7 @@ class ReviewsApp:
         return answer(environ, self.static_payload(environ["PATH_INFO"]))
 
     def on_search(self, environ: Mapping[str, Any]) -> Triple:
-        request = Request(environ)
-        args = decode_query_args(request.args.to_dict(flat=False))
+        args = decode_query_args(query_args(environ))
         dataset = self.store.current.dataset
         matched, positions = run_search(dataset, args)
         return self.dynamic(environ, search_result_json(dataset, matched, positions))
@@ -451,6 +470,22 @@ class ReviewsApp:
         return "200 OK", headers, body
 
 
+def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The query string's parameters, each with every value given, as werkzeug's `Request.args` reads them.
+
+    Bytes that are not UTF-8 stay percent-encoded (werkzeug's "werkzeug.url_quote"
+    error handler, registered when werkzeug.urls is imported), whether they came
+    percent-encoded or raw; werkzeug itself fails on raw ones.
+    """
+    text = environ.get("QUERY_STRING", "")
+    if not text.isascii():  # WSGI carries the raw bytes as latin-1
+        text = text.encode("latin-1").decode("utf-8", "werkzeug.url_quote")
+    multi: dict[str, list[str]] = {}
+    for name, value in parse_qsl(text, keep_blank_values=True, errors="werkzeug.url_quote"):
+        multi.setdefault(name, []).append(value)
+    return multi
+
+
 def create_app(config: Config | None = None) -> ReviewsApp:
     """The WSGI application for `config` (data loaded, MCP and hub attached when available)."""
     config = config or Config()
@@ -469,31 +504,6 @@ def create_app(config: Config | None = None) -> ReviewsApp:
 
 
 # --------------------------------------------------------------------------- command line
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line, with any structured `extra` fields of the record."""
-
-    SKIP = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
-
-    def format(self, record: logging.LogRecord) -> str:
-        line = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname.lower(),
-                "logger": record.name, "message": record.getMessage()}
-        line.update({k: v for k, v in vars(record).items() if k not in self.SKIP})
-        if record.exc_info:
-            line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=False, default=str)
-
-
-def configure_logging(log_format: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if log_format == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
 
 
 def check_main(argv: Sequence[str]) -> int:
@@ -537,10 +547,10 @@ def serve_main(argv: Sequence[str]) -> int:
         if app.hub is not None:
             app.hub.stop()
 
-    dataset = app.store.current.dataset
+    count = len(app.store.current.dataset.reviews)  # not the dataset itself: a reload must be able to free it
     return server.run(app, host=config.host, port=config.port, threads=config.threads, max_body=config.max_body,
                       on_reload=lambda: app.store.reload(force=True), on_stop=on_stop,
-                      ready_status=f"serving {len(dataset.reviews)} reviews", sock=sock)
+                      ready_status=f"serving {count} reviews", sock=sock)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

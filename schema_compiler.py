@@ -681,6 +681,7 @@ class _Compiler:
             self._by_name[name] = uri
         self._refs: dict[tuple[str, str], _Node] = {}
         self._tables: list[_TypeTable] = []  # every table built, for _find_memo_slots
+        self.memos: list[_StringMemo] = []  # every memo the tables hold, found by _find_memo_slots
 
     def compile_file(self, schema_file: str) -> _Node:
         if schema_file not in self._by_name:
@@ -697,6 +698,8 @@ class _Compiler:
                 memo = getattr(handler, "__self__", None)
                 if isinstance(memo, _StringMemo):
                     memo.slots.append((table, t))
+                    if all(memo is not known for known in self.memos):
+                        self.memos.append(memo)
 
     # ----------------------------------------------------------------- $ref
 
@@ -945,15 +948,21 @@ def _slow_path(
 # --------------------------------------------------------------------------- public API
 
 
-def compile_schema(schema_file: str, schemas: Mapping[str, dict]) -> Callable[[Any], bool]:
+def compile_schema(schema_file: str, schemas: Mapping[str, dict], *, keep_memos: bool = True) -> Callable[[Any], bool]:
     """Compile `schemas[schema_file]` into ``is_valid(instance) -> bool``.
 
     `schemas` maps file names ("review.schema.json") to parsed schemas; ``$ref``s resolve
     against each schema's ``$id`` (or, failing that, by file name).  Raises
     SchemaCompileError for anything unsupported.  See the module docstring for the
     contract: same verdict as jsonschema's Draft202012Validator with its FORMAT_CHECKER.
+
+    With ``keep_memos=False`` the string verdict caches are emptied after every call: for
+    large documents validated once, whose strings the caches would otherwise keep alive
+    (scattered over the parse's memory, they keep the allocator from returning it).
     """
-    table = _Compiler(schemas).compile_file(schema_file).table
+    compiler = _Compiler(schemas)
+    table = compiler.compile_file(schema_file).table
+    memos = () if keep_memos else tuple(compiler.memos)
 
     def is_valid(instance: Any) -> bool:
         try:
@@ -963,6 +972,9 @@ def compile_schema(schema_file: str, schemas: Mapping[str, dict]) -> Callable[[A
             # the recursion limit, a failing custom format...) there is no verdict to
             # mirror: answer False so that the caller runs jsonschema and sees for itself.
             return False
+        finally:
+            for memo in memos:
+                memo.clear()
 
     return is_valid
 

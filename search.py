@@ -14,7 +14,7 @@ import itertools
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
@@ -188,18 +188,39 @@ def _allowed_ratings(params: SearchParams) -> frozenset[int]:
     return frozenset(stars)
 
 
-def _windowed(positions: list[int], lo: int, hi: int) -> list[int]:
-    return positions[bisect.bisect_left(positions, lo):bisect.bisect_left(positions, hi)]
+@dataclass(frozen=True)
+class _Span:
+    """`positions[start:stop]` read in place: a slice would copy the span (tens of thousands of entries)."""
+
+    positions: Sequence[int]
+    start: int
+    stop: int
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def __iter__(self) -> Iterator[int]:
+        return map(self.positions.__getitem__, range(self.start, self.stop))
 
 
-def _rating_slices(dataset: Dataset, stars: frozenset[int], lo: int, hi: int) -> list[list[int]]:
+def _windowed(positions: Sequence[int], lo: int, hi: int) -> _Span:
+    """The part of a sorted position list that falls in the window [lo, hi)."""
+    return _Span(positions, bisect.bisect_left(positions, lo), bisect.bisect_left(positions, hi))
+
+
+def _rating_spans(dataset: Dataset, stars: frozenset[int], lo: int, hi: int) -> list[_Span]:
     return [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
 
 
+def _merged(spans: Sequence[_Span]) -> Iterator[int]:
+    """The positions of several spans in order; one span needs no merge."""
+    return iter(spans[0]) if len(spans) == 1 else heapq.merge(*spans)
+
+
 def _by_rating_only(dataset: Dataset, stars: frozenset[int], lo: int, hi: int, limit: int) -> tuple[int, list[int]]:
-    """No other filter: each rating's positions in the window are one slice, counted without a loop."""
-    slices = _rating_slices(dataset, stars, lo, hi)
-    return sum(map(len, slices)), list(itertools.islice(heapq.merge(*slices), limit))
+    """No other filter: each rating's positions in the window are one span, counted without a loop."""
+    spans = _rating_spans(dataset, stars, lo, hi)
+    return sum(map(len, spans)), list(itertools.islice(_merged(spans), limit))
 
 
 def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: int, hi: int) -> list[_Source]:
@@ -208,10 +229,10 @@ def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: 
     ratings = dataset.ratings
     given = [params.mentions_technician, params.mentions_service]
     if stars != ALL_RATINGS and all(name is None for name in given):
-        slices = _rating_slices(dataset, stars, lo, hi)
-        sources.append(_Source(sum(map(len, slices)), lambda: heapq.merge(*slices),
+        spans = _rating_spans(dataset, stars, lo, hi)
+        sources.append(_Source(sum(map(len, spans)), lambda: _merged(spans),
                                lambda pos: ratings[pos] in stars))
-    # An entity source is cut from per-rating slices of the allowed ratings only, and
+    # An entity source is cut from per-rating spans of the allowed ratings only, and
     # its test checks the rating too, so no separate rating source is needed beside it.
     for name, (bits, masks), by_rating, lookup in (
         (params.mentions_technician, dataset.technician_masks, dataset.positions_by_technician_rating,
@@ -222,9 +243,9 @@ def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: 
         if name is not None:
             entity = lookup.get(fold_name(name))
             # Split by rating, so that a rating plus an entity walks only their common reviews.
-            slices = [_windowed(by_rating.get((entity, star), []), lo, hi) for star in sorted(stars)] if entity else []
+            spans = [_windowed(by_rating.get((entity, star), []), lo, hi) for star in sorted(stars)] if entity else []
             bit = bits.get(entity, 0) if entity else 0
-            sources.append(_Source(sum(map(len, slices)), lambda s=slices: heapq.merge(*s),
+            sources.append(_Source(sum(map(len, spans)), lambda s=spans: _merged(s),
                                    lambda pos, b=bit, m=masks: bool(m[pos] & b) and ratings[pos] in stars))
     return sources
 

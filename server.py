@@ -43,6 +43,8 @@ from urllib.parse import unquote_to_bytes, urlsplit
 from werkzeug.serving import DechunkedInput, WSGIRequestHandler
 from werkzeug.wsgi import LimitedStream
 
+from logs import direct_info_handler
+
 __all__ = [
     "RequestHandler",
     "Server",
@@ -730,9 +732,17 @@ class RequestHandler(WSGIRequestHandler):
         path = environ.get("REQUEST_URI") or "-"
         if not path.isprintable():
             path = path.translate(_CONTROL_CHARS)
+        message = '%s "%s %s" %s %s %.1fms' % (client, method, path, code, size, duration_ms)
+        direct = direct_info_handler(access_log)
+        if direct is not None:  # the same line without a LogRecord: a fifth of a 304's cost otherwise
+            direct.write_info(access_log.name, message, time.time())
+            return
+        # makeRecord + handle is Logger.info without the caller lookup (a stack walk
+        # per request) that no access line prints.
         extra = {"method": method, "path": path, "status": code, "bytes": size,
                  "duration_ms": duration_ms, "client": client}
-        access_log.info('%s "%s %s" %s %s %.1fms', client, method, path, code, size, duration_ms, extra=extra)
+        access_log.handle(access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, message, (), None,
+                                                extra=extra))
 
     def log_message(self, format: str, *args: Any) -> None:
         log.info(format, *args)

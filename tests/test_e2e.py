@@ -6,15 +6,16 @@ import gzip
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 
 from conftest import ROOT, SMALL_SPECS, LiveServer
 from factories import Spec, make_docs, write_docs
+from polling import wait_until
 
 
 def get(server: LiveServer, path: str, headers: dict | None = None, method: str = "GET"):
@@ -24,15 +25,6 @@ def get(server: LiveServer, path: str, headers: dict | None = None, method: str 
     body = response.read()
     conn.close()
     return response, body
-
-
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02) -> None:
-    """Poll `predicate` until it holds; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
 
 
 def test_conditional_get_over_http(live_server: LiveServer) -> None:
@@ -100,6 +92,24 @@ def test_server_refuses_to_start_on_bad_data(small_data_dir: Path, tmp_path: Pat
                             capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert "reviews.json: $.reviews[0].date: schema:format" in result.stderr
+
+
+def test_text_access_lines_reach_stderr_even_at_exit(live_server_factory, sample_data_dir: Path,
+                                                       tmp_path: Path) -> None:
+    """Access lines are batched (written every 50 ms): each one still arrives, complete, before the exit."""
+    server = live_server_factory("--data-dir", str(sample_data_dir), "--state-dir", str(tmp_path / "s"),
+                                 "--log-format", "text")
+    size = len(get(server, "/reviews.json")[1])
+    etag = get(server, "/feed.xml")[0].getheader("ETag")
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("GET", "/feed.xml", headers={"If-None-Match": etag})
+    assert conn.getresponse().status == 304
+    conn.close()
+    assert server.stop() == 0
+    lines = [entry["message"] for entry in server.log if entry.get("raw")]
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO reviewsd.access: 127\.0\.0\.1 "
+    assert any(re.fullmatch(stamp + rf'"GET /reviews\.json" 200 {size} \d+\.\dms', line) for line in lines)
+    assert any(re.fullmatch(stamp + r'"GET /feed\.xml" 304 0 \d+\.\dms', line) for line in lines)
 
 
 def test_sigterm_exits_cleanly(live_server: LiveServer) -> None:

@@ -16,6 +16,9 @@ import referencing.jsonschema
 from jsonschema import Draft202012Validator
 from werkzeug.http import http_date, parse_date
 from werkzeug.test import Client
+from werkzeug.wrappers import Request
+
+import reviewsd
 
 STATIC_PATHS = ["/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", "/.well-known/openapi.json"]
 CONDITIONAL_PATHS = STATIC_PATHS + ["/api/reviews/since/2025-01-01"]
@@ -394,6 +397,26 @@ def test_any_search_query_string_is_200_or_400_never_500(client: Client, openapi
     assert_valid(openapi, "SearchResult" if response.status_code == 200 else "Error", body)
     if response.status_code == 400:
         assert body["issues"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(raw=st.binary(max_size=40) | st.lists(st.sampled_from([b"a", b"=", b"&", b"+", b"%", b"%c3", b"%a9", b"%ff",
+                                                                 b"\xc3\xa9", b"\xff", b";", b"%2"])).map(b"".join))
+def test_query_args_read_the_query_as_werkzeug_does(raw: bytes) -> None:
+    environ = {"QUERY_STRING": raw.decode("latin-1")}  # how WSGI carries the raw bytes
+    ours = reviewsd.query_args(environ)
+    try:
+        theirs = Request(environ).args.to_dict(flat=False)
+    except UnicodeDecodeError:  # werkzeug fails on raw bytes that are not UTF-8
+        assert any(ord(c) > 0x7F for c in environ["QUERY_STRING"])
+        return
+    assert ours == theirs
+
+
+def test_raw_bytes_that_are_not_utf8_stay_percent_encoded(client: Client) -> None:
+    response = client.get("/api/reviews/search", environ_overrides={"QUERY_STRING": "query=%ff\xff&limit=1"})
+    assert response.status_code == 200 and response.get_json()["matched"] == 0
+    assert reviewsd.query_args({"QUERY_STRING": "query=%ff\xff+caf\xc3\xa9"}) == {"query": ["%FF%FF café"]}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

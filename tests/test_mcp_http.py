@@ -164,6 +164,16 @@ def test_delete_ends_the_session(client, session):
     assert_jsonrpc_error(client.delete("/mcp"), 400, -32000)
 
 
+def test_answers_carry_their_type_length_and_transport_headers(client, session):
+    response = rpc(client, session, "tools/call", {"name": "search_reviews", "arguments": {"limit": 2}})
+    assert response.status_code == 200 and response.headers["Content-Type"] == "application/json"
+    assert int(response.headers["Content-Length"]) == len(response.data)
+    assert response.headers["Cache-Control"] == "no-store" and response.headers["Access-Control-Allow-Origin"] == "*"
+    assert response.get_json()["result"]["structuredContent"]["returned"] == 2
+    accepted = post(client, {"jsonrpc": "2.0", "method": "notifications/cancelled"}, session)
+    assert accepted.status_code == 202 and accepted.data == b"" and "Content-Type" not in accepted.headers
+
+
 def test_idle_sessions_expire(client, session, clock, mcp_app):
     clock.now += mcp_app.config.mcp_session_idle - 1
     assert rpc(client, session, "ping").status_code == 200  # use renews the idle timer

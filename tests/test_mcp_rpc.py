@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from referencing.exceptions import Unresolvable
 
@@ -457,6 +459,65 @@ def test_get_insights_summary(server, session, mcp_app):
     for key in ("overall_sentiment", "summary", "pull_quote", "topics", "faq", "aspects", "date_range"):
         assert structured[key] == doc[key]
     assert structured["technicians"] == doc["entities"]["technicians"]
+
+
+# --------------------------------------------------------------------------- results written from bytes
+
+# Results with reviews are spliced from the pre-encoded reviews (mcp_rpc.EncodedJson): the
+# wire bytes must parse to what building the result from review dicts and encoding it gives.
+
+search_arguments = st.fixed_dictionaries({}, optional={
+    "rating": st.integers(1, 5),
+    "min_rating": st.floats(1, 5, allow_nan=False),
+    "since": st.sampled_from(["2025-10-20", "2025-12-31", "2026-02-01", "2030-01-01"]),
+    "until": st.sampled_from(["2025-10-20", "2026-01-15", "2026-03-01"]),
+    "query": st.sampled_from(["wait", "DR.", "ß", "nothing"]),
+    "mentions_technician": st.sampled_from(["dr. maya patel", "Liam", "dr-sofia-ramirez"]),
+    "mentions_service": st.sampled_from(["Massage therapy", "prenatal-chiropractic"]),
+    "limit": st.integers(1, 10),
+})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(arguments=search_arguments, request_id=st.integers() | st.text())
+@example(arguments={}, request_id="\ud800")  # a lone surrogate: the id is \u-escaped, the result still spliced
+def test_search_result_bytes_equal_the_dict_built_result(server, session, mcp_app, arguments, request_id):
+    dataset = mcp_app.store.current.dataset
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+               "params": {"name": "search_reviews", "arguments": arguments}}
+    wire = mcp_rpc.encode_response(server.handle(session, mcp_rpc.classify(message)))
+    if "since" in arguments and "until" in arguments and arguments["since"] > arguments["until"]:
+        assert json.loads(wire)["result"]["isError"] is True
+        return
+    structured = search_result(dataset, *run_search(dataset, arguments))
+    response = json.loads(wire)
+    text = response["result"]["content"][0]["text"]
+    assert json.loads(text) == structured
+    assert response == {"jsonrpc": "2.0", "id": request_id, "result": {
+        "content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}}
+
+
+def test_every_tool_result_on_the_wire_is_the_dispatched_result(server, session, mcp_app):
+    for name, arguments in valid_calls(mcp_app):
+        message = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        wire = mcp_rpc.encode_response(server.handle(session, mcp_rpc.classify(message)))
+        assert json.loads(wire) == server.dispatch(session, message), name
+
+
+@given(st.text())  # any text that UTF-8 can carry (no lone surrogates)
+@example("quote \" backslash \\ newline \n nul \x00 tab \t del \x7f \u2028 😀 ß")
+def test_json_string_is_the_json_string_literal(text):
+    assert mcp_rpc.json_string(text.encode()) == mcp_rpc.encode_message(text)
+    assert mcp_rpc.json_string(mcp_rpc.encode_message(text)) == mcp_rpc.encode_message(mcp_rpc.encode_message(text).decode())
+
+
+@pytest.mark.parametrize("fields, reviews, expected", [
+    ({}, b"", {"reviews": []}),
+    ({"since": "2026-01-01", "count": 2}, b'{"a":1},{"b":"\xc3\x9f"}',
+     {"since": "2026-01-01", "count": 2, "reviews": [{"a": 1}, {"b": "ß"}]}),
+])
+def test_with_reviews_appends_the_encoded_reviews(fields, reviews, expected):
+    assert json.loads(mcp_rpc.with_reviews(fields, reviews)) == expected
 
 
 # Tool execution errors: a result with isError and a text a model can act on.

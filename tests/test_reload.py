@@ -203,6 +203,24 @@ def test_check_reports_cross_file_rules(small_data_dir: Path) -> None:
     assert any(p[2] == "review-exists" for p in problems)
 
 
+@pytest.mark.parametrize("file", ["reviews.json", "insights.json"])
+def test_lone_surrogates_are_refused_with_their_place(small_data_dir: Path, file: str) -> None:
+    """JSON can escape a lone surrogate; UTF-8 cannot carry it, so such text is refused, not a crash."""
+    reviews_doc, insights_doc = make_docs(SMALL_SPECS)
+    if file == "reviews.json":
+        reviews_doc["reviews"][0]["text"] = "broken \ud83d emoji"
+        where = "$.reviews[0].text"
+    else:
+        insights_doc["summary"] = "broken \udfff summary"
+        where = "$.summary"
+    app = small_app(small_data_dir)
+    for name, doc in (("reviews.json", reviews_doc), ("insights.json", insights_doc)):
+        (small_data_dir / name).write_text(json.dumps(doc), "ascii")  # the surrogate as a \\u escape
+    problems = check_data_dir(small_data_dir)
+    assert [(p.file, p.path, p.rule) for p in problems] == [(file, where, "unicode")]
+    assert app.store.reload() is False and app.store.last_error.problems == problems
+
+
 def test_check_reports_missing_and_unparsable_files(tmp_path: Path) -> None:
     (tmp_path / "reviews.json").write_text('{"business": ', "utf-8")
     result = run_check(tmp_path)

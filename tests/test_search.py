@@ -150,6 +150,16 @@ def test_text_search_uses_the_blob_for_large_candidate_sets() -> None:
     assert matched == len(range(0, 2500, 7))
 
 
+@given(positions=st.lists(st.integers(0, 50), unique=True).map(sorted), lo=st.integers(-2, 52),
+       width=st.integers(0, 55))
+def test_a_window_span_reads_what_a_filter_would_keep(positions: list[int], lo: int, width: int) -> None:
+    """Spans read a sorted position list in place instead of copying it; same positions, same count."""
+    hi = lo + width  # a window is never reversed (Dataset.window)
+    span = search_module._windowed(positions, lo, hi)
+    expected = [p for p in positions if lo <= p < hi]
+    assert (len(span), list(span), list(span)) == (len(expected), expected, expected)  # iterable twice
+
+
 def test_search_json_is_the_search_result_encoded() -> None:
     dataset, *_ = dataset_of([Spec(rating=r, text=f"t{r} ✓ <&>") for r in (1, 5, 5, 3)])
     matched, positions = run_search(dataset, {"min_rating": 3, "limit": 2})

@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import server  # noqa: E402
+from polling import wait_until
 
 WAIT = 5.0  # upper bound for anything that should happen "promptly"
 
@@ -513,9 +514,12 @@ def test_at_max_connections_the_longest_idle_is_closed() -> None:
     with serving(max_connections=3) as srv:
         idle = open_many(srv, 3)
         try:
-            for sock in idle:
+            for n, sock in enumerate(idle, 1):
                 sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
                 read_response(sock.makefile("rb"))
+                # The worker hands the connection back after the client has its answer:
+                # wait for it, so that idle[0] is the longest idle one.
+                assert wait_until(lambda: len(srv._timers[server._IDLE]) == n)
             assert get(srv.server_address).status == 200
             assert closed_within(idle[0], WAIT)
         finally:
@@ -543,15 +547,6 @@ def test_at_max_connections_without_idle_ones_new_clients_wait() -> None:
 
 
 # -- graceful shutdown -------------------------------------------------------------
-
-
-def wait_until(predicate: Any, timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def refuses_connections(address: tuple) -> bool:

@@ -1,0 +1,178 @@
+"""Log output for the server process: text or JSON lines on stderr (journald), written in batches.
+
+An access line per request is the largest per-request cost after the app itself
+when every line is formatted with a fresh timestamp and written with its own
+`write` + `flush` (a system call per request).  Here records are formatted with
+a timestamp computed once per second and queued; a flusher thread writes the
+queue every FLUSH_INTERVAL seconds.  Records of WARNING and above, and every
+record while the queue is full, are written at once, after what was queued, so
+lines keep their order and problems are never held back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+import time
+from typing import IO
+
+FLUSH_INTERVAL = 0.05  # seconds an INFO line may wait before it reaches stderr
+MAX_QUEUED = 512  # lines; a burst beyond this is written at once
+
+
+class _CachedTime:
+    """formatTime that renders each second once (the access log asks thousands of times a second)."""
+
+    default_msec_format = "%s,%03d"
+    _second = -1
+    _text = ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        second = int(record.created)
+        if second != self._second:
+            self._text = time.strftime(datefmt or "%Y-%m-%d %H:%M:%S", self.converter(second))  # type: ignore[attr-defined]
+            self._second = second
+        if datefmt:
+            return self._text
+        return self.default_msec_format % (self._text, record.msecs)
+
+
+class TextFormatter(_CachedTime, logging.Formatter):
+    """`2026-11-22 12:00:00,123 INFO reviewsd.access: message`."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def line(self, created: float, level: str, name: str, message: str) -> str:
+        """The formatted line of a record without an exception, from its fields alone."""
+        second = int(created)
+        if second != self._second:
+            self._text = time.strftime("%Y-%m-%d %H:%M:%S", self.converter(second))  # type: ignore[arg-type]
+            self._second = second
+        return "%s,%03d %s %s: %s" % (self._text, (created - second) * 1000, level, name, message)
+
+
+class JsonFormatter(_CachedTime, logging.Formatter):
+    """One JSON object per line, with any structured `extra` fields of the record."""
+
+    SKIP = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname.lower(),
+                "logger": record.name, "message": record.getMessage()}
+        line.update({k: v for k, v in vars(record).items() if k not in self.SKIP})
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+class BatchingStreamHandler(logging.StreamHandler):
+    """A StreamHandler that writes INFO lines in batches (see the module docstring)."""
+
+    def __init__(self, stream: IO[str] | None = None, interval: float = FLUSH_INTERVAL) -> None:
+        super().__init__(stream)
+        self._queued: list[str] = []
+        self._interval = interval
+        self._stop_flusher = threading.Event()
+        self._flusher: threading.Thread | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record) + self.terminator
+            # emit runs under the handler's lock (Handler.handle), so the queue is consistent.
+            self._queued.append(line)
+            if record.levelno >= logging.WARNING or len(self._queued) >= MAX_QUEUED:
+                self._write_queued()
+            elif self._flusher is None:
+                self._start_flusher()
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+
+    def write_info(self, name: str, message: str, created: float) -> None:
+        """Queue an INFO line formatted as for a record, without making one (see `direct_info_handler`)."""
+        line = self.formatter.line(created, "INFO", name, message) + self.terminator  # type: ignore[union-attr]
+        self.acquire()
+        try:
+            self._queued.append(line)
+            if len(self._queued) >= MAX_QUEUED:
+                self._write_queued()
+            elif self._flusher is None:
+                self._start_flusher()
+        finally:
+            self.release()
+
+    def flush(self) -> None:
+        self.acquire()
+        try:
+            self._write_queued()
+        finally:
+            self.release()
+
+    def close(self) -> None:
+        self._stop_flusher.set()
+        self.flush()
+        super().close()
+
+    def _write_queued(self) -> None:
+        if self._queued:
+            text = "".join(self._queued)
+            self._queued.clear()
+            self.stream.write(text)
+        if self.stream and hasattr(self.stream, "flush"):
+            self.stream.flush()
+
+    def _start_flusher(self) -> None:
+        self._flusher = threading.Thread(target=self._flush_periodically, name="log-flusher", daemon=True)
+        self._flusher.start()
+
+    def _flush_periodically(self) -> None:
+        while not self._stop_flusher.wait(self._interval):
+            try:
+                self.flush()
+            except (OSError, ValueError):  # stderr closed or broken: nothing left to write to
+                return
+
+
+def configure_logging(log_format: str, stream: IO[str] | None = None) -> logging.Handler:
+    """Send every record of the process to stderr (or `stream`) as text or JSON lines."""
+    handler = BatchingStreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    # No format here prints them, and each costs a lookup per record (logging HOWTO, "Optimization").
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+    return handler
+
+
+def direct_info_handler(logger: logging.Logger) -> BatchingStreamHandler | None:
+    """The handler whose `write_info` may stand in for `logger.info(message)`, or None where it would differ.
+
+    It applies only when the record would reach exactly one handler, a
+    BatchingStreamHandler with a TextFormatter, and no filter could see it, as
+    `configure_logging("text")` sets up; then the line is formatted straight
+    into the handler's queue, identical to what the record would give (the
+    tests compare them).  Anything else (a JSON format, a test capturing
+    records, an added handler or filter) makes this None, and records are used.
+    """
+    if not logger.isEnabledFor(logging.INFO):
+        return None
+    handlers: list[logging.Handler] = []
+    current: logging.Logger | None = logger
+    while current is not None:
+        if current.filters:
+            return None
+        handlers += current.handlers
+        current = current.parent if current.propagate else None  # type: ignore[assignment]
+    if len(handlers) != 1:
+        return None
+    handler = handlers[0]
+    # exact types: a subclass may format or filter differently
+    if (type(handler) is not BatchingStreamHandler or type(handler.formatter) is not TextFormatter
+            or handler.filters or handler.level > logging.INFO):
+        return None
+    return handler

@@ -1,0 +1,312 @@
+"""The compact dataset: lazily decoded reviews and mentions, its indexes and bodies, and memory after reloads.
+
+Every check compares against a plain computation from the parsed documents, the way
+the dataset used to hold them.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+import weakref
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dataset as dataset_module
+from dataset import DataError, DataStore, Dataset, RawFile, check_documents, dataset_from_files
+from factories import SERVICES, TECHNICIANS, Spec, make_docs, write_docs
+from schema_compiler import compile_schema
+
+SPECS = [
+    Spec(rating=5, date="2025-03-01", text="Dr. Maya Patel fixed my back.", technicians=["dr-maya-patel"],
+         services=["spinal-adjustment"], reply=True),
+    Spec(rating=2, date="2025-03-01", text="Long wait, ßtraße ΣΑΣ 😀.", services=["massage-therapy"]),
+    Spec(rating=4, date="2024-12-24", text=None, technicians=["liam-oconnor", "dr-maya-patel"]),
+    Spec(rating=1, date="2025-06-30", text="NUL \x00 and \x01 controls, \u2028 and \ufdd0"),
+    Spec(rating=3, date="2023-01-05", text='Ends like a boundary },{'),
+    Spec(rating=5, date="2025-06-30", text="Ends like an entry key \":{", technicians=["dr-sofia-ramirez"]),
+]
+
+
+def ordered(reviews_doc: dict) -> list[dict]:
+    return sorted(reviews_doc["reviews"], key=lambda r: (r["date"], r["id"]), reverse=True)
+
+
+def compact(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
+
+def built(specs: list[Spec]) -> tuple[Dataset, dict, dict]:
+    reviews_doc, insights_doc = make_docs(specs)
+    # What Dataset() is given is only read: keep a pristine copy to compare with.
+    return (Dataset(json.loads(json.dumps(reviews_doc)), json.loads(json.dumps(insights_doc)), "r", "i"),
+            reviews_doc, insights_doc)
+
+
+# ---------------------------------------------------------------- reviews and mentions, decoded on demand
+
+
+def test_reviews_read_back_exactly_what_the_documents_held() -> None:
+    dataset, reviews_doc, _ = built(SPECS)
+    expected = ordered(reviews_doc)
+    assert len(dataset.reviews) == len(expected)
+    assert [dataset.reviews[p] for p in range(len(expected))] == expected
+    assert list(dataset.reviews) == expected
+    assert dataset.reviews[:2] == tuple(expected[:2]) and dataset.reviews[-2:] == tuple(expected[-2:])
+    assert dataset.reviews[::2] == tuple(expected[::2]) and dataset.reviews[3:1] == ()
+    assert dataset.reviews[-1] == expected[-1]
+    with pytest.raises(IndexError):
+        dataset.reviews[len(expected)]
+    for review in expected:
+        assert dataset.review_by_id(review["id"]) == review
+    assert dataset.review_by_id("nope") is None
+
+
+def test_reading_a_review_twice_gives_independent_dicts() -> None:
+    dataset, _, _ = built(SPECS[:2])
+    first = dataset.reviews[0]
+    first["rating"] = 0
+    assert dataset.reviews[0]["rating"] != 0
+
+
+def test_per_review_mentions_read_back_exactly() -> None:
+    dataset, _, insights_doc = built(SPECS)
+    per_review = dataset.insights_doc["per_review"]
+    assert list(per_review) == list(insights_doc["per_review"])
+    assert len(per_review) == len(insights_doc["per_review"])
+    assert dict(per_review.items()) == insights_doc["per_review"]
+    for review_id, mentions in insights_doc["per_review"].items():
+        assert review_id in per_review and per_review.get(review_id) == mentions
+    assert per_review.get("nope") is None and "nope" not in per_review and 3 not in per_review
+    with pytest.raises(KeyError):
+        per_review["nope"]
+
+
+def test_other_document_keys_are_plain_values() -> None:
+    dataset, reviews_doc, insights_doc = built(SPECS[:3])
+    assert dataset.reviews_doc == {k: v for k, v in reviews_doc.items() if k != "reviews"}
+    assert list(dataset.insights_doc) == list(insights_doc)
+    assert {k: v for k, v in dataset.insights_doc.items() if k != "per_review"} == \
+           {k: v for k, v in insights_doc.items() if k != "per_review"}
+
+
+def test_bodies_are_the_compact_encoding_of_the_documents() -> None:
+    dataset, reviews_doc, insights_doc = built(SPECS)
+    head = {k: v for k, v in reviews_doc.items() if k != "reviews"}
+    assert dataset.reviews_document[0] == compact({**head, "reviews": ordered(reviews_doc)})
+    assert dataset.insights_document == compact(insights_doc)
+    expected = ordered(reviews_doc)
+    for pos, review in enumerate(expected):
+        assert dataset.review_json(pos) == compact(review)
+    assert dataset.reviews_json_range(1, 4) == b",".join(compact(r) for r in expected[1:4])
+    assert dataset.reviews_json_range(2, 2) == b""
+
+
+def test_mention_keys_that_are_not_plain_ids_are_found_too() -> None:
+    """Dataset() does not validate: ids of any shape still get their per_review slices."""
+    reviews_doc, insights_doc = make_docs(SPECS[:3])
+    renamed = {r["id"]: f"id \"{n}\"\n" for n, r in enumerate(reviews_doc["reviews"])}
+    for review in reviews_doc["reviews"]:
+        review["id"] = renamed[review["id"]]
+    insights_doc["per_review"] = {renamed[k]: v for k, v in insights_doc["per_review"].items()}
+    dataset = Dataset(reviews_doc, insights_doc, "r", "i")
+    assert dict(dataset.insights_doc["per_review"].items()) == insights_doc["per_review"]
+
+
+def test_empty_dataset() -> None:
+    dataset, _, _ = built([])
+    assert len(dataset.reviews) == 0 and list(dataset.reviews) == [] and dataset.reviews[:50] == ()
+    assert dataset.reviews_json_range(0, 0) == b"" and dataset.positions_with_text("x") == []
+    assert json.loads(dataset.reviews_document[0])["reviews"] == []
+
+
+# ---------------------------------------------------------------- indexes against plain references
+
+
+def reference_aspect_positions(reviews: list[dict], per_review: dict) -> dict:
+    index: dict[tuple[str, str | None], list[int]] = {}
+    for pos, review in enumerate(reviews):
+        for mention in per_review.get(review["id"], {}).get("aspects", ()):
+            for key in ((mention["id"], None), (mention["id"], mention["sentiment"])):
+                index.setdefault(key, []).append(pos)
+    return index
+
+
+def reference_entity_positions(reviews: list[dict], per_review: dict, group: str) -> dict:
+    index: dict[str, list[int]] = {}
+    for pos, review in enumerate(reviews):
+        for entity_id in per_review.get(review["id"], {}).get(group, ()):
+            index.setdefault(entity_id, []).append(pos)
+    return index
+
+
+def reference_blob(reviews: list[dict]) -> tuple[bytes, list[int]]:
+    parts = [r["text"].casefold().encode("utf-8", "surrogatepass") if r["text"] else b"" for r in reviews]
+    starts, at = [], 0
+    for part in parts:
+        starts.append(at)
+        at += len(part) + 1
+    return b"\xff".join(parts), starts + [at]
+
+
+def check_indexes(dataset: Dataset, reviews_doc: dict, insights_doc: dict) -> None:
+    reviews, per_review = ordered(reviews_doc), insights_doc["per_review"]
+    assert dataset.positions_by_aspect == reference_aspect_positions(reviews, per_review)
+    for group, index in (("technicians", dataset.positions_by_technician), ("services", dataset.positions_by_service)):
+        assert index == reference_entity_positions(reviews, per_review, group)
+    assert dataset.position_of == {r["id"]: pos for pos, r in enumerate(reviews)}
+    assert dataset.dates_ascending == [r["date"] for r in reversed(reviews)]
+    assert dataset.ratings == bytes(r["rating"] for r in reviews)
+    assert dataset.positions_by_rating == {star: [p for p, r in enumerate(reviews) if r["rating"] == star]
+                                           for star in range(1, 6)}
+    blob, starts = dataset.text_blob
+    assert (blob, list(starts)) == reference_blob(reviews)
+
+
+def test_indexes_equal_plain_references() -> None:
+    dataset, reviews_doc, insights_doc = built(SPECS)
+    check_indexes(dataset, reviews_doc, insights_doc)
+
+
+def test_text_blob_when_texts_hold_control_characters_and_noncharacters() -> None:
+    texts = [chr(c) + " x" for c in range(32)] + ["\ufdd0", "\ufdef", "Ǆ ß ﬁ ΣΑΣ"]
+    dataset, reviews_doc, insights_doc = built([Spec(text=t, date=f"2025-01-{1 + i % 28:02d}")
+                                                for i, t in enumerate(texts)])
+    check_indexes(dataset, reviews_doc, insights_doc)
+
+
+def test_text_blob_when_every_joiner_occurs_in_some_text() -> None:
+    texts = ["\x00", "\ufdd0", "\udfff", "\ufdef", "", "Ǆ ß"]
+    blob, starts = dataset_module._fold_and_join(texts)
+    assert (blob, list(dataset_module._array("q", starts))) == reference_blob([{"text": t} for t in texts])
+
+
+SPEC_STRATEGY = st.builds(
+    Spec,
+    rating=st.integers(1, 5),
+    date=st.dates(date(2020, 1, 1), date(2026, 12, 31)).map(date.isoformat),
+    text=st.one_of(st.none(), st.text(min_size=1, max_size=30)),
+    technicians=st.lists(st.sampled_from([t["id"] for t in TECHNICIANS]), max_size=2, unique=True),
+    services=st.lists(st.sampled_from([s["id"] for s in SERVICES]), max_size=2, unique=True),
+    reply=st.booleans(),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(SPEC_STRATEGY, max_size=12))
+def test_indexes_equal_plain_references_for_any_reviews(specs: list[Spec]) -> None:
+    dataset, reviews_doc, insights_doc = built(specs)
+    check_indexes(dataset, reviews_doc, insights_doc)
+    assert list(dataset.reviews) == json.loads(json.dumps(ordered(reviews_doc)))
+
+
+# ---------------------------------------------------------------- validation through the fast path
+
+
+def raw(name: str, doc: Any) -> RawFile:
+    content = json.dumps(doc, ensure_ascii=False).encode()
+    return RawFile(name, content, "sha")
+
+
+def damaged(kind: str) -> tuple[dict, dict]:
+    reviews_doc, insights_doc = make_docs(SPECS[:3])
+    first, second = reviews_doc["reviews"][0], reviews_doc["reviews"][1]
+    if kind == "duplicate-id":
+        second["id"] = first["id"]
+    elif kind == "reply-before-review":
+        first["owner_reply"] = {"text": "Thanks", "date": "2000-01-01"}
+    elif kind == "orphan-mention":
+        insights_doc["per_review"]["7ZZZZZZZZZZZZZZZZZZZZZZZZZ"] = insights_doc["per_review"][first["id"]]
+    elif kind == "unknown-technician":
+        insights_doc["per_review"][first["id"]]["technicians"].append("dr-nobody")
+    elif kind == "count":
+        insights_doc["aspects"][0]["mention_count"] += 1
+    elif kind == "aggregate":
+        reviews_doc["aggregate_rating"]["review_count"] += 1
+    return reviews_doc, insights_doc
+
+
+@pytest.mark.parametrize("kind", ["duplicate-id", "reply-before-review", "orphan-mention", "unknown-technician",
+                                  "count", "aggregate"])
+def test_loading_reports_exactly_the_problems_of_the_plain_checks(kind: str) -> None:
+    reviews_doc, insights_doc = damaged(kind)
+    expected = check_documents(reviews_doc, insights_doc)
+    assert expected, kind
+    with pytest.raises(DataError) as refused:
+        dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
+    assert refused.value.problems == expected
+
+
+def test_data_predicates_keep_no_strings_of_a_validated_document() -> None:
+    schemas = dataset_module.SCHEMAS
+    keeping = compile_schema("reviews.schema.json", schemas)
+    forgetting = compile_schema("reviews.schema.json", schemas, keep_memos=False)
+    reviews_doc, _ = make_docs(SPECS)
+    date = "".join(["2031-", "02-03"])  # a string object of its own, held by this test only
+    reviews_doc["reviews"][0]["date"] = date
+    held = sys.getrefcount(date)
+    assert forgetting(reviews_doc) is True
+    assert sys.getrefcount(date) == held
+    assert keeping(reviews_doc) is True
+    assert sys.getrefcount(date) > held  # the default keeps verdicts keyed by the document's strings
+
+
+def test_collector_pause_nests_and_restores() -> None:
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with dataset_module.collector_paused():
+            with dataset_module.collector_paused():
+                assert not gc.isenabled()
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        gc.disable()
+        with dataset_module.collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+# ---------------------------------------------------------------- memory across loads
+
+
+def test_prepare_sees_each_served_body_once(tmp_path: Path) -> None:
+    reviews_doc, insights_doc = make_docs(SPECS[:3])
+    seen: list[bytes] = []
+    dataset = dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc),
+                                 prepare=lambda body: seen.append(body) or len(body))
+    assert seen == [dataset.reviews_document[0], dataset.insights_document]
+    assert dataset.prepared == {"reviews.json": len(seen[0]), "insights.json": len(seen[1])}
+
+
+def test_a_reload_frees_the_replaced_data(tmp_path: Path) -> None:
+    write_docs(tmp_path, *make_docs(SPECS[:3]))
+    store: DataStore[Dataset] = DataStore(tmp_path, lambda dataset: dataset)
+    first = weakref.ref(store.current)
+    write_docs(tmp_path, *make_docs(SPECS[1:]))
+    assert store.reload(force=True)
+    assert first() is None  # nothing but the store held it, and the store let it go during reload()
+    assert len(store.current.reviews) == len(SPECS) - 1
+
+
+def served_raws(specs: list[Spec]) -> tuple[RawFile, RawFile]:
+    reviews_doc, insights_doc = make_docs(specs)
+    return raw("reviews.json", reviews_doc), raw("insights.json", insights_doc)
+
+
+def test_a_dataset_holds_no_parsed_review_dicts() -> None:
+    marker = "held-or-not 7c1e"  # only this test's reviews carry it
+    specs = [Spec(text=f"{marker} {n}", date=f"2025-02-{n + 1:02d}", reply=True) for n in range(5)]
+    dataset = dataset_from_files(*served_raws(specs))
+    gc.collect()
+    live = [o for o in gc.get_objects()
+            if isinstance(o, dict) and isinstance(o.get("text"), str) and o["text"].startswith(marker)]
+    assert live == []
+    assert dataset.reviews[0]["text"] == f"{marker} 4"  # they come back on demand

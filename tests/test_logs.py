@@ -1,0 +1,162 @@
+"""Log output: formats, batching, order, and nothing lost at close."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+import logs
+from polling import wait_until
+
+
+def record(message: str, level: int = logging.INFO, created: float | None = None, **extra: object) -> logging.LogRecord:
+    entry = logging.LogRecord("reviewsd.test", level, __file__, 1, message, (), None)
+    if created is not None:
+        entry.created, entry.msecs = created, (created - int(created)) * 1000
+    entry.__dict__.update(extra)
+    return entry
+
+
+@pytest.fixture
+def stream() -> io.StringIO:
+    return io.StringIO()
+
+
+@pytest.fixture
+def handler(stream: io.StringIO) -> Iterator[logs.BatchingStreamHandler]:
+    # A long interval: these tests decide when lines are written, not the flusher.
+    batching = logs.BatchingStreamHandler(stream, interval=3600)
+    batching.setFormatter(logs.TextFormatter())
+    yield batching
+    batching.close()
+
+
+def test_info_lines_wait_for_the_flush(handler: logs.BatchingStreamHandler, stream: io.StringIO) -> None:
+    handler.handle(record("first"))
+    handler.handle(record("second"))
+    assert stream.getvalue() == ""
+    handler.flush()
+    lines = stream.getvalue().splitlines()
+    assert [line.rsplit(": ", 1)[1] for line in lines] == ["first", "second"]
+
+
+def test_a_warning_is_written_at_once_after_what_was_queued(handler: logs.BatchingStreamHandler,
+                                                            stream: io.StringIO) -> None:
+    handler.handle(record("queued"))
+    handler.handle(record("problem", logging.WARNING))
+    lines = stream.getvalue().splitlines()
+    assert [line.rsplit(": ", 1)[1] for line in lines] == ["queued", "problem"]
+    assert " WARNING " in lines[1]
+
+
+def test_a_full_queue_is_written_at_once(handler: logs.BatchingStreamHandler, stream: io.StringIO) -> None:
+    for n in range(logs.MAX_QUEUED - 1):
+        handler.handle(record(f"line {n}"))
+    assert stream.getvalue() == ""
+    handler.handle(record("the last that fits"))
+    assert len(stream.getvalue().splitlines()) == logs.MAX_QUEUED
+
+
+def test_close_writes_what_is_queued(handler: logs.BatchingStreamHandler, stream: io.StringIO) -> None:
+    handler.handle(record("last words"))
+    handler.close()
+    assert stream.getvalue().endswith("last words\n")
+
+
+def test_the_flusher_writes_queued_lines_by_itself(stream: io.StringIO) -> None:
+    batching = logs.BatchingStreamHandler(stream, interval=0.01)
+    batching.setFormatter(logs.TextFormatter())
+    try:
+        batching.handle(record("eventually"))
+        assert wait_until(lambda: "eventually" in stream.getvalue())
+    finally:
+        batching.close()
+
+
+@pytest.mark.parametrize("created", [1_700_000_000.0, 1_700_000_000.999, 1_700_000_001.5, 1_700_086_400.25])
+def test_text_format_matches_the_standard_formatter(created: float) -> None:
+    standard = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    cached = logs.TextFormatter()
+    for when in (created, created + 0.001, created + 1):  # the cache must notice a new second
+        entry = record("hello", created=when)
+        assert cached.format(entry) == standard.format(entry)
+
+
+def test_json_format_carries_the_structured_fields() -> None:
+    line = json.loads(logs.JsonFormatter().format(record("GET /x", created=1_700_000_000.5, status=200, path="/x")))
+    assert line["time"] == logging.Formatter().formatTime(record("", created=1_700_000_000.5), "%Y-%m-%dT%H:%M:%S")
+    assert (line["level"], line["logger"], line["message"]) == ("info", "reviewsd.test", "GET /x")
+    assert (line["status"], line["path"]) == (200, "/x")
+
+
+def test_configure_logging_sends_every_logger_through_one_handler(stream: io.StringIO) -> None:
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, logging.logThreads, logging.logProcesses, logging.logMultiprocessing
+    try:
+        handler = logs.configure_logging("json", stream)
+        logging.getLogger("reviewsd.anything").warning("careful")
+        assert root.handlers == [handler]
+        assert json.loads(stream.getvalue())["message"] == "careful"
+    finally:
+        root.handlers[:], level, logging.logThreads, logging.logProcesses, logging.logMultiprocessing = saved
+        root.setLevel(level)
+        handler.close()
+
+
+# ---------------------------------------------------------------- the access log's direct path
+
+
+@pytest.fixture
+def configured(stream: io.StringIO) -> Iterator[logs.BatchingStreamHandler]:
+    """configure_logging("text") on `stream`, undone afterwards (pytest's own capture handler removed meanwhile)."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, logging.logThreads, logging.logProcesses, logging.logMultiprocessing
+    handler = logs.configure_logging("text", stream)
+    handler._interval = 3600  # type: ignore[attr-defined]
+    try:
+        yield handler
+    finally:
+        root.handlers[:], level, logging.logThreads, logging.logProcesses, logging.logMultiprocessing = saved
+        root.setLevel(level)
+        handler.close()
+
+
+@pytest.mark.parametrize("created", [1_700_000_000.0, 1_700_000_000.0625, 1_700_000_059.999])
+def test_direct_line_equals_the_records_line(configured: logs.BatchingStreamHandler, stream: io.StringIO,
+                                             created: float) -> None:
+    logging.getLogger().handlers[:] = [configured]  # pytest adds its capture handlers around each test body
+    access = logging.getLogger("reviewsd.access")
+    assert logs.direct_info_handler(access) is configured
+    configured.write_info(access.name, '127.0.0.1 "GET /x" 200 5 0.1ms', created)
+    entry = logging.LogRecord(access.name, logging.INFO, __file__, 1, '127.0.0.1 "GET /x" 200 5 0.1ms', (), None)
+    entry.created, entry.msecs = created, int((created - int(created)) * 1000) + 0.0
+    configured.handle(entry)
+    configured.flush()
+    direct, general = stream.getvalue().splitlines()
+    assert direct == general
+
+
+def test_direct_path_steps_aside_whenever_records_could_differ(configured: logs.BatchingStreamHandler) -> None:
+    access = logging.getLogger("reviewsd.access")
+    root = logging.getLogger()
+    root.handlers[:] = [configured]  # pytest adds its capture handlers around each test body
+    checks = []
+    extra = logging.NullHandler()
+    root.addHandler(extra)  # e.g. pytest's caplog
+    checks.append(logs.direct_info_handler(access))
+    root.removeHandler(extra)
+    access.addFilter(lambda r: True)
+    checks.append(logs.direct_info_handler(access))
+    access.filters.clear()
+    configured.setFormatter(logs.JsonFormatter())
+    checks.append(logs.direct_info_handler(access))
+    configured.setFormatter(logs.TextFormatter())
+    access.setLevel(logging.WARNING)
+    checks.append(logs.direct_info_handler(access))
+    access.setLevel(logging.NOTSET)
+    assert checks == [None, None, None, None]
+    assert logs.direct_info_handler(access) is configured
