@@ -11,7 +11,6 @@ import hmac
 import http.client
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlencode
@@ -22,6 +21,7 @@ import reviewsd
 from conftest import LiveServer
 from factories import Spec, make_docs, write_docs
 from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
+from polling import wait_until
 
 BASE = "https://reviews.example.com"
 FEED = BASE + "/feed.xml"
@@ -104,14 +104,9 @@ def hub_status(server: LiveServer) -> dict[str, Any]:
 
 def wait_status(server: LiveServer, predicate: Callable[[dict], bool], timeout: float = 10.0) -> dict[str, Any]:
     """Poll the hub's status in /healthz until `predicate` holds (a deadline, not a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        status = hub_status(server)
-        if predicate(status):
-            return status
-        if time.monotonic() > deadline:
-            raise AssertionError(f"hub status never matched: {status}")
-        time.sleep(0.02)
+    seen: list[dict[str, Any]] = []
+    wait_until(lambda: predicate(seen.append(hub_status(server)) or seen[-1]), timeout, interval=0.02)
+    return seen[-1]
 
 
 def settled(count: int) -> Callable[[dict], bool]:

@@ -18,6 +18,7 @@ import pytest
 import hub
 import reviewsd
 from factories import Spec, make_docs, write_docs
+from polling import wait_until
 
 BASE = "https://reviews.example.com"
 FEED = BASE + "/feed.xml"
@@ -116,11 +117,7 @@ def public_resolver(host: str, port: int) -> list[tuple]:
 
 def wait_idle(the_hub: hub.Hub, timeout: float = 5.0) -> None:
     """Until no work is due or running (work scheduled for later does not count)."""
-    deadline = time.monotonic() + timeout
-    while the_hub.scheduler.busy():
-        if time.monotonic() > deadline:
-            raise AssertionError("hub still busy")
-        time.sleep(0.005)
+    wait_until(lambda: not the_hub.scheduler.busy(), timeout, interval=0.005)
 
 
 class HubMaker:

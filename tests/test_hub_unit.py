@@ -22,6 +22,7 @@ from werkzeug.test import Client
 import hub
 import reviewsd
 from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
+from polling import wait_until
 from test_hub_support import (BASE, FEED, Call, FakeClock, FakeOutbound, HubMaker, echo, make_hub,  # noqa: F401
                               wait_idle)
 
@@ -458,10 +459,7 @@ def test_lease_end_removes_on_its_timer(make_hub: HubMaker) -> None:
     assert app.hub.status()["subscriptions"] == 1
     clock.advance(1)
     app.hub.wake()
-    deadline = time.monotonic() + 5
-    while app.hub.status()["subscriptions"] and time.monotonic() < deadline:
-        time.sleep(0.005)
-    assert app.hub.status()["subscriptions"] == 0
+    assert wait_until(lambda: app.hub.status()["subscriptions"] == 0, timeout=5)
 
 
 def test_nothing_is_delivered_after_the_lease_ends(make_hub: HubMaker) -> None:
