@@ -20,23 +20,25 @@ from typing import IO
 
 FLUSH_INTERVAL = 0.05  # seconds an INFO line may wait before it reaches stderr
 MAX_QUEUED = 512  # lines; a burst beyond this is written at once
+DEFAULT_DATE_FORMAT = "%Y-%m-%d %H:%M:%S"  # logging.Formatter's
 
 
 class _CachedTime:
     """formatTime that renders each second once (the access log asks thousands of times a second)."""
 
     default_msec_format = "%s,%03d"
-    _second = -1
-    _text = ""
+    _stamp: tuple[int, str] = (-1, "")  # (second, its text), one attribute so threads never pair them wrongly
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
-        second = int(record.created)
-        if second != self._second:
-            self._text = time.strftime(datefmt or "%Y-%m-%d %H:%M:%S", self.converter(second))  # type: ignore[attr-defined]
-            self._second = second
-        if datefmt:
-            return self._text
-        return self.default_msec_format % (self._text, record.msecs)
+        text = self._second_text(int(record.created), datefmt or DEFAULT_DATE_FORMAT)
+        return text if datefmt else self.default_msec_format % (text, record.msecs)
+
+    def _second_text(self, second: int, datefmt: str) -> str:
+        cached, text = self._stamp
+        if cached != second:
+            text = time.strftime(datefmt, self.converter(second))  # type: ignore[attr-defined]
+            self._stamp = (second, text)
+        return text
 
 
 class TextFormatter(_CachedTime, logging.Formatter):
@@ -48,10 +50,8 @@ class TextFormatter(_CachedTime, logging.Formatter):
     def line(self, created: float, level: str, name: str, message: str) -> str:
         """The formatted line of a record without an exception, from its fields alone."""
         second = int(created)
-        if second != self._second:
-            self._text = time.strftime("%Y-%m-%d %H:%M:%S", self.converter(second))  # type: ignore[arg-type]
-            self._second = second
-        return "%s,%03d %s %s: %s" % (self._text, (created - second) * 1000, level, name, message)
+        text = self._second_text(second, DEFAULT_DATE_FORMAT)
+        return "%s,%03d %s %s: %s" % (text, (created - second) * 1000, level, name, message)
 
 
 class JsonFormatter(_CachedTime, logging.Formatter):
