@@ -536,10 +536,6 @@ class Dataset:
         body, offsets = self.reviews_document
         return body[offsets[lo]:offsets[hi] - 1]
 
-    def build_indexes(self) -> "Dataset":
-        """Every index is built with the dataset; kept so callers that ask for it still work."""
-        return self
-
     # ----------------------------------------------------------------- queries
 
     def window(self, since: str | None, until: str | None) -> tuple[int, int]:

@@ -80,13 +80,8 @@ class BatchingStreamHandler(logging.StreamHandler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            line = self.format(record) + self.terminator
-            # emit runs under the handler's lock (Handler.handle), so the queue is consistent.
-            self._queued.append(line)
-            if record.levelno >= logging.WARNING or len(self._queued) >= MAX_QUEUED:
-                self._write_queued()
-            elif self._flusher is None:
-                self._start_flusher()
+            # emit runs under the handler's lock (Handler.handle), as _enqueue needs.
+            self._enqueue(self.format(record) + self.terminator, at_once=record.levelno >= logging.WARNING)
         except RecursionError:
             raise
         except Exception:
@@ -97,13 +92,17 @@ class BatchingStreamHandler(logging.StreamHandler):
         line = self.formatter.line(created, "INFO", name, message) + self.terminator  # type: ignore[union-attr]
         self.acquire()
         try:
-            self._queued.append(line)
-            if len(self._queued) >= MAX_QUEUED:
-                self._write_queued()
-            elif self._flusher is None:
-                self._start_flusher()
+            self._enqueue(line, at_once=False)
         finally:
             self.release()
+
+    def _enqueue(self, line: str, at_once: bool) -> None:
+        """Queue a line (with the lock held); write the queue now if asked or full."""
+        self._queued.append(line)
+        if at_once or len(self._queued) >= MAX_QUEUED:
+            self._write_queued()
+        elif self._flusher is None:
+            self._start_flusher()
 
     def flush(self) -> None:
         self.acquire()

@@ -1058,14 +1058,15 @@ class McpEndpoint:
 
     def read_body(self, environ: dict) -> bytes:
         """At most max_body bytes: Content-Length is checked first, and the read itself is bounded."""
+        too_large = HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
         length = get_content_length(environ)
         if length is not None and length > self.max_body:
-            raise HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
+            raise too_large
         if "wsgi.input_terminated" in environ:
             # The server terminates the stream itself (chunked bodies): read to its EOF, bounded here.
             body = read_at_most(environ["wsgi.input"], self.max_body + 1)
             if len(body) > self.max_body:
-                raise HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
+                raise too_large
             return body
         if length is None:
             return b""  # no length and no terminated stream: nothing can be read safely (as werkzeug does)

@@ -69,7 +69,7 @@ def reference_search(reviews_doc: dict, insights_doc: dict, params: SearchParams
 
 def dataset_of(specs: list[Spec]) -> tuple[Dataset, dict, dict]:
     reviews_doc, insights_doc = make_docs(specs)
-    return Dataset(reviews_doc, insights_doc, "r", "i").build_indexes(), reviews_doc, insights_doc
+    return Dataset(reviews_doc, insights_doc, "r", "i"), reviews_doc, insights_doc
 
 
 # ---------------------------------------------------------------- strategies
