@@ -24,7 +24,7 @@ import threading
 from array import array
 from collections import Counter, defaultdict
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -449,17 +449,17 @@ class Dataset:
     def __init__(self, reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
                  reviews_sha256: str, insights_sha256: str):
         reviews = _ReviewsPart.encode(reviews_doc)
-        self._adopt(_Parts.combine(reviews, _InsightsPart.encode(insights_doc, reviews)),
+        self._adopt(Parts.combine(reviews, _InsightsPart.encode(insights_doc, reviews)),
                     reviews_sha256, insights_sha256)
 
     @classmethod
-    def from_parts(cls, parts: "_Parts", reviews_sha256: str, insights_sha256: str,
+    def from_parts(cls, parts: "Parts", reviews_sha256: str, insights_sha256: str,
                    prepared: Mapping[str, Any] | None = None) -> "Dataset":
         dataset = cls.__new__(cls)
         dataset._adopt(parts, reviews_sha256, insights_sha256, prepared)
         return dataset
 
-    def _adopt(self, parts: "_Parts", reviews_sha256: str, insights_sha256: str,
+    def _adopt(self, parts: "Parts", reviews_sha256: str, insights_sha256: str,
                prepared: Mapping[str, Any] | None = None) -> None:
         """Every index, as new objects made from the parts' bytes.
 
@@ -487,7 +487,7 @@ class Dataset:
         self.positions_by_aspect: Mapping[tuple[str, str | None], list[int]] = parts.aspects.thaw(numbers)
         self._entity_indexes()
 
-    def _insights_doc(self, parts: "_Parts", ids: list[str]) -> dict[str, Any]:
+    def _insights_doc(self, parts: "Parts", ids: list[str]) -> dict[str, Any]:
         """insights.json with per_review as an EncodedMentions over the /insights.json body."""
         body = parts.insights_body
         if parts.per_review_span is None:
@@ -883,7 +883,7 @@ def _positions() -> array:
 
 
 @dataclass(frozen=True)
-class _Parts:
+class Parts:
     """Everything a Dataset is made of, as bytes (the parsed documents can go)."""
 
     reviews_head: bytes
@@ -904,12 +904,37 @@ class _Parts:
     aspects: _FrozenIndex
 
     @classmethod
-    def combine(cls, reviews: _ReviewsPart, insights: _InsightsPart) -> "_Parts":
+    def combine(cls, reviews: _ReviewsPart, insights: _InsightsPart) -> "Parts":
         blob, starts = reviews.text_blob()
         return cls(reviews.head, reviews.body, reviews.offsets, encode_json(reviews.ids), encode_json(reviews.dates),
                    reviews.ratings, blob, starts, insights.body, insights.per_review_span, insights.mention_starts,
                    insights.mention_ends, insights.mention_order, insights.technicians, insights.services,
                    insights.aspects)
+
+    def flatten(self) -> tuple[tuple[int, int] | None, dict[str, bytes]]:
+        """per_review_span, and every other value as bytes by a flat name (for storing a build)."""
+        named: dict[str, bytes] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, _FrozenIndex):
+                named.update((f"{f.name}.{part.name}", getattr(value, part.name)) for part in fields(value))
+            elif f.name != "per_review_span":
+                named[f.name] = value
+        return self.per_review_span, named
+
+    @classmethod
+    def unflatten(cls, per_review_span: Sequence[int] | None, named: Mapping[str, bytes]) -> "Parts":
+        """The inverse of flatten (KeyError when a name is missing)."""
+        values: dict[str, Any] = {"per_review_span": None if per_review_span is None else tuple(per_review_span)}
+        for f in fields(cls):
+            if f.name in _INDEX_FIELDS:
+                values[f.name] = _FrozenIndex(*(named[f"{f.name}.{part.name}"] for part in fields(_FrozenIndex)))
+            elif f.name != "per_review_span":
+                values[f.name] = named[f.name]
+        return cls(**values)
+
+
+_INDEX_FIELDS = ("technicians", "services", "aspects")
 
 
 # --------------------------------------------------------------------------- loading
@@ -958,20 +983,24 @@ def read_data_dir(data_dir: Path) -> tuple[RawFile, RawFile]:
 Prepare = Callable[[bytes], Any]
 
 
-def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile, prepare: Prepare | None = None) -> Dataset:
+def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile, prepare: Prepare | None = None,
+                       on_parts: Callable[[Parts, Mapping[str, Any]], None] | None = None) -> Dataset:
     """Parse, validate and index; raises DataError listing every problem.
 
     `prepare(body)` is called with the /reviews.json and /insights.json bodies as soon
     as each is encoded (e.g. to start compressing them on another thread while the
     rest is built); its results are `dataset.prepared[REVIEWS_FILE]` and `[INSIGHTS_FILE]`.
+    `on_parts(parts, prepared)` is called once the data is accepted (e.g. to store the build).
     """
     with collector_paused():  # millions of new containers would start full collections over and over
         parts, prepared = _checked_parts(reviews_raw, insights_raw, prepare or (lambda body: None))
+        if on_parts is not None:
+            on_parts(parts, prepared)
         # The parsed documents are gone here: the dataset's own objects go to fresh memory.
         return Dataset.from_parts(parts, reviews_raw.sha256, insights_raw.sha256, prepared if prepare else None)
 
 
-def _checked_parts(reviews_raw: RawFile, insights_raw: RawFile, prepare: Prepare) -> tuple[_Parts, dict[str, Any]]:
+def _checked_parts(reviews_raw: RawFile, insights_raw: RawFile, prepare: Prepare) -> tuple[Parts, dict[str, Any]]:
     problems: list[Problem] = []
     docs = []
     reviews: _ReviewsPart | None = None
@@ -1008,7 +1037,7 @@ def _checked_parts(reviews_raw: RawFile, insights_raw: RawFile, prepare: Prepare
                                     insights.tallies)
     if problems:
         raise DataError(problems)
-    return _Parts.combine(reviews, insights), prepared
+    return Parts.combine(reviews, insights), prepared
 
 
 def load_dataset(data_dir: Path | str) -> Dataset:
@@ -1100,6 +1129,7 @@ class FileStamp:
 
 
 Listener = Callable[[Any, Any], None]
+Load = Callable[[RawFile, RawFile, "Prepare | None"], Dataset]
 
 
 class DataStore(Generic[S]):
@@ -1109,20 +1139,23 @@ class DataStore(Generic[S]):
     snapshot with precomputed responses). Readers take `store.current` once per
     request and use only that object, so a swap never mixes two versions.
     Listeners are called as `listener(old, new)` after each swap, on the thread
-    that reloaded; they must not block for long. `prepare` goes to
-    `dataset_from_files` (work to start as soon as a body is encoded).
+    that reloaded; they must not block for long. `load(reviews_raw, insights_raw,
+    prepare)` makes the Dataset (`dataset_from_files`, or a build cache in front of
+    it); `prepare` is work to start as soon as a body is encoded.
     """
 
-    def __init__(self, data_dir: Path | str, build: Callable[[Dataset], S], prepare: Prepare | None = None):
+    def __init__(self, data_dir: Path | str, build: Callable[[Dataset], S], prepare: Prepare | None = None,
+                 load: Load = dataset_from_files):
         self.data_dir = Path(data_dir)
         self._build = build
         self._prepare = prepare
+        self._load = load
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
         self._stamp = FileStamp.of(self.data_dir)
         raws = read_data_dir(self.data_dir)
         self._hashes = (raws[0].sha256, raws[1].sha256)
-        self.current: S = build(dataset_from_files(*raws, prepare))
+        self.current: S = build(load(*raws, prepare))
         del raws
         release_memory()  # what the build left behind
         self.loaded_at = datetime.now(timezone.utc)
@@ -1149,7 +1182,7 @@ class DataStore(Generic[S]):
                 raws = read_data_dir(self.data_dir)
                 if (raws[0].sha256, raws[1].sha256) == self._hashes:
                     return False
-                new = self._build(dataset_from_files(*raws, self._prepare))
+                new = self._build(self._load(*raws, self._prepare))
             except DataError as exc:
                 self.last_error = exc
                 log.error("reload refused, still serving the previous data: %s", exc,

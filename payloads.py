@@ -110,8 +110,15 @@ class Precomputed:
     def __init__(self, body: bytes):
         self._body: bytes | None = body
         self._result: tuple[str, bytes | None] | None = None
-        self._thread = threading.Thread(target=self._run, name="precompute-body", daemon=True)
+        self._thread: threading.Thread | None = threading.Thread(target=self._run, name="precompute-body", daemon=True)
         self._thread.start()
+
+    @classmethod
+    def finished(cls, etag: str, compressed: bytes | None) -> "Precomputed":
+        """One whose work was done before (read back from the build cache)."""
+        done = cls.__new__(cls)
+        done._body, done._result, done._thread = None, (etag, compressed), None
+        return done
 
     def _run(self) -> None:
         body = self._body
@@ -119,7 +126,8 @@ class Precomputed:
             self._result = (strong_etag(body), gzip_body(body))
 
     def result(self) -> tuple[str, bytes | None]:
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         if self._result is None and self._body is not None:
             self._result = (strong_etag(self._body), gzip_body(self._body))
         self._body = None  # the payload keeps the body; this object need not

@@ -28,7 +28,9 @@ from werkzeug.routing import BaseConverter, Map, Rule
 from werkzeug.wrappers import Response
 
 import feeds
-from dataset import INSIGHTS_FILE, REVIEWS_FILE, DataError, DataStore, Dataset, check_data_dir, encode_json
+from build_cache import BuildCache
+from dataset import (INSIGHTS_FILE, REVIEWS_FILE, DataError, DataStore, Dataset, check_data_dir,
+                     dataset_from_files, encode_json)
 from logs import configure_logging
 from openapi import build_openapi
 from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, Payload, Precomputed, accepts_gzip, answer, error_document,
@@ -68,6 +70,7 @@ class Config:
     mcp_session_idle: float = 1800.0
     max_body: int = 1 << 20
     # WebSub hub
+    build_cache: bool = True
     hub: bool = True
     allow_private_callbacks: bool = False
     ca_file: str = ""
@@ -95,7 +98,7 @@ HELP = {
     "host": "address to listen on",
     "port": "port to listen on",
     "data_dir": "directory holding reviews.json and insights.json",
-    "state_dir": "directory for the hub's SQLite database",
+    "state_dir": "directory for the hub's SQLite database and the build cache",
     "base_url": "public base URL used in every absolute URL (default http://HOST:PORT)",
     "threads": "worker threads serving requests",
     "reload_interval": "seconds between checks of the data files (0 disables polling; SIGHUP always reloads)",
@@ -104,6 +107,8 @@ HELP = {
     "mcp_max_sessions": "most MCP sessions kept at once",
     "mcp_session_idle": "seconds after which an idle MCP session ends",
     "max_body": "largest request body accepted, in bytes",
+    "build_cache": "keep the last build in the state directory, so that a restart on unchanged data files "
+                   "skips parsing, validating, encoding and compressing them",
     "hub": "run the WebSub hub (--no-hub on read-only replicas)",
     "allow_private_callbacks": "allow hub callbacks on loopback/private addresses (development and tests only)",
     "ca_file": "CA bundle for verifying subscribers' HTTPS certificates (default: system store or SSL_CERT_FILE)",
@@ -316,9 +321,11 @@ class ReviewsApp:
 
     def __init__(self, config: Config, store: DataStore[Snapshot] | None = None):
         self.config = config
+        self.build_cache = BuildCache(config.state_dir) if config.build_cache and store is None else None
         # Precomputed: each data body's ETag and gzip start on a thread as soon as it is encoded.
-        self.store: DataStore[Snapshot] = store or DataStore(config.data_dir, lambda d: build_snapshot(d, config),
-                                                             prepare=Precomputed)
+        self.store: DataStore[Snapshot] = store or DataStore(
+            config.data_dir, lambda d: build_snapshot(d, config), prepare=Precomputed,
+            load=self.build_cache.load if self.build_cache else dataset_from_files)
         self.openapi_document = build_openapi(config.public_base_url)
         self.openapi = make_payload(encode_json(self.openapi_document), JSON)
         self.trusted_proxies = parse_networks(config.trusted_proxies)
@@ -546,6 +553,8 @@ def serve_main(argv: Sequence[str]) -> int:
         app.store.stop_polling()
         if app.hub is not None:
             app.hub.stop()
+        if app.build_cache is not None and not app.build_cache.wait_saved(timeout=15):
+            log.warning("stopping before the build cache was written; the next start builds from the data files")
 
     count = len(app.store.current.dataset.reviews)  # not the dataset itself: a reload must be able to free it
     return server.run(app, host=config.host, port=config.port, threads=config.threads, max_body=config.max_body,

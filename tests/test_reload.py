@@ -19,7 +19,9 @@ from conftest import ROOT, SMALL_SPECS
 
 
 def small_app(data_dir: Path) -> reviewsd.ReviewsApp:
-    return reviewsd.create_app(reviewsd.Config(data_dir=str(data_dir), reload_interval=0))
+    # The state directory (hub database, build cache) beside the test's data, never the checkout's.
+    return reviewsd.create_app(reviewsd.Config(data_dir=str(data_dir), state_dir=str(data_dir.parent / "state"),
+                                               reload_interval=0))
 
 
 NEW_SPECS = [*SMALL_SPECS, Spec(rating=1, date="2025-04-01", text="A brand new review.")]
