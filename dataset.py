@@ -19,7 +19,10 @@ import json
 import logging
 import operator
 import os
+import pickle
 import re
+import subprocess
+import sys
 import threading
 from array import array
 from collections import Counter, defaultdict
@@ -137,6 +140,7 @@ class RawFile:
     name: str
     content: bytes
     sha256: str
+    path: Path | None = None  # where it was read (None: made in memory)
 
 
 def read_file(data_dir: Path, name: str) -> RawFile:
@@ -145,7 +149,7 @@ def read_file(data_dir: Path, name: str) -> RawFile:
         content = path.read_bytes()
     except OSError as exc:
         raise DataError([Problem(name, "$", "readable", f"cannot read {path}: {exc.strerror or exc}")]) from None
-    return RawFile(name, content, hashlib.sha256(content).hexdigest())
+    return RawFile(name, content, hashlib.sha256(content).hexdigest(), path)
 
 
 def parse_json(raw: RawFile) -> Any:
@@ -165,22 +169,22 @@ def cross_file_problems(reviews_doc: Mapping, insights_doc: Mapping) -> list[Pro
     """Rules a schema cannot express: unique ids, references, agreeing counts."""
     reviews = reviews_doc["reviews"]
     return _cross_file_problems(reviews_doc, insights_doc, [r["rating"] for r in reviews],
-                                {r["id"] for r in reviews}, records_ok=False, tallies=None)
+                                {r["id"] for r in reviews}, records_ok=False, tallies=None, keys_are_reviews=False)
 
 
 def _cross_file_problems(reviews_doc: Mapping, insights_doc: Mapping, ratings: Sequence[int],
                          review_ids: Container[str], records_ok: bool,
-                         tallies: Mapping[str, Mapping[str, int]] | None) -> list[Problem]:
+                         tallies: Mapping[str, Mapping[str, int]] | None, keys_are_reviews: bool) -> list[Problem]:
     """The cross-file rules, from what the index pass already knows when it can tell.
 
     `records_ok` says the ids are unique and no reply precedes its review (the per-review
-    loop is then skipped); `tallies`, when given, are the per_review mention counts and
-    mean every per_review key is a review id. Either way the problems are exactly those
-    of `cross_file_problems`.
+    loop is then skipped); `tallies`, when given, are the per_review mention counts;
+    `keys_are_reviews` says every per_review key is known to be a review id. Either way
+    the problems are exactly those of `cross_file_problems`.
     """
     problems = [] if records_ok else _review_record_problems(reviews_doc)
     problems += _aggregate_problems(reviews_doc["aggregate_rating"], ratings)
-    problems += _insights_reference_problems(insights_doc, review_ids, per_review=tallies is None)
+    problems += _insights_reference_problems(insights_doc, review_ids, per_review=not keys_are_reviews)
     problems += _insights_count_problems(insights_doc, tallies or _mention_tallies(insights_doc))
     problems += _insights_business_problems(insights_doc, reviews_doc["business"])
     return problems
@@ -792,6 +796,38 @@ class _InsightsPart:
                    index.tallies() if len(order) == len(doc.get("per_review", {})) else None)
 
 
+    @classmethod
+    def from_lane(cls, built: "LaneBuild", reviews: _ReviewsPart
+                  ) -> tuple["_InsightsPart", dict[str, Any], dict[str, dict[str, int]]]:
+        """The part from what an insights lane built, the document without per_review's values, and the tallies.
+
+        The lane could not know the reviews' positions: its indexes hold per_review entry
+        numbers, mapped to positions here.
+        """
+        body, span, keys, entry_starts, entry_ends, technicians, services, aspects, tallies = built
+        position_of = reviews.position_of
+        positions = [position_of.get(key) for key in keys]
+        starts, ends = array("q", [-1]) * len(reviews.ids), array("q", [-1]) * len(reviews.ids)
+        order = array("i")
+        for pos, lo, hi in zip(positions, _array("q", entry_starts), _array("q", entry_ends)):
+            if pos is not None:
+                starts[pos], ends[pos] = lo, hi
+                order.append(pos)
+
+        def by_position(index: Mapping[Any, bytes]) -> _FrozenIndex:
+            return _FrozenIndex.freeze({key: array("i", sorted(pos for pos in map(positions.__getitem__,
+                                                                                   _array("i", entries))
+                                                               if pos is not None))
+                                        for key, entries in index.items()})
+
+        doc = json.loads(body[:span[0]] + b"{}" + body[span[1]:]) if span else json.loads(body)
+        if span:
+            doc["per_review"] = dict.fromkeys(keys)  # the keys are all the cross-file rules read of it here
+        part = cls(body, span, starts.tobytes(), ends.tobytes(), order.tobytes(), by_position(technicians),
+                   by_position(services), by_position(aspects), tallies if len(order) == len(keys) else None)
+        return part, doc, tallies
+
+
 def _encode_insights(doc: Mapping[str, Any]) -> tuple[bytes, tuple[int, int] | None, list[tuple[str, int, int]]]:
     """The /insights.json body, where per_review's value is in it, and (review id, start, end) per entry."""
     pieces, at, span = [b"{"], 1, None
@@ -937,6 +973,124 @@ class Parts:
 _INDEX_FIELDS = ("technicians", "services", "aspects")
 
 
+# --------------------------------------------------------------------------- the insights lane
+#
+# On two cores, insights.json's half of a build (parse, validate, encode, index: about
+# 40% of it) runs in a helper process while this one builds reviews.json's half. The
+# helper is a fresh interpreter (`python dataset.py --insights-lane PATH SHA256`), not a
+# fork: a fork of a serving process would inherit its threads' locks and its sockets.
+# It reads the file itself and builds only when the bytes are the ones read here and
+# insights.json has no problem of its own; otherwise, and whenever it fails, this
+# process builds that half as it does without a lane, so every problem is reported the
+# same way.
+
+INSIGHTS_LANE_FLAG = "--insights-lane"
+INSIGHTS_LANE_MIN_BYTES = 4 << 20  # below about 20,000 reviews, starting the helper costs more than it saves
+INSIGHTS_LANE_TIMEOUT = 300.0
+
+# What a lane sends back: body, per_review span, per_review keys, each entry's start and end
+# (array "q" bytes, in per_review order), the technician, service and aspect indexes (key ->
+# array "i" bytes of entry numbers) and the mention tallies. Plain values, so pickling them
+# needs no class of this module (the helper runs it as __main__).
+LaneBuild = tuple[bytes, "tuple[int, int] | None", list[str], bytes, bytes, dict[str, bytes], dict[str, bytes],
+                  dict[tuple[str, "str | None"], bytes], dict[str, dict[str, int]]]
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _lane_command(raw: RawFile) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), INSIGHTS_LANE_FLAG, str(raw.path), raw.sha256]
+
+
+class _InsightsLane:
+    """A helper process building insights.json's half of a build."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.process = process
+
+    @classmethod
+    def start(cls, raw: RawFile) -> "_InsightsLane | None":
+        """The helper for this file, or None where it would not pay (small file, one CPU, made in memory)."""
+        if raw.path is None or len(raw.content) < INSIGHTS_LANE_MIN_BYTES or _usable_cpus() < 2:
+            return None
+        try:
+            process = subprocess.Popen(_lane_command(raw), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE)
+        except OSError as exc:
+            log.warning("could not start the insights lane (%s); building insights.json in this process", exc)
+            return None
+        log.debug("building insights.json in a helper process, pid %d", process.pid)
+        return cls(process)
+
+    def result(self) -> LaneBuild | None:
+        """What the helper built, or None when this process must build that half itself."""
+        try:
+            out, err = self.process.communicate(timeout=INSIGHTS_LANE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            log.warning("the insights lane took over %g s; building insights.json in this process",
+                        INSIGHTS_LANE_TIMEOUT)
+            return None
+        if self.process.returncode != 0:
+            log.warning("the insights lane failed (exit status %s); building insights.json in this process: %s",
+                        self.process.returncode, err.decode("utf-8", "replace").strip()[-2000:])
+            return None
+        verdict, *built = pickle.loads(out)  # from our own helper, which read our own file
+        if verdict != "built":
+            log.debug("the insights lane did not build (%s); building insights.json in this process", built[0])
+            return None
+        return tuple(built)  # type: ignore[return-value]
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.communicate()
+
+
+def _insights_lane_main(argv: Sequence[str]) -> int:
+    """The helper's side: build, then write ("built", *LaneBuild) or ("not built", why) to stdout as a pickle."""
+    path, sha256 = argv
+    gc.disable()  # a short-lived process making millions of objects
+    answer = _lane_build(Path(path), sha256)
+    sys.stdout.buffer.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def _lane_build(path: Path, sha256: str) -> tuple:
+    content = path.read_bytes()
+    if hashlib.sha256(content).hexdigest() != sha256:
+        return ("not built", "the file changed since it was read")
+    try:
+        doc = json.loads(content.decode("utf-8"))
+    except ValueError:
+        return ("not built", "not UTF-8 JSON")
+    del content
+    if not INSIGHTS_IS_VALID(doc):
+        return ("not built", "not valid")
+    try:
+        body, span, entries = _encode_insights(doc)
+    except UnicodeEncodeError:
+        return ("not built", "a lone surrogate")
+    per_review = doc.get("per_review", {})
+    keys = list(per_review)
+    index = _MentionIndex.build(per_review, keys)  # "positions" are entry numbers here
+    tallies = index.tallies()
+    if _insights_count_problems(doc, tallies):
+        return ("not built", "counts that disagree")
+    starts, ends = array("q", [lo for _, lo, _ in entries]), array("q", [hi for _, _, hi in entries])
+
+    def plain(positions: Mapping[Any, array]) -> dict[Any, bytes]:
+        return {key: value.tobytes() for key, value in positions.items()}
+
+    return ("built", body, span, keys, starts.tobytes(), ends.tobytes(), plain(index.technicians),
+            plain(index.services), plain(index.aspects), tallies)
+
+
 # --------------------------------------------------------------------------- loading
 
 
@@ -1001,40 +1155,62 @@ def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile, prepare: Pre
 
 
 def _checked_parts(reviews_raw: RawFile, insights_raw: RawFile, prepare: Prepare) -> tuple[Parts, dict[str, Any]]:
+    lane = _InsightsLane.start(insights_raw)
+    try:
+        return _checked_parts_beside(lane, reviews_raw, insights_raw, prepare)
+    finally:
+        if lane is not None:
+            lane.close()
+
+
+def _checked_parts_beside(lane: "_InsightsLane | None", reviews_raw: RawFile, insights_raw: RawFile,
+                          prepare: Prepare) -> tuple[Parts, dict[str, Any]]:
+    """The build, with insights.json's half from `lane` when it built it (else here, as when there is none).
+
+    A lane builds only data without a problem of insights.json's own, so the problems,
+    and their order, are those of the build without it.
+    """
     problems: list[Problem] = []
-    docs = []
-    reviews: _ReviewsPart | None = None
     prepared: dict[str, Any] = {}
-    for raw in (reviews_raw, insights_raw):
+    reviews_doc, reviews, insights_doc = None, None, None
+    try:
+        reviews_doc = parse_json(reviews_raw)
+    except DataError as exc:
+        problems += exc.problems
+    if reviews_doc is not None and REVIEWS_IS_VALID(reviews_doc):
+        # Encoded before insights.json is even parsed, so compressing it overlaps the rest.
         try:
-            docs.append(parse_json(raw))
+            reviews = _ReviewsPart.encode(reviews_doc)
+        except UnicodeEncodeError:
+            problems += lone_surrogate_problems(REVIEWS_FILE, reviews_doc)
+        else:
+            prepared[REVIEWS_FILE] = prepare(reviews.body)
+    built = lane.result() if lane is not None else None
+    if built is None:
+        try:
+            insights_doc = parse_json(insights_raw)
         except DataError as exc:
             problems += exc.problems
-            continue
-        if raw is reviews_raw and REVIEWS_IS_VALID(docs[0]):
-            # Encoded before insights.json is even parsed, so compressing it overlaps the rest.
-            try:
-                reviews = _ReviewsPart.encode(docs[0])
-            except UnicodeEncodeError:
-                problems += lone_surrogate_problems(REVIEWS_FILE, docs[0])
-                continue
-            prepared[REVIEWS_FILE] = prepare(reviews.body)
     if problems:
         raise DataError(problems)
-    reviews_doc, insights_doc = docs
     if reviews is None:
         problems += schema_problems(REVIEWS_FILE, reviews_doc, REVIEWS_VALIDATOR)
-    if not INSIGHTS_IS_VALID(insights_doc):
+    if built is None and not INSIGHTS_IS_VALID(insights_doc):
         problems += schema_problems(INSIGHTS_FILE, insights_doc, INSIGHTS_VALIDATOR)
     if problems or reviews is None:
         raise DataError(problems)
-    try:
-        insights = _InsightsPart.encode(insights_doc, reviews)
-    except UnicodeEncodeError:
-        raise DataError(lone_surrogate_problems(INSIGHTS_FILE, insights_doc)) from None
+    if built is None:
+        try:
+            insights = _InsightsPart.encode(insights_doc, reviews)
+        except UnicodeEncodeError:
+            raise DataError(lone_surrogate_problems(INSIGHTS_FILE, insights_doc)) from None
+        tallies, keys_are_reviews = insights.tallies, insights.tallies is not None
+    else:
+        insights, insights_doc, tallies = _InsightsPart.from_lane(built, reviews)
+        keys_are_reviews = insights.tallies is not None
     prepared[INSIGHTS_FILE] = prepare(insights.body)
     problems = _cross_file_problems(reviews_doc, insights_doc, reviews.ratings, reviews.position_of, reviews.records_ok,
-                                    insights.tallies)
+                                    tallies, keys_are_reviews)
     if problems:
         raise DataError(problems)
     return Parts.combine(reviews, insights), prepared
@@ -1227,3 +1403,7 @@ class DataStore(Generic[S]):
                 self.reload()
             except Exception:
                 log.exception("data poll failed")
+
+
+if __name__ == "__main__" and sys.argv[1:2] == [INSIGHTS_LANE_FLAG]:
+    sys.exit(_insights_lane_main(sys.argv[2:]))

@@ -171,3 +171,30 @@ def write_docs(data_dir: Path, reviews_doc: Any, insights_doc: Any) -> None:
         tmp = data_dir / f".{name}.tmp"
         tmp.write_text(json.dumps(doc, ensure_ascii=False), "utf-8")
         os.replace(tmp, data_dir / name)
+
+
+def plain(value: Any) -> Any:
+    """A dataset attribute as plain values, so that two datasets compare with ==."""
+    from array import array
+
+    from dataset import EncodedMentions, EncodedReviews
+
+    if isinstance(value, EncodedReviews):
+        return [plain(review) for review in value]
+    if isinstance(value, EncodedMentions):
+        return {key: plain(entry) for key, entry in value.items()}
+    if isinstance(value, array):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    return value
+
+
+def dataset_state(dataset: Any) -> dict[str, Any]:
+    """Everything a Dataset holds, as plain values; what `prepare` made is compared as its results."""
+    found = {name: plain(value) for name, value in vars(dataset).items() if name != "prepared"}
+    found["prepared"] = {name: value.result() if hasattr(value, "result") else value
+                         for name, value in dataset.prepared.items()}
+    return found

@@ -11,9 +11,7 @@ import datetime as dt
 import json
 import logging
 import shutil
-from array import array
 from pathlib import Path
-from typing import Any
 
 import pytest
 from werkzeug.test import Client
@@ -22,8 +20,8 @@ import build_cache
 import reviewsd
 from build_cache import CACHE_FILE, BuildCache
 from conftest import ROOT, LiveServer
-from dataset import DataError, Dataset, EncodedMentions, EncodedReviews, Parts, dataset_from_files, read_data_dir
-from factories import Spec, make_docs, write_docs
+from dataset import DataError, Dataset, Parts, dataset_from_files, read_data_dir
+from factories import Spec, dataset_state, make_docs, write_docs
 from generate_data import generate, write_dataset
 from payloads import Precomputed
 
@@ -36,28 +34,6 @@ SPECS = [
 ]
 SEARCHES = ["/api/reviews/search", "/api/reviews/search?rating=5", "/api/reviews/search?query=wait",
             "/api/reviews/search?rating=4&limit=2", "/api/reviews/since/2025-01-01"]
-
-
-def plain(value: Any) -> Any:
-    """A dataset attribute as plain values, so two datasets compare with ==."""
-    if isinstance(value, EncodedReviews):
-        return [plain(review) for review in value]
-    if isinstance(value, EncodedMentions):
-        return {key: plain(entry) for key, entry in value.items()}
-    if isinstance(value, array):
-        return value.tolist()
-    if isinstance(value, dict):
-        return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(item) for item in value]
-    return value
-
-
-def state(dataset: Dataset) -> dict[str, Any]:
-    """Everything a Dataset holds; what `prepare` made is compared as its results."""
-    found = {name: plain(value) for name, value in vars(dataset).items() if name != "prepared"}
-    found["prepared"] = {name: value.result() for name, value in dataset.prepared.items()}
-    return found
 
 
 def cache_in(path: Path) -> BuildCache:
@@ -95,7 +71,8 @@ def test_a_cached_load_equals_a_build(data_dir: Path, tmp_path: Path, caplog: py
     with caplog.at_level(logging.INFO, "reviewsd.build_cache"):
         built, cached = built_and_cached(data_dir, cache)
     assert [r.event for r in caplog.records if hasattr(r, "event")] == ["build_cache_written", "build_cache_used"]
-    assert state(cached) == state(built) == state(dataset_from_files(*read_data_dir(data_dir), Precomputed))
+    plain_build = dataset_from_files(*read_data_dir(data_dir), Precomputed)
+    assert dataset_state(cached) == dataset_state(built) == dataset_state(plain_build)
 
 
 def test_an_app_on_the_cache_answers_byte_for_byte_as_one_that_built(data_dir: Path, tmp_path: Path) -> None:
@@ -189,7 +166,7 @@ def test_a_damaged_file_is_ignored_and_rewritten(how: str, tmp_path: Path, small
     ignored = [r for r in caplog.records if getattr(r, "event", None) == "build_cache_ignored"]
     assert len(ignored) == 1 and ignored[0].levelno == logging.WARNING, caplog.text
     assert not [r for r in caplog.records if getattr(r, "event", None) == "build_cache_used"]
-    assert state(again) == state(built)
+    assert dataset_state(again) == dataset_state(built)
     assert cache.wait_saved(timeout=60)
     assert cache.read(cache.key(built.reviews_sha256, built.insights_sha256)) is not None
 
