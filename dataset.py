@@ -795,7 +795,6 @@ class _InsightsPart:
                    _FrozenIndex.freeze(index.aspects),
                    index.tallies() if len(order) == len(doc.get("per_review", {})) else None)
 
-
     @classmethod
     def from_lane(cls, built: "LaneBuild", reviews: _ReviewsPart
                   ) -> tuple["_InsightsPart", dict[str, Any], dict[str, dict[str, int]]]:
@@ -814,11 +813,12 @@ class _InsightsPart:
                 starts[pos], ends[pos] = lo, hi
                 order.append(pos)
 
+        def ascending_positions(entries: bytes) -> array:
+            found = [positions[entry] for entry in _array("i", entries)]
+            return array("i", sorted(pos for pos in found if pos is not None))
+
         def by_position(index: Mapping[Any, bytes]) -> _FrozenIndex:
-            return _FrozenIndex.freeze({key: array("i", sorted(pos for pos in map(positions.__getitem__,
-                                                                                   _array("i", entries))
-                                                               if pos is not None))
-                                        for key, entries in index.items()})
+            return _FrozenIndex.freeze({key: ascending_positions(entries) for key, entries in index.items()})
 
         doc = json.loads(body[:span[0]] + b"{}" + body[span[1]:]) if span else json.loads(body)
         if span:
