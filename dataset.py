@@ -1018,6 +1018,9 @@ class _InsightsLane:
         """The helper for this file, or None where it would not pay (small file, one CPU, made in memory)."""
         if raw.path is None or len(raw.content) < INSIGHTS_LANE_MIN_BYTES or _usable_cpus() < 2:
             return None
+        # Hosted by a server that embeds Python (uWSGI, mod_wsgi), sys.executable is that server.
+        if not Path(sys.executable or "").name.startswith("python"):
+            return None
         try:
             process = subprocess.Popen(_lane_command(raw), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE)

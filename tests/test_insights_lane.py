@@ -177,3 +177,15 @@ def test_no_lane_for_small_files_or_one_cpu(tmp_path: Path, monkeypatch: pytest.
     with caplog.at_level(logging.DEBUG, "reviewsd.data"):
         dataset_from_files(*read_data_dir(tmp_path))
     assert USED in caplog.text
+
+
+@pytest.mark.usefixtures("lane")
+def test_no_lane_when_the_interpreter_is_not_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    """Embedded in uWSGI or mod_wsgi, sys.executable names the server: starting it would start a server."""
+    write_docs(tmp_path, *make_docs(SPECS))
+    monkeypatch.setattr(sys, "executable", "/usr/bin/uwsgi")
+    with caplog.at_level(logging.DEBUG, "reviewsd.data"):
+        loaded = dataset_from_files(*read_data_dir(tmp_path))
+    assert USED not in caplog.text
+    assert len(loaded.reviews) == len(SPECS)
