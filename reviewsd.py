@@ -69,8 +69,8 @@ class Config:
     mcp_max_sessions: int = 1000
     mcp_session_idle: float = 1800.0
     max_body: int = 1 << 20
-    # WebSub hub
     build_cache: bool = True
+    # WebSub hub
     hub: bool = True
     allow_private_callbacks: bool = False
     ca_file: str = ""

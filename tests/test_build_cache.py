@@ -24,14 +24,9 @@ from dataset import DataError, Dataset, Parts, dataset_from_files, read_data_dir
 from factories import Spec, dataset_state, make_docs, write_docs
 from generate_data import generate, write_dataset
 from payloads import Precomputed
+from test_dataset_memory import SPECS as DATASET_SPECS
 
-SPECS = [
-    Spec(rating=5, date="2025-03-01", text="Dr. Maya Patel fixed my back.", technicians=["dr-maya-patel"],
-         services=["spinal-adjustment"], reply=True),
-    Spec(rating=2, date="2025-03-01", text="Long wait, ßtraße ΣΑΣ 😀.", services=["massage-therapy"]),
-    Spec(rating=4, date="2024-12-24", text=None, technicians=["liam-oconnor", "dr-maya-patel"]),
-    Spec(rating=1, date="2025-06-30", text="NUL \x00 and \x01 controls, \u2028 and \ufdd0"),
-]
+SPECS = DATASET_SPECS[:4]  # every kind of text, replies and mentions, without the boundary look-alikes
 SEARCHES = ["/api/reviews/search", "/api/reviews/search?rating=5", "/api/reviews/search?query=wait",
             "/api/reviews/search?rating=4&limit=2", "/api/reviews/since/2025-01-01"]
 
