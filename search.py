@@ -219,6 +219,8 @@ def _merged(spans: Sequence[_Span]) -> Iterator[int]:
 
 def _by_rating_only(dataset: Dataset, stars: frozenset[int], lo: int, hi: int, limit: int) -> tuple[int, list[int]]:
     """No other filter: each rating's positions in the window are one span, counted without a loop."""
+    if stars == ALL_RATINGS:  # every review in the window matches, and the window is already newest first
+        return hi - lo, list(range(lo, min(hi, lo + limit)))
     spans = _rating_spans(dataset, stars, lo, hi)
     return sum(map(len, spans)), list(itertools.islice(_merged(spans), limit))
 
@@ -274,7 +276,10 @@ def search_result(dataset: Dataset, matched: int, positions: Sequence[int]) -> d
 
 def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int]) -> bytes:
     """The same document as `search_result`, assembled from pre-encoded reviews."""
-    reviews = b",".join(dataset.review_json(p) for p in positions)
+    if positions and all(b - a == 1 for a, b in zip(positions, positions[1:])):  # adjacent: one slice of the body
+        reviews = dataset.reviews_json_range(positions[0], positions[-1] + 1)
+    else:
+        reviews = b",".join(dataset.review_json(p) for p in positions)
     return b'{"matched":%d,"returned":%d,"reviews":[%s]}' % (matched, len(positions), reviews)
 
 

@@ -167,6 +167,22 @@ def test_search_json_is_the_search_result_encoded() -> None:
     assert (matched, len(positions)) == (3, 2)
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 7), max_size=10), st.integers(0, 9))
+def test_search_json_is_the_result_for_any_positions(positions: list[int], matched: int) -> None:
+    """Adjacent positions are read as one slice of the body; any other list review by review."""
+    dataset, *_ = dataset_of([Spec(rating=r % 5 + 1, date=f"2025-01-0{r + 1}", text=f"t{r} ✓ <&>") for r in range(8)])
+    assert json.loads(search_result_json(dataset, matched, positions)) == search_result(dataset, matched, positions)
+
+
+def test_a_window_without_other_filters_is_the_window() -> None:
+    dataset, *_ = dataset_of([Spec(rating=r % 5 + 1, date=f"2025-01-{r + 1:02d}") for r in range(12)])
+    for args, expected in (({"since": "2025-01-03", "until": "2025-01-07", "limit": 3}, (5, [5, 6, 7])),
+                           ({"min_rating": 1, "limit": 50}, (12, list(range(12)))),
+                           ({"since": "2025-02-01"}, (0, []))):
+        assert run_search(dataset, args) == expected
+
+
 # ---------------------------------------------------------------- validation
 
 
