@@ -540,6 +540,13 @@ class Dataset:
         body, offsets = self.reviews_document
         return body[offsets[lo]:offsets[hi] - 1]
 
+    def reviews_json_at(self, positions: Sequence[int]) -> bytes:
+        """The comma-separated JSON of the reviews at these positions, in this order."""
+        if positions and all(b - a == 1 for a, b in zip(positions, positions[1:])):  # adjacent: one slice
+            return self.reviews_json_range(positions[0], positions[-1] + 1)
+        body, offsets = self.reviews_document
+        return b",".join([body[offsets[pos]:offsets[pos + 1] - 1] for pos in positions])
+
     # ----------------------------------------------------------------- queries
 
     def window(self, since: str | None, until: str | None) -> tuple[int, int]:

@@ -481,7 +481,7 @@ def _reviews_result(subject: str, schema: Mapping[str, Any], extra: Mapping[str,
 def _newest(dataset: Dataset, fields: Mapping[str, Any], positions: Sequence[int], limit: Any) -> EncodedJson:
     """`fields` plus the first `limit` of `positions` as reviews, and how many there are."""
     chosen = positions[: int(limit)]
-    reviews = b",".join(map(dataset.review_json, chosen))
+    reviews = dataset.reviews_json_at(chosen)
     return with_reviews({**fields, "matched": len(positions), "returned": len(chosen)}, reviews)
 
 

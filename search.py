@@ -276,10 +276,7 @@ def search_result(dataset: Dataset, matched: int, positions: Sequence[int]) -> d
 
 def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int]) -> bytes:
     """The same document as `search_result`, assembled from pre-encoded reviews."""
-    if positions and all(b - a == 1 for a, b in zip(positions, positions[1:])):  # adjacent: one slice of the body
-        reviews = dataset.reviews_json_range(positions[0], positions[-1] + 1)
-    else:
-        reviews = b",".join(dataset.review_json(p) for p in positions)
+    reviews = dataset.reviews_json_at(positions)
     return b'{"matched":%d,"returned":%d,"reviews":[%s]}' % (matched, len(positions), reviews)
 
 
