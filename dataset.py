@@ -783,32 +783,19 @@ class _InsightsPart:
     technicians: _FrozenIndex
     services: _FrozenIndex
     aspects: _FrozenIndex
-    tallies: dict[str, dict[str, int]] | None  # as _mention_tallies; None when a per_review key is no review
+    tallies: dict[str, dict[str, int]]  # as _mention_tallies
+    keys_are_reviews: bool  # every per_review key is a review id
 
     @classmethod
     def encode(cls, doc: Mapping[str, Any], reviews: _ReviewsPart) -> "_InsightsPart":
-        ids, position_of = reviews.ids, reviews.position_of
-        body, span, entries = _encode_insights(doc)
-        starts, ends = array("q", [-1]) * len(ids), array("q", [-1]) * len(ids)
-        order = array("i")
-        for review_id, lo, hi in entries:
-            pos = position_of.get(review_id)
-            if pos is not None:
-                starts[pos], ends[pos] = lo, hi
-                order.append(pos)
-        index = _MentionIndex.build(doc.get("per_review", {}), ids)
-        return cls(body, span, starts.tobytes(), ends.tobytes(), order.tobytes(),
-                   _FrozenIndex.freeze(index.technicians), _FrozenIndex.freeze(index.services),
-                   _FrozenIndex.freeze(index.aspects),
-                   index.tallies() if len(order) == len(doc.get("per_review", {})) else None)
+        return cls.from_entries(_insights_by_entry(doc), reviews)
 
     @classmethod
-    def from_lane(cls, built: "LaneBuild", reviews: _ReviewsPart
-                  ) -> tuple["_InsightsPart", dict[str, Any], dict[str, dict[str, int]]]:
-        """The part from what an insights lane built, the document without per_review's values, and the tallies.
+    def from_entries(cls, built: "EntryBuild", reviews: _ReviewsPart) -> "_InsightsPart":
+        """The part from insights.json built by per_review entry (here or by an insights lane).
 
-        The lane could not know the reviews' positions: its indexes hold per_review entry
-        numbers, mapped to positions here.
+        Built without the reviews, the indexes hold per_review entry numbers: mapped here to
+        the reviews' positions.
         """
         body, span, keys, entry_starts, entry_ends, technicians, services, aspects, tallies = built
         position_of = reviews.position_of
@@ -827,12 +814,40 @@ class _InsightsPart:
         def by_position(index: Mapping[Any, bytes]) -> _FrozenIndex:
             return _FrozenIndex.freeze({key: ascending_positions(entries) for key, entries in index.items()})
 
-        doc = json.loads(body[:span[0]] + b"{}" + body[span[1]:]) if span else json.loads(body)
-        if span:
-            doc["per_review"] = dict.fromkeys(keys)  # the keys are all the cross-file rules read of it here
-        part = cls(body, span, starts.tobytes(), ends.tobytes(), order.tobytes(), by_position(technicians),
-                   by_position(services), by_position(aspects), tallies if len(order) == len(keys) else None)
-        return part, doc, tallies
+        return cls(body, span, starts.tobytes(), ends.tobytes(), order.tobytes(), by_position(technicians),
+                   by_position(services), by_position(aspects), tallies, len(order) == len(keys))
+
+
+# insights.json built without the reviews: body, per_review span, per_review keys, each entry's
+# start and end (array "q" bytes, in per_review order), the technician, service and aspect
+# indexes (key -> array "i" bytes of entry numbers) and the mention tallies. Plain values, so an
+# insights lane can pickle them with no class of this module (it runs the module as __main__).
+EntryBuild = tuple[bytes, "tuple[int, int] | None", list[str], bytes, bytes, dict[str, bytes], dict[str, bytes],
+                   dict[tuple[str, "str | None"], bytes], dict[str, dict[str, int]]]
+
+
+def _insights_by_entry(doc: Mapping[str, Any]) -> EntryBuild:
+    """Encode insights.json and index its mentions by per_review entry number (UnicodeEncodeError: a lone surrogate)."""
+    body, span, entries = _encode_insights(doc)
+    per_review = doc.get("per_review", {})
+    index = _MentionIndex.build(per_review, list(per_review))  # "positions" are entry numbers here
+    starts, ends = array("q", [lo for _, lo, _ in entries]), array("q", [hi for _, _, hi in entries])
+
+    def plain(positions: Mapping[Any, array]) -> dict[Any, bytes]:
+        return {key: value.tobytes() for key, value in positions.items()}
+
+    return (body, span, list(per_review), starts.tobytes(), ends.tobytes(), plain(index.technicians),
+            plain(index.services), plain(index.aspects), index.tallies())
+
+
+def _head_document(built: EntryBuild) -> dict[str, Any]:
+    """insights.json from a built body, per_review holding its keys only (all the cross-file rules read of it)."""
+    body, span, keys = built[:3]
+    if not span:
+        return json.loads(body)
+    doc = json.loads(body[:span[0]] + b"{}" + body[span[1]:])
+    doc["per_review"] = dict.fromkeys(keys)
+    return doc
 
 
 def _encode_insights(doc: Mapping[str, Any]) -> tuple[bytes, tuple[int, int] | None, list[tuple[str, int, int]]]:
@@ -881,7 +896,7 @@ def _entry_spans(body: bytes, span: tuple[int, int], keys: list[str]) -> list[tu
 
 @dataclass
 class _MentionIndex:
-    """One pass over per_review in position order: positions per technician, service and aspect."""
+    """One pass over per_review in the order of `ids`: their numbers per technician, service and aspect."""
 
     technicians: dict[str, array]
     services: dict[str, array]
@@ -912,7 +927,7 @@ class _MentionIndex:
         return index
 
     def tallies(self) -> dict[str, dict[str, int]]:
-        """The same counts as _mention_tallies (valid when every per_review key is a review)."""
+        """The same counts as _mention_tallies (when built over every per_review key, as _insights_by_entry does)."""
         aspects = {aspect_id if sentiment is None else f"{aspect_id}#{sentiment}": len(positions)
                    for (aspect_id, sentiment), positions in self.aspects.items()}
         return {"aspects": aspects,
@@ -995,14 +1010,6 @@ INSIGHTS_LANE_FLAG = "--insights-lane"
 INSIGHTS_LANE_MIN_BYTES = 4 << 20  # below about 20,000 reviews, starting the helper costs more than it saves
 INSIGHTS_LANE_TIMEOUT = 300.0
 
-# What a lane sends back: body, per_review span, per_review keys, each entry's start and end
-# (array "q" bytes, in per_review order), the technician, service and aspect indexes (key ->
-# array "i" bytes of entry numbers) and the mention tallies. Plain values, so pickling them
-# needs no class of this module (the helper runs it as __main__).
-LaneBuild = tuple[bytes, "tuple[int, int] | None", list[str], bytes, bytes, dict[str, bytes], dict[str, bytes],
-                  dict[tuple[str, "str | None"], bytes], dict[str, dict[str, int]]]
-
-
 def _usable_cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -1037,7 +1044,7 @@ class _InsightsLane:
         log.debug("building insights.json in a helper process, pid %d", process.pid)
         return cls(process)
 
-    def result(self) -> LaneBuild | None:
+    def result(self) -> EntryBuild | None:
         """What the helper built, or None when this process must build that half itself."""
         try:
             out, err = self.process.communicate(timeout=INSIGHTS_LANE_TIMEOUT)
@@ -1062,7 +1069,7 @@ class _InsightsLane:
 
 
 def _insights_lane_main(argv: Sequence[str]) -> int:
-    """The helper's side: build, then write ("built", *LaneBuild) or ("not built", why) to stdout as a pickle."""
+    """The helper's side: build, then write ("built", *EntryBuild) or ("not built", why) to stdout as a pickle."""
     path, sha256 = argv
     gc.disable()  # a short-lived process making millions of objects
     answer = _lane_build(Path(path), sha256)
@@ -1083,22 +1090,12 @@ def _lane_build(path: Path, sha256: str) -> tuple:
     if not INSIGHTS_IS_VALID(doc):
         return ("not built", "not valid")
     try:
-        body, span, entries = _encode_insights(doc)
+        built = _insights_by_entry(doc)
     except UnicodeEncodeError:
         return ("not built", "a lone surrogate")
-    per_review = doc.get("per_review", {})
-    keys = list(per_review)
-    index = _MentionIndex.build(per_review, keys)  # "positions" are entry numbers here
-    tallies = index.tallies()
-    if _insights_count_problems(doc, tallies):
+    if _insights_count_problems(doc, built[-1]):
         return ("not built", "counts that disagree")
-    starts, ends = array("q", [lo for _, lo, _ in entries]), array("q", [hi for _, _, hi in entries])
-
-    def plain(positions: Mapping[Any, array]) -> dict[Any, bytes]:
-        return {key: value.tobytes() for key, value in positions.items()}
-
-    return ("built", body, span, keys, starts.tobytes(), ends.tobytes(), plain(index.technicians),
-            plain(index.services), plain(index.aspects), tallies)
+    return ("built", *built)
 
 
 # --------------------------------------------------------------------------- loading
@@ -1211,16 +1208,15 @@ def _checked_parts_beside(lane: "_InsightsLane | None", reviews_raw: RawFile, in
         raise DataError(problems)
     if built is None:
         try:
-            insights = _InsightsPart.encode(insights_doc, reviews)
+            built = _insights_by_entry(insights_doc)
         except UnicodeEncodeError:
             raise DataError(lone_surrogate_problems(INSIGHTS_FILE, insights_doc)) from None
-        tallies, keys_are_reviews = insights.tallies, insights.tallies is not None
     else:
-        insights, insights_doc, tallies = _InsightsPart.from_lane(built, reviews)
-        keys_are_reviews = insights.tallies is not None
+        insights_doc = _head_document(built)
+    insights = _InsightsPart.from_entries(built, reviews)
     prepared[INSIGHTS_FILE] = prepare(insights.body)
     problems = _cross_file_problems(reviews_doc, insights_doc, reviews.ratings, reviews.position_of, reviews.records_ok,
-                                    tallies, keys_are_reviews)
+                                    insights.tallies, insights.keys_are_reviews)
     if problems:
         raise DataError(problems)
     return Parts.combine(reviews, insights), prepared
