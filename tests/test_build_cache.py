@@ -207,11 +207,6 @@ def test_parts_flatten_and_unflatten_are_inverse(tmp_path: Path) -> None:
         Parts.unflatten(span, {k: v for k, v in named.items() if k != "aspects.positions"})
 
 
-def test_a_finished_precomputed_gives_its_result() -> None:
-    assert Precomputed.finished('"tag"', b"gz").result() == ('"tag"', b"gz")
-    assert Precomputed.finished('"tag"', None).result() == ('"tag"', None)
-
-
 def test_a_restarted_server_serves_from_the_cache(live_server_factory, tmp_path: Path) -> None:
     """Over HTTP: a clean stop finishes the write; the next start uses it and answers the same."""
     data_dir = generated_dir(tmp_path, reviews=200)
