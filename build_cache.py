@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import dataset
+from config import BUILD_CACHE_FILE
 import payloads
 import schema_compiler
 from dataset import SCHEMA_DIR, Dataset, Parts, Prepare, RawFile, dataset_from_files
@@ -41,7 +42,7 @@ from payloads import Precomputed
 
 log = logging.getLogger("reviewsd.build_cache")
 
-CACHE_FILE = "build-cache.bin"
+CACHE_FILE = BUILD_CACHE_FILE
 MAGIC = b"reviewsd build cache 1\n"
 _MAX_HEADER = 1 << 20
 _GZIP = "gzip:"

@@ -19,10 +19,7 @@ import json
 import logging
 import operator
 import os
-import pickle
 import re
-import subprocess
-import sys
 import threading
 from array import array
 from collections import Counter, defaultdict
@@ -37,6 +34,7 @@ import referencing
 import referencing.jsonschema
 from jsonschema import Draft202012Validator
 
+from insights_lane import INSIGHTS_FILE, InsightsLane
 from schema_compiler import compile_schema
 
 log = logging.getLogger("reviewsd.data")
@@ -44,7 +42,6 @@ log = logging.getLogger("reviewsd.data")
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 SCHEMA_BASE = "https://reviewsd.invalid/schemas/"
 REVIEWS_FILE = "reviews.json"
-INSIGHTS_FILE = "insights.json"
 DATA_FILES = (REVIEWS_FILE, INSIGHTS_FILE)
 DEFAULT_LIMIT = 20
 
@@ -745,7 +742,7 @@ def _encode_reviews(head: bytes, ordered: list[Mapping[str, Any]], feed: Feed | 
         add(memoryview(encode_json(ordered[i:i + _ENCODE_CHUNK]))[1:-1])
     add(b"]}")
     body = b"".join(pieces)
-    del pieces
+    pieces.clear()
     offsets = array("q", [len(start) + 1])
     # Between two reviews the body reads `},{"`; inside one it can only where a string ends in
     # `},{` (no review holds an array of objects). So exactly n - 1 matches are exactly the gaps.
@@ -849,7 +846,7 @@ class _InsightsPart:
 # insights.json built without the reviews: body, per_review span, per_review keys, each entry's
 # start and end (array "q" bytes, in per_review order), the technician, service and aspect
 # indexes (key -> array "i" bytes of entry numbers) and the mention tallies. Plain values, so an
-# insights lane can pickle them with no class of this module (it runs the module as __main__).
+# insights lane can pickle them with no class of this module.
 EntryBuild = tuple[bytes, "tuple[int, int] | None", list[str], bytes, bytes, dict[str, bytes], dict[str, bytes],
                    dict[tuple[str, "str | None"], bytes], dict[str, dict[str, int]]]
 
@@ -1023,107 +1020,34 @@ class Parts:
 _INDEX_FIELDS = ("technicians", "services", "aspects")
 
 
-# --------------------------------------------------------------------------- the insights lane
+# --------------------------------------------------------------------------- the insights lane's build
 #
-# On two cores, insights.json's half of a build (parse, validate, encode, index: about
-# 40% of it) runs in a helper process while this one builds reviews.json's half. The
-# helper is a fresh interpreter (`python dataset.py --insights-lane PATH SHA256`), not a
-# fork: a fork of a serving process would inherit its threads' locks and its sockets.
-# It reads the file itself and builds only when the bytes are the ones read here and
-# insights.json has no problem of its own; otherwise, and whenever it fails, this
-# process builds that half as it does without a lane, so every problem is reported the
-# same way.
-
-INSIGHTS_LANE_FLAG = "--insights-lane"
-INSIGHTS_LANE_MIN_BYTES = 4 << 20  # below about 20,000 reviews, starting the helper costs more than it saves
-INSIGHTS_LANE_TIMEOUT = 300.0
-
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+# insights_lane.py runs this in a helper process on two cores; see there.
 
 
-def _lane_command(raw: RawFile) -> list[str]:
-    return [sys.executable, str(Path(__file__).resolve()), INSIGHTS_LANE_FLAG, str(raw.path), raw.sha256]
+def build_insights_half(path: Path) -> tuple:
+    """("built", sha256, *EntryBuild) for insights.json at `path`, or ("not built", sha256, why).
 
-
-class _InsightsLane:
-    """A helper process building insights.json's half of a build."""
-
-    def __init__(self, process: subprocess.Popen):
-        self.process = process
-
-    @classmethod
-    def start(cls, raw: RawFile) -> "_InsightsLane | None":
-        """The helper for this file, or None where it would not pay (small file, one CPU, made in memory)."""
-        if raw.path is None or len(raw.content) < INSIGHTS_LANE_MIN_BYTES or _usable_cpus() < 2:
-            return None
-        # Hosted by a server that embeds Python (uWSGI, mod_wsgi), sys.executable is that server.
-        if not Path(sys.executable or "").name.startswith("python"):
-            return None
-        try:
-            process = subprocess.Popen(_lane_command(raw), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE)
-        except OSError as exc:
-            log.warning("could not start the insights lane (%s); building insights.json in this process", exc)
-            return None
-        log.debug("building insights.json in a helper process, pid %d", process.pid)
-        return cls(process)
-
-    def result(self) -> EntryBuild | None:
-        """What the helper built, or None when this process must build that half itself."""
-        try:
-            out, err = self.process.communicate(timeout=INSIGHTS_LANE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            log.warning("the insights lane took over %g s; building insights.json in this process",
-                        INSIGHTS_LANE_TIMEOUT)
-            return None
-        if self.process.returncode != 0:
-            log.warning("the insights lane failed (exit status %s); building insights.json in this process: %s",
-                        self.process.returncode, err.decode("utf-8", "replace").strip()[-2000:])
-            return None
-        verdict, *built = pickle.loads(out)  # from our own helper, which read our own file
-        if verdict != "built":
-            log.debug("the insights lane did not build (%s); building insights.json in this process", built[0])
-            return None
-        return tuple(built)  # type: ignore[return-value]
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.communicate()
-
-
-def _insights_lane_main(argv: Sequence[str]) -> int:
-    """The helper's side: build, then write ("built", *EntryBuild) or ("not built", why) to stdout as a pickle."""
-    path, sha256 = argv
-    gc.disable()  # a short-lived process making millions of objects
-    answer = _lane_build(Path(path), sha256)
-    sys.stdout.buffer.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
-    sys.stdout.buffer.flush()
-    return 0
-
-
-def _lane_build(path: Path, sha256: str) -> tuple:
+    sha256 is of the bytes read here: the server uses the build only for the bytes it
+    read. Built only for data without a problem of insights.json's own, so the server,
+    building it itself otherwise, reports every problem the same way.
+    """
     content = path.read_bytes()
-    if hashlib.sha256(content).hexdigest() != sha256:
-        return ("not built", "the file changed since it was read")
+    sha256 = hashlib.sha256(content).hexdigest()
     try:
         doc = json.loads(content.decode("utf-8"))
     except ValueError:
-        return ("not built", "not UTF-8 JSON")
+        return ("not built", sha256, "not UTF-8 JSON")
     del content
     if not INSIGHTS_IS_VALID(doc):
-        return ("not built", "not valid")
+        return ("not built", sha256, "not valid")
     try:
         built = _insights_by_entry(doc)
     except UnicodeEncodeError:
-        return ("not built", "a lone surrogate")
+        return ("not built", sha256, "a lone surrogate")
     if _insights_count_problems(doc, built[-1]):
-        return ("not built", "counts that disagree")
-    return ("built", *built)
+        return ("not built", sha256, "counts that disagree")
+    return ("built", sha256, *built)
 
 
 # --------------------------------------------------------------------------- loading
@@ -1190,7 +1114,7 @@ def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile, prepare: Pre
 
 def _checked_parts(reviews_raw: RawFile, insights_raw: RawFile,
                    prepare: Prepare | None) -> tuple[Parts, dict[str, Any]]:
-    lane = _InsightsLane.start(insights_raw)
+    lane = InsightsLane.for_file(insights_raw.path, len(insights_raw.content))
     try:
         return _checked_parts_beside(lane, reviews_raw, insights_raw, prepare)
     finally:
@@ -1198,7 +1122,7 @@ def _checked_parts(reviews_raw: RawFile, insights_raw: RawFile,
             lane.close()
 
 
-def _checked_parts_beside(lane: "_InsightsLane | None", reviews_raw: RawFile, insights_raw: RawFile,
+def _checked_parts_beside(lane: InsightsLane | None, reviews_raw: RawFile, insights_raw: RawFile,
                           prepare: Prepare | None) -> tuple[Parts, dict[str, Any]]:
     """The build, with insights.json's half from `lane` when it built it (else here, as when there is none).
 
@@ -1226,7 +1150,7 @@ def _checked_parts_beside(lane: "_InsightsLane | None", reviews_raw: RawFile, in
         finally:
             if sink is not None:
                 sink.close()
-    built = lane.result() if lane is not None else None
+    built = lane.result(insights_raw.sha256) if lane is not None else None
     if built is None:
         try:
             insights_doc = parse_json(insights_raw)
@@ -1447,6 +1371,3 @@ class DataStore(Generic[S]):
             except Exception:
                 log.exception("data poll failed")
 
-
-if __name__ == "__main__" and sys.argv[1:2] == [INSIGHTS_LANE_FLAG]:
-    sys.exit(_insights_lane_main(sys.argv[2:]))

@@ -12,30 +12,50 @@ import dataclasses
 import gzip
 import ipaddress
 import logging
-import os
 import sys
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
-import werkzeug.urls  # noqa: F401  (registers the "werkzeug.url_quote" codec error handler query_args uses)
-from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
-from werkzeug.routing import BaseConverter, Map, Rule
-from werkzeug.wrappers import Response
+import insights_lane
+from config import BUILD_CACHE_FILE, Config, Network, env_value, parse_config, parse_networks
 
-import feeds
-from build_cache import BuildCache
-from dataset import (INSIGHTS_FILE, REVIEWS_FILE, DataError, DataStore, Dataset, check_data_dir,
+
+def serve_argv(argv: list[str]) -> list[str] | None:
+    """The options of a command line that serves (the default command), or None for `check`."""
+    if argv[:1] == ["check"]:
+        return None
+    return argv[1:] if argv[:1] == ["serve"] else argv
+
+
+if __name__ == "__main__" and (_argv := serve_argv(sys.argv[1:])) is not None:
+    # Until READY, a first start on a large data set keeps both cores busy; started here,
+    # before the imports below (about a fifth of a second of one core), the insights lane
+    # does not leave the second core idle meanwhile.
+    _config = parse_config(_argv)
+    insights_lane.start_early(Path(_config.data_dir),
+                              skip_if=Path(_config.state_dir) / BUILD_CACHE_FILE if _config.build_cache else None)
+
+# The imports that take time (werkzeug, jsonschema, compiling the schemas): after the early start.
+import werkzeug.urls  # noqa: E402,F401  (registers the "werkzeug.url_quote" codec error handler query_args uses)
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound  # noqa: E402
+from werkzeug.routing import BaseConverter, Map, Rule  # noqa: E402
+from werkzeug.wrappers import Response  # noqa: E402
+
+import feeds  # noqa: E402
+from build_cache import BuildCache  # noqa: E402
+from dataset import (INSIGHTS_FILE, REVIEWS_FILE, DataError, DataStore, Dataset, check_data_dir,  # noqa: E402
                      dataset_from_files, encode_json)
-from logs import configure_logging
-from openapi import build_openapi
-from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, Payload, Precomputed, accepts_gzip, answer, error_document,
-                      make_payload)
-from search import InvalidParams, decode_query_args, run_search, search_result_json, since_result_json, validate_date
+from logs import configure_logging  # noqa: E402
+from openapi import build_openapi  # noqa: E402
+from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, Payload, Precomputed, accepts_gzip, answer,  # noqa: E402
+                      error_document, make_payload)
+from search import (InvalidParams, decode_query_args, run_search, search_result_json,  # noqa: E402
+                    since_result_json, validate_date)
 
 log = logging.getLogger("reviewsd")
 
@@ -47,116 +67,6 @@ OPENAPI_PATH = "/.well-known/openapi.json"
 SEARCH_PATH = "/api/reviews/search"
 SINCE_CACHE_ENTRIES = 64
 SINCE_CACHE_BYTES = 64 << 20
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-@dataclass(frozen=True)
-class Config:
-    """Every option; each is a flag `--name-with-dashes` and a variable `REVIEWSD_NAME`."""
-
-    host: str = "127.0.0.1"
-    port: int = 8080
-    data_dir: str = str(HERE / "data")
-    state_dir: str = str(HERE / "state")
-    base_url: str = ""  # public base URL; default http://HOST:PORT
-    threads: int = 8
-    reload_interval: float = 2.0
-    log_format: str = "text"
-    # MCP
-    mcp_allowed_origins: str = ""  # comma-separated; the base URL's origin and localhost are always allowed
-    mcp_max_sessions: int = 1000
-    mcp_session_idle: float = 1800.0
-    max_body: int = 1 << 20
-    build_cache: bool = True
-    # WebSub hub
-    hub: bool = True
-    allow_private_callbacks: bool = False
-    ca_file: str = ""
-    hub_retry_delay: float = 30.0
-    hub_lease_min: int = 300
-    hub_lease_default: int = 86400
-    hub_lease_max: int = 30 * 86400
-    hub_workers: int = 32
-    hub_max_subscriptions: int = 10000
-    hub_max_per_topic: int = 5000
-    hub_max_per_host: int = 50
-    hub_rate_limit: float = 60.0  # hub requests per client per minute
-    # Behind a reverse proxy
-    trusted_proxies: str = ""  # comma-separated addresses whose X-Forwarded-For is believed
-
-    @property
-    def public_base_url(self) -> str:
-        return (self.base_url or f"http://{self.host}:{self.port}").rstrip("/")
-
-    def url(self, path: str) -> str:
-        return self.public_base_url + path
-
-
-HELP = {
-    "host": "address to listen on",
-    "port": "port to listen on",
-    "data_dir": "directory holding reviews.json and insights.json",
-    "state_dir": "directory for the hub's SQLite database and the build cache",
-    "base_url": "public base URL used in every absolute URL (default http://HOST:PORT)",
-    "threads": "worker threads serving requests",
-    "reload_interval": "seconds between checks of the data files (0 disables polling; SIGHUP always reloads)",
-    "log_format": "text or json log lines on stderr",
-    "mcp_allowed_origins": "extra Origin values allowed on /mcp, comma-separated",
-    "mcp_max_sessions": "most MCP sessions kept at once",
-    "mcp_session_idle": "seconds after which an idle MCP session ends",
-    "max_body": "largest request body accepted, in bytes",
-    "build_cache": "keep the last build in the state directory, so that a restart on unchanged data files "
-                   "skips parsing, validating, encoding and compressing them",
-    "hub": "run the WebSub hub (--no-hub on read-only replicas)",
-    "allow_private_callbacks": "allow hub callbacks on loopback/private addresses (development and tests only)",
-    "ca_file": "CA bundle for verifying subscribers' HTTPS certificates (default: system store or SSL_CERT_FILE)",
-    "hub_retry_delay": "first delay before retrying a failed delivery, seconds (doubles after)",
-    "hub_lease_min": "shortest lease granted, seconds",
-    "hub_lease_default": "lease granted when none is asked for, seconds",
-    "hub_lease_max": "longest lease granted, seconds",
-    "hub_workers": "concurrent outbound hub requests",
-    "hub_max_subscriptions": "most subscriptions in total",
-    "hub_max_per_topic": "most subscriptions per topic",
-    "hub_max_per_host": "most subscriptions per callback host",
-    "hub_rate_limit": "hub requests allowed per client per minute (0: no limit)",
-    "trusted_proxies": "reverse-proxy addresses whose X-Forwarded-For is trusted, comma-separated",
-}
-
-
-def _env_value(name: str, default: Any) -> Any:
-    raw = os.environ.get(f"REVIEWSD_{name.upper()}")
-    if raw is None:
-        return default
-    if isinstance(default, bool):
-        return raw.strip().lower() in ("1", "true", "yes", "on")
-    return type(default)(raw)
-
-
-def parse_config(argv: Sequence[str]) -> Config:
-    parser = argparse.ArgumentParser(prog="reviewsd.py", description="Serve the reviews API.",
-                                     epilog="Every option can also be set as REVIEWSD_<NAME>, e.g. REVIEWSD_PORT=9000. "
-                                            "`reviewsd.py check --data-dir DIR` validates data files.")
-    for f in fields(Config):
-        flag = "--" + f.name.replace("_", "-")
-        default = _env_value(f.name, f.default)
-        if isinstance(f.default, bool):
-            parser.add_argument(flag, dest=f.name, default=default, action=argparse.BooleanOptionalAction,
-                                help=HELP[f.name])
-        elif f.name == "log_format":
-            parser.add_argument(flag, dest=f.name, default=default, choices=("text", "json"), help=HELP[f.name])
-        else:
-            parser.add_argument(flag, dest=f.name, default=default, type=type(f.default), help=HELP[f.name])
-    args = parser.parse_args(argv)
-    config = Config(**vars(args))
-    if urlsplit(config.public_base_url).scheme not in ("http", "https"):
-        parser.error(f"--base-url must be an http or https URL, got {config.base_url!r}")
-    try:
-        parse_networks(config.trusted_proxies)
-    except ValueError as exc:
-        parser.error(f"--trusted-proxies: {exc}")
-    return config
 
 
 # --------------------------------------------------------------------------- snapshots
@@ -238,13 +148,6 @@ def _precomputed(dataset: Dataset, name: str) -> Precomputed | None:
 
 
 # --------------------------------------------------------------------------- client addresses
-
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-def parse_networks(text: str) -> list[Network]:
-    return [ipaddress.ip_network(item.strip(), strict=False) for item in text.split(",") if item.strip()]
-
 
 def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> str:
     """REMOTE_ADDR, or behind trusted proxies the right-most X-Forwarded-For entry that is not one of them."""
@@ -515,7 +418,7 @@ def create_app(config: Config | None = None) -> ReviewsApp:
 
 def check_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="reviewsd.py check", description="Validate a data directory.")
-    parser.add_argument("--data-dir", default=_env_value("data_dir", Config.data_dir))
+    parser.add_argument("--data-dir", default=env_value("data_dir", Config.data_dir))
     args = parser.parse_args(argv)
     problems = check_data_dir(args.data_dir)
     for problem in problems:
@@ -547,6 +450,8 @@ def serve_main(argv: Sequence[str]) -> int:
             log.error("  %s", problem)
         sock.close()
         return 2
+    finally:
+        insights_lane.discard_early()  # one that no load took (the data came from the build cache)
     app.store.start_polling(config.reload_interval)
 
     def on_stop() -> None:
@@ -564,11 +469,8 @@ def serve_main(argv: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["check"]:
-        return check_main(argv[1:])
-    if argv[:1] == ["serve"]:
-        argv = argv[1:]
-    return serve_main(argv)
+    options = serve_argv(argv)
+    return check_main(argv[1:]) if options is None else serve_main(options)
 
 
 if __name__ == "__main__":

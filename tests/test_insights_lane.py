@@ -12,10 +12,11 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
-import dataset as dataset_module
+import insights_lane
 from dataset import DataError, check_documents, dataset_from_files, read_data_dir
 from factories import dataset_state, make_docs, write_docs
 from generate_data import generate, write_dataset
@@ -27,10 +28,12 @@ DID_NOT_BUILD = "the insights lane did not build"
 
 
 @pytest.fixture
-def lane(monkeypatch: pytest.MonkeyPatch) -> None:
+def lane(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The lane for files of any size, as if on two CPUs or more."""
-    monkeypatch.setattr(dataset_module, "INSIGHTS_LANE_MIN_BYTES", 0)
-    monkeypatch.setattr(dataset_module, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(insights_lane, "MIN_BYTES", 0)
+    monkeypatch.setattr(insights_lane, "usable_cpus", lambda: 2)
+    yield
+    insights_lane.discard_early()
 
 
 def without_lane(data_dir: Path) -> dict:
@@ -109,8 +112,8 @@ def insights_damage(kind: str) -> tuple[object, object]:
 def test_refusals_are_the_same_with_the_lane(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_raw(tmp_path, *insights_damage(kind))
     expected = refusal(tmp_path)
-    monkeypatch.setattr(dataset_module, "INSIGHTS_LANE_MIN_BYTES", 0)
-    monkeypatch.setattr(dataset_module, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(insights_lane, "MIN_BYTES", 0)
+    monkeypatch.setattr(insights_lane, "usable_cpus", lambda: 2)
     assert refusal(tmp_path) == expected and expected
 
 
@@ -133,7 +136,7 @@ def test_a_failing_helper_costs_a_warning_not_the_load(tmp_path: Path, monkeypat
     write_docs(tmp_path, *make_docs(SPECS))
     expected = without_lane(tmp_path)
     crash = "import sys; sys.stderr.write('helper crashed on purpose'); sys.exit(3)"
-    monkeypatch.setattr(dataset_module, "_lane_command", lambda raw: [sys.executable, "-c", crash])
+    monkeypatch.setattr(insights_lane, "lane_command", lambda path: [sys.executable, "-c", crash])
     with caplog.at_level(logging.WARNING, "reviewsd.data"):
         built = dataset_state(dataset_from_files(*read_data_dir(tmp_path), Precomputed))
     assert built == expected
@@ -146,17 +149,17 @@ def test_a_hung_helper_is_killed_after_the_timeout(tmp_path: Path, monkeypatch: 
     write_docs(tmp_path, *make_docs(SPECS))
     expected = without_lane(tmp_path)
     started: list = []
-    real_start = dataset_module._InsightsLane.start.__func__
+    real_start = insights_lane.InsightsLane.start.__func__
 
-    def start(cls, raw):
-        lane = real_start(cls, raw)
+    def start(cls, path, size):
+        lane = real_start(cls, path, size)
         started.append(lane)
         return lane
 
-    monkeypatch.setattr(dataset_module, "_lane_command",
-                        lambda raw: [sys.executable, "-c", "import threading; threading.Event().wait()"])  # hangs
-    monkeypatch.setattr(dataset_module, "INSIGHTS_LANE_TIMEOUT", 0.5)
-    monkeypatch.setattr(dataset_module._InsightsLane, "start", classmethod(start))
+    monkeypatch.setattr(insights_lane, "lane_command",
+                        lambda path: [sys.executable, "-c", "import threading; threading.Event().wait()"])  # hangs
+    monkeypatch.setattr(insights_lane, "TIMEOUT", 0.5)
+    monkeypatch.setattr(insights_lane.InsightsLane, "start", classmethod(start))
     with caplog.at_level(logging.WARNING, "reviewsd.data"):
         built = dataset_state(dataset_from_files(*read_data_dir(tmp_path), Precomputed))
     assert built == expected
@@ -169,11 +172,11 @@ def test_no_lane_for_small_files_or_one_cpu(tmp_path: Path, monkeypatch: pytest.
     write_docs(tmp_path, *make_docs(SPECS))
     with caplog.at_level(logging.DEBUG, "reviewsd.data"):
         dataset_from_files(*read_data_dir(tmp_path))  # the default threshold: far above these files
-        monkeypatch.setattr(dataset_module, "INSIGHTS_LANE_MIN_BYTES", 0)
-        monkeypatch.setattr(dataset_module, "_usable_cpus", lambda: 1)
+        monkeypatch.setattr(insights_lane, "MIN_BYTES", 0)
+        monkeypatch.setattr(insights_lane, "usable_cpus", lambda: 1)
         dataset_from_files(*read_data_dir(tmp_path))
     assert USED not in caplog.text
-    monkeypatch.setattr(dataset_module, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(insights_lane, "usable_cpus", lambda: 2)
     with caplog.at_level(logging.DEBUG, "reviewsd.data"):
         dataset_from_files(*read_data_dir(tmp_path))
     assert USED in caplog.text
@@ -189,3 +192,64 @@ def test_no_lane_when_the_interpreter_is_not_python(tmp_path: Path, monkeypatch:
         loaded = dataset_from_files(*read_data_dir(tmp_path))
     assert USED not in caplog.text
     assert len(loaded.reviews) == len(SPECS)
+
+
+# ---------------------------------------------------------------- started early, before the server's imports
+
+
+ADOPTED = "took the insights lane started early"
+
+
+@pytest.mark.usefixtures("lane")
+def test_a_load_takes_the_lane_started_early(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    write_docs(tmp_path, *make_docs(SPECS))
+    expected = without_lane(tmp_path)
+    insights_lane.start_early(tmp_path)
+    with caplog.at_level(logging.DEBUG, "reviewsd.data"):
+        built = dataset_state(dataset_from_files(*read_data_dir(tmp_path), Precomputed))
+    assert built == expected
+    assert ADOPTED in caplog.text and USED not in caplog.text  # taken, not a second one started
+    assert DID_NOT_BUILD not in caplog.text
+
+
+@pytest.mark.usefixtures("lane")
+def test_an_early_lane_that_read_another_version_is_not_used(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    write_docs(tmp_path, *make_docs(SPECS[:2]))
+    insights_lane.start_early(tmp_path)  # reads the first version, whenever it gets to it
+    insights_lane._started_early[str((tmp_path / "insights.json").resolve())].process.wait(timeout=60)
+    write_docs(tmp_path, *make_docs(SPECS))  # the server then reads this one
+    expected = without_lane(tmp_path)
+    with caplog.at_level(logging.DEBUG, "reviewsd.data"):
+        built = dataset_state(dataset_from_files(*read_data_dir(tmp_path), Precomputed))
+    assert built == expected
+    assert ADOPTED in caplog.text and "the file changed since it was read" in caplog.text
+
+
+@pytest.mark.usefixtures("lane")
+def test_no_early_lane_when_the_build_cache_is_there(tmp_path: Path) -> None:
+    write_docs(tmp_path, *make_docs(SPECS))
+    cache = tmp_path / "build-cache.bin"
+    cache.write_bytes(b"")
+    insights_lane.start_early(tmp_path, skip_if=cache)
+    assert insights_lane._started_early == {}
+    insights_lane.start_early(tmp_path / "missing")  # nothing to read: the load reports it
+    assert insights_lane._started_early == {}
+
+
+@pytest.mark.usefixtures("lane")
+def test_an_early_lane_nobody_takes_is_stopped(tmp_path: Path) -> None:
+    write_docs(tmp_path, *make_docs(SPECS))
+    insights_lane.start_early(tmp_path)
+    (lane,) = insights_lane._started_early.values()
+    insights_lane.discard_early()
+    assert insights_lane._started_early == {}
+    assert lane.process.poll() is not None  # ended and reaped
+
+
+@pytest.mark.parametrize("argv, options", [([], []), (["--port", "0"], ["--port", "0"]),
+                                           (["serve", "--no-hub"], ["--no-hub"]), (["check"], None),
+                                           (["check", "--data-dir", "x"], None)])
+def test_which_command_lines_serve(argv: list[str], options: list[str] | None) -> None:
+    import reviewsd
+
+    assert reviewsd.serve_argv(argv) == options

@@ -1,0 +1,132 @@
+"""Configuration: every option of `python reviewsd.py`, as a flag and as an environment variable.
+
+Light on purpose (no third-party imports): `python reviewsd.py` reads its options
+before its other imports, to start the insights lane early (insights_lane.start_early).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import urlsplit
+
+HERE = Path(__file__).resolve().parent
+BUILD_CACHE_FILE = "build-cache.bin"  # in the state directory (build_cache.py)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every option; each is a flag `--name-with-dashes` and a variable `REVIEWSD_NAME`."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    data_dir: str = str(HERE / "data")
+    state_dir: str = str(HERE / "state")
+    base_url: str = ""  # public base URL; default http://HOST:PORT
+    threads: int = 8
+    reload_interval: float = 2.0
+    log_format: str = "text"
+    # MCP
+    mcp_allowed_origins: str = ""  # comma-separated; the base URL's origin and localhost are always allowed
+    mcp_max_sessions: int = 1000
+    mcp_session_idle: float = 1800.0
+    max_body: int = 1 << 20
+    build_cache: bool = True
+    # WebSub hub
+    hub: bool = True
+    allow_private_callbacks: bool = False
+    ca_file: str = ""
+    hub_retry_delay: float = 30.0
+    hub_lease_min: int = 300
+    hub_lease_default: int = 86400
+    hub_lease_max: int = 30 * 86400
+    hub_workers: int = 32
+    hub_max_subscriptions: int = 10000
+    hub_max_per_topic: int = 5000
+    hub_max_per_host: int = 50
+    hub_rate_limit: float = 60.0  # hub requests per client per minute
+    # Behind a reverse proxy
+    trusted_proxies: str = ""  # comma-separated addresses whose X-Forwarded-For is believed
+
+    @property
+    def public_base_url(self) -> str:
+        return (self.base_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    def url(self, path: str) -> str:
+        return self.public_base_url + path
+
+
+HELP = {
+    "host": "address to listen on",
+    "port": "port to listen on",
+    "data_dir": "directory holding reviews.json and insights.json",
+    "state_dir": "directory for the hub's SQLite database and the build cache",
+    "base_url": "public base URL used in every absolute URL (default http://HOST:PORT)",
+    "threads": "worker threads serving requests",
+    "reload_interval": "seconds between checks of the data files (0 disables polling; SIGHUP always reloads)",
+    "log_format": "text or json log lines on stderr",
+    "mcp_allowed_origins": "extra Origin values allowed on /mcp, comma-separated",
+    "mcp_max_sessions": "most MCP sessions kept at once",
+    "mcp_session_idle": "seconds after which an idle MCP session ends",
+    "max_body": "largest request body accepted, in bytes",
+    "build_cache": "keep the last build in the state directory, so that a restart on unchanged data files "
+                   "skips parsing, validating, encoding and compressing them",
+    "hub": "run the WebSub hub (--no-hub on read-only replicas)",
+    "allow_private_callbacks": "allow hub callbacks on loopback/private addresses (development and tests only)",
+    "ca_file": "CA bundle for verifying subscribers' HTTPS certificates (default: system store or SSL_CERT_FILE)",
+    "hub_retry_delay": "first delay before retrying a failed delivery, seconds (doubles after)",
+    "hub_lease_min": "shortest lease granted, seconds",
+    "hub_lease_default": "lease granted when none is asked for, seconds",
+    "hub_lease_max": "longest lease granted, seconds",
+    "hub_workers": "concurrent outbound hub requests",
+    "hub_max_subscriptions": "most subscriptions in total",
+    "hub_max_per_topic": "most subscriptions per topic",
+    "hub_max_per_host": "most subscriptions per callback host",
+    "hub_rate_limit": "hub requests allowed per client per minute (0: no limit)",
+    "trusted_proxies": "reverse-proxy addresses whose X-Forwarded-For is trusted, comma-separated",
+}
+
+
+def env_value(name: str, default: Any) -> Any:
+    raw = os.environ.get(f"REVIEWSD_{name.upper()}")
+    if raw is None:
+        return default
+    if isinstance(default, bool):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    return type(default)(raw)
+
+
+def parse_config(argv: Sequence[str]) -> Config:
+    parser = argparse.ArgumentParser(prog="reviewsd.py", description="Serve the reviews API.",
+                                     epilog="Every option can also be set as REVIEWSD_<NAME>, e.g. REVIEWSD_PORT=9000. "
+                                            "`reviewsd.py check --data-dir DIR` validates data files.")
+    for f in fields(Config):
+        flag = "--" + f.name.replace("_", "-")
+        default = env_value(f.name, f.default)
+        if isinstance(f.default, bool):
+            parser.add_argument(flag, dest=f.name, default=default, action=argparse.BooleanOptionalAction,
+                                help=HELP[f.name])
+        elif f.name == "log_format":
+            parser.add_argument(flag, dest=f.name, default=default, choices=("text", "json"), help=HELP[f.name])
+        else:
+            parser.add_argument(flag, dest=f.name, default=default, type=type(f.default), help=HELP[f.name])
+    args = parser.parse_args(argv)
+    config = Config(**vars(args))
+    if urlsplit(config.public_base_url).scheme not in ("http", "https"):
+        parser.error(f"--base-url must be an http or https URL, got {config.base_url!r}")
+    try:
+        parse_networks(config.trusted_proxies)
+    except ValueError as exc:
+        parser.error(f"--trusted-proxies: {exc}")
+    return config
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(text: str) -> list[Network]:
+    return [ipaddress.ip_network(item.strip(), strict=False) for item in text.split(",") if item.strip()]
