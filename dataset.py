@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Container, Generic, Iterable, Iterator, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Container, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import referencing
 import referencing.jsonschema
@@ -639,19 +639,6 @@ def encode_json(value: Any) -> bytes:
 # and Dataset._adopt makes the lasting objects from the parts' bytes.
 
 
-class BodySink(Protocol):
-    """What `prepare()` returns: it is fed a served body piece by piece, as the body is encoded."""
-
-    def feed(self, piece: bytes | memoryview) -> None: ...
-
-    def close(self) -> None:
-        """The body is complete, or making it failed."""
-
-
-Prepare = Callable[[], BodySink]
-Feed = Callable[[bytes | memoryview], None]
-
-
 @dataclass(frozen=True)
 class _FrozenIndex:
     """key -> positions, as bytes: keys as JSON, then every list's length and all positions."""
@@ -696,11 +683,10 @@ class _ReviewsPart:
     records_ok: bool  # ids unique and no reply before its review
 
     @classmethod
-    def encode(cls, doc: Mapping[str, Any], feed: Feed | None = None) -> "_ReviewsPart":
-        """The part; `feed` gets the body's pieces as they are encoded (UnicodeEncodeError: a lone surrogate)."""
+    def encode(cls, doc: Mapping[str, Any]) -> "_ReviewsPart":
         ordered = sorted(doc["reviews"], key=operator.itemgetter("date", "id"), reverse=True)
         head = encode_json({k: v for k, v in doc.items() if k != "reviews"})
-        body, offsets = _encode_reviews(head, ordered, feed)
+        body, offsets = _encode_reviews(head, ordered)
         ids = list(map(operator.itemgetter("id"), ordered))
         position_of = dict(zip(ids, range(len(ids))))
         replies_ok = all(r["owner_reply"] is None or r["owner_reply"]["date"] >= r["date"] for r in ordered)
@@ -721,28 +707,15 @@ class _ReviewsPart:
         return _fold_and_join(self.texts)
 
 
-def _encode_reviews(head: bytes, ordered: list[Mapping[str, Any]], feed: Feed | None) -> tuple[bytes, array]:
+def _encode_reviews(head: bytes, ordered: list[Mapping[str, Any]]) -> tuple[bytes, array]:
     """The /reviews.json body (the file's other keys, then the reviews) and each review's offset."""
     start = head[:-1] + b',"reviews":'
     # A call per chunk of reviews, not per review (which costs twice as much), nor one for
     # all (its str, four bytes a character with one emoji in the text, would double the peak).
-    # Each chunk goes to `feed` as soon as it exists, so hashing and compressing the body
-    # overlap encoding the rest; views, so the chunks' brackets are dropped without a copy.
-    pieces: list[bytes | memoryview] = []
-
-    def add(piece: bytes | memoryview) -> None:
-        pieces.append(piece)
-        if feed is not None:
-            feed(piece)
-
-    add(start + b"[")
-    for i in range(0, len(ordered), _ENCODE_CHUNK):
-        if i:
-            add(b",")
-        add(memoryview(encode_json(ordered[i:i + _ENCODE_CHUNK]))[1:-1])
-    add(b"]}")
-    body = b"".join(pieces)
-    pieces.clear()
+    # Views drop each chunk's brackets without a copy, so the body is the only copy made.
+    chunks = [memoryview(encode_json(ordered[i:i + _ENCODE_CHUNK]))[1:-1] for i in range(0, len(ordered), _ENCODE_CHUNK)]
+    body = b"".join([start + b"[", *_interleaved(chunks, b","), b"]}"])
+    del chunks
     offsets = array("q", [len(start) + 1])
     # Between two reviews the body reads `},{"`; inside one it can only where a string ends in
     # `},{` (no review holds an array of objects). So exactly n - 1 matches are exactly the gaps.
@@ -753,6 +726,14 @@ def _encode_reviews(head: bytes, ordered: list[Mapping[str, Any]], feed: Feed | 
     if not ordered:
         return body, offsets[:1]
     return _joined(start + b"[", [encode_json(review) for review in ordered], b"]}")
+
+
+def _interleaved(items: list[Any], separator: Any) -> Iterator[Any]:
+    """The items with the separator between each two."""
+    for n, item in enumerate(items):
+        if n:
+            yield separator
+        yield item
 
 
 def _joined(head: bytes, fragments: list[bytes], tail: bytes) -> tuple[bytes, array]:
@@ -1095,25 +1076,27 @@ def read_data_dir(data_dir: Path) -> tuple[RawFile, RawFile]:
 
 
 
+Prepare = Callable[[bytes], Any]
+
+
 def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile, prepare: Prepare | None = None,
                        on_parts: Callable[[Parts, Mapping[str, Any]], None] | None = None) -> Dataset:
     """Parse, validate and index; raises DataError listing every problem.
 
-    `prepare()` is called for the /reviews.json and /insights.json bodies, and what it
-    returns is fed each body as it is encoded (e.g. to compress it on another thread
-    while the rest is built); those are `dataset.prepared[REVIEWS_FILE]` and `[INSIGHTS_FILE]`.
+    `prepare(body)` is called with the /reviews.json and /insights.json bodies as soon
+    as each is encoded (e.g. to start compressing them on other threads while the
+    rest is built); its results are `dataset.prepared[REVIEWS_FILE]` and `[INSIGHTS_FILE]`.
     `on_parts(parts, prepared)` is called once the data is accepted (e.g. to store the build).
     """
     with collector_paused():  # millions of new containers would start full collections over and over
-        parts, prepared = _checked_parts(reviews_raw, insights_raw, prepare)
+        parts, prepared = _checked_parts(reviews_raw, insights_raw, prepare or (lambda body: None))
         if on_parts is not None:
             on_parts(parts, prepared)
         # The parsed documents are gone here: the dataset's own objects go to fresh memory.
-        return Dataset.from_parts(parts, reviews_raw.sha256, insights_raw.sha256, prepared)
+        return Dataset.from_parts(parts, reviews_raw.sha256, insights_raw.sha256, prepared if prepare else None)
 
 
-def _checked_parts(reviews_raw: RawFile, insights_raw: RawFile,
-                   prepare: Prepare | None) -> tuple[Parts, dict[str, Any]]:
+def _checked_parts(reviews_raw: RawFile, insights_raw: RawFile, prepare: Prepare) -> tuple[Parts, dict[str, Any]]:
     lane = InsightsLane.for_file(insights_raw.path, len(insights_raw.content))
     try:
         return _checked_parts_beside(lane, reviews_raw, insights_raw, prepare)
@@ -1123,7 +1106,7 @@ def _checked_parts(reviews_raw: RawFile, insights_raw: RawFile,
 
 
 def _checked_parts_beside(lane: InsightsLane | None, reviews_raw: RawFile, insights_raw: RawFile,
-                          prepare: Prepare | None) -> tuple[Parts, dict[str, Any]]:
+                          prepare: Prepare) -> tuple[Parts, dict[str, Any]]:
     """The build, with insights.json's half from `lane` when it built it (else here, as when there is none).
 
     A lane builds only data without a problem of insights.json's own, so the problems,
@@ -1137,19 +1120,13 @@ def _checked_parts_beside(lane: InsightsLane | None, reviews_raw: RawFile, insig
     except DataError as exc:
         problems += exc.problems
     if reviews_doc is not None and REVIEWS_IS_VALID(reviews_doc):
-        # Encoded before insights.json is even parsed, and fed to `prepare` while it is
-        # encoded, so compressing it overlaps the rest.
-        sink = prepare() if prepare is not None else None
+        # Encoded before insights.json is even parsed, so compressing it overlaps the rest.
         try:
-            reviews = _ReviewsPart.encode(reviews_doc, sink.feed if sink is not None else None)
+            reviews = _ReviewsPart.encode(reviews_doc)
         except UnicodeEncodeError:
             problems += lone_surrogate_problems(REVIEWS_FILE, reviews_doc)
         else:
-            if sink is not None:
-                prepared[REVIEWS_FILE] = sink
-        finally:
-            if sink is not None:
-                sink.close()
+            prepared[REVIEWS_FILE] = prepare(reviews.body)
     built = lane.result(insights_raw.sha256) if lane is not None else None
     if built is None:
         try:
@@ -1172,10 +1149,7 @@ def _checked_parts_beside(lane: InsightsLane | None, reviews_raw: RawFile, insig
     else:
         insights_doc = _head_document(built)
     insights = _InsightsPart.from_entries(built, reviews)
-    if prepare is not None:
-        prepared[INSIGHTS_FILE] = sink = prepare()
-        sink.feed(insights.body)
-        sink.close()
+    prepared[INSIGHTS_FILE] = prepare(insights.body)
     problems = _cross_file_problems(reviews_doc, insights_doc, reviews.ratings, reviews.position_of, reviews.records_ok,
                                     insights.tallies, insights.keys_are_reviews)
     if problems:

@@ -7,12 +7,12 @@ or a 304 is a lookup plus werkzeug's conditional-request check.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import logging
-import queue
+import os
+import struct
 import threading
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -23,8 +23,6 @@ from werkzeug.http import http_date, parse_accept_header
 from werkzeug.sansio.http import is_resource_modified
 
 from dataset import encode_json
-
-log = logging.getLogger("reviewsd.payloads")
 
 JSON = "application/json; charset=utf-8"
 FEED_JSON = "application/feed+json; charset=utf-8"
@@ -64,12 +62,7 @@ class Payload:
 
 
 def strong_etag(body: bytes, suffix: str = "") -> str:
-    return etag_of(hashlib.sha256(body), suffix)
-
-
-def etag_of(sha256: Any, suffix: str = "") -> str:
-    """The strong ETag of a body whose sha256 object this is (hashed whole or piece by piece)."""
-    return '"' + sha256.hexdigest()[:32] + suffix + '"'
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + suffix + '"'
 
 
 def make_payload(
@@ -89,7 +82,7 @@ def make_payload(
     `precomputed` (for this body) supplies the tag and the gzip bytes.
     """
     if precomputed is not None and compress:
-        tag, compressed = precomputed.result(body)
+        tag, compressed = precomputed.result()
     else:
         tag, compressed = etag or strong_etag(body), gzip_body(body) if compress else None
     common: Headers = [("Content-Type", content_type), *READ_HEADERS, *extra_headers]
@@ -103,104 +96,75 @@ def make_payload(
     return Payload(_variant(body, tag, common), gzipped, content_type, last_modified)
 
 
-def gzip_body(body: bytes) -> bytes | None:
-    """The gzip coding of a body (None below GZIP_MIN_BYTES, where it is not worth it)."""
-    coder = _GzipCoder()
-    coder.feed(body)
-    return coder.finish()
+def gzip_body(body: bytes, pool: ThreadPoolExecutor | None = None) -> bytes | None:
+    """The gzip coding of a body (None below GZIP_MIN_BYTES, where it is not worth it).
 
-
-class _GzipCoder:
-    """gzip_body for a body that arrives in pieces: the same bytes, compressed as they come.
-
-    The level depends on the whole body's size (gzip_level), so pieces are held until
-    they reach the size from which the level cannot change; zlib's output does not
-    depend on how its input is split, so this is gzip.compress(body, level, mtime=0).
+    A body over GZIP_BLOCK bytes is compressed block by block, each block with the
+    32 KiB before it as the dictionary and ended by a sync flush, so that the blocks'
+    outputs joined are one deflate stream (as pigz makes it): on a `pool`, the blocks
+    compress in parallel (zlib releases the GIL). About 40 bytes larger per block than
+    one deflate of the whole; a body of one block is exactly zlib's deflate of it.
     """
+    if len(body) < GZIP_MIN_BYTES:
+        return None
+    level, view = gzip_level(len(body)), memoryview(body)
+    starts = range(0, len(body), GZIP_BLOCK)
+    blocks = [view[at:at + GZIP_BLOCK] for at in starts]
+    dictionaries = [bytes(view[max(0, at - _WINDOW):at]) for at in starts]
+    flushes = [zlib.Z_SYNC_FLUSH] * (len(blocks) - 1) + [zlib.Z_FINISH]
+    deflated = (pool.map if pool is not None else map)(_deflate, blocks, dictionaries, flushes, [level] * len(blocks))
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00" + bytes([_XFL.get(level, 0), 255])  # no name, mtime 0, OS unknown
+    return b"".join([header, *deflated, struct.pack("<LL", zlib.crc32(body), len(body) & 0xFFFFFFFF)])
 
-    def __init__(self) -> None:
-        self._held: list[bytes | memoryview] = []
-        self._size = 0
-        self._stream: Any = None  # a zlib compressor, once the level is known
-        self._out: list[bytes] = []
 
-    def feed(self, piece: bytes | memoryview) -> None:
-        if self._stream is not None:
-            self._out.append(self._stream.compress(piece))
-            return
-        self._held.append(piece)
-        self._size += len(piece)
-        if self._size >= _SIZE_FOR_LARGE_LEVEL:
-            self._stream = zlib.compressobj(gzip_level(self._size), zlib.DEFLATED, 31)  # 31: a gzip header, mtime 0
-            self._out += map(self._stream.compress, self._held)
-            self._held = []
+GZIP_BLOCK = 4 << 20
+_WINDOW = 32 << 10  # how far back deflate looks: the dictionary a block starts with
+_XFL = {9: 2, 1: 4}  # the gzip header's "extra flags" byte for a level, as zlib and Python's gzip set it
 
-    def finish(self) -> bytes | None:
-        if self._stream is not None:
-            self._out.append(self._stream.flush())
-            return b"".join(self._out)
-        if self._size < GZIP_MIN_BYTES:
-            return None
-        return gzip.compress(b"".join(self._held), compresslevel=gzip_level(self._size), mtime=0)
+
+def _deflate(block: memoryview, dictionary: bytes, flush: int, level: int) -> bytes:
+    """Raw deflate of one block, primed with the bytes before it."""
+    primed = {"zdict": dictionary} if dictionary else {}
+    coder = zlib.compressobj(level, zlib.DEFLATED, -15, **primed)  # -15: raw deflate, no header of its own
+    return coder.compress(block) + coder.flush(flush)
 
 
 class Precomputed:
-    """A body's strong ETag and gzip coding, computed on a thread while the body is being made.
+    """A body's strong ETag and gzip coding, computed on threads from the moment the body exists.
 
-    Feed it the body's pieces as they are encoded (`feed`, then `close`), or the whole
-    body (`Precomputed.of(body)`). hashlib and zlib release the GIL, so on a second core
-    this overlaps the rest of a data load. `result()` waits for it; should the thread
-    fail, `result(body)` computes inline.
+    hashlib and zlib release the GIL, so on other cores this overlaps the rest of a data
+    load, and the gzip blocks compress in parallel. `result()` waits for it (and
+    computes inline if the thread failed).
     """
 
-    def __init__(self) -> None:
-        self._pieces: queue.SimpleQueue[bytes | memoryview | None] = queue.SimpleQueue()
+    def __init__(self, body: bytes):
+        self._body: bytes | None = body
         self._result: tuple[str, bytes | None] | None = None
         self._thread: threading.Thread | None = threading.Thread(target=self._run, name="precompute-body", daemon=True)
         self._thread.start()
 
     @classmethod
-    def of(cls, body: bytes) -> "Precomputed":
-        started = cls()
-        started.feed(body)
-        started.close()
-        return started
-
-    @classmethod
     def finished(cls, etag: str, compressed: bytes | None) -> "Precomputed":
         """One whose work was done before (read back from the build cache)."""
         done = cls.__new__(cls)
-        done._result, done._thread = (etag, compressed), None
+        done._body, done._result, done._thread = None, (etag, compressed), None
         return done
 
-    def feed(self, piece: bytes | memoryview) -> None:
-        self._pieces.put(piece)
-
-    def close(self) -> None:
-        """The body is complete (also call it when making it failed: the thread waits for this)."""
-        self._pieces.put(None)
-
     def _run(self) -> None:
-        digest, coder = hashlib.sha256(), _GzipCoder()
-        piece: bytes | memoryview | None = b""
-        try:
-            while (piece := self._pieces.get()) is not None:
-                digest.update(piece)
-                coder.feed(piece)
-            self._result = (etag_of(digest), coder.finish())
-        except Exception:  # MemoryError, say: result(body) computes it inline
-            log.warning("computing a body's ETag and gzip coding on its thread failed", exc_info=True)
-            while piece is not None:  # let go of what is still coming
-                piece = self._pieces.get()
+        body = self._body
+        if body is not None:
+            with ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="gzip-block") as pool:
+                tag = pool.submit(strong_etag, body)
+                self._result = (tag.result(), gzip_body(body, pool))
 
-    def result(self, body: bytes | None = None) -> tuple[str, bytes | None]:
+    def result(self) -> tuple[str, bytes | None]:
         if self._thread is not None:
             self._thread.join()
-            self._thread = None
+        if self._result is None and self._body is not None:
+            self._result = (strong_etag(self._body), gzip_body(self._body))
+        self._body = None  # the payload keeps the body; this object need not
         if self._result is None:
-            if body is None:
-                raise RuntimeError("the ETag and gzip thread failed, and the body is not at hand")
-            self._result = (strong_etag(body), gzip_body(body))
+            raise RuntimeError("Precomputed.result() after the body was dropped")
         return self._result
 
 
@@ -209,10 +173,7 @@ def gzip_level(size: int) -> int:
 
     Since-answers are compressed when first asked for, so their cost is a request's latency.
     """
-    return 9 if size < _SIZE_FOR_LARGE_LEVEL else 6
-
-
-_SIZE_FOR_LARGE_LEVEL = 64 << 10
+    return 9 if size < 64 << 10 else 6
 
 
 def _variant(body: bytes, etag: str, headers: Headers) -> Variant:

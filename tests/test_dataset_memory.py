@@ -277,49 +277,13 @@ def test_collector_pause_nests_and_restores() -> None:
 # ---------------------------------------------------------------- memory across loads
 
 
-class RecordingSink:
-    def __init__(self) -> None:
-        self.pieces: list[bytes] = []
-        self.closed = 0
-
-    def feed(self, piece: bytes | memoryview) -> None:
-        assert not self.closed
-        self.pieces.append(bytes(piece))
-
-    def close(self) -> None:
-        self.closed += 1
-
-
-def test_prepare_sees_each_served_body_once() -> None:
+def test_prepare_sees_each_served_body_once(tmp_path: Path) -> None:
     reviews_doc, insights_doc = make_docs(SPECS[:3])
-    sinks: list[RecordingSink] = []
+    seen: list[bytes] = []
     dataset = dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc),
-                                 prepare=lambda: sinks.append(RecordingSink()) or sinks[-1])
-    assert [b"".join(sink.pieces) for sink in sinks] == [dataset.reviews_document[0], dataset.insights_document]
-    assert [sink.closed for sink in sinks] == [1, 1]
-    assert dataset.prepared == {"reviews.json": sinks[0], "insights.json": sinks[1]}
-
-
-def test_prepare_gets_the_reviews_body_in_pieces_as_it_is_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dataset_module, "_ENCODE_CHUNK", 2)  # five reviews: three chunks
-    reviews_doc, insights_doc = make_docs(SPECS[:5])
-    sinks: list[RecordingSink] = []
-    dataset = dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc),
-                                 prepare=lambda: sinks.append(RecordingSink()) or sinks[-1])
-    assert len(sinks[0].pieces) == 1 + 3 + 2 + 1  # head, three chunks, two commas, tail
-    assert b"".join(sinks[0].pieces) == dataset.reviews_document[0]
-    assert list(dataset.reviews) == ordered(reviews_doc)
-
-
-def test_a_refused_build_closes_what_prepare_made() -> None:
-    reviews_doc, insights_doc = make_docs(SPECS[:3])
-    reviews_doc["reviews"][1]["text"] = "lone \ud800 surrogate"
-    sinks: list[RecordingSink] = []
-    with pytest.raises(DataError):
-        dataset_from_files(RawFile("reviews.json", json.dumps(reviews_doc).encode(), "sha"),  # JSON escapes it
-                           raw("insights.json", insights_doc),
-                           prepare=lambda: sinks.append(RecordingSink()) or sinks[-1])
-    assert [sink.closed for sink in sinks] == [1]
+                                 prepare=lambda body: seen.append(body) or len(body))
+    assert seen == [dataset.reviews_document[0], dataset.insights_document]
+    assert dataset.prepared == {"reviews.json": len(seen[0]), "insights.json": len(seen[1])}
 
 
 def test_a_reload_frees_the_replaced_data(tmp_path: Path) -> None:

@@ -1,24 +1,25 @@
-"""Precomputed representations: the gzip coding and ETag of a body fed whole or in pieces."""
+"""Precomputed representations: the gzip coding (in blocks, on threads) and the ETag of a body."""
 
 from __future__ import annotations
 
 import gzip
-import logging
 import random
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import payloads
-from payloads import GZIP_MIN_BYTES, Precomputed, gzip_body, gzip_level, strong_etag
+from payloads import GZIP_BLOCK, GZIP_MIN_BYTES, Precomputed, gzip_body, gzip_level, strong_etag
 
-# Around every size where the coding changes: none below GZIP_MIN_BYTES, level 9, then level 6.
-SIZES = [0, 1, GZIP_MIN_BYTES - 1, GZIP_MIN_BYTES, 5000, (64 << 10) - 1, 64 << 10, (64 << 10) + 1, 300_000]
+# Around every size where the coding changes: none below GZIP_MIN_BYTES, level 9, level 6, then blocks.
+SIZES = [0, 1, GZIP_MIN_BYTES - 1, GZIP_MIN_BYTES, 5000, (64 << 10) - 1, 64 << 10, 300_000]
 
 
 def body_of(size: int, seed: int) -> bytes:
-    """JSON-like text with some noise, so that the levels really differ."""
+    """JSON-like text with some noise, so that the levels and the dictionaries matter."""
     rng = random.Random(seed)
     words = [b'{"id":"01J', b'"rating":5', b"Dr. Maya Patel", b"\xf0\x9f\x98\x80", b"},{", b" wait ", b"\\n"]
     out = bytearray()
@@ -27,54 +28,65 @@ def body_of(size: int, seed: int) -> bytes:
     return bytes(out[:size])
 
 
-def pieces_of(body: bytes, cuts: list[int]) -> list[bytes | memoryview]:
-    bounds = sorted({0, len(body), *(c % (len(body) + 1) for c in cuts)})
-    return [memoryview(body)[lo:hi] if n % 2 else body[lo:hi] for n, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
-
-
-def plain_gzip(body: bytes) -> bytes | None:
-    return None if len(body) < GZIP_MIN_BYTES else gzip.compress(body, compresslevel=gzip_level(len(body)), mtime=0)
-
-
-@settings(max_examples=60, deadline=None)
-@given(size=st.sampled_from(SIZES), seed=st.integers(0, 3), cuts=st.lists(st.integers(0, 400_000), max_size=12))
-@example(size=(64 << 10) + 1, seed=0, cuts=[(64 << 10) - 1, 64 << 10])  # the level is known one byte later
-def test_a_body_fed_in_pieces_gets_the_coding_of_the_whole(size: int, seed: int, cuts: list[int]) -> None:
-    body = body_of(size, seed)
-    precomputed = Precomputed()
-    for piece in pieces_of(body, cuts):
-        precomputed.feed(piece)
-    precomputed.close()
-    assert precomputed.result() == (strong_etag(body), plain_gzip(body))
-    assert gzip_body(body) == plain_gzip(body)
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Blocks of 40,000 bytes (the window is 32 KiB), so that small bodies have many."""
+    monkeypatch.setattr(payloads, "GZIP_BLOCK", 40_000)
+    return 40_000
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_a_whole_body_gets_its_tag_and_coding(size: int) -> None:
+def test_a_body_of_one_block_is_exactly_zlibs_gzip(size: int) -> None:
     body = body_of(size, 1)
-    assert Precomputed.of(body).result() == (strong_etag(body), plain_gzip(body))
-    if size >= GZIP_MIN_BYTES:
-        assert gzip.decompress(gzip_body(body)) == body
+    coded = gzip_body(body)
+    if size < GZIP_MIN_BYTES:
+        assert coded is None
+        return
+    plain = gzip.compress(body, compresslevel=gzip_level(size), mtime=0)
+    assert coded[:9] == plain[:9] and coded[10:] == plain[10:]  # all but the OS byte (255, "unknown", here)
+    assert gzip.decompress(coded) == body
 
 
-def test_when_the_thread_fails_the_result_is_computed_from_the_body(monkeypatch: pytest.MonkeyPatch,
-                                                                     caplog: pytest.LogCaptureFixture) -> None:
-    def fail(self: object, piece: bytes) -> None:
-        raise MemoryError("no room")
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # the fixture is constant
+@given(size=st.integers(GZIP_MIN_BYTES, 400_000), seed=st.integers(0, 3), threads=st.sampled_from([None, 1, 3]))
+@example(size=80_000, seed=0, threads=3)  # exactly two blocks
+@example(size=80_001, seed=0, threads=None)  # a last block of one byte
+def test_blocks_make_one_gzip_member_whatever_runs_them(small_blocks: int, size: int, seed: int,
+                                                        threads: int | None) -> None:
+    body = body_of(size, seed)
+    if threads is None:
+        coded = gzip_body(body)
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            coded = gzip_body(body, pool)
+    assert coded == gzip_body(body)  # the bytes depend on the body only
+    inflate = zlib.decompressobj(31)
+    assert inflate.decompress(coded) == body and inflate.eof and not inflate.unused_data  # one member, whole
+    blocks = -(-size // small_blocks)
+    assert len(coded) <= len(gzip.compress(body, compresslevel=6, mtime=0)) + 48 * blocks  # the dictionaries work
 
-    monkeypatch.setattr(payloads._GzipCoder, "feed", fail)
-    body = body_of(5000, 2)
-    with caplog.at_level(logging.WARNING, logger="reviewsd.payloads"):
-        broken = Precomputed()
-        for piece in pieces_of(body, [10, 20, 30]):
-            broken.feed(piece)  # the thread stops at the first, and still takes the rest
-        broken.close()
-        with pytest.raises(RuntimeError, match="not at hand"):
-            broken.result()
-    assert "failed" in caplog.text
-    monkeypatch.undo()
-    assert broken.result(body) == (strong_etag(body), plain_gzip(body))
-    assert broken._pieces.empty()  # nothing fed after the failure is held
+
+def test_a_large_body_compresses_about_as_well_as_in_one_piece() -> None:
+    body = body_of(3 * GZIP_BLOCK + 1234, 5)
+    with ThreadPoolExecutor(2) as pool:
+        coded = gzip_body(body, pool)
+    assert gzip.decompress(coded) == body
+    assert len(coded) <= len(gzip.compress(body, compresslevel=6, mtime=0)) * 1.001
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_precomputed_gives_the_tag_and_the_coding(size: int) -> None:
+    body = body_of(size, 2)
+    assert Precomputed(body).result() == (strong_etag(body), gzip_body(body))
+
+
+def test_when_the_thread_fails_the_result_is_computed_inline() -> None:
+    body = body_of(5000, 3)
+    broken = Precomputed.__new__(Precomputed)
+    broken._body, broken._result, broken._thread = body, None, None  # as after a thread that raised
+    assert broken.result() == (strong_etag(body), gzip_body(body))
+    assert broken.result() == (strong_etag(body), gzip_body(body))  # kept, and the body let go
+    assert broken._body is None
 
 
 def test_a_finished_precomputed_gives_its_result() -> None:
