@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import dataset
-from config import BUILD_CACHE_FILE
 import payloads
 import schema_compiler
+from config import BUILD_CACHE_FILE
 from dataset import SCHEMA_DIR, Dataset, Parts, Prepare, RawFile, dataset_from_files
 from payloads import Precomputed
 
