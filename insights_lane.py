@@ -46,9 +46,8 @@ def lane_command(path: Path) -> list[str]:
 class InsightsLane:
     """A helper process building insights.json's half of a build."""
 
-    def __init__(self, process: subprocess.Popen, path: Path):
+    def __init__(self, process: subprocess.Popen):
         self.process = process
-        self.path = path
 
     @classmethod
     def start(cls, path: Path | None, size: int) -> "InsightsLane | None":
@@ -68,7 +67,7 @@ class InsightsLane:
             log.warning("could not start the insights lane (%s); building insights.json in this process", exc)
             return None
         log.debug("building insights.json in a helper process, pid %d", process.pid)
-        return cls(process, path)
+        return cls(process)
 
     @classmethod
     def for_file(cls, path: Path | None, size: int) -> "InsightsLane | None":

@@ -118,6 +118,10 @@ def gzip_body(body: bytes, pool: ThreadPoolExecutor | None = None) -> bytes | No
 
 
 GZIP_BLOCK = 4 << 20
+_WINDOW = 32 << 10  # how far back deflate looks: the dictionary a block starts with
+_XFL = {9: 2, 1: 4}  # the gzip header's "extra flags" byte for a level, as zlib and Python's gzip set it
+
+
 _pool: list[ThreadPoolExecutor] = []  # made on first use, then shared by every load
 _pool_lock = threading.Lock()
 
@@ -133,8 +137,6 @@ def _shared_pool() -> ThreadPoolExecutor:
         if not _pool:
             _pool.append(ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="precompute"))
         return _pool[0]
-_WINDOW = 32 << 10  # how far back deflate looks: the dictionary a block starts with
-_XFL = {9: 2, 1: 4}  # the gzip header's "extra flags" byte for a level, as zlib and Python's gzip set it
 
 
 def _deflate(block: memoryview, dictionary: bytes, flush: int, level: int) -> bytes:

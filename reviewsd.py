@@ -59,7 +59,6 @@ from search import (InvalidParams, decode_query_args, run_search, search_result_
 
 log = logging.getLogger("reviewsd")
 
-HERE = Path(__file__).resolve().parent
 FEED_LENGTH = 50
 HUB_PATH = "/api/websub/hub"
 TOPIC_PATHS = ("/feed.xml", "/api/feed.json", "/reviews.json")
