@@ -12,11 +12,11 @@ import os
 import struct
 import threading
 import zlib
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from werkzeug.datastructures import Accept
 from werkzeug.http import http_date, parse_accept_header
@@ -51,14 +51,20 @@ class Variant:
 @dataclass(frozen=True)
 class Payload:
     identity: Variant
-    gzipped: Variant | None
+    gzipped: "Variant | PendingVariant | None"
     content_type: str
     last_modified: datetime | None
 
-    def variant(self, accept_encoding: str | None) -> Variant:
+    def variant(self, accept_encoding: str | None) -> "Variant | PendingVariant":
         if self.gzipped is not None and accept_encoding and accepts_gzip(accept_encoding):
             return self.gzipped
         return self.identity
+
+    def settled(self) -> "Payload":
+        """This payload with its gzip variant complete (waiting for the compression if still running)."""
+        if isinstance(self.gzipped, PendingVariant):
+            return replace(self, gzipped=self.gzipped.finished())
+        return self
 
 
 def strong_etag(body: bytes, suffix: str = "") -> str:
@@ -73,26 +79,35 @@ def make_payload(
     etag: str | None = None,
     compress: bool = True,
     precomputed: "Precomputed | None" = None,
+    wait: bool = True,
 ) -> Payload:
     """Encode a body once for every request that will ask for it.
 
     `etag` overrides the hash of the body (for bodies too large to hash per
     request); the gzip variant gets the same tag with a `-gzip` suffix, because
     the two codings are different representations (RFC 9110 8.8.3).
-    `precomputed` (for this body) supplies the tag and the gzip bytes.
+    `precomputed` (for this body) supplies the tag and the gzip bytes; with `wait`
+    False and its compression still running, the gzip variant is a PendingVariant.
     """
     if precomputed is not None and compress:
-        tag, compressed = precomputed.result()
+        tag = precomputed.etag()
+        pending = not wait and precomputed.compressing() and len(body) >= GZIP_MIN_BYTES
+        compressed = None if pending else precomputed.compressed()
     else:
-        tag, compressed = etag or strong_etag(body), gzip_body(body) if compress else None
+        tag, pending = etag or strong_etag(body), False
+        compressed = gzip_body(body) if compress else None
     common: Headers = [("Content-Type", content_type), *READ_HEADERS, *extra_headers]
     if last_modified is not None:
         common.append(("Last-Modified", http_date(last_modified)))
-    gzipped = None
+    gzipped: Variant | PendingVariant | None = None
     if compress:
         common.append(("Vary", "Accept-Encoding"))
-        if compressed is not None:
-            gzipped = _variant(compressed, tag[:-1] + '-gzip"', common + [("Content-Encoding", "gzip")])
+        gzip_tag, gzip_headers = tag[:-1] + '-gzip"', common + [("Content-Encoding", "gzip")]
+        if pending:
+            assert precomputed is not None
+            gzipped = PendingVariant(gzip_tag, gzip_headers, precomputed.compressed)
+        elif compressed is not None:
+            gzipped = _variant(compressed, gzip_tag, gzip_headers)
     return Payload(_variant(body, tag, common), gzipped, content_type, last_modified)
 
 
@@ -150,39 +165,101 @@ class Precomputed:
     """A body's strong ETag and gzip coding, computed on threads from the moment the body exists.
 
     hashlib and zlib release the GIL, so on other cores this overlaps the rest of a data
-    load, and the gzip blocks compress in parallel. `result()` waits for it (and
-    computes inline if the thread failed).
+    load, and the gzip blocks compress in parallel. The compression waits for
+    `compress_after` when given (see ReviewsApp: a first start's READY need not wait for
+    it). `etag()` waits for the hash only, `compressed()` for the gzip coding too (each
+    computed inline if its thread failed).
     """
 
-    def __init__(self, body: bytes):
+    def __init__(self, body: bytes, compress_after: threading.Event | None = None):
         self._body: bytes | None = body
-        self._result: tuple[str, bytes | None] | None = None
-        self._thread: threading.Thread | None = threading.Thread(target=self._run, name="precompute-body", daemon=True)
-        self._thread.start()
+        self._tag: Future[str] = _shared_pool().submit(strong_etag, body)
+        self._gzip: Future[bytes | None] = Future()
+        # Its own thread, not the pool's: gzip_body waits for the blocks it gives the pool.
+        threading.Thread(target=self._compress, args=(body, compress_after), name="precompute-body", daemon=True).start()
 
     @classmethod
     def finished(cls, etag: str, compressed: bytes | None) -> "Precomputed":
         """One whose work was done before (read back from the build cache)."""
         done = cls.__new__(cls)
-        done._body, done._result, done._thread = None, (etag, compressed), None
+        done._body, done._tag, done._gzip = None, Future(), Future()
+        done._tag.set_result(etag)
+        done._gzip.set_result(compressed)
         return done
 
-    def _run(self) -> None:
-        body = self._body
-        if body is not None:
-            pool = _shared_pool()
-            tag = pool.submit(strong_etag, body)
-            self._result = (tag.result(), gzip_body(body, pool))
+    def _compress(self, body: bytes, after: threading.Event | None) -> None:
+        if after is not None:
+            after.wait()
+        try:
+            self._gzip.set_result(gzip_body(body, _shared_pool()))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+            self._gzip.set_exception(exc)
+
+    def etag(self) -> str:
+        self._tag = _recovered(self._tag, lambda: strong_etag(self._retained_body()))
+        return self._tag.result()
+
+    def compressed(self) -> bytes | None:
+        self._gzip = _recovered(self._gzip, lambda: gzip_body(self._retained_body()))
+        if self._tag.done() and self._tag.exception() is None:
+            self._body = None  # the payload keeps the body; this object need not
+        return self._gzip.result()
+
+    def compressing(self) -> bool:
+        """Whether the gzip coding is still being made."""
+        return not self._gzip.done()
 
     def result(self) -> tuple[str, bytes | None]:
-        if self._thread is not None:
-            self._thread.join()
-        if self._result is None and self._body is not None:
-            self._result = (strong_etag(self._body), gzip_body(self._body))
-        self._body = None  # the payload keeps the body; this object need not
-        if self._result is None:
-            raise RuntimeError("Precomputed.result() after the body was dropped")
-        return self._result
+        return self.etag(), self.compressed()
+
+    def _retained_body(self) -> bytes:
+        if self._body is None:
+            raise RuntimeError("Precomputed: its work failed after the body was dropped")
+        return self._body
+
+
+def _recovered(future: Future, compute: Callable[[], Any]) -> Future:
+    """`future` once it is done; if it failed, a done one with the value computed here instead."""
+    if future.exception() is None:
+        return future
+    recovered: Future = Future()
+    recovered.set_result(compute())
+    return recovered
+
+
+class PendingVariant:
+    """The gzip variant of a body whose compression is still running (on a first start, after READY).
+
+    Its ETag and 304 headers are known at once, so a conditional request that matches
+    is answered without waiting; a request for the body waits for the compression,
+    and then gets the same bytes and headers as once it has finished.
+    """
+
+    def __init__(self, etag: str, headers: Headers, compressed: Callable[[], bytes | None]):
+        self.etag = etag
+        self.not_modified_headers = _not_modified_headers([*headers, ("ETag", etag)])
+        self._headers = headers
+        self._compressed: Callable[[], bytes | None] | None = compressed
+        self._finished: Variant | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def body(self) -> bytes:
+        return self.finished().body
+
+    @property
+    def headers(self) -> tuple[tuple[str, str], ...]:
+        return self.finished().headers
+
+    def finished(self) -> Variant:
+        """The complete variant, waiting for the compression the first time."""
+        if self._finished is None:
+            with self._lock:
+                if self._finished is None and self._compressed is not None:
+                    compressed = self._compressed()
+                    assert compressed is not None  # only bodies of GZIP_MIN_BYTES or more are pending
+                    self._finished, self._compressed = _variant(compressed, self.etag, self._headers), None
+        return self._finished
 
 
 def gzip_level(size: int) -> int:
@@ -195,10 +272,16 @@ def gzip_level(size: int) -> int:
 
 def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
     with_tag = [*headers, ("ETag", etag)]
-    not_modified = [(k, v) for k, v in with_tag if k in ("Cache-Control", "Vary", "ETag", "Last-Modified",
-                                                           "Access-Control-Allow-Origin",
-                                                           "Access-Control-Expose-Headers", "Link")]
-    return Variant(body, etag, tuple(with_tag + [("Content-Length", str(len(body)))]), tuple(not_modified))
+    return Variant(body, etag, tuple(with_tag + [("Content-Length", str(len(body)))]), _not_modified_headers(with_tag))
+
+
+_NOT_MODIFIED_HEADERS = frozenset({"Cache-Control", "Vary", "ETag", "Last-Modified", "Access-Control-Allow-Origin",
+                                   "Access-Control-Expose-Headers", "Link"})
+
+
+def _not_modified_headers(headers: Headers) -> tuple[tuple[str, str], ...]:
+    """What a 304 repeats of a 200's headers."""
+    return tuple((k, v) for k, v in headers if k in _NOT_MODIFIED_HEADERS)
 
 
 @lru_cache(maxsize=512)
@@ -208,7 +291,7 @@ def accepts_gzip(accept_encoding: str) -> bool:
     return accept.quality("gzip") > 0 or (accept.quality("x-gzip") > 0)
 
 
-def is_not_modified(environ: Mapping[str, Any], variant: Variant, last_modified: datetime | None) -> bool:
+def is_not_modified(environ: Mapping[str, Any], variant: "Variant | PendingVariant", last_modified: datetime | None) -> bool:
     """RFC 9110 13.1: If-None-Match (weak comparison, lists, *) wins over If-Modified-Since."""
     inm = environ.get("HTTP_IF_NONE_MATCH")
     ims = environ.get("HTTP_IF_MODIFIED_SINCE")

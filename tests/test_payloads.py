@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import gzip
 import random
+import threading
 import zlib
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import payloads
-from payloads import GZIP_BLOCK, GZIP_MIN_BYTES, Precomputed, gzip_body, gzip_level, strong_etag
+from payloads import (GZIP_BLOCK, GZIP_MIN_BYTES, JSON, PendingVariant, Precomputed, Variant, answer, gzip_body, gzip_level,
+                      make_payload, strong_etag)
 
 # Around every size where the coding changes: none below GZIP_MIN_BYTES, level 9, level 6, then blocks.
 SIZES = [0, 1, GZIP_MIN_BYTES - 1, GZIP_MIN_BYTES, 5000, (64 << 10) - 1, 64 << 10, 300_000]
@@ -83,7 +85,9 @@ def test_precomputed_gives_the_tag_and_the_coding(size: int) -> None:
 def test_when_the_thread_fails_the_result_is_computed_inline() -> None:
     body = body_of(5000, 3)
     broken = Precomputed.__new__(Precomputed)
-    broken._body, broken._result, broken._thread = body, None, None  # as after a thread that raised
+    broken._body, broken._tag, broken._gzip = body, Future(), Future()  # as after threads that raised
+    broken._tag.set_exception(OSError("hash failed"))
+    broken._gzip.set_exception(MemoryError())
     assert broken.result() == (strong_etag(body), gzip_body(body))
     assert broken.result() == (strong_etag(body), gzip_body(body))  # kept, and the body let go
     assert broken._body is None
@@ -92,3 +96,47 @@ def test_when_the_thread_fails_the_result_is_computed_inline() -> None:
 def test_a_finished_precomputed_gives_its_result() -> None:
     assert Precomputed.finished('"tag"', b"gz").result() == ('"tag"', b"gz")
     assert Precomputed.finished('"tag"', None).result() == ('"tag"', None)
+
+
+class GatedCompression:
+    """Precomputed's compression held until `release` is set (inline gzip_body calls pass through)."""
+
+    def __init__(self) -> None:
+        self.started, self.release = threading.Event(), threading.Event()
+        self.held_too_long = False
+
+    def __call__(self, body: bytes, pool: ThreadPoolExecutor | None = None) -> bytes | None:
+        if pool is not None:
+            self.started.set()
+            self.held_too_long |= not self.release.wait(timeout=30)
+        return REAL_GZIP_BODY(body, pool)
+
+
+REAL_GZIP_BODY = payloads.gzip_body
+
+
+def test_a_pending_gzip_variant_answers_304_at_once_and_then_the_same_as_a_finished_one(monkeypatch) -> None:
+    body = body_of(5000, 7)
+    gate = GatedCompression()
+    monkeypatch.setattr(payloads, "gzip_body", gate)
+    pending = make_payload(body, JSON, precomputed=Precomputed(body), wait=False)
+    assert isinstance(pending.gzipped, PendingVariant)
+    gzip_tag = strong_etag(body)[:-1] + '-gzip"'
+    ask = {"HTTP_ACCEPT_ENCODING": "gzip", "HTTP_IF_NONE_MATCH": gzip_tag}
+    status, headers, _ = answer(ask, pending)  # the compression is still held
+    assert status == "304 Not Modified" and ("ETag", gzip_tag) in headers and not gate.held_too_long
+    assert answer({"HTTP_ACCEPT_ENCODING": "identity"}, pending)[2] == body
+    gate.release.set()
+    finished = make_payload(body, JSON, precomputed=Precomputed(body))
+    assert isinstance(finished.gzipped, Variant)
+    for ask in ({"HTTP_ACCEPT_ENCODING": "gzip"}, ask):
+        assert answer(ask, pending) == answer(ask, finished)
+    assert gzip.decompress(answer({"HTTP_ACCEPT_ENCODING": "gzip"}, pending)[2]) == body
+    assert not gate.held_too_long
+
+
+def test_waiting_gives_a_finished_variant_and_small_bodies_have_none(monkeypatch) -> None:
+    body = body_of(5000, 8)
+    assert isinstance(make_payload(body, JSON, precomputed=Precomputed(body), wait=True).gzipped, Variant)
+    tiny = b"[]"
+    assert make_payload(tiny, JSON, precomputed=Precomputed(tiny), wait=False).gzipped is None

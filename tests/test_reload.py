@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import subprocess
@@ -12,10 +13,13 @@ from pathlib import Path
 import pytest
 from werkzeug.test import Client
 
+import payloads
 import reviewsd
 from dataset import DataError, check_data_dir, load_dataset
 from factories import Spec, make_docs, write_docs
 from conftest import ROOT, SMALL_SPECS
+from payloads import PendingVariant, Variant
+from test_payloads import GatedCompression
 
 
 def small_app(data_dir: Path) -> reviewsd.ReviewsApp:
@@ -229,3 +233,47 @@ def test_check_reports_missing_and_unparsable_files(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "reviews.json: $: json: not valid JSON" in result.stdout
     assert "insights.json: $: readable: cannot read" in result.stdout
+
+
+def test_the_first_load_serves_before_the_data_files_gzip_is_done(small_data_dir: Path, monkeypatch) -> None:
+    gate = GatedCompression()
+    monkeypatch.setattr(payloads, "gzip_body", gate)
+    build_snapshot, compressing_during_load = reviewsd.build_snapshot, []
+
+    def build_while_watching(*args, **kwargs):
+        # Bounded wait for something that must not happen: the gzip work starting before the load is done.
+        compressing_during_load.append(gate.started.wait(timeout=1))
+        return build_snapshot(*args, **kwargs)
+
+    monkeypatch.setattr(reviewsd, "build_snapshot", build_while_watching)
+    app = small_app(small_data_dir)  # returns with both compressions held
+    assert compressing_during_load == [False] and gate.started.wait(timeout=30)
+    client = Client(app)
+    plain = client.get("/reviews.json")
+    gzip_tag = plain.headers["ETag"][:-1] + '-gzip"'
+    not_modified = client.get("/reviews.json", headers={"Accept-Encoding": "gzip", "If-None-Match": gzip_tag})
+    assert plain.status_code == 200 and not_modified.status_code == 304 and not gate.held_too_long
+    assert all(isinstance(p.gzipped, PendingVariant) for p in
+               map(app.store.current.topic, ("/reviews.json", "/insights.json")))
+    gate.release.set()
+    zipped = client.get("/reviews.json", headers={"Accept-Encoding": "gzip"})
+    assert zipped.headers["ETag"] == gzip_tag and zipped.headers["Content-Encoding"] == "gzip"
+    assert gzip.decompress(zipped.data) == plain.data
+    assert int(zipped.headers["Content-Length"]) == len(zipped.data) and not gate.held_too_long
+
+
+def test_a_reload_swaps_only_once_its_gzip_is_done(small_data_dir: Path, monkeypatch) -> None:
+    app = small_app(small_data_dir)
+    first = app.store.current
+    gate = GatedCompression()
+    monkeypatch.setattr(payloads, "gzip_body", gate)
+    write_docs(small_data_dir, *make_docs(NEW_SPECS))
+    reloading = threading.Thread(target=app.store.reload)
+    reloading.start()
+    assert gate.started.wait(timeout=30)
+    assert app.store.current is first  # still compressing: the old snapshot answers
+    gate.release.set()
+    reloading.join(timeout=30)
+    assert app.store.current is not first and not gate.held_too_long
+    assert all(isinstance(p.gzipped, Variant) for p in
+               map(app.store.current.topic, ("/reviews.json", "/insights.json")))
