@@ -31,7 +31,7 @@ import threading
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import dataset
 import payloads
@@ -76,9 +76,9 @@ class BuildCache:
 
         `prepare` must be `Precomputed` (or None): the cache keeps what it computes.
         """
-        key = self.key(reviews_raw.sha256, insights_raw.sha256)
         started = time.perf_counter()
-        found = self.read(key)
+        # The key waits for the files' hashes, which a first start (no cache file) parses alongside.
+        found = self.read(lambda: self.key(reviews_raw.sha256, insights_raw.sha256))
         if found is not None:
             parts, etags, compressed = found
             prepared = None if prepare is None else {
@@ -87,17 +87,20 @@ class BuildCache:
             log.info("data taken from the build cache %s in %.2f s (data files, code and schemas unchanged)",
                      self.path, time.perf_counter() - started, extra={"event": "build_cache_used"})
             return loaded
-        return dataset_from_files(reviews_raw, insights_raw, prepare,
-                                  on_parts=lambda parts, prepared: self._save_later(key, parts, prepared))
+        return dataset_from_files(reviews_raw, insights_raw, prepare, on_parts=lambda parts, prepared: self._save_later(
+            self.key(reviews_raw.sha256, insights_raw.sha256), parts, prepared))
 
-    def read(self, key: str) -> tuple[Parts, dict[str, str], dict[str, bytes]] | None:
-        """(parts, ETag by file, gzip coding by file) from the cache file, or None when it does not serve `key`."""
+    def read(self, key: str | Callable[[], str]) -> tuple[Parts, dict[str, str], dict[str, bytes]] | None:
+        """(parts, ETag by file, gzip coding by file) from the cache file, or None when it does not serve `key`.
+
+        `key` may be a function, called only when there is a cache file to compare it with.
+        """
         try:
             with open(self.path, "rb") as file:
                 if file.readline(len(MAGIC)) != MAGIC:
                     raise ValueError("it is not a reviewsd build cache")
                 header = json.loads(file.readline(_MAX_HEADER))
-                if header.get("key") != key:
+                if header.get("key") != (key if isinstance(key, str) else key()):
                     log.info("the build cache %s is for other data or code; building from the data files", self.path)
                     return None
                 digest, named = hashlib.sha256(), {}

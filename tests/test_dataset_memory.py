@@ -199,11 +199,18 @@ SPEC_STRATEGY = st.builds(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(SPEC_STRATEGY, max_size=12))
-def test_indexes_equal_plain_references_for_any_reviews(specs: list[Spec]) -> None:
-    dataset, reviews_doc, insights_doc = built(specs)
+@given(st.lists(SPEC_STRATEGY, max_size=12), st.integers(1, 5))
+def test_indexes_equal_plain_references_for_any_reviews(specs: list[Spec], chunk: int) -> None:
+    """Also with reviews encoded and folded a few at a time (as 100,000 are, by _ENCODE_CHUNK)."""
+    default, dataset_module._ENCODE_CHUNK = dataset_module._ENCODE_CHUNK, chunk
+    try:
+        dataset, reviews_doc, insights_doc = built(specs)
+    finally:
+        dataset_module._ENCODE_CHUNK = default
     check_indexes(dataset, reviews_doc, insights_doc)
     assert list(dataset.reviews) == json.loads(json.dumps(ordered(reviews_doc)))
+    head = {k: v for k, v in reviews_doc.items() if k != "reviews"}
+    assert dataset.reviews_document[0] == compact({**head, "reviews": ordered(reviews_doc)})
 
 
 # ---------------------------------------------------------------- validation through the fast path
