@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from functools import lru_cache
+from itertools import compress
 from pathlib import Path
 from typing import Any, Callable, Container, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
 
@@ -610,11 +611,13 @@ def _shared_strings(values: list[str]) -> list[str]:
     return [seen.setdefault(value, value) for value in values]
 
 
+# For each star, a bytes.translate table giving 1 for that rating and 0 for any other: with
+# itertools.compress, selecting the positions of one rating runs at C speed.
+_STAR_MASKS = {star: bytes(int(b == star) for b in range(256)) for star in range(1, 6)}
+
+
 def _positions_by_rating(ratings: bytes, numbers: list[int]) -> dict[int, list[int]]:
-    index: dict[int, list[int]] = {star: [] for star in range(1, 6)}
-    for pos, rating in zip(numbers, ratings):
-        index[rating].append(pos)
-    return index
+    return {star: list(compress(numbers, ratings.translate(mask))) for star, mask in _STAR_MASKS.items()}
 
 
 def _masks(positions: Mapping[str, list[int]], known: Mapping[str, Any], n: int) -> tuple[Mapping[str, int], list[int]]:
@@ -628,10 +631,13 @@ def _masks(positions: Mapping[str, list[int]], known: Mapping[str, Any], n: int)
 
 
 def _by_rating(positions: Mapping[str, list[int]], ratings: bytes) -> dict[tuple[str, int], list[int]]:
+    """(entity id, rating) -> the entity's positions with that rating (only the ratings it has)."""
     index: dict[tuple[str, int], list[int]] = {}
     for entity_id, entity_positions in positions.items():
-        for pos in entity_positions:
-            index.setdefault((entity_id, ratings[pos]), []).append(pos)
+        stars = bytes(map(ratings.__getitem__, entity_positions))
+        for star, mask in _STAR_MASKS.items():
+            if star in stars:
+                index[(entity_id, star)] = list(compress(entity_positions, stars.translate(mask)))
     return index
 
 
@@ -835,8 +841,8 @@ class _InsightsPart:
         the reviews' positions.
         """
         body, span, keys, entry_starts, entry_ends, technicians, services, aspects, tallies = built
-        position_of = reviews.position_of
-        positions = [position_of.get(key) for key in keys]
+        positions = list(map(reviews.position_of.get, keys))
+        every_key_known = None not in positions
         starts, ends = array("q", [-1]) * len(reviews.ids), array("q", [-1]) * len(reviews.ids)
         order = array("i")
         for pos, lo, hi in zip(positions, _array("q", entry_starts), _array("q", entry_ends)):
@@ -845,14 +851,17 @@ class _InsightsPart:
                 order.append(pos)
 
         def ascending_positions(entries: bytes) -> array:
-            found = [positions[entry] for entry in _array("i", entries)]
-            return array("i", sorted(pos for pos in found if pos is not None))
+            found = list(map(positions.__getitem__, _array("i", entries)))
+            if not every_key_known:
+                found = [pos for pos in found if pos is not None]
+            found.sort()
+            return array("i", found)
 
         def by_position(index: Mapping[Any, bytes]) -> _FrozenIndex:
             return _FrozenIndex.freeze({key: ascending_positions(entries) for key, entries in index.items()})
 
         return cls(body, span, starts.tobytes(), ends.tobytes(), order.tobytes(), by_position(technicians),
-                   by_position(services), by_position(aspects), tallies, len(order) == len(keys))
+                   by_position(services), by_position(aspects), tallies, every_key_known)
 
 
 # insights.json built without the reviews: body, per_review span, per_review keys, each entry's

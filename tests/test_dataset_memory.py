@@ -167,6 +167,13 @@ def check_indexes(dataset: Dataset, reviews_doc: dict, insights_doc: dict) -> No
                                            for star in range(1, 6)}
     blob, starts = dataset.text_blob
     assert (blob, list(starts)) == reference_blob(reviews)
+    for index, by_rating in ((dataset.positions_by_technician, dataset.positions_by_technician_rating),
+                             (dataset.positions_by_service, dataset.positions_by_service_rating)):
+        expected = {(key, review["rating"]): [] for key, positions in index.items()
+                    for review in map(reviews.__getitem__, positions)}
+        for (key, star), found in expected.items():
+            found.extend(p for p in index[key] if reviews[p]["rating"] == star)
+        assert by_rating == expected
 
 
 def test_indexes_equal_plain_references() -> None:
