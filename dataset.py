@@ -1169,8 +1169,14 @@ def _checked_parts_beside(lane: InsightsLane | None, reviews_raw: RawFile, insig
             problems += lone_surrogate_problems(REVIEWS_FILE, reviews_doc)
         else:
             prepared[REVIEWS_FILE] = prepare(reviews.body)
-    # Folded before waiting for the lane, which on two cores is often still building.
-    text_blob = reviews.text_blob() if reviews is not None else None
+    text_blob = None
+    if reviews is not None:
+        # Before waiting for the lane, which on two cores is often still building: fold the
+        # texts, and free the parsed reviews unless a problem report may need them (what the
+        # cross-file rules read of reviews.json is in its other keys).
+        text_blob = reviews.text_blob()
+        if reviews.records_ok:
+            reviews_doc = {key: value for key, value in reviews_doc.items() if key != "reviews"}
     built = lane.result(insights_raw.sha256) if lane is not None else None
     if built is None:
         try:
