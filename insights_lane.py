@@ -2,7 +2,7 @@
 
 On two cores, insights.json's half of a build (parse, validate, encode, index: about
 40% of it) runs in a helper process while the server builds reviews.json's half. The
-helper is a fresh interpreter (`python insights_lane.py PATH`), not a fork: a fork of a
+helper is a fresh interpreter (`python insights_lane.py PATH [--answer-fd N]`), not a fork: a fork of a
 serving process would inherit its threads' locks and its sockets. It reads the file
 itself and answers with the sha256 of the bytes it read, so the server uses what it
 built only when those are the bytes the server read; it builds only insights.json
@@ -44,10 +44,17 @@ def lane_command(path: Path) -> list[str]:
 
 
 class InsightsLane:
-    """A helper process building insights.json's half of a build."""
+    """A helper process building insights.json's half of a build.
 
-    def __init__(self, process: subprocess.Popen):
+    It writes its answer to an anonymous file the server made for it, not to a pipe: a
+    pipe holds 64 KiB, so a helper done first would wait, its 26 MB answer (for 100,000
+    reviews) unwritten, until the server came to read it, and that copy would be on the
+    server's critical path. With the file it writes at once and exits.
+    """
+
+    def __init__(self, process: subprocess.Popen, answer_fd: int):
         self.process = process
+        self._answer_fd: int | None = answer_fd
 
     @classmethod
     def start(cls, path: Path | None, size: int) -> "InsightsLane | None":
@@ -61,13 +68,20 @@ class InsightsLane:
         if not Path(sys.executable or "").name.startswith("python"):
             return None
         try:
-            process = subprocess.Popen(lane_command(path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE)
+            answer_fd = _answer_file()
         except OSError as exc:
             log.warning("could not start the insights lane (%s); building insights.json in this process", exc)
             return None
+        try:
+            process = subprocess.Popen([*lane_command(path), ANSWER_FD_OPTION, str(answer_fd)],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                       pass_fds=(answer_fd,))
+        except OSError as exc:
+            os.close(answer_fd)
+            log.warning("could not start the insights lane (%s); building insights.json in this process", exc)
+            return None
         log.debug("building insights.json in a helper process, pid %d", process.pid)
-        return cls(process)
+        return cls(process, answer_fd)
 
     @classmethod
     def for_file(cls, path: Path | None, size: int) -> "InsightsLane | None":
@@ -81,15 +95,17 @@ class InsightsLane:
     def result(self, sha256: str) -> tuple | None:
         """What the helper built from the bytes whose sha256 this is, or None when the caller must build it."""
         try:
-            out, err = self.process.communicate(timeout=TIMEOUT)
+            _, err = self.process.communicate(timeout=TIMEOUT)
         except subprocess.TimeoutExpired:
             log.warning("the insights lane took over %g s; building insights.json in this process", TIMEOUT)
             return None
-        if self.process.returncode != 0:
-            log.warning("the insights lane failed (exit status %s); building insights.json in this process: %s",
-                        self.process.returncode, err.decode("utf-8", "replace").strip()[-2000:])
+        answer = self._answer() if self.process.returncode == 0 else b""
+        if not answer:
+            log.warning("the insights lane failed (exit status %s%s); building insights.json in this process: %s",
+                        self.process.returncode, ", no answer" if self.process.returncode == 0 else "",
+                        err.decode("utf-8", "replace").strip()[-2000:])
             return None
-        verdict, read_sha256, *built = pickle.loads(out)  # from our own helper, which read our own file
+        verdict, read_sha256, *built = pickle.loads(answer)  # from our own helper, which read our own file
         if read_sha256 != sha256:
             verdict, built = "not built", ["the file changed since it was read"]
         if verdict != "built":
@@ -97,10 +113,37 @@ class InsightsLane:
             return None
         return tuple(built)
 
+    def _answer(self) -> bytes:
+        """What the helper wrote to its answer file (read once; the file is closed after)."""
+        if self._answer_fd is None:
+            return b""
+        os.lseek(self._answer_fd, 0, os.SEEK_SET)
+        with open(self._answer_fd, "rb") as answer:  # closes the descriptor, and with it the file
+            self._answer_fd = None
+            return answer.read()
+
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
         self.process.communicate()
+        if self._answer_fd is not None:
+            os.close(self._answer_fd)
+            self._answer_fd = None
+
+
+ANSWER_FD_OPTION = "--answer-fd"
+
+
+def _answer_file() -> int:
+    """A descriptor of an anonymous file: in memory where Linux has memfd_create, else an unlinked temporary file."""
+    try:
+        return os.memfd_create("reviewsd-insights-lane", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):  # not Linux, or a seccomp filter that forbids it
+        import tempfile  # here: this module stays light (see start_early)
+
+        fd, name = tempfile.mkstemp(prefix="reviewsd-insights-lane-")
+        os.unlink(name)
+        return fd
 
 
 # --------------------------------------------------------------------------- started early
@@ -144,16 +187,19 @@ atexit.register(discard_early)
 
 
 def main(argv: Sequence[str]) -> int:
-    """Build, then write ("built", sha256, *EntryBuild) or ("not built", sha256, why) to stdout as a pickle."""
+    """`PATH [--answer-fd N]`: build, then write ("built", sha256, *EntryBuild) or ("not built", sha256, why)
+    as a pickle to descriptor N (default: stdout)."""
     import gc
 
     gc.disable()  # a short-lived process making millions of objects
     from dataset import build_insights_half  # here: the server's side of this module stays light
 
-    (path,) = argv
-    answer: Any = build_insights_half(Path(path))
-    sys.stdout.buffer.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
-    sys.stdout.buffer.flush()
+    if len(argv) not in (1, 3) or (len(argv) == 3 and argv[1] != ANSWER_FD_OPTION):
+        sys.stderr.write(f"usage: insights_lane.py PATH [{ANSWER_FD_OPTION} N]\n")
+        return 2
+    answer: Any = build_insights_half(Path(argv[0]))
+    with open(int(argv[2]) if len(argv) == 3 else sys.stdout.fileno(), "wb", closefd=len(argv) == 3) as out:
+        out.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
     return 0
 
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import pickle
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -141,6 +144,55 @@ def test_a_failing_helper_costs_a_warning_not_the_load(tmp_path: Path, monkeypat
         built = dataset_state(dataset_from_files(*read_data_dir(tmp_path), Precomputed))
     assert built == expected
     assert "exit status 3" in caplog.text and "helper crashed on purpose" in caplog.text
+
+
+@pytest.mark.usefixtures("lane")
+def test_a_helper_that_answers_nothing_costs_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    write_docs(tmp_path, *make_docs(SPECS))
+    expected = without_lane(tmp_path)
+    monkeypatch.setattr(insights_lane, "lane_command", lambda path: [sys.executable, "-c", "pass"])
+    with caplog.at_level(logging.WARNING, "reviewsd.data"):
+        built = dataset_state(dataset_from_files(*read_data_dir(tmp_path), Precomputed))
+    assert built == expected
+    assert "exit status 0, no answer" in caplog.text
+
+
+@pytest.mark.usefixtures("lane")
+@pytest.mark.parametrize("memfd", [True, False])
+def test_a_helper_done_first_writes_its_whole_answer_and_exits(memfd: bool, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its answer (here far over the 64 KiB a pipe holds) goes to a file, so it need not wait for the server.
+
+    Without memfd_create (not Linux, or forbidden), the file is an unlinked temporary one: nothing is left behind.
+    """
+    write_dataset(str(tmp_path / "data"), *generate(400, seed=11, end_date=dt.date(2026, 11, 15), years=2))
+    if not memfd:
+        def forbidden(*args: object) -> int:
+            raise PermissionError(1, "Operation not permitted")
+
+        monkeypatch.setattr(insights_lane.os, "memfd_create", forbidden)
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+        (tmp_path / "tmp").mkdir()
+    raws = read_data_dir(tmp_path / "data")
+    lane = insights_lane.InsightsLane.start(raws[1].path, len(raws[1].content))
+    assert lane is not None
+    try:
+        assert lane.process.wait(timeout=60) == 0  # exits before anyone reads its answer
+        built = lane.result(raws[1].sha256)
+    finally:
+        lane.close()
+    assert built is not None and len(built[0]) > 64 << 10  # the /insights.json body alone
+    assert memfd or list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_the_helper_on_its_own_writes_to_stdout_and_checks_its_arguments(tmp_path: Path) -> None:
+    write_docs(tmp_path, *make_docs(SPECS))
+    helper = [sys.executable, insights_lane.__file__]
+    done = subprocess.run([*helper, str(tmp_path / "insights.json")], capture_output=True, timeout=60)
+    assert done.returncode == 0 and pickle.loads(done.stdout)[0] == "built"
+    wrong = subprocess.run([*helper, str(tmp_path / "insights.json"), "--answer-fd"], capture_output=True, timeout=60)
+    assert wrong.returncode == 2 and b"usage: insights_lane.py PATH [--answer-fd N]" in wrong.stderr
 
 
 @pytest.mark.usefixtures("lane")
