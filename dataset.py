@@ -728,9 +728,9 @@ class _ReviewsPart:
         ids = list(map(operator.itemgetter("id"), ordered))
         position_of = dict(zip(ids, range(len(ids))))
         replies_ok = all(r["owner_reply"] is None or r["owner_reply"]["date"] >= r["date"] for r in ordered)
+        ratings = bytes(map(int, map(operator.itemgetter("rating"), ordered)))  # int(): the schema allows 5.0
         return cls(head, body, offsets.tobytes(), ids, position_of, list(map(operator.itemgetter("date"), ordered)),
-                   [review["text"] or "" for review in ordered], bytes(int(r["rating"]) for r in ordered),
-                   replies_ok and len(position_of) == len(ids))
+                   [review["text"] or "" for review in ordered], ratings, replies_ok and len(position_of) == len(ids))
 
     def text_blob(self) -> tuple[bytes, bytes]:
         """All folded texts in UTF-8 joined by 0xFF, and array("q") of each review's start (plus one past the end).

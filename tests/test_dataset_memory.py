@@ -324,3 +324,13 @@ def test_a_dataset_holds_no_parsed_review_dicts() -> None:
             if isinstance(o, dict) and isinstance(o.get("text"), str) and o["text"].startswith(marker)]
     assert live == []
     assert dataset.reviews[0]["text"] == f"{marker} 4"  # they come back on demand
+
+
+def test_a_rating_written_as_a_whole_float_counts_as_that_rating() -> None:
+    """JSON Schema's integer admits 5.0; the rating index holds it as 5."""
+    reviews_doc, insights_doc = make_docs(SPECS)
+    reviews_doc["reviews"][0]["rating"] = float(reviews_doc["reviews"][0]["rating"])
+    dataset = dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
+    position = dataset.position_of[reviews_doc["reviews"][0]["id"]]
+    assert dataset.ratings[position] == reviews_doc["reviews"][0]["rating"]
+    assert position in dataset.positions_by_rating[int(reviews_doc["reviews"][0]["rating"])]
