@@ -143,14 +143,22 @@ def test_concurrent_readers_never_see_a_mixed_snapshot(small_data_dir: Path) -> 
                 errors.append("mixed")
 
     threads = [threading.Thread(target=reader) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for i in range(30):
-        write_docs(small_data_dir, *make_docs(SMALL_SPECS if i % 2 else NEW_SPECS))
-        app.store.reload(force=True)
-    stop.set()
-    for t in threads:
-        t.join()
+    # The readers never block, so the reloading thread waits a switch interval (5 ms) for the
+    # GIL whenever it lets go of it (reading files, waiting for the hashing threads): 30 s in
+    # all at the default. A shorter interval hands it over sooner; the interleaving is the same.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0002)
+    try:
+        for t in threads:
+            t.start()
+        for i in range(30):
+            write_docs(small_data_dir, *make_docs(SMALL_SPECS if i % 2 else NEW_SPECS))
+            app.store.reload(force=True)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        sys.setswitchinterval(interval)
     assert errors == []
 
 
