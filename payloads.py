@@ -8,7 +8,6 @@ or a 304 is a lookup plus werkzeug's conditional-request check.
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
 import threading
 import zlib
