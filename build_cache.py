@@ -77,8 +77,11 @@ class BuildCache:
         `prepare` must be `Precomputed` (or None): the cache keeps what it computes.
         """
         started = time.perf_counter()
-        # The key waits for the files' hashes, which a first start (no cache file) parses alongside.
-        found = self.read(lambda: self.key(reviews_raw.sha256, insights_raw.sha256))
+
+        def key() -> str:  # waits for the files' hashes, which a first start (no cache file) parses alongside
+            return self.key(reviews_raw.sha256, insights_raw.sha256)
+
+        found = self.read(key)
         if found is not None:
             parts, etags, compressed = found
             prepared = None if prepare is None else {
@@ -87,8 +90,8 @@ class BuildCache:
             log.info("data taken from the build cache %s in %.2f s (data files, code and schemas unchanged)",
                      self.path, time.perf_counter() - started, extra={"event": "build_cache_used"})
             return loaded
-        return dataset_from_files(reviews_raw, insights_raw, prepare, on_parts=lambda parts, prepared: self._save_later(
-            self.key(reviews_raw.sha256, insights_raw.sha256), parts, prepared))
+        return dataset_from_files(reviews_raw, insights_raw, prepare,
+                                  on_parts=lambda parts, prepared: self._save_later(key(), parts, prepared))
 
     def read(self, key: str | Callable[[], str]) -> tuple[Parts, dict[str, str], dict[str, bytes]] | None:
         """(parts, ETag by file, gzip coding by file) from the cache file, or None when it does not serve `key`.

@@ -1056,7 +1056,7 @@ def build_insights_half(path: Path) -> tuple:
     building it itself otherwise, reports every problem the same way.
     """
     content = path.read_bytes()
-    sha256 = hashlib.sha256(content).hexdigest()
+    sha256 = _sha256_hex(content)
     try:
         doc = json.loads(content.decode("utf-8"))
     except ValueError:

@@ -67,17 +67,15 @@ class InsightsLane:
             return None
         if not Path(sys.executable or "").name.startswith("python"):
             return None
+        answer_fd = None
         try:
             answer_fd = _answer_file()
-        except OSError as exc:
-            log.warning("could not start the insights lane (%s); building insights.json in this process", exc)
-            return None
-        try:
             process = subprocess.Popen([*lane_command(path), ANSWER_FD_OPTION, str(answer_fd)],
                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                        pass_fds=(answer_fd,))
         except OSError as exc:
-            os.close(answer_fd)
+            if answer_fd is not None:
+                os.close(answer_fd)
             log.warning("could not start the insights lane (%s); building insights.json in this process", exc)
             return None
         log.debug("building insights.json in a helper process, pid %d", process.pid)

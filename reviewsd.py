@@ -121,11 +121,11 @@ class Snapshot:
         return replace(self, payloads={path: payload.settled() for path, payload in self.payloads.items()})
 
 
-def build_snapshot(dataset: Dataset, config: Config, wait: bool = True) -> Snapshot:
+def build_snapshot(dataset: Dataset, config: Config) -> Snapshot:
     """Encode and compress every static body of this data version, once.
 
-    With `wait` False, the data files' gzip codings may still be compressing when it
-    returns (see PendingVariant): a gzip request for one waits for it.
+    The data files' gzip codings may still be compressing when it returns (see
+    PendingVariant): a gzip request for one waits for it, and `settled()` for all.
     """
     reviews_modified = _timestamp(dataset.reviews_doc["generated_at"])
     insights_modified = _timestamp(dataset.insights_doc["generated_at"])
@@ -140,7 +140,7 @@ def build_snapshot(dataset: Dataset, config: Config, wait: bool = True) -> Snaps
     payloads = {
         path: make_payload(body, ctype, modified,
                            [("Link", link_header(config, path))] if path in TOPIC_PATHS else [], precomputed=pre,
-                           wait=wait)
+                           wait=False)
         for path, (body, ctype, modified, pre) in bodies.items()
     }
     return Snapshot(dataset, payloads)
@@ -259,7 +259,7 @@ class ReviewsApp:
         comes first waits for them. A reload swaps only a complete snapshot, while the
         previous one keeps answering.
         """
-        snapshot = build_snapshot(dataset, self.config, wait=False)
+        snapshot = build_snapshot(dataset, self.config)
         return snapshot.settled() if self._first_load_done.is_set() else snapshot
 
     # ----------------------------------------------------------------- WSGI
