@@ -672,6 +672,9 @@ def encode_json(value: Any) -> bytes:
 # and Dataset._adopt makes the lasting objects from the parts' bytes.
 
 
+_INT_SIZE = array("i").itemsize
+
+
 @dataclass(frozen=True)
 class _FrozenIndex:
     """key -> positions, as bytes: keys as JSON, then every list's length and all positions."""
@@ -686,6 +689,12 @@ class _FrozenIndex:
         for positions in index.values():
             flat.extend(positions)
         return cls(encode_json(list(index)), array("q", map(len, index.values())).tobytes(), flat.tobytes())
+
+    @classmethod
+    def of_entries(cls, index: Mapping[Any, bytes]) -> "_FrozenIndex":
+        """freeze() of an index whose values are already array("i") bytes."""
+        lengths = array("q", [len(entries) // _INT_SIZE for entries in index.values()])
+        return cls(encode_json(list(index)), lengths.tobytes(), b"".join(index.values()))
 
     def thaw(self, numbers: list[int]) -> dict[Any, list[int]]:
         flat, at, index = _array("i", self.positions), 0, {}
@@ -842,6 +851,18 @@ class _InsightsPart:
         """
         body, span, keys, entry_starts, entry_ends, technicians, services, aspects, tallies = built
         positions = list(map(reviews.position_of.get, keys))
+        if positions == list(range(len(reviews.ids))):
+            # per_review has every review, in the reviews' order (both newest first, as generated):
+            # entry numbers are positions, so the entries' columns and indexes are the part's as they are.
+            return cls(body, span, entry_starts, entry_ends, array("i", range(len(positions))).tobytes(),
+                       _FrozenIndex.of_entries(technicians), _FrozenIndex.of_entries(services),
+                       _FrozenIndex.of_entries(aspects), tallies, True)
+        return cls.mapped(built, reviews, positions)
+
+    @classmethod
+    def mapped(cls, built: "EntryBuild", reviews: _ReviewsPart, positions: list[int | None]) -> "_InsightsPart":
+        """from_entries in general: `positions` are the reviews' positions of the per_review keys (None: no review)."""
+        body, span, keys, entry_starts, entry_ends, technicians, services, aspects, tallies = built
         every_key_known = None not in positions
         starts, ends = array("q", [-1]) * len(reviews.ids), array("q", [-1]) * len(reviews.ids)
         order = array("i")

@@ -220,6 +220,22 @@ def test_indexes_equal_plain_references_for_any_reviews(specs: list[Spec], chunk
     assert dataset.reviews_document[0] == compact({**head, "reviews": ordered(reviews_doc)})
 
 
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(SPEC_STRATEGY, max_size=12))
+def test_per_review_in_the_reviews_order_gives_the_part_the_general_mapping_gives(specs: list[Spec]) -> None:
+    """per_review listing every review newest first (as generated) makes entry numbers positions: from_entries
+    then uses the entries as they are, and must give exactly what mapping them gives."""
+    reviews_doc, insights_doc = make_docs(specs)
+    insights_doc["per_review"] = {r["id"]: insights_doc["per_review"][r["id"]] for r in ordered(reviews_doc)}
+    reviews = dataset_module._ReviewsPart.encode(reviews_doc)
+    entries = dataset_module._insights_by_entry(insights_doc)
+    direct = dataset_module._InsightsPart.from_entries(entries, reviews)
+    assert direct == dataset_module._InsightsPart.mapped(entries, reviews, list(range(len(reviews.ids))))
+    dataset = Dataset(json.loads(json.dumps(reviews_doc)), json.loads(json.dumps(insights_doc)), "r", "i")
+    check_indexes(dataset, reviews_doc, insights_doc)
+
+
 # ---------------------------------------------------------------- validation through the fast path
 
 
