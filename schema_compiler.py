@@ -40,9 +40,12 @@ an instance (NoneType, bool, int, float, str, list, dict) to a handler specialis
 that type, with the type test, keyword dispatch and ``oneOf`` branch selection already
 resolved at compile time.  Validating a value is ``table[type(value)](value)``: one dict
 lookup and usually one call, sometimes a C function such as a compiled regex's
-``search``.  Objects with properties + required + additionalProperties false are checked
-in one loop; verdicts for strings under a pattern or a format are cached (``_StringMemo``)
-because data repeat dates, sources and slugs.  Any other type (subclasses, Decimal, ...)
+``search``.  Objects with properties + required + additionalProperties false (every
+object of the data files) run as straight-line code generated once the tables are
+complete (``_straight_line``): one ``get`` per property, and the value's test in place
+where it is a type check, a length or bound, or an array's loop (about a quarter less
+time than a loop over the object's items).  Verdicts for strings under a pattern or a
+format are cached (``_StringMemo``) because data repeat dates, sources and slugs.  Any other type (subclasses, Decimal, ...)
 falls back to a slower generic path that uses jsonschema's isinstance-based type checks.
 """
 
@@ -357,10 +360,16 @@ def _schema_map(schema: dict, key: str) -> dict:
 
 def _length_rule(lo: int, hi: Optional[int]) -> Check:
     if hi is None:
-        return _true if lo == 0 else (lambda x: len(x) >= lo)
+        return _true if lo == 0 else _inlined(lambda x: len(x) >= lo, "len(v) >= {}", lo)
     if lo == 0:
-        return lambda x: len(x) <= hi
-    return lambda x: lo <= len(x) <= hi
+        return _inlined(lambda x: len(x) <= hi, "len(v) <= {}", hi)
+    return _inlined(lambda x: lo <= len(x) <= hi, "{} <= len(v) <= {}", lo, hi)
+
+
+def _inlined(check: Check, condition: str, *constants: Any) -> Check:
+    """`check` marked with the same test as an expression over `v` (constants as names: see _straight_line)."""
+    check.inline = (condition, constants)  # type: ignore[attr-defined]
+    return check
 
 
 def _regex(pattern: str) -> re.Pattern:
@@ -390,11 +399,11 @@ def _number_rule(schema: dict) -> Check:
     lo = _number(schema, "minimum") if "minimum" in schema else None
     hi = _number(schema, "maximum") if "maximum" in schema else None
     if lo is not None and hi is not None:
-        rules.append(lambda x: not (x < lo or x > hi))
+        rules.append(_inlined(lambda x: not (x < lo or x > hi), "not (v < {} or v > {})", lo, hi))
     elif lo is not None:
-        rules.append(lambda x: not x < lo)
+        rules.append(_inlined(lambda x: not x < lo, "not v < {}", lo))
     elif hi is not None:
-        rules.append(lambda x: not x > hi)
+        rules.append(_inlined(lambda x: not x > hi, "not v > {}", hi))
     if "exclusiveMinimum" in schema:
         xlo = _number(schema, "exclusiveMinimum")
         rules.append(lambda x: not x <= xlo)
@@ -504,7 +513,69 @@ def _closed_object(props: dict[str, _TypeTable], required: tuple[str, ...]) -> C
                 return False
         return True
 
+    if shortcut:
+        closed_object.properties = (props, required)  # type: ignore[attr-defined]  (see _straight_line)
     return closed_object
+
+
+_ABSENT = object()
+
+
+def _inline_test(handler: Check, name: str, env: dict[str, Any]) -> list[str]:
+    """Lines (indented for _straight_line's branches) returning False unless `handler(v)`, which env holds as `name`."""
+    if handler is _true:
+        return ["        pass"]
+    inline = getattr(handler, "inline", None)
+    if inline is not None:
+        condition, constants = inline
+        names = [f"{name}_c{n}" for n in range(len(constants))]
+        env.update(zip(names, constants))
+        return [f"        if not ({condition.format(*names)}):", "            return False"]
+    spec = getattr(handler, "spec", None)
+    if spec is not None:  # _simple_array's loop, in place
+        lo, hi, items, unique = spec
+        env[f"{name}_items"] = items
+        lines = [f"        if not ({lo} <= len(v){'' if hi is None else f' <= {hi}'}):", "            return False"]
+        if items is not None:
+            lines += ["        for x in v:", f"            if not {name}_items[type(x)](x):", "                return False"]
+        if unique:
+            env["_unique_items"] = _unique_items
+            lines += ["        if len(v) > 1 and not _unique_items(v):", "            return False"]
+        return lines
+    return [f"        if not {name}(v):", "            return False"]
+
+
+def _straight_line(props: dict[str, _TypeTable], required: tuple[str, ...],
+                   straight: Callable[[Check], Optional[Check]]) -> Check:
+    """_closed_object as straight-line code, made once every table is complete (the compiler's last step).
+
+    The loop looks every key up in `props`, then the value's type in its table, then calls the
+    handler. Here each property is one `o.get`; a value of a type its table accepts is tested
+    in place (no call when the handler is _true); any other type still goes through the
+    table (its slow path, _false, or a _StringMemo whose slot may change: see _saturated).
+    A nested closed object is called as its own straight-line code (`straight`), or, in a
+    cycle still being made, through its table.
+    The verdict is the loop's: every present property valid, every required one present, and
+    no other key (counted: len(o) equals the properties present).
+    """
+    lines = ["def closed_object(o):", f"    if len(o) > {len(props)}:", "        return False", "    absent = 0"]
+    env: dict[str, Any] = {"_ABSENT": _ABSENT}
+    for i, (name, table) in enumerate(props.items()):
+        env[f"k{i}"], env[f"t{i}"] = name, table
+        lines += [f"    v = o.get(k{i}, _ABSENT)", "    if v is _ABSENT:",
+                  "        return False" if name in required else "        absent += 1"]
+        for j, (t, handler) in enumerate(table.items()):
+            if hasattr(handler, "properties"):
+                handler = straight(handler)
+            if handler is None or handler is _false or isinstance(getattr(handler, "__self__", None), _StringMemo):
+                continue
+            env[f"y{i}_{j}"], env[f"h{i}_{j}"] = t, handler
+            lines.append(f"    elif type(v) is y{i}_{j}:")
+            lines += _inline_test(handler, f"h{i}_{j}", env)
+        lines += [f"    elif not t{i}[type(v)](v):", "        return False"]
+    lines.append(f"    return len(o) + absent == {len(props)}")
+    exec("\n".join(lines), env)  # noqa: S102  (our own code, from names bound in env)
+    return env["closed_object"]
 
 
 def _required(required: tuple[str, ...]) -> Check:
@@ -649,6 +720,7 @@ def _simple_array(lo: int, hi: Optional[int], items: Optional[_TypeTable], uniqu
                     return False
         return not unique or n < 2 or _unique_items(a)
 
+    array.spec = (lo, hi, items, unique)  # type: ignore[attr-defined]  (see _straight_line)
     return array
 
 
@@ -689,7 +761,24 @@ class _Compiler:
         uri = self._by_name[schema_file]
         node = self._ref(uri, uri)
         self._find_memo_slots()
+        self._straighten_closed_objects()
         return node
+
+    def _straighten_closed_objects(self) -> None:
+        """Put _straight_line's version of every closed object in the tables (they are complete now)."""
+        made: dict[int, Optional[Check]] = {}
+
+        def straight(handler: Check) -> Optional[Check]:
+            """The straight-line version of a loop closed object; None while it is being made (a cycle)."""
+            if id(handler) not in made:
+                made[id(handler)] = None
+                made[id(handler)] = _straight_line(*handler.properties, straight)  # type: ignore[attr-defined]
+            return made[id(handler)]
+
+        for table in self._tables:
+            for t, handler in table.items():
+                if hasattr(handler, "properties"):
+                    table[t] = straight(handler) or handler
 
     def _find_memo_slots(self) -> None:
         """Tell each memo which table entries hold it, so that it can step aside."""

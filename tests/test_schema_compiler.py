@@ -483,6 +483,15 @@ SYNTHETIC: list[dict] = [
      "$ref": "#/$defs/node"},
     {"type": ["object", "integer"], "properties": {"a": {"$ref": "#"}, "b": {"$ref": "#/properties/a"}}},
     {"$ref": "#/$defs/a", "maximum": 3, "$defs": {"a": {"minimum": 1}}},
+    # Closed objects (run as straight-line code): required and optional properties, tables
+    # accepting several types, always and never, a cached string check.
+    {"type": "object", "additionalProperties": False, "required": ["a", "v"], "properties": {
+        "a": {"type": ["integer", "string"], "minimum": 2, "maxLength": 2}, "b": {"type": "boolean"},
+        "c": {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "null"}]}, "d": True, "ab": False,
+        "v": {"type": "string", "format": "date"}, "kids": {"type": "object", "additionalProperties": False,
+                                                             "properties": {"a": {"const": 1}}}}},
+    {"additionalProperties": False, "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+     "required": ["b"]},
     {"items": {"$ref": "other.schema.json#/$defs/x"}},
 ]
 OTHER = {"$id": "https://reviewsd.invalid/schemas/other.schema.json", "$defs": {"x": {"type": "string", "format": "date"}}}
@@ -591,3 +600,19 @@ def test_cyclic_refs_compile_and_validate() -> None:
         deep = [deep, []]
     for value in ([], [[]], [[], [[1]]], deep, [deep, 1]):
         agree(compiled, reference, value)
+
+
+def test_closed_objects_run_as_straight_line_code() -> None:
+    """The loop version is replaced in every table once the tables are complete (the verdicts are the
+    synthetic and data tests'); an object whose required names are not all properties keeps the loop."""
+    straight = {"$id": "https://reviewsd.invalid/schemas/s.schema.json", "type": "object",
+                "additionalProperties": False, "required": ["a"],
+                "properties": {"a": {"type": "integer"}, "b": {"$ref": "#"}}}
+    looped = {**straight, "$id": "https://reviewsd.invalid/schemas/l.schema.json", "required": ["a", "zz"]}
+    compiler = schema_compiler._Compiler({"s.schema.json": straight, "l.schema.json": looped})
+    node = compiler.compile_file("s.schema.json")
+    assert node.table[dict].__qualname__ == "closed_object"  # generated, not _closed_object's loop
+    assert node.check({"a": 1, "b": {"a": 2}}) and not node.check({"a": 1, "b": {"a": "2"}})
+    assert not node.check({"a": 1, "c": 1}) and not node.check({"b": {"a": 1}})
+    loop = schema_compiler._Compiler({"l.schema.json": looped}).compile_file("l.schema.json").table[dict]
+    assert loop.__qualname__ == "_closed_object.<locals>.closed_object"
