@@ -1239,6 +1239,13 @@ def notify(message: str) -> bool:
     return True
 
 
+def log_listening(url: str, threads: int, activated: bool = False) -> None:
+    """The READY line, written at once: INFO lines wait up to logs.FLUSH_INTERVAL, which is for the access log."""
+    log.info("listening on %s (%d threads)%s", url, threads, " (socket activation)" if activated else "")
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+
+
 def notify_ready(status: str = "") -> bool:
     """READY=1 with an optional STATUS= line."""
     return notify("READY=1" + (f"\nSTATUS={status}" if status else ""))
@@ -1326,7 +1333,7 @@ def run(
     with _SignalPipe((signal.SIGHUP, signal.SIGTERM, signal.SIGINT)) as signals:
         server.start()
         url = _url(server.server_address)
-        log.info("listening on %s (%d threads)%s", url, threads, " (socket activation)" if activated else "")
+        log_listening(url, threads, activated)
         notify_ready(ready_status or f"listening on {url}")
         watchdog = start_watchdog(server.healthy)
         try:

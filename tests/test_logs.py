@@ -160,3 +160,14 @@ def test_direct_path_steps_aside_whenever_records_could_differ(configured: logs.
     access.setLevel(logging.NOTSET)
     assert checks == [None, None, None, None]
     assert logs.direct_info_handler(access) is configured
+
+
+def test_the_ready_line_is_written_at_once(configured: logs.BatchingStreamHandler, stream: io.StringIO) -> None:
+    """Whoever waits for "listening on" (a script, a test, bench/compare) sees it when the server is READY."""
+    import server
+
+    logging.getLogger("reviewsd.anything").info("queued")
+    assert stream.getvalue() == ""
+    server.log_listening("http://127.0.0.1:8080", 8)
+    lines = stream.getvalue().splitlines()
+    assert [line.rsplit(": ", 1)[1] for line in lines] == ["queued", "listening on http://127.0.0.1:8080 (8 threads)"]
