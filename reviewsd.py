@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import gzip
 import ipaddress
 import logging
@@ -34,6 +35,10 @@ def serve_argv(argv: list[str]) -> list[str] | None:
 
 
 if __name__ == "__main__" and (_argv := serve_argv(sys.argv[1:])) is not None:
+    # Until READY the process makes objects it keeps (modules, the data) and hardly any garbage:
+    # the collector's passes over them cost about a tenth of the imports' time. serve_main
+    # turns it back on before serving.
+    gc.disable()
     # Until READY, a first start on a large data set keeps both cores busy; started here,
     # before the imports below (about a fifth of a second of one core), the insights lane
     # does not leave the second core idle meanwhile.
@@ -489,6 +494,7 @@ def serve_main(argv: Sequence[str]) -> int:
             log.warning("stopping before the build cache was written; the next start builds from the data files")
 
     count = len(app.store.current.dataset.reviews)  # not the dataset itself: a reload must be able to free it
+    gc.enable()  # off until now when run as a script (see the imports)
     return server.run(app, host=config.host, port=config.port, threads=config.threads, max_body=config.max_body,
                       on_reload=lambda: app.store.reload(force=True), on_stop=on_stop,
                       ready_status=f"serving {count} reviews", sock=sock)

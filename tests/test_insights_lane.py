@@ -305,3 +305,32 @@ def test_which_command_lines_serve(argv: list[str], options: list[str] | None) -
     import reviewsd
 
     assert reviewsd.serve_argv(argv) == options
+
+
+def test_serving_turns_the_collector_back_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python reviewsd.py` starts with the cyclic collector off (see the top of reviewsd.py); serve_main
+    turns it on before it serves."""
+    import gc
+
+    import reviewsd
+    import server
+
+    write_docs(tmp_path / "data", *make_docs(SPECS))
+    seen: list[bool] = []
+
+    def run(app: object, **options: object) -> int:
+        seen.append(gc.isenabled())
+        options["sock"].close()  # type: ignore[attr-defined]
+        return 0
+
+    monkeypatch.setattr(server, "run", run)
+    monkeypatch.setattr(reviewsd, "configure_logging", lambda log_format: None)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assert reviewsd.serve_main(["--port", "0", "--no-hub", "--reload-interval", "0", "--no-build-cache",
+                                    "--data-dir", str(tmp_path / "data"), "--state-dir", str(tmp_path / "state")]) == 0
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert seen == [True]
