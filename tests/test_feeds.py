@@ -593,3 +593,12 @@ def test_property_both_feeds_valid_and_text_round_trips(reviews: list[dict]) -> 
         assert entry.find(A + "updated").text == item.get("date_modified", item["date_published"])
         assert item["_reviewsd"]["rating"] == review["rating"]
         assert item["_reviewsd"]["verified"] is review["verified"]
+
+
+def test_the_characters_removed_from_atom_are_exactly_those_xml_forbids() -> None:
+    """Every code point, against XML 1.0's Char production (section 2.2)."""
+    def xml_char(c: int) -> bool:
+        return c in (0x9, 0xA, 0xD) or 0x20 <= c <= 0xD7FF or 0xE000 <= c <= 0xFFFD or 0x10000 <= c <= 0x10FFFF
+
+    forbidden = feeds._XML_FORBIDDEN.match
+    assert [c for c in range(0x110000) if (forbidden(chr(c)) is None) != xml_char(c)] == []
