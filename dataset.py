@@ -76,8 +76,25 @@ SEARCH_PARAMS_VALIDATOR = validator("search-params.schema.json")
 # the same verdict (tests/test_schema_compiler.py). jsonschema runs only to explain
 # a document the predicate refuses.
 # The data files' predicates drop their string caches after each call (see compile_schema).
-REVIEWS_IS_VALID = compile_schema("reviews.schema.json", SCHEMAS, keep_memos=False)
-INSIGHTS_IS_VALID = compile_schema("insights.schema.json", SCHEMAS, keep_memos=False)
+# Each is compiled when first used: a process with an insights lane checks only one of the two
+# files itself, and its lane only the other (compiling one takes about 10 ms).
+
+
+class _CompiledOnFirstUse:
+    """compile_schema(schema_file, SCHEMAS, keep_memos=False), made on the first call."""
+
+    def __init__(self, schema_file: str):
+        self._schema_file = schema_file
+        self._is_valid: Callable[[Any], bool] | None = None
+
+    def __call__(self, instance: Any) -> bool:
+        if self._is_valid is None:  # two threads may both compile it: the same predicate either way
+            self._is_valid = compile_schema(self._schema_file, SCHEMAS, keep_memos=False)
+        return self._is_valid(instance)
+
+
+REVIEWS_IS_VALID = _CompiledOnFirstUse("reviews.schema.json")
+INSIGHTS_IS_VALID = _CompiledOnFirstUse("insights.schema.json")
 SEARCH_PARAMS_IS_VALID = compile_schema("search-params.schema.json", SCHEMAS)
 
 
