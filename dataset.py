@@ -682,6 +682,18 @@ def encode_json(value: Any) -> bytes:
     return _ENCODER.encode(value).encode("utf-8")
 
 
+def _json_strings(values: list[str]) -> bytes:
+    """encode_json(values) for strings, joined directly when they are ASCII that needs no escape (ids, dates)."""
+    joined = "".join(values)
+    if joined.isascii() and not joined.encode("ascii").translate(None, _PLAIN_ASCII):
+        return ('["' + '","'.join(values) + '"]').encode("ascii") if values else b"[]"
+    return encode_json(values)
+
+
+# ASCII that JSON strings hold as it is: all but the control characters, the quote and the backslash.
+_PLAIN_ASCII = bytes(b for b in range(0x20, 0x7F) if b not in b'"\\')
+
+
 # --------------------------------------------------------------------------- building the parts
 #
 # The build runs in two stages. The parts are computed from the parsed documents and
@@ -1050,7 +1062,7 @@ class Parts:
                 text_blob: tuple[bytes, bytes] | None = None) -> "Parts":
         """The parts of a build; `text_blob` is reviews.text_blob() when it was already made."""
         blob, starts = text_blob or reviews.text_blob()
-        return cls(reviews.head, reviews.body, reviews.offsets, encode_json(reviews.ids), encode_json(reviews.dates),
+        return cls(reviews.head, reviews.body, reviews.offsets, _json_strings(reviews.ids), _json_strings(reviews.dates),
                    reviews.ratings, blob, starts, insights.body, insights.per_review_span, insights.mention_starts,
                    insights.mention_ends, insights.mention_order, insights.technicians, insights.services,
                    insights.aspects)

@@ -236,6 +236,20 @@ def test_per_review_in_the_reviews_order_gives_the_part_the_general_mapping_give
     check_indexes(dataset, reviews_doc, insights_doc)
 
 
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(max_codepoint=0x80), max_size=6) | st.text(max_size=6), max_size=8))
+def test_lists_of_strings_are_encoded_as_by_the_encoder(values: list[str]) -> None:
+    """The direct join for ids and dates gives encode_json's bytes, escapes and all (or its error)."""
+    try:
+        expected = dataset_module.encode_json(values)
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            dataset_module._json_strings(values)
+        return
+    assert dataset_module._json_strings(values) == expected
+
+
 # ---------------------------------------------------------------- validation through the fast path
 
 
