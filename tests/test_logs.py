@@ -171,3 +171,11 @@ def test_the_ready_line_is_written_at_once(configured: logs.BatchingStreamHandle
     server.log_listening("http://127.0.0.1:8080", 8)
     lines = stream.getvalue().splitlines()
     assert [line.rsplit(": ", 1)[1] for line in lines] == ["queued", "listening on http://127.0.0.1:8080 (8 threads)"]
+
+
+def test_a_broken_stderr_does_not_stop_the_ready_line(configured: logs.BatchingStreamHandler,
+                                                      stream: io.StringIO) -> None:
+    import server
+
+    stream.close()  # writing raises ValueError now, as a closed stderr would
+    server.log_listening("http://127.0.0.1:8080", 8)  # does not raise
