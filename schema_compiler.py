@@ -45,8 +45,9 @@ object of the data files) run as straight-line code generated once the tables ar
 complete (``_straight_line``): one ``get`` per property, and the value's test in place
 where it is a type check, a length or bound, or an array's loop (about a quarter less
 time than a loop over the object's items).  Verdicts for strings under a pattern or a
-format are cached (``_StringMemo``) because data repeat dates, sources and slugs.  Any other type (subclasses, Decimal, ...)
-falls back to a slower generic path that uses jsonschema's isinstance-based type checks.
+format are cached (``_StringMemo``) because data repeat dates, sources and slugs.  Any
+other type (subclasses, Decimal, ...) falls back to a slower generic path that uses
+jsonschema's isinstance-based type checks.
 """
 
 from __future__ import annotations
@@ -534,8 +535,9 @@ def _inline_test(handler: Check, name: str, env: dict[str, Any]) -> list[str]:
     spec = getattr(handler, "spec", None)
     if spec is not None:  # _simple_array's loop, in place
         lo, hi, items, unique = spec
-        env[f"{name}_items"] = items
-        lines = [f"        if not ({lo} <= len(v){'' if hi is None else f' <= {hi}'}):", "            return False"]
+        env[f"{name}_items"], env[f"{name}_lo"], env[f"{name}_hi"] = items, lo, hi
+        bounds = f"{name}_lo <= len(v)" + ("" if hi is None else f" <= {name}_hi")
+        lines = [f"        if not ({bounds}):", "            return False"]
         if items is not None:
             lines += ["        for x in v:", f"            if not {name}_items[type(x)](x):", "                return False"]
         if unique:
