@@ -1358,11 +1358,12 @@ class DataStore(Generic[S]):
     Listeners are called as `listener(old, new)` after each swap, on the thread
     that reloaded; they must not block for long. `load(reviews_raw, insights_raw,
     prepare)` makes the Dataset (`dataset_from_files`, or a build cache in front of
-    it); `prepare` is work to start as soon as a body is encoded.
+    it); `prepare` is work to start as soon as a body is encoded. With `release=False` the
+    first load leaves release_memory() to the caller.
     """
 
     def __init__(self, data_dir: Path | str, build: Callable[[Dataset], S], prepare: Prepare | None = None,
-                 load: Load = dataset_from_files):
+                 load: Load = dataset_from_files, release: bool = True):
         self.data_dir = Path(data_dir)
         self._build = build
         self._prepare = prepare
@@ -1374,7 +1375,8 @@ class DataStore(Generic[S]):
         self.current: S = build(load(*raws, prepare))
         self._hashes = (raws[0].sha256, raws[1].sha256)
         del raws
-        release_memory()  # what the build left behind
+        if release:  # else the caller calls release_memory() (python reviewsd.py: right after READY)
+            release_memory()  # what the build left behind
         self.loaded_at = datetime.now(timezone.utc)
         self.last_error: DataError | None = None
         self._poller: threading.Thread | None = None

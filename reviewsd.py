@@ -55,7 +55,7 @@ from werkzeug.wrappers import Response  # noqa: E402
 import feeds  # noqa: E402
 from build_cache import BuildCache  # noqa: E402
 from dataset import (INSIGHTS_FILE, REVIEWS_FILE, DataError, DataStore, Dataset, check_data_dir,  # noqa: E402
-                     dataset_from_files, encode_json)
+                     dataset_from_files, encode_json, release_memory)
 from logs import configure_logging  # noqa: E402
 from openapi import build_openapi  # noqa: E402
 from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, Payload, Precomputed, accepts_gzip, answer,  # noqa: E402
@@ -236,7 +236,7 @@ class ReviewsApp:
         converters={"anything": AnySegmentsConverter},
     )
 
-    def __init__(self, config: Config, store: DataStore[Snapshot] | None = None):
+    def __init__(self, config: Config, store: DataStore[Snapshot] | None = None, release: bool = True):
         self.config = config
         self.build_cache = BuildCache(config.state_dir) if config.build_cache and store is None else None
         # Precomputed: each data body's ETag and gzip start on threads as soon as it is encoded,
@@ -246,7 +246,7 @@ class ReviewsApp:
             self.store: DataStore[Snapshot] = store or DataStore(
                 config.data_dir, self._build_snapshot,
                 prepare=partial(Precomputed, compress_after=self._first_load_done),
-                load=self.build_cache.load if self.build_cache else dataset_from_files)
+                load=self.build_cache.load if self.build_cache else dataset_from_files, release=release)
         finally:
             self._first_load_done.set()
         self.openapi_document = build_openapi(config.public_base_url)
@@ -428,10 +428,14 @@ def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
     return multi
 
 
-def create_app(config: Config | None = None) -> ReviewsApp:
-    """The WSGI application for `config` (data loaded, MCP and hub attached when available)."""
+def create_app(config: Config | None = None, release: bool = True) -> ReviewsApp:
+    """The WSGI application for `config` (data loaded, MCP and hub attached when available).
+
+    With `release=False` the memory the first load left behind is the caller's to give back
+    (dataset.release_memory): `python reviewsd.py` does it right after READY.
+    """
     config = config or Config()
-    app = ReviewsApp(config)
+    app = ReviewsApp(config, release=release)
     try:
         import mcp_rpc
     except ImportError:
@@ -475,7 +479,7 @@ def serve_main(argv: Sequence[str]) -> int:
     # Absolute URLs must name the port really listened on (--port 0, socket activation).
     config = dataclasses.replace(config, port=sock.getsockname()[1])
     try:
-        app = create_app(config)
+        app = create_app(config, release=False)  # released after READY (on_ready below): serving does not need it
     except DataError as exc:
         log.error("cannot start: the data in %s is refused:", config.data_dir)
         for problem in exc.problems:
@@ -496,7 +500,7 @@ def serve_main(argv: Sequence[str]) -> int:
     count = len(app.store.current.dataset.reviews)  # not the dataset itself: a reload must be able to free it
     gc.enable()  # off until now when run as a script (see the imports)
     return server.run(app, host=config.host, port=config.port, threads=config.threads, max_body=config.max_body,
-                      on_reload=lambda: app.store.reload(force=True), on_stop=on_stop,
+                      on_reload=lambda: app.store.reload(force=True), on_stop=on_stop, on_ready=release_memory,
                       ready_status=f"serving {count} reviews", sock=sock)
 
 

@@ -1310,6 +1310,7 @@ def run(
     shutdown_grace: float = 10.0,
     on_reload: Callable[[], Any] | None = None,
     on_stop: Callable[[], Any] | None = None,
+    on_ready: Callable[[], Any] | None = None,
     ready_status: str = "",
     sock: socket.socket | None = None,
 ) -> int:
@@ -1319,6 +1320,7 @@ def run(
     it could not listen, the serve loop died or on_stop raised.  `sock` is a
     listening socket from `listen()` (so the caller can learn the port first);
     without it, run() takes the socket-activated one or binds host:port.
+    `on_ready` runs once on this thread right after READY=1: work that serving need not wait for.
     """
     if not logging.getLogger().handlers:  # nobody configured logging: journald reads stderr
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -1338,6 +1340,11 @@ def run(
         url = _url(server.server_address)
         log_listening(url, threads, activated)
         notify_ready(ready_status or f"listening on {url}")
+        if on_ready is not None:
+            try:
+                on_ready()
+            except Exception:  # serving goes on: what it would have done is not needed to serve
+                log.exception("the work after READY failed")
         watchdog = start_watchdog(server.healthy)
         try:
             return _wait_for_signals(server, signals, shutdown_grace, on_reload, on_stop)

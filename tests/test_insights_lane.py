@@ -309,9 +309,10 @@ def test_which_command_lines_serve(argv: list[str], options: list[str] | None) -
 
 def test_serving_turns_the_collector_back_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`python reviewsd.py` starts with the cyclic collector off (see the top of reviewsd.py); serve_main
-    turns it on before it serves."""
+    turns it on before it serves, and gives back the memory the first load left behind once READY."""
     import gc
 
+    import dataset
     import reviewsd
     import server
 
@@ -320,11 +321,16 @@ def test_serving_turns_the_collector_back_on(tmp_path: Path, monkeypatch: pytest
 
     def run(app: object, **options: object) -> int:
         seen.append(gc.isenabled())
+        assert released == []  # the first load's memory is given back once READY, not before
+        options["on_ready"]()  # type: ignore[operator]
         options["sock"].close()  # type: ignore[attr-defined]
         return 0
 
     monkeypatch.setattr(server, "run", run)
     monkeypatch.setattr(reviewsd, "configure_logging", lambda log_format: None)
+    released: list[str] = []
+    monkeypatch.setattr(dataset, "release_memory", lambda: released.append("by the load"))
+    monkeypatch.setattr(reviewsd, "release_memory", lambda: released.append("after READY"))
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -333,4 +339,7 @@ def test_serving_turns_the_collector_back_on(tmp_path: Path, monkeypatch: pytest
     finally:
         if was_enabled:
             gc.enable()
-    assert seen == [True]
+    assert seen == [True] and released == ["after READY"]
+    reviewsd.create_app(reviewsd.Config(data_dir=str(tmp_path / "data"), state_dir=str(tmp_path / "state"),
+                                        hub=False, build_cache=False))
+    assert released == ["after READY", "by the load"]  # any other host: at the load, as before

@@ -622,8 +622,12 @@ SCRIPT = textwrap.dedent("""
     def on_stop():
         print("stopped", flush=True)
 
+    def on_ready():
+        print("ready", flush=True)
+        raise RuntimeError("a failing after-READY hook")  # logged; serving goes on
+
     sys.exit(server.run(app, host="127.0.0.1", port={port}, threads=2, shutdown_grace=2.0,
-                        on_reload=on_reload, on_stop=on_stop))
+                        on_reload=on_reload, on_stop=on_stop, on_ready=on_ready))
 """)
 
 
@@ -696,7 +700,8 @@ def test_notify_protocol_reload_watchdog_and_stop(tmp_path: Path) -> None:
             listener.expect("STOPPING=1")
             assert proc.wait(timeout=WAIT * 2) == 0
             out = proc.stdout.read().decode()
-            assert out.split() == ["reloaded", "stopped"]
+            assert out.split() == ["ready", "reloaded", "stopped"]
+            assert "the work after READY failed" in proc.stderr.read().decode()
     finally:
         listener.close()
 
