@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import mmap
 import os
 import pickle
 import subprocess
@@ -97,13 +98,13 @@ class InsightsLane:
         except subprocess.TimeoutExpired:
             log.warning("the insights lane took over %g s; building insights.json in this process", TIMEOUT)
             return None
-        answer = self._answer() if self.process.returncode == 0 else b""
-        if not answer:
+        answer = self._answer() if self.process.returncode == 0 else None
+        if answer is None:
             log.warning("the insights lane failed (exit status %s%s); building insights.json in this process: %s",
                         self.process.returncode, ", no answer" if self.process.returncode == 0 else "",
                         err.decode("utf-8", "replace").strip()[-2000:])
             return None
-        verdict, read_sha256, *built = pickle.loads(answer)  # from our own helper, which read our own file
+        verdict, read_sha256, *built = answer
         if read_sha256 != sha256:
             verdict, built = "not built", ["the file changed since it was read"]
         if verdict != "built":
@@ -111,14 +112,23 @@ class InsightsLane:
             return None
         return tuple(built)
 
-    def _answer(self) -> bytes:
-        """What the helper wrote to its answer file (read once; the file is closed after)."""
-        if self._answer_fd is None:
-            return b""
-        os.lseek(self._answer_fd, 0, os.SEEK_SET)
-        with open(self._answer_fd, "rb") as answer:  # closes the descriptor, and with it the file
-            self._answer_fd = None
-            return answer.read()
+    def _answer(self) -> Any:
+        """What the helper wrote to its answer file, unpickled (once; the file is closed after); None if nothing.
+
+        Unpickled from the file's pages mapped in, not from a copy read out first: the 26 MB
+        answer for 100,000 reviews is copied once instead of twice.
+        """
+        fd, self._answer_fd = self._answer_fd, None
+        if fd is None:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            if not size:
+                return None
+            with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as answer:
+                return pickle.loads(answer)  # from our own helper, which read our own file
+        finally:
+            os.close(fd)  # and with it the file
 
     def close(self) -> None:
         if self.process.poll() is None:
