@@ -713,15 +713,8 @@ class _FrozenIndex:
     positions: bytes
 
     @classmethod
-    def freeze(cls, index: Mapping[Any, array]) -> "_FrozenIndex":
-        flat = array("i")
-        for positions in index.values():
-            flat.extend(positions)
-        return cls(encode_json(list(index)), array("q", map(len, index.values())).tobytes(), flat.tobytes())
-
-    @classmethod
-    def of_entries(cls, index: Mapping[Any, bytes]) -> "_FrozenIndex":
-        """freeze() of an index whose values are already array("i") bytes."""
+    def freeze(cls, index: Mapping[Any, bytes]) -> "_FrozenIndex":
+        """The index whose values are array("i") bytes of positions, frozen."""
         lengths = array("q", [len(entries) // _INT_SIZE for entries in index.values()])
         return cls(encode_json(list(index)), lengths.tobytes(), b"".join(index.values()))
 
@@ -884,8 +877,8 @@ class _InsightsPart:
             # per_review has every review, in the reviews' order (both newest first, as generated):
             # entry numbers are positions, so the entries' columns and indexes are the part's as they are.
             return cls(body, span, entry_starts, entry_ends, array("i", range(len(positions))).tobytes(),
-                       _FrozenIndex.of_entries(technicians), _FrozenIndex.of_entries(services),
-                       _FrozenIndex.of_entries(aspects), tallies, True)
+                       _FrozenIndex.freeze(technicians), _FrozenIndex.freeze(services),
+                       _FrozenIndex.freeze(aspects), tallies, True)
         return cls.mapped(built, reviews, positions)
 
     @classmethod
@@ -900,12 +893,12 @@ class _InsightsPart:
                 starts[pos], ends[pos] = lo, hi
                 order.append(pos)
 
-        def ascending_positions(entries: bytes) -> array:
+        def ascending_positions(entries: bytes) -> bytes:
             found = list(map(positions.__getitem__, _array("i", entries)))
             if not every_key_known:
                 found = [pos for pos in found if pos is not None]
             found.sort()
-            return array("i", found)
+            return array("i", found).tobytes()
 
         def by_position(index: Mapping[Any, bytes]) -> _FrozenIndex:
             return _FrozenIndex.freeze({key: ascending_positions(entries) for key, entries in index.items()})
