@@ -682,16 +682,16 @@ def encode_json(value: Any) -> bytes:
     return _ENCODER.encode(value).encode("utf-8")
 
 
+# ASCII that JSON strings hold as it is: all but the control characters, the quote and the backslash.
+_PLAIN_ASCII = bytes(b for b in range(0x20, 0x7F) if b not in b'"\\')
+
+
 def _json_strings(values: list[str]) -> bytes:
     """encode_json(values) for strings, joined directly when they are ASCII that needs no escape (ids, dates)."""
     joined = "".join(values)
     if joined.isascii() and not joined.encode("ascii").translate(None, _PLAIN_ASCII):
         return ('["' + '","'.join(values) + '"]').encode("ascii") if values else b"[]"
     return encode_json(values)
-
-
-# ASCII that JSON strings hold as it is: all but the control characters, the quote and the backslash.
-_PLAIN_ASCII = bytes(b for b in range(0x20, 0x7F) if b not in b'"\\')
 
 
 # --------------------------------------------------------------------------- building the parts
@@ -754,7 +754,7 @@ class _ReviewsPart:
     @classmethod
     def encode(cls, doc: Mapping[str, Any]) -> "_ReviewsPart":
         ordered = sorted(doc["reviews"], key=operator.itemgetter("date", "id"), reverse=True)
-        head = encode_json({k: v for k, v in doc.items() if k != "reviews"})
+        head = encode_json(_without_reviews(doc))
         body, offsets = _encode_reviews(head, ordered)
         ids = list(map(operator.itemgetter("id"), ordered))
         position_of = dict(zip(ids, range(len(ids))))
@@ -774,6 +774,11 @@ class _ReviewsPart:
         in UTF-8, so no match spans two reviews. A rating-only review is an empty segment.
         """
         return _fold_and_join(self.texts)
+
+
+def _without_reviews(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """reviews.json's other keys."""
+    return {key: value for key, value in doc.items() if key != "reviews"}
 
 
 def _encode_reviews(head: bytes, ordered: list[Mapping[str, Any]]) -> tuple[bytes, array]:
@@ -1219,7 +1224,7 @@ def _checked_parts_beside(lane: InsightsLane | None, reviews_raw: RawFile, insig
         # cross-file rules read of reviews.json is in its other keys).
         text_blob = reviews.text_blob()
         if reviews.records_ok:
-            reviews_doc = {key: value for key, value in reviews_doc.items() if key != "reviews"}
+            reviews_doc = _without_reviews(reviews_doc)
     built = lane.result(insights_raw.sha256) if lane is not None else None
     if built is None:
         try:

@@ -220,7 +220,6 @@ def test_indexes_equal_plain_references_for_any_reviews(specs: list[Spec], chunk
     assert dataset.reviews_document[0] == compact({**head, "reviews": ordered(reviews_doc)})
 
 
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(SPEC_STRATEGY, max_size=12))
 def test_per_review_in_the_reviews_order_gives_the_part_the_general_mapping_gives(specs: list[Spec]) -> None:
@@ -234,7 +233,6 @@ def test_per_review_in_the_reviews_order_gives_the_part_the_general_mapping_give
     assert direct == dataset_module._InsightsPart.mapped(entries, reviews, list(range(len(reviews.ids))))
     dataset = Dataset(json.loads(json.dumps(reviews_doc)), json.loads(json.dumps(insights_doc)), "r", "i")
     check_indexes(dataset, reviews_doc, insights_doc)
-
 
 
 @settings(max_examples=300, deadline=None)
