@@ -36,7 +36,7 @@ import referencing
 import referencing.jsonschema
 from jsonschema import Draft202012Validator
 
-from insights_lane import INSIGHTS_FILE, InsightsLane
+from insights_lane import INSIGHTS_FILE, InsightsLane, usable_cpus
 from schema_compiler import compile_schema
 
 log = logging.getLogger("reviewsd.data")
@@ -51,8 +51,17 @@ DEFAULT_LIMIT = 20
 # --------------------------------------------------------------------------- schemas
 
 
+SCHEMA_FILES = ("reviews.schema.json", "insights.schema.json", "search-params.schema.json")
+
+
 def _load_schemas() -> dict[str, dict]:
-    return {p.name: json.loads(p.read_text("utf-8")) for p in sorted(SCHEMA_DIR.glob("*.schema.json"))}
+    schemas = {p.name: json.loads(p.read_text("utf-8")) for p in sorted(SCHEMA_DIR.glob("*.schema.json"))}
+    if missing := [name for name in SCHEMA_FILES if name not in schemas]:
+        # What a plain `pip install .` leaves: the modules in site-packages, schemas/ and data/ behind.
+        raise RuntimeError(f"reviewsd's JSON Schemas are missing ({', '.join(missing)} not in {SCHEMA_DIR}): "
+                           "run reviewsd from its source tree, installed with `pip install -e .` "
+                           "as in the README's quick start")
+    return schemas
 
 
 SCHEMAS: Mapping[str, dict] = _load_schemas()
@@ -164,7 +173,7 @@ def shared_pool() -> ThreadPoolExecutor:
     """
     with _pool_lock:
         if not _pool:
-            _pool.append(ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="precompute"))
+            _pool.append(ThreadPoolExecutor(usable_cpus(), thread_name_prefix="precompute"))
         return _pool[0]
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import subprocess
 import sys
 import weakref
 from datetime import date
@@ -336,6 +338,16 @@ def test_a_reload_frees_the_replaced_data(tmp_path: Path) -> None:
     assert store.reload(force=True)
     assert first() is None  # nothing but the store held it, and the store let it go during reload()
     assert len(store.current.reviews) == len(SPECS) - 1
+
+
+def test_the_precompute_pool_has_a_thread_per_cpu_the_process_may_use() -> None:
+    # Under systemd's CPUAffinity= or a container's cpuset, os.cpu_count() still counts the host's CPUs.
+    one_cpu = min(os.sched_getaffinity(0))
+    script = (f"import os; os.sched_setaffinity(0, {{{one_cpu}}}); import dataset; "
+              "print(os.cpu_count(), dataset.shared_pool()._max_workers)")
+    cpus, workers = subprocess.run([sys.executable, "-c", script], cwd=Path(dataset_module.__file__).parent,
+                                   capture_output=True, text=True, check=True).stdout.split()
+    assert (int(cpus) > 1, int(workers)) == (True, 1)
 
 
 def served_raws(specs: list[Spec]) -> tuple[RawFile, RawFile]:
