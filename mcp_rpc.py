@@ -66,6 +66,7 @@ from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header, parse_options_
 from werkzeug.wsgi import get_content_length
 
 from dataset import SCHEMAS, Dataset, encode_json
+from payloads import Triple
 from search import InvalidParams, run_search, search_result_json, since_positions
 
 log = logging.getLogger("reviewsd.mcp")
@@ -1155,9 +1156,6 @@ def status_line(status: int) -> str:
 
 # Plain WSGI answers, not werkzeug Responses: an MCP call is small, and building and
 # serialising a Response object cost a measurable share of it.
-Triple = tuple[str, list[tuple[str, str]], bytes]
-
-
 def json_response(message: Mapping[str, Any] | None, status: int, headers: Sequence[tuple[str, str]] = ()) -> Triple:
     body = encode_response(message) if message is not None else b""
     return status_line(status), [*MCP_HEADERS, *headers, ("Content-Type", "application/json"),

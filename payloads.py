@@ -35,6 +35,8 @@ READ_HEADERS: tuple[tuple[str, str], ...] = (
 )
 GZIP_MIN_BYTES = 512
 Headers = list[tuple[str, str]]
+# A plain WSGI answer: status line, headers, body (what the app's handlers return instead of a Response).
+Triple = tuple[str, Headers, bytes]
 
 
 @dataclass(frozen=True)
@@ -289,7 +291,7 @@ def is_not_modified(environ: Mapping[str, Any], variant: "Variant | PendingVaria
     )
 
 
-def answer(environ: Mapping[str, Any], payload: Payload) -> tuple[str, Headers, bytes]:
+def answer(environ: Mapping[str, Any], payload: Payload) -> Triple:
     """Status, headers and body for a GET of a precomputed payload (the app drops bodies for HEAD)."""
     variant = payload.variant(environ.get("HTTP_ACCEPT_ENCODING"))
     if is_not_modified(environ, variant, payload.last_modified):

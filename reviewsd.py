@@ -58,8 +58,8 @@ from dataset import (INSIGHTS_FILE, REVIEWS_FILE, DataError, DataStore, Dataset,
                      dataset_from_files, encode_json, release_memory)
 from logs import configure_logging  # noqa: E402
 from openapi import build_openapi  # noqa: E402
-from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, Payload, Precomputed, accepts_gzip, answer,  # noqa: E402
-                      error_document, make_payload)
+from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, Payload, Precomputed, Triple, accepts_gzip,  # noqa: E402
+                      answer, error_document, make_payload)
 from search import (InvalidParams, decode_query_args, run_search, search_result_json,  # noqa: E402
                     since_result_json, validate_date)
 
@@ -186,7 +186,6 @@ def _is_trusted(address: str, trusted: Sequence[Network]) -> bool:
 
 # --------------------------------------------------------------------------- the application
 
-Triple = tuple[str, list[tuple[str, str]], bytes]
 JSON_HEADERS = [("Content-Type", JSON), *READ_HEADERS]
 
 
