@@ -16,12 +16,9 @@ import argparse
 import http.client
 import json
 import os
-import re
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlencode
@@ -31,6 +28,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import trustme  # noqa: E402
 
+from compare_support.procs import Processes, start_reviewsd  # noqa: E402
 from factories import Spec, make_docs, write_docs  # noqa: E402
 from https_subscriber import HTTPSSubscriber  # noqa: E402
 
@@ -41,44 +39,6 @@ TOPIC = BASE + "/feed.xml"
 def write_version(data_dir: Path, n: int) -> None:
     specs = [Spec(rating=5, date=f"2025-01-{i % 28 + 1:02d}", text=f"v{n} review {i}") for i in range(20 + n)]
     write_docs(data_dir, *make_docs(specs, generated_at=f"2026-11-15T06:{n:02d}:00Z"))
-
-
-def server_command() -> list[str]:
-    return [sys.executable, str(ROOT / "reviewsd.py")]
-
-
-class HubProcess:
-    """The server in a subprocess; its log (JSON lines on stderr) is read on a thread."""
-
-    def __init__(self, command: list[str], args: list[str], deadline: float):
-        command = [*command, "--host", "127.0.0.1", "--port", "0", "--log-format", "json", *args]
-        self.proc = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
-        self.listening = threading.Event()
-        self.port = 0
-        threading.Thread(target=self._read, daemon=True).start()
-        if not self.listening.wait(max(0.0, deadline - time.monotonic())):
-            raise SystemExit("the server did not start")
-
-    def _read(self) -> None:
-        for raw in self.proc.stderr:  # type: ignore[union-attr]
-            try:
-                message = json.loads(raw).get("message", "")
-            except ValueError:
-                message = raw.decode(errors="replace")
-            found = re.search(r"listening on http://127\.0\.0\.1:(\d+)", message)
-            if found:
-                self.port = int(found.group(1))
-                self.listening.set()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
 
 
 def subscribe_all(port: int, callbacks: list[str]) -> None:
@@ -115,36 +75,42 @@ def run(args: argparse.Namespace, work: Path, ca_file: Path, subscriber: HTTPSSu
     subscriber.set("/cb", delay=args.delay, post_status=204)
     write_version(work / "data", 1)
     n = args.subscribers
-    command = server_command()
-    hub = HubProcess(command, ["--data-dir", str(work / "data"), "--state-dir", str(work / "state"), "--base-url", BASE,
-                      "--allow-private-callbacks", "--ca-file", str(ca_file), "--reload-interval", "0",
-                      "--hub-workers", str(args.workers), "--hub-max-per-host", str(n + 10),
-                      "--hub-max-per-topic", str(n + 10), "--hub-rate-limit", "0", "--threads", "8"], deadline)
-    try:
-        started = time.monotonic()
-        subscribe_all(hub.port, [subscriber.url(f"/cb?subscriber={i}") for i in range(n)])
-        accepted = time.monotonic()
-        wait_until(lambda: hub_status(hub.port)["subscriptions"] == n, deadline, "verifications")
-        verified = time.monotonic()
-        print(f"subscribe: {n} requests answered 202 in {accepted - started:.2f} s; "
-              f"all verified after {verified - started:.2f} s")
+    with Processes(work) as procs:
+        hub, base, _ = start_reviewsd(procs, [
+            "--data-dir", str(work / "data"), "--state-dir", str(work / "state"), "--base-url", BASE,
+            "--allow-private-callbacks", "--ca-file", str(ca_file), "--reload-interval", "0",
+            "--hub-workers", str(args.workers), "--hub-max-per-host", str(n + 10), "--hub-max-per-topic",
+            str(n + 10), "--hub-rate-limit", "0", "--threads", "8", "--log-format", "json",
+        ], timeout=max(0.0, deadline - time.monotonic()))
+        fan_out(args, work, subscriber, deadline, hub.pid, int(base.rsplit(":", 1)[1]))
 
-        write_version(work / "data", 2)
-        changed = time.monotonic()
-        hub.proc.send_signal(signal.SIGHUP)
-        subscriber.wait_until(lambda records: sum(r.method == "POST" for r in records) >= n,
-                              timeout=max(0.0, deadline - time.monotonic()))
-        done = time.monotonic()
-        wait_until(lambda: hub_status(hub.port)["pending_deliveries"] == 0, deadline, "acknowledgements")
-        posts = subscriber.requests("/cb", "POST")
-        distinct = {p.query for p in posts}
-        print(f"fan-out: {len(posts)} deliveries to {len(distinct)} distinct callbacks in {done - changed:.2f} s "
-              f"({len(posts) / (done - changed):.0f}/s); lower bound with {args.workers} workers and "
-              f"{args.delay * 1000:.0f} ms callbacks: {n * args.delay / args.workers:.2f} s")
-        if len(posts) != n or len(distinct) != n:
-            raise SystemExit(f"expected exactly {n} deliveries, got {len(posts)}")
-    finally:
-        hub.stop()
+
+def fan_out(args: argparse.Namespace, work: Path, subscriber: HTTPSSubscriber, deadline: float, pid: int,
+            port: int) -> None:
+    """Subscribe every callback, change the data, and time the deliveries."""
+    n = args.subscribers
+    started = time.monotonic()
+    subscribe_all(port, [subscriber.url(f"/cb?subscriber={i}") for i in range(n)])
+    accepted = time.monotonic()
+    wait_until(lambda: hub_status(port)["subscriptions"] == n, deadline, "verifications")
+    verified = time.monotonic()
+    print(f"subscribe: {n} requests answered 202 in {accepted - started:.2f} s; "
+          f"all verified after {verified - started:.2f} s")
+
+    write_version(work / "data", 2)
+    changed = time.monotonic()
+    os.kill(pid, signal.SIGHUP)
+    subscriber.wait_until(lambda records: sum(r.method == "POST" for r in records) >= n,
+                          timeout=max(0.0, deadline - time.monotonic()))
+    done = time.monotonic()
+    wait_until(lambda: hub_status(port)["pending_deliveries"] == 0, deadline, "acknowledgements")
+    posts = subscriber.requests("/cb", "POST")
+    distinct = {p.query for p in posts}
+    print(f"fan-out: {len(posts)} deliveries to {len(distinct)} distinct callbacks in {done - changed:.2f} s "
+          f"({len(posts) / (done - changed):.0f}/s); lower bound with {args.workers} workers and "
+          f"{args.delay * 1000:.0f} ms callbacks: {n * args.delay / args.workers:.2f} s")
+    if len(posts) != n or len(distinct) != n:
+        raise SystemExit(f"expected exactly {n} deliveries, got {len(posts)}")
 
 
 def main() -> None:

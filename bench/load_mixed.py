@@ -42,7 +42,6 @@ import os
 import random
 import re
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
@@ -55,6 +54,8 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 from urllib.parse import quote, urlencode
+
+from compare_support.procs import Processes, cpu_seconds, proc_status_kb, start_reviewsd
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"  # never anything else: this script only loads a server it started itself
@@ -104,67 +105,31 @@ INVALID = (  # every one must be answered 400
 
 
 class ServerProcess:
-    """`reviewsd.py --port 0` as a child process; its stderr (the access log) is copied to a file."""
+    """reviewsd as a child process, started as every benchmark starts it; its log (the access log) in a file."""
 
-    def __init__(self, data_dir: Path, work: Path, threads: int) -> None:
-        self.command = [sys.executable, str(ROOT / "reviewsd.py"), "--host", HOST, "--port", "0",
-                        "--data-dir", str(data_dir), "--state-dir", str(work / "state"), "--threads", str(threads)]
-        self.log_path = work / "server.log"
-        self.proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, cwd=ROOT)
-        self.pid = self.proc.pid
-        self.port = self._wait_listening()
-        # Drain stderr the whole time: a full pipe would block the server's logging and stall it.
-        self._drain = threading.Thread(target=self._copy_log, name="server-log", daemon=True)
-        self._drain.start()
-
-    def _wait_listening(self) -> int:
-        assert self.proc.stderr is not None
-        self._head: list[bytes] = []
-        deadline = time.monotonic() + 120
-        for raw in self.proc.stderr:
-            self._head.append(raw)
-            match = re.search(rb"listening on http://[0-9.]+:(\d+)", raw)
-            if match:
-                return int(match.group(1))
-            if time.monotonic() > deadline:
-                break
-        self.stop()
-        sys.exit("the server did not report 'listening on': " + b"".join(self._head[-5:]).decode(errors="replace"))
-
-    def _copy_log(self) -> None:
-        assert self.proc.stderr is not None
-        with open(self.log_path, "wb") as out:
-            out.writelines(self._head)
-            while chunk := self.proc.stderr.read1(1 << 16):
-                out.write(chunk)
+    def __init__(self, procs: Processes, data_dir: Path, work: Path, threads: int) -> None:
+        self.procs = procs
+        self.child, base, _ = start_reviewsd(procs, ["--data-dir", str(data_dir), "--state-dir", str(work / "state"),
+                                                     "--threads", str(threads)], timeout=120)
+        self.command = [str(arg) for arg in self.child.proc.args]
+        self.pid = self.child.pid
+        self.port = int(base.rsplit(":", 1)[1])
+        self.log_path = self.child.log
 
     def status(self, field_name: str) -> int:
         """A numeric field of /proc/PID/status (VmRSS in kB, Threads)."""
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith(field_name + ":"):
-                return int(line.split()[1])
-        return -1
+        return proc_status_kb(self.pid, field_name)
 
     def rss_mb(self) -> float:
         return self.status("VmRSS") / 1024
 
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+        return cpu_seconds(self.pid)
 
     def stop(self) -> int | None:
         """SIGTERM (graceful stop, up to 10 s of drain), SIGKILL if it does not exit; its exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        if hasattr(self, "_drain"):
-            self._drain.join(10)
-        return self.proc.returncode
+        self.procs.stop(self.child, grace=30)
+        return self.child.proc.returncode
 
 
 @dataclass
@@ -617,7 +582,7 @@ def split(total: int, parts: int) -> list[int]:
 
 def run_load(args: argparse.Namespace, plan: Plan, server: ServerProcess) -> Run:
     """Start the client processes, sample the server every 10 s until the deadline, collect the results."""
-    ctx = mp.get_context("spawn")  # not fork: this process runs a log-draining thread
+    ctx = mp.get_context("spawn")  # clients start clean: no copy of this process's threads or sockets
     processes = max(1, min(args.processes, args.connections))
     start = ctx.Barrier(processes + (1 if args.slow else 0) + 1)
     deadline = ctx.Value("d", 0.0, lock=False)
@@ -807,7 +772,7 @@ def print_header(args: argparse.Namespace, server: ServerProcess, data: str) -> 
           f"({processes} client processes x {per} threads); {args.slow} slow connections (1 asyncio process)")
     print(f"server (pid {server.pid}, port {server.port}): {' '.join(server.command)}")
     print("  every other option at its default, as in reviewsd.service: WebSub hub on, data reload check every 2 s, "
-          "text access log on stderr (drained to a file)")
+          "text access log on stderr (written to a file)")
     print(f"data: {data}")
     print(f"machine: {os.cpu_count()} CPUs, shared by the server and the client processes")
     print("mix: " + ", ".join(f"{kind} {weight}%" for kind, weight in MIX.items()))
@@ -835,12 +800,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="load-mixed-") as tmp:
         data_dir, data = prepare_data(args, Path(tmp))
-        server = ServerProcess(data_dir, Path(tmp), args.threads)
-        try:
+        with Processes(Path(tmp)) as procs:
+            server = ServerProcess(procs, data_dir, Path(tmp), args.threads)
             print_header(args, server, data)
-            run = run_load(args, discover(server.port), server)
-        finally:
-            exit_status = server.stop()
+            try:
+                run = run_load(args, discover(server.port), server)
+            finally:
+                exit_status = server.stop()
         print_kinds(run)
         print_errors(run)
         print_slow(run, args)

@@ -23,51 +23,21 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
+
+from compare_support.procs import Processes, start_reviewsd
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 SEARCH = {"name": "search_reviews", "arguments": {"rating": 5, "limit": 10}}
 MAX_CALLS, MAX_ROUNDS = 100_000, 10_000
-
-
-def start_server(data_dir: Path, state_dir: Path, threads: int) -> tuple[subprocess.Popen, str]:
-    """`reviewsd.py --port 0`; the URL comes from its "listening on" log line."""
-    proc = subprocess.Popen([sys.executable, str(ROOT / "reviewsd.py"), "--host", "127.0.0.1", "--port", "0",
-                             "--data-dir", str(data_dir), "--state-dir", str(state_dir), "--threads", str(threads),
-                             "--reload-interval", "0", "--no-hub", "--log-format", "json"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
-    deadline = time.monotonic() + 60
-    for raw in proc.stderr:
-        match = re.search(r"listening on (http://[0-9.:\[\]]+)", raw.decode("utf-8", "replace"))
-        if match:
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # keep draining
-            return proc, match.group(1)
-        if time.monotonic() > deadline:
-            break
-    stop_server(proc)
-    raise SystemExit("the server did not report 'listening on' within 60 s")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 class McpConnection:
@@ -168,20 +138,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (1 <= args.calls <= MAX_CALLS and 1 <= args.rounds <= MAX_ROUNDS):
         parser.error("--calls and --rounds must be positive and within the bounds above")
-    proc = None
-    with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
-        try:
-            if args.url:
-                url = args.url.rstrip("/").removesuffix("/mcp")
-            else:
-                proc, url = start_server(args.data_dir, Path(tmp) / "state", args.threads)
-            host, port = loopback_url(url)
-            print(f"server {url}{'' if args.url else f' (pid {proc.pid}, data {args.data_dir})'}")
-            report("tools/call search_reviews, 1 keep-alive conn", "calls", bench_calls(host, port, args.calls))
-            report("initialize+initialized+1st call, new conn", "rounds", bench_rounds(host, port, args.rounds))
-        finally:
-            if proc is not None:
-                stop_server(proc)
+    with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp, Processes(Path(tmp)) as procs:
+        if args.url:
+            url, started = args.url.rstrip("/").removesuffix("/mcp"), ""
+        else:
+            server, url, _ = start_reviewsd(procs, ["--data-dir", str(args.data_dir), "--state-dir",
+                                                    str(Path(tmp) / "state"), "--threads", str(args.threads),
+                                                    "--reload-interval", "0", "--no-hub", "--log-format", "json"],
+                                            timeout=60)
+            started = f" (pid {server.pid}, data {args.data_dir})"
+        host, port = loopback_url(url)
+        print(f"server {url}{started}")
+        report("tools/call search_reviews, 1 keep-alive conn", "calls", bench_calls(host, port, args.calls))
+        report("initialize+initialized+1st call, new conn", "rounds", bench_rounds(host, port, args.rounds))
     return 0
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from compare_support.procs import Processes, proc_status_kb, start_reviewsd  # noqa: E402
 
 CASES = [
     ("feed", "/api/feed.json", {}),
@@ -39,32 +40,6 @@ CASES = [
 def generate(reviews: int, out: Path) -> None:
     subprocess.run([sys.executable, str(ROOT / "generate_data.py"), "--reviews", str(reviews), "--out", str(out)],
                    check=True, timeout=600)
-
-
-def start_server(data_dir: Path, threads: int) -> tuple[subprocess.Popen, str, float]:
-    started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "reviewsd.py"), "--port", "0", "--data-dir", str(data_dir),
-                             "--state-dir", str(data_dir / "state"), "--threads", str(threads), "--reload-interval",
-                             "0", "--no-hub", "--log-format", "json"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
-    deadline = time.monotonic() + 120
-    for raw in proc.stderr:
-        match = re.search(r"listening on (http://[0-9.:]+)", raw.decode("utf-8", "replace"))
-        if match:
-            ready = time.perf_counter() - started
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # keep draining
-            return proc, match.group(1), ready
-        if time.monotonic() > deadline:
-            break
-    proc.kill()
-    raise SystemExit("server did not start")
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def load(host: str, port: int, path: str, headers: dict, total: int, connections: int) -> tuple[float, list[float]]:
@@ -148,10 +123,12 @@ def main() -> None:
             generate(args.reviews, data_dir)
             print(f"generated {args.reviews} reviews in {time.perf_counter() - t0:.1f} s")
         size = sum(f.stat().st_size for f in data_dir.glob("*.json")) / 1e6
-        proc, base, ready = start_server(data_dir, args.threads)
-        try:
+        with Processes(Path(tmp)) as procs:
+            server, base, ready = start_reviewsd(procs, ["--data-dir", str(data_dir), "--state-dir",
+                                                         str(Path(tmp) / "state"), "--threads", str(args.threads),
+                                                         "--reload-interval", "0", "--no-hub", "--log-format", "json"])
             host, port = base.removeprefix("http://").rsplit(":", 1)
-            rss_start = rss_mb(proc.pid)
+            rss_start = proc_status_kb(server.pid, "VmRSS") / 1024
             print(f"data files {size:.1f} MB; start-up to listening {ready:.2f} s; RSS after start {rss_start:.0f} MB")
             conn = http.client.HTTPConnection(host, int(port), timeout=30)
             conn.request("GET", "/api/feed.json")
@@ -170,10 +147,7 @@ def main() -> None:
                 rate, latencies = load(host, int(port), path, headers, args.requests, args.connections)
                 print(f"{name:<18} {rate:>8.0f} {statistics.median(latencies):>8.2f} "
                       f"{percentile(latencies, 0.99):>8.2f}")
-            print(f"\nRSS after load {rss_mb(proc.pid):.0f} MB")
-        finally:
-            proc.terminate()
-            proc.wait(30)
+            print(f"\nRSS after load {proc_status_kb(server.pid, 'VmRSS') / 1024:.0f} MB")
         print(f"\nin-process search on {args.reviews} reviews ({'p50 ms':>7} {'p99 ms':>7})")
         for name, p50, p99 in in_process(data_dir):
             print(f"  {name:<24} {p50:>7.3f} {p99:>7.3f}")

@@ -1,4 +1,4 @@
-"""Processes bench/compare starts, the shared benchmark lock, and small /proc readers."""
+"""Processes the benchmarks start (reviewsd the same way in each), the shared benchmark lock, small /proc readers."""
 
 from __future__ import annotations
 
@@ -7,12 +7,16 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Sequence
 
 LOCK_PATH = Path("/tmp/reviewsd-bench.lock")
+ROOT = Path(__file__).resolve().parents[2]  # the repository
+# The line reviewsd logs once it is READY (text or JSON log format alike); group 1 is the base URL.
+LISTENING = r"listening on (http://127\.0\.0\.1:\d+)"
 
 
 class StartError(RuntimeError):
@@ -113,6 +117,30 @@ class Processes:
                 self.stop(child)
             except Exception as exc:  # keep stopping the others
                 print(f"  could not stop {child.name} (pid {child.pid}): {exc}")
+
+    def __enter__(self) -> "Processes":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop_all()
+
+
+def start_reviewsd(procs: Processes, options: Sequence[str], *, name: str = "reviewsd",
+                   timeout: float = 300.0) -> tuple[Child, str, float]:
+    """`python reviewsd.py --host 127.0.0.1 --port 0 OPTIONS`: (child, base URL, seconds until its READY line).
+
+    Every benchmark starts the server this way, so each measures the same thing: the
+    script as the unit runs it, its log in a file (a pipe nobody drains would stall it).
+    """
+    argv = [sys.executable, str(ROOT / "reviewsd.py"), "--host", "127.0.0.1", "--port", "0", *options]
+    started = time.perf_counter()
+    child = procs.start(name, argv, cwd=ROOT)
+    try:
+        base = child.wait_for_line(LISTENING, timeout).group(1)
+    except StartError:
+        procs.stop(child)
+        raise
+    return child, base, time.perf_counter() - started
 
 
 def hold_bench_lock(timeout: float) -> IO | None:
