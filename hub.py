@@ -48,6 +48,7 @@ from werkzeug.wrappers import Response
 from werkzeug.wsgi import get_content_length
 
 import reviewsd
+from payloads import status_line
 from reviewsd import client_address, parse_networks  # noqa: F401 (the app's one implementation)
 
 log = logging.getLogger("reviewsd.hub")
@@ -91,7 +92,7 @@ class StoreClosed(Exception):
 
 
 def text_response(status: int, text: str, headers: Sequence[tuple[str, str]] = ()) -> Response:
-    return Response(text + "\n", status=status, content_type="text/plain; charset=utf-8",
+    return Response(text + "\n", status=status_line(status), content_type="text/plain; charset=utf-8",
                     headers=[("Cache-Control", "no-store"), *headers])
 
 

@@ -62,11 +62,11 @@ from urllib.parse import urljoin, urlsplit
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from werkzeug.datastructures import MIMEAccept
-from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header, parse_options_header
+from werkzeug.http import parse_accept_header, parse_options_header
 from werkzeug.wsgi import get_content_length
 
 from dataset import SCHEMAS, Dataset, encode_json
-from payloads import Triple
+from payloads import Triple, status_line
 from search import InvalidParams, run_search, search_result_json, since_positions
 
 log = logging.getLogger("reviewsd.mcp")
@@ -1148,10 +1148,6 @@ def check_protocol_header(value: str | None, request_id: Any) -> None:
 
 MCP_HEADERS = [("Cache-Control", "no-store"), ("Access-Control-Allow-Origin", "*"),
                ("Access-Control-Expose-Headers", "Mcp-Session-Id")]
-
-
-def status_line(status: int) -> str:
-    return f"{status} {HTTP_STATUS_CODES.get(status, 'Unknown')}"  # werkzeug would upper-case the phrase
 
 
 # Plain WSGI answers, not werkzeug Responses: an MCP call is small, and building and

@@ -59,7 +59,7 @@ from dataset import (INSIGHTS_FILE, REVIEWS_FILE, DataError, DataStore, Dataset,
 from logs import configure_logging  # noqa: E402
 from openapi import build_openapi  # noqa: E402
 from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, Payload, Precomputed, Triple, accepts_gzip,  # noqa: E402
-                      answer, error_document, make_payload)
+                      answer, error_document, make_payload, status_line)
 from search import (InvalidParams, decode_query_args, run_search, search_result_json,  # noqa: E402
                     since_result_json, validate_date)
 
@@ -192,14 +192,10 @@ JSON_HEADERS = [("Content-Type", JSON), *READ_HEADERS]
 def json_error(status: int, code: str, message: str, issues: Iterable[Mapping[str, Any]] | None = None,
                headers: Sequence[tuple[str, str]] = ()) -> Triple:
     body = error_document(code, message, issues)
-    phrase = HTTP_STATUS_PHRASES.get(status, "Error")
-    return f"{status} {phrase}", [("Content-Type", JSON), ("Access-Control-Allow-Origin", "*"), *headers,
+    return status_line(status), [("Content-Type", JSON), ("Access-Control-Allow-Origin", "*"), *headers,
                                   ("Content-Length", str(len(body)))], body
 
 
-HTTP_STATUS_PHRASES = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-                       406: "Not Acceptable", 413: "Content Too Large", 415: "Unsupported Media Type",
-                       429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
 ERROR_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large", 400: "bad_request"}
 
 

@@ -120,7 +120,9 @@ def _body_size(response: bytes) -> int:
 
 def error_response(code: int, message: str) -> bytes:
     """A complete `Connection: close` response with the project's JSON error body."""
-    body = json.dumps({"error": _SLUGS.get(code, "error"), "message": message}).encode()
+    # Compact, like every body of the app (dataset.encode_json), which this module does not import.
+    body = json.dumps({"error": _SLUGS.get(code, "error"), "message": message}, separators=(",", ":"),
+                      ensure_ascii=False).encode("utf-8")
     head = (
         f"HTTP/1.1 {code} {_REASONS.get(code, '')}\r\n"
         f"Date: {_http_date()}\r\nServer: {RequestHandler.server_version}\r\n"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import payloads
 from payloads import (GZIP_BLOCK, GZIP_MIN_BYTES, JSON, PendingVariant, Precomputed, Variant, answer, gzip_body, gzip_level,
-                      make_payload, strong_etag)
+                      make_payload, status_line, strong_etag)
 
 # Around every size where the coding changes: none below GZIP_MIN_BYTES, level 9, level 6, then blocks.
 SIZES = [0, 1, GZIP_MIN_BYTES - 1, GZIP_MIN_BYTES, 5000, (64 << 10) - 1, 64 << 10, 300_000]
@@ -140,3 +140,9 @@ def test_waiting_gives_a_finished_variant_and_small_bodies_have_none(monkeypatch
     assert isinstance(make_payload(body, JSON, precomputed=Precomputed(body), wait=True).gzipped, Variant)
     tiny = b"[]"
     assert make_payload(tiny, JSON, precomputed=Precomputed(tiny), wait=False).gzipped is None
+
+
+def test_status_lines_carry_rfc_9110_reason_phrases() -> None:
+    assert [status_line(code) for code in (202, 304, 404, 413, 414, 431)] == [
+        "202 Accepted", "304 Not Modified", "404 Not Found", "413 Content Too Large", "414 URI Too Long",
+        "431 Request Header Fields Too Large"]

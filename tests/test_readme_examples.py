@@ -1,0 +1,111 @@
+"""The README's curl examples, run as written (but for the port) against the real server on 127.0.0.1.
+
+A documented example that no longer works (a renamed parameter, a technician the
+bundled data no longer has, a status that changed) fails here, not for a reader.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from conftest import ROOT, LiveServer
+
+README = (ROOT / "README.md").read_text("utf-8")
+DOCUMENTED = "127.0.0.1:8080"  # the address every example uses
+SETUP = ("apt-get", "systemctl", "pip install")  # install and deployment steps: not run here
+# The hub example's callback is on the internet; here it is a port on 127.0.0.1 where nothing listens.
+CALLBACK = "https://subscriber.example.net/cb"
+
+# What an example must print besides exiting 0 with some output, keyed by a piece of its text.
+EXPECTED = {
+    "search?rating=5\\&limit=2": ['"reviews":[', '"rating":5'],
+    "/reviews.json | python3 -m json.tool": ['"business": {'],
+    "/insights.json | python3 -m json.tool": ['"aspects": ['],
+    "/api/feed.json | python3 -m json.tool": ['"version": "https://jsonfeed.org/version/1.1"', "<feed xmlns"],
+    "mentions_technician=dr.%20maya%20patel": ['"returned":3,', '"rating":5'],
+    "/api/reviews/since/2026-10-01": ['"since":"2026-10-01"'],
+    "/api/reviews/$(curl": ['"id":"'],
+    "/.well-known/openapi.json": ['"openapi": "3.1.0"'],
+    "/healthz": ['"status":"ok"'],
+    "If-None-Match: $etag": ["HTTP/1.1 304 Not Modified", " bytes gzip", "HTTP/1.1 204",
+                             "Access-Control-Allow-Origin: *"],
+    "notifications/initialized": ["HTTP/1.1 202", '"name":"search_reviews"', '"structuredContent":', "HTTP/1.1 204"],
+    "hub.mode=subscribe": ["HTTP/1.1 202 Accepted"],
+}
+
+
+def shell_examples() -> list[tuple[int, str]]:
+    """(line, text) of every ```sh block of the README that talks to the server."""
+    found = []
+    for block in re.finditer(r"```sh\n(.*?)```", README, re.S):
+        text = block.group(1)
+        if DOCUMENTED in text and "curl " in text and not any(step in text for step in SETUP):
+            found.append((README.count("\n", 0, block.start()) + 2, text))
+    return found
+
+
+def error_examples() -> list[tuple[str, str, str]]:
+    """(status, error code, command) of each row of the README's error table that has an example."""
+    rows = re.findall(r"^\| (\d{3}) \| `(\w+)` \|.*\| `(curl [^`]+|head [^`]+)` \|$", README, re.M)
+    return [(status, code, command.replace("\\|", "|")) for status, code, command in rows]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    running = LiveServer(["--data-dir", str(ROOT / "data"), "--state-dir", str(tmp_path_factory.mktemp("state")),
+                          "--reload-interval", "0", "--allow-private-callbacks"])
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def closed_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses connections: bound here, never listening."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+def run(command: str, server: LiveServer, closed_port: int) -> subprocess.CompletedProcess:
+    if shutil.which("curl") is None:
+        pytest.fail("curl not found: install it (apt-get install -y curl); the README's examples use it")
+    script = command.replace(DOCUMENTED, f"127.0.0.1:{server.port}")
+    script = script.replace(CALLBACK, f"https://127.0.0.1:{closed_port}/cb")
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
+
+
+def test_the_readme_has_the_examples_this_test_knows() -> None:
+    examples = [text for _, text in shell_examples()]
+    for piece in EXPECTED:
+        assert sum(piece in text for text in examples) == 1, piece
+    assert len(examples) == len(EXPECTED)
+    assert [status for status, _, _ in error_examples()] == ["400", "404", "405", "413", "414", "431"]
+
+
+@pytest.mark.parametrize(("line", "example"), shell_examples(), ids=lambda value: str(value)[:40])
+def test_each_example_works_as_written(line: int, example: str, server: LiveServer, closed_port: int) -> None:
+    done = run(example, server, closed_port)
+    assert (done.returncode, done.stderr) == (0, ""), f"README line {line}:\n{example}"
+    assert done.stdout.strip()
+    assert '"error":' not in done.stdout, done.stdout[:2000]
+    expected = [wanted for piece, strings in EXPECTED.items() if piece in example for wanted in strings]
+    assert expected, f"README line {line}: an example this test does not know"
+    for wanted in expected:
+        assert wanted in done.stdout, (wanted, done.stdout[:3000])
+
+
+@pytest.mark.parametrize(("status", "code", "command"), error_examples(), ids=lambda value: str(value)[:40])
+def test_each_error_example_answers_its_documented_error(status: str, code: str, command: str, server: LiveServer,
+                                                         closed_port: int) -> None:
+    done = run(command, server, closed_port)
+    assert done.returncode == 0, done.stderr
+    assert f'"error":"{code}"' in done.stdout, done.stdout[:2000]
+    if " -si " in command:
+        assert done.stdout.startswith(f"HTTP/1.1 {status} ")
