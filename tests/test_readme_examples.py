@@ -1,7 +1,9 @@
-"""The README's curl examples, run as written (but for the port) against the real server on 127.0.0.1.
+"""The README against the code: its curl examples, run as written (but for the port) against the
+real server on 127.0.0.1, and its table of options.
 
 A documented example that no longer works (a renamed parameter, a technician the
-bundled data no longer has, a status that changed) fails here, not for a reader.
+bundled data no longer has, a status that changed) or an option documented with
+another name or default fails here, not for a reader.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ import re
 import shutil
 import socket
 import subprocess
+from dataclasses import fields
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from config import Config
 from conftest import ROOT, LiveServer
 
 README = (ROOT / "README.md").read_text("utf-8")
@@ -109,3 +113,23 @@ def test_each_error_example_answers_its_documented_error(status: str, code: str,
     assert f'"error":"{code}"' in done.stdout, done.stdout[:2000]
     if " -si " in command:
         assert done.stdout.startswith(f"HTTP/1.1 {status} ")
+
+
+def test_the_options_table_names_every_option_with_its_variable_and_default() -> None:
+    section = README[README.index("## Options"):README.index("## Deploy on a VM")]
+    rows = re.findall(r"^\| `--([a-z-]+)`(?: / `--no-[a-z-]+`)? \| `(REVIEWSD_[A-Z_]+)` \|([^|]*)\|", section, re.M)
+    documented = {flag.replace("-", "_"): (variable, default.strip()) for flag, variable, default in rows}
+    assert len(rows) == len(documented) and set(documented) == {f.name for f in fields(Config)}
+    for option in fields(Config):
+        variable, default = documented[option.name]
+        assert variable == f"REVIEWSD_{option.name.upper()}"
+        if isinstance(option.default, bool):
+            assert default == ("on" if option.default else "off"), option.name
+        elif isinstance(option.default, (int, float)):
+            assert float(default.strip("`")) == option.default, option.name
+        elif option.default == "":
+            assert default in ("", "system store", "`http://HOST:PORT`"), option.name  # an empty value, described
+        elif option.name in ("data_dir", "state_dir"):
+            assert default == f"`{Path(option.default).name}/` beside reviewsd.py", option.name
+        else:
+            assert default == f"`{option.default}`", option.name
