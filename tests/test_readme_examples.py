@@ -8,6 +8,8 @@ another name or default fails here, not for a reader.
 
 from __future__ import annotations
 
+import http.client
+import json
 import re
 import shutil
 import socket
@@ -133,3 +135,15 @@ def test_the_options_table_names_every_option_with_its_variable_and_default() ->
             assert default == f"`{Path(option.default).name}/` beside reviewsd.py", option.name
         else:
             assert default == f"`{option.default}`", option.name
+
+
+def test_the_endpoints_table_lists_every_operation_of_the_openapi_document(server: LiveServer) -> None:
+    section = README[README.index("| Method and path |"):README.index("### GET /reviews.json")]
+    documented = {(method, path.split("?")[0]) for method, path in re.findall(r"`([A-Z]+) (/[^`]*)`", section)}
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("GET", "/.well-known/openapi.json")
+    openapi = json.loads(conn.getresponse().read())
+    conn.close()
+    described = {(method.upper(), path) for path, item in openapi["paths"].items() for method in item
+                 if method in ("get", "post", "delete", "put", "patch")}
+    assert documented == described
