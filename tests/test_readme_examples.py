@@ -147,3 +147,26 @@ def test_the_endpoints_table_lists_every_operation_of_the_openapi_document(serve
     described = {(method.upper(), path) for path, item in openapi["paths"].items() for method in item
                  if method in ("get", "post", "delete", "put", "patch")}
     assert documented == described
+
+
+def mcp_tools(server: LiveServer) -> list[dict]:
+    """tools/list from the server, over one MCP session."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    conn.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}), headers)
+    response = conn.getresponse()
+    response.read()
+    headers = {**headers, "Mcp-Session-Id": response.getheader("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-06-18"}
+    conn.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), headers)
+    tools = json.loads(conn.getresponse().read())["result"]["tools"]
+    conn.close()
+    return tools
+
+
+def test_the_tools_table_lists_every_mcp_tool_with_its_result_fields(server: LiveServer) -> None:
+    section = README[README.index("| Tool | Arguments | Result |"):README.index("**Resources.**")]
+    documented = {name: set(re.findall(r"\w+", fields_)) for name, fields_ in
+                  re.findall(r"^\| `(\w+)` \|.*?\| `\{([\w, ]+)\}`", section, re.M)}
+    described = {tool["name"]: set(tool["outputSchema"]["properties"]) for tool in mcp_tools(server)}
+    assert documented == described
