@@ -21,6 +21,7 @@ from typing import Iterator
 import pytest
 
 from config import Config
+from dataset import SEARCH_PARAMS_SCHEMA
 from conftest import ROOT, LiveServer
 
 README = (ROOT / "README.md").read_text("utf-8")
@@ -170,3 +171,18 @@ def test_the_tools_table_lists_every_mcp_tool_with_its_result_fields(server: Liv
                   re.findall(r"^\| `(\w+)` \|.*?\| `\{([\w, ]+)\}`", section, re.M)}
     described = {tool["name"]: set(tool["outputSchema"]["properties"]) for tool in mcp_tools(server)}
     assert documented == described
+
+
+def test_the_search_parameters_table_states_the_schema() -> None:
+    section = README[README.index("## Search parameters"):README.index("## Conditional requests")]
+    rows = re.findall(r"^\| `(\w+)` \| (\w+) \| ([^|]+) \|", section, re.M)
+    assert [name for name, _, _ in rows] == list(SEARCH_PARAMS_SCHEMA["properties"])
+    for name, kind, constraint in rows:
+        schema = SEARCH_PARAMS_SCHEMA["properties"][name]
+        assert kind == ("date" if schema.get("format") == "date" else schema["type"]), name
+        low, high = (schema.get("minimum", schema.get("minLength")), schema.get("maximum", schema.get("maxLength")))
+        bounds = re.match(r"(\d+)–(\d+)", constraint)
+        assert ((int(bounds[1]), int(bounds[2])) if bounds else (None, None)) == (low, high), name
+        assert ("characters" in constraint) == ("minLength" in schema), name
+        default = re.search(r"default (\d+)", constraint)
+        assert (int(default[1]) if default else None) == schema.get("default"), name
