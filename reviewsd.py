@@ -337,8 +337,14 @@ class ReviewsApp:
         return self.store.current.payloads.get(path) or (self.openapi if path == OPENAPI_PATH else None)
 
     def on_payload(self, environ: Mapping[str, Any]) -> Triple:
-        """The routed twin of the fast path in __call__ (which answers GET and HEAD first)."""
-        return answer(environ, self.static_payload(environ["PATH_INFO"]))
+        """The routed twin of the fast path in __call__ (which answers GET and HEAD first).
+
+        Routed here: the path with a trailing slash, which the Map matches (strict_slashes=False).
+        """
+        payload = self.static_payload(environ["PATH_INFO"].rstrip("/"))
+        if payload is None:
+            raise NotFound()
+        return answer(environ, payload)
 
     def on_search(self, environ: Mapping[str, Any]) -> Triple:
         args = decode_query_args(query_args(environ))

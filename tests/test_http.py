@@ -159,6 +159,15 @@ def test_gzip_is_a_distinct_representation(client: Client, path: str) -> None:
     assert again.status_code == 304 and again.headers["ETag"] == zipped.headers["ETag"]
 
 
+@pytest.mark.parametrize("path", STATIC_PATHS)
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_a_trailing_slash_names_the_same_payload(client: Client, path: str, method: str) -> None:
+    # The Map matches it (strict_slashes=False), so OPTIONS offers GET there: GET must answer too.
+    plain, slashed = client.open(path, method=method), client.open(path + "/", method=method)
+    assert slashed.status_code == 200
+    assert (slashed.headers["ETag"], slashed.data) == (plain.headers["ETag"], plain.data)
+
+
 @pytest.mark.parametrize("accept", ["gzip;q=0", "identity", "br", ""])
 def test_no_gzip_unless_accepted(client: Client, accept: str) -> None:
     response = client.get("/reviews.json", headers={"Accept-Encoding": accept})
