@@ -278,9 +278,14 @@ def _not_modified_headers(headers: Headers) -> tuple[tuple[str, str], ...]:
 
 @lru_cache(maxsize=512)
 def accepts_gzip(accept_encoding: str) -> bool:
-    """Whether an Accept-Encoding value allows gzip (q > 0), parsed by werkzeug."""
+    """Whether an Accept-Encoding value allows gzip (q > 0), parsed by werkzeug.
+
+    RFC 9110 12.5.3: "x-gzip" is "gzip", and "*" stands only for codings not listed,
+    so `gzip;q=0, *` refuses gzip.
+    """
     accept = parse_accept_header(accept_encoding, Accept)
-    return accept.quality("gzip") > 0 or (accept.quality("x-gzip") > 0)
+    listed = [quality for coding, quality in accept if coding.lower() in ("gzip", "x-gzip")]
+    return max(listed or [quality for coding, quality in accept if coding == "*"] or [0]) > 0
 
 
 def is_not_modified(environ: Mapping[str, Any], variant: "Variant | PendingVariant", last_modified: datetime | None) -> bool:

@@ -168,7 +168,8 @@ def test_a_trailing_slash_names_the_same_payload(client: Client, path: str, meth
     assert (slashed.headers["ETag"], slashed.data) == (plain.headers["ETag"], plain.data)
 
 
-@pytest.mark.parametrize("accept", ["gzip;q=0", "identity", "br", ""])
+@pytest.mark.parametrize("accept", ["gzip;q=0", "identity", "br", "", "gzip;q=0, *", "*, x-gzip;q=0", "*;q=0",
+                                    "identity, *;q=0"])
 def test_no_gzip_unless_accepted(client: Client, accept: str) -> None:
     response = client.get("/reviews.json", headers={"Accept-Encoding": accept})
     assert "Content-Encoding" not in response.headers

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import payloads
 from payloads import (GZIP_BLOCK, GZIP_MIN_BYTES, JSON, PendingVariant, Precomputed, Variant, answer, gzip_body, gzip_level,
-                      make_payload, status_line, strong_etag)
+                      accepts_gzip, make_payload, status_line, strong_etag)
 
 # Around every size where the coding changes: none below GZIP_MIN_BYTES, level 9, level 6, then blocks.
 SIZES = [0, 1, GZIP_MIN_BYTES - 1, GZIP_MIN_BYTES, 5000, (64 << 10) - 1, 64 << 10, 300_000]
@@ -146,3 +146,14 @@ def test_status_lines_carry_rfc_9110_reason_phrases() -> None:
     assert [status_line(code) for code in (202, 304, 404, 413, 414, 431)] == [
         "202 Accepted", "304 Not Modified", "404 Not Found", "413 Content Too Large", "414 URI Too Long",
         "431 Request Header Fields Too Large"]
+
+
+@pytest.mark.parametrize(("accept_encoding", "gzip_ok"), [
+    ("gzip", True), ("x-gzip", True), ("GZIP", True), ("*", True), ("br, gzip;q=0.5", True), ("deflate, *", True),
+    ("gzip;q=0, x-gzip", True),  # contradictory: the alias it lists as acceptable wins
+    ("", False), ("identity", False), ("br", False), ("gzip;q=0", False), ("gzip;q=0, *", False),
+    ("*, x-gzip;q=0", False), ("*;q=0", False), ("identity, *;q=0", False),
+])
+def test_gzip_is_acceptable_as_rfc_9110_says(accept_encoding: str, gzip_ok: bool) -> None:
+    # An explicit gzip or x-gzip entry decides; "*" stands only for codings not listed.
+    assert accepts_gzip(accept_encoding) is gzip_ok
