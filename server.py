@@ -214,6 +214,16 @@ class _Body(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    @property
+    def awaiting_continue(self) -> bool:
+        """The client asked for 100 Continue and has not been sent it: it may be holding the body back."""
+        return self._continue
+
+    def abandon(self) -> None:
+        """Never send 100 Continue: the final response went first (the connection then closes)."""
+        self._continue = False
+        self.left = 0
+
     def _fill(self) -> bool:
         conn = self._conn
         if self._continue:  # the client waits for this before sending the body
@@ -310,6 +320,7 @@ class RequestHandler(WSGIRequestHandler):
         self.action = _KEEP
         self.registered = False
         self.close_connection = False
+        self._held_body: _Body | None = None  # the request's body as read from the socket, if any
         self._poll: Any = None
         self._base_environ = server.base_environ(client_address)
 
@@ -548,6 +559,7 @@ class RequestHandler(WSGIRequestHandler):
 
     def _make_input(self, environ: dict) -> Any:
         self._dechunked = None
+        self._held_body = None
         te = environ.get("HTTP_TRANSFER_ENCODING")
         cl = environ.get("CONTENT_LENGTH")
         expect = self._v11 and environ.get("HTTP_EXPECT", "").lower() == "100-continue"
@@ -558,7 +570,8 @@ class RequestHandler(WSGIRequestHandler):
                 raise _HTTPError(501, "unsupported Transfer-Encoding")
             if not self._v11:
                 raise _HTTPError(400, "Transfer-Encoding in an HTTP/1.0 request")
-            self._dechunked = DechunkedInput(_Body(self, None, expect))
+            self._held_body = _Body(self, None, expect)
+            self._dechunked = DechunkedInput(self._held_body)
             self._input = LimitedStream(self._dechunked, self.server.max_body, is_max=True)
         elif cl is not None and cl != "0":
             if not (cl.isascii() and cl.isdigit()):
@@ -566,7 +579,10 @@ class RequestHandler(WSGIRequestHandler):
             length = int(cl)
             if length > self.server.max_body:
                 raise _HTTPError(413, f"request body over {self.server.max_body} bytes")
-            self._input = _Body(self, length, expect) if length else _EMPTY_INPUT
+            if length:
+                self._input = self._held_body = _Body(self, length, expect)
+            else:
+                self._input = _EMPTY_INPUT
         else:
             self._input = _EMPTY_INPUT
         return self._input
@@ -665,6 +681,12 @@ class RequestHandler(WSGIRequestHandler):
         parts = ["HTTP/1.1 ", status if len(status) > 3 else status + " ", "\r\n"]
         length = self._add_response_headers(parts)
         self._set_framing(code, length, parts)
+        if self._held_body is not None and self._held_body.awaiting_continue:
+            # Answered before the app read the body the client holds back for a 100 Continue: whether
+            # it sends it anyway is up to the client, so this connection cannot carry another request
+            # (RFC 9110 10.1.1). Closed after a linger that drops whatever comes; no 100 after this.
+            self._held_body.abandon()
+            self.close_connection = self.linger = True
         if self.close_connection or self.server.stopping:
             self.close_connection = True
             parts.append("Connection: close\r\n")

@@ -368,6 +368,23 @@ def test_unread_body_is_skipped_before_the_next_request() -> None:
         assert [read_response(f)[2] for _ in range(2)] == [b"ok", b"ok"]
 
 
+@pytest.mark.parametrize("framing", [b"Content-Length: 5", b"Transfer-Encoding: chunked"])
+def test_an_answer_before_100_continue_closes_instead_of_sending_it_late(framing: bytes) -> None:
+    # The client holds its body back for a 100 Continue the app never asked for (a 405, say). Sending
+    # the 100 after the final answer, then waiting for the body, used to stall the worker for
+    # socket_timeout and put a stray 100 where the client expects its next answer.
+    def ignore_body(environ: dict, start_response: Any) -> list[bytes]:
+        start_response("405 Method Not Allowed", [("Content-Length", "2")])
+        return [b"no"]
+
+    with serving(ignore_body, socket_timeout=30) as srv, connect(srv) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n" + framing + b"\r\n\r\n")
+        f = sock.makefile("rb")
+        code, headers, body = read_response(f)
+        assert (code, headers.get("connection"), body) == (405, "close", b"no")
+        assert f.read() == b""  # then the end of the connection, with nothing (no 100) before it
+
+
 @pytest.mark.parametrize("request_bytes, code", [
     (b"GET / HTTP/1.1\r\n\r\n", 400),  # HTTP/1.1 without Host
     (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
