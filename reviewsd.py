@@ -326,9 +326,8 @@ class ReviewsApp:
              "Content-Type, If-None-Match, If-Modified-Since, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"),
             ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link, Mcp-Session-Id"),
             ("Access-Control-Max-Age", "86400"),
-            ("Content-Length", "0"),
         ]
-        return "204 No Content", headers, b""
+        return "204 No Content", headers, b""  # no Content-Length on a 204 (RFC 9110 8.6)
 
     # ----------------------------------------------------------------- handlers
 

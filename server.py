@@ -679,7 +679,7 @@ class RequestHandler(WSGIRequestHandler):
             raise AssertionError("write() before start_response")
         code = self._status_code = int(status[:3])
         parts = ["HTTP/1.1 ", status if len(status) > 3 else status + " ", "\r\n"]
-        length = self._add_response_headers(parts)
+        length = self._add_response_headers(parts, framed=code >= 200 and code != 204)
         self._set_framing(code, length, parts)
         if self._held_body is not None and self._held_body.awaiting_continue:
             # Answered before the app read the body the client holds back for a 100 Continue: whether
@@ -701,12 +701,14 @@ class RequestHandler(WSGIRequestHandler):
             raise ValueError("CR or LF in a response header")
         return text.encode("latin-1")
 
-    def _add_response_headers(self, parts: list[str]) -> int | None:
+    def _add_response_headers(self, parts: list[str], framed: bool) -> int | None:
         length = None
         seen_date = seen_server = False
         for name, value in self._headers:
             lname = name.lower()
             if lname == "content-length":
+                if not framed:  # RFC 9110 8.6: never on a 1xx or 204, whatever the app says
+                    continue
                 length = int(value)
             elif lname in _HOP_BY_HOP:  # framing and persistence are the server's job
                 if lname == "connection" and "close" in value.lower():

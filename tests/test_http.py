@@ -200,6 +200,7 @@ def test_cors_preflight(client: Client, path: str) -> None:
     assert "GET" in response.headers["Access-Control-Allow-Methods"]
     assert "If-None-Match" in response.headers["Access-Control-Allow-Headers"]
     assert set(response.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS"}
+    assert "Content-Length" not in response.headers  # RFC 9110 8.6: not on a 204
 
 
 def test_exposed_headers(client: Client) -> None:

@@ -368,6 +368,19 @@ def test_unread_body_is_skipped_before_the_next_request() -> None:
         assert [read_response(f)[2] for _ in range(2)] == [b"ok", b"ok"]
 
 
+def test_a_204_goes_out_without_content_length_even_when_the_app_sets_one() -> None:
+    def no_content(environ: dict, start_response: Any) -> list[bytes]:
+        start_response("204 No Content", [("Content-Length", "0"), ("X-Kept", "yes")])
+        return [b""]
+
+    with serving(no_content) as srv, connect(srv) as sock:
+        f = sock.makefile("rb")
+        sock.sendall(b"OPTIONS / HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        for _ in range(2):  # the connection stays in step after it
+            code, headers, body = read_response(f)
+            assert (code, body, headers["x-kept"], "content-length" in headers) == (204, b"", "yes", False)
+
+
 @pytest.mark.parametrize("framing", [b"Content-Length: 5", b"Transfer-Encoding: chunked"])
 def test_an_answer_before_100_continue_closes_instead_of_sending_it_late(framing: bytes) -> None:
     # The client holds its body back for a 100 Continue the app never asked for (a 405, say). Sending
