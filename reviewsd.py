@@ -17,7 +17,7 @@ import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -77,8 +77,10 @@ SINCE_CACHE_BYTES = 64 << 20
 # --------------------------------------------------------------------------- snapshots
 
 
-def _timestamp(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+def last_modified(generated_at: str, now: datetime) -> datetime:
+    """A data file's generated_at as Last-Modified, but never after `now` (RFC 9110 8.8.2.1: a
+    modification time in the future, from a producer whose clock runs ahead, is replaced by now)."""
+    return min(datetime.fromisoformat(generated_at.replace("Z", "+00:00")), now)
 
 
 def link_header(config: Config, topic_path: str) -> str:
@@ -132,8 +134,9 @@ def build_snapshot(dataset: Dataset, config: Config) -> Snapshot:
     The data files' gzip codings may still be compressing when it returns (see
     PendingVariant): a gzip request for one waits for it, and `settled()` for all.
     """
-    reviews_modified = _timestamp(dataset.reviews_doc["generated_at"])
-    insights_modified = _timestamp(dataset.insights_doc["generated_at"])
+    now = datetime.now(timezone.utc)
+    reviews_modified = last_modified(dataset.reviews_doc["generated_at"], now)
+    insights_modified = last_modified(dataset.insights_doc["generated_at"], now)
     site = feeds.FeedSite(config.public_base_url, dataset.business)
     newest = dataset.reviews[:FEED_LENGTH]
     bodies = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -19,6 +19,8 @@ from werkzeug.test import Client
 from werkzeug.wrappers import Request
 
 import reviewsd
+from conftest import SMALL_SPECS
+from factories import make_docs, write_docs
 
 STATIC_PATHS = ["/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", "/.well-known/openapi.json"]
 CONDITIONAL_PATHS = STATIC_PATHS + ["/api/reviews/since/2025-01-01"]
@@ -84,6 +86,16 @@ def test_last_modified_is_the_data_generation_time(client: Client, app, path: st
     stamp = (dataset.insights_doc if path == "/insights.json" else dataset.reviews_doc)["generated_at"]
     assert parse_date(client.get(path).headers["Last-Modified"]) == parse_date(
         http_date(parse_date_iso(stamp)))
+
+
+def test_a_generation_time_in_the_future_is_served_as_the_load_time(tmp_path) -> None:
+    write_docs(tmp_path / "data", *make_docs(SMALL_SPECS, generated_at="2999-01-01T00:00:00Z"))
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    app = reviewsd.create_app(reviewsd.Config(data_dir=str(tmp_path / "data"), state_dir=str(tmp_path / "state"),
+                                              reload_interval=0, hub=False))
+    after = datetime.now(timezone.utc)
+    for path in ("/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml"):
+        assert before <= parse_date(Client(app).get(path).headers["Last-Modified"]) <= after, path
 
 
 def parse_date_iso(value: str):
