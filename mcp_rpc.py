@@ -25,8 +25,11 @@ Choices where the specifications leave room (also in the README):
 * HTTP status: a body that is not a readable JSON-RPC message (-32700, -32600)
   is 400; a request that was read is answered 200, whether with a result or an
   error (-32601, -32602, -32603, -32002). Transport refusals (400 missing
-  session or bad version header, 403 Origin, 404 session, 405, 406, 413, 415)
+  session or bad version header, 403 Origin, 404 session, 406, 413, 415)
   carry a JSON-RPC error body with code -32000 and the request id when known.
+  Not from here: a Content-Length over max_body is refused by the HTTP server
+  (server.py) before the app, and methods other than POST and DELETE by the
+  app's router (405), both with the error body of every endpoint.
   Every body is `application/json`; nothing is streamed (no SSE).
 * Tool errors: a `tools/call` whose request is malformed (params not an object,
   name missing or unknown, arguments not an object) is -32602. Arguments that
@@ -62,6 +65,7 @@ from urllib.parse import urljoin, urlsplit
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from werkzeug.datastructures import MIMEAccept
+from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import parse_accept_header, parse_options_header
 from werkzeug.wsgi import get_content_length
 
@@ -1043,7 +1047,8 @@ class McpEndpoint:
             raise HttpRefusal(400, error.message, error.request_id, error.code) from None
         if isinstance(message, RpcRequest) and message.method == "initialize":
             return self.initialize(environ, message)
-        session = self.session_for(environ, getattr(message, "id", None))
+        # A refusal answers a request by its id; a notification or a client response gets one without.
+        session = self.session_for(environ, message.id if isinstance(message, RpcRequest) else None)
         reply = self.server.handle(session, message)
         return json_response(reply, 200) if reply is not None else empty_response(202)
 
@@ -1065,7 +1070,10 @@ class McpEndpoint:
             raise too_large
         if "wsgi.input_terminated" in environ:
             # The server terminates the stream itself (chunked bodies): read to its EOF, bounded here.
-            body = read_at_most(environ["wsgi.input"], self.max_body + 1)
+            try:
+                body = read_at_most(environ["wsgi.input"], self.max_body + 1)
+            except RequestEntityTooLarge:  # server.py's own bound on the stream went first
+                raise too_large from None
             if len(body) > self.max_body:
                 raise too_large
             return body

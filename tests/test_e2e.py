@@ -134,3 +134,22 @@ def test_schemathesis_contract(live_server: LiveServer, tmp_path: Path) -> None:
     result = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert "No issues found" in result.stdout
+
+
+def test_an_mcp_body_over_max_body_is_413_by_content_length_or_while_dechunked(live_server_factory,
+                                                                            sample_data_dir: Path,
+                                                                            tmp_path: Path) -> None:
+    server = live_server_factory("--data-dir", str(sample_data_dir), "--state-dir", str(tmp_path / "state"),
+                                 "--max-body", "1000", "--no-hub")
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    body = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"f":"' + b"x" * 2000 + b'"}}'
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("POST", "/mcp", body, headers)  # Content-Length: refused by the HTTP server, before the app
+    response = conn.getresponse()
+    assert (response.status, json.loads(response.read())["error"]) == (413, "body_too_large")
+    conn.close()
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("POST", "/mcp", iter([body[:600], body[600:]]), headers, encode_chunked=True)
+    response = conn.getresponse()
+    assert (response.status, json.loads(response.read())["error"]["code"]) == (413, -32000)
+    conn.close()
