@@ -192,8 +192,9 @@ def parse_callback(url: str, max_length: int | None = MAX_URL) -> Callback:
     if "@" in parts.netloc:
         raise Refusal(400, "hub.callback must not contain user credentials")
     host = _callback_host(parts.hostname or "", parts.netloc)
-    start = url.index("//") + 2 + len(parts.netloc)
-    return Callback(url, host, port, url[start:] or "/")
+    target = url[url.index("//") + 2 + len(parts.netloc):]
+    # An empty path is "/" on the request line (RFC 9112 3.2.1): `https://host` and `https://host?a=b`.
+    return Callback(url, host, port, target if target.startswith("/") else "/" + target)
 
 
 def _callback_host(hostname: str, netloc: str) -> str:

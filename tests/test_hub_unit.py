@@ -578,6 +578,20 @@ def test_outbound_verifies_certificates(subscriber: HTTPSSubscriber, ca_file: Pa
     assert from_env.status == 200
 
 
+@pytest.mark.parametrize(("url", "target"), [("https://sub.example", "/"), ("https://sub.example?tok=1", "/?tok=1"),
+                                            ("https://sub.example:8443", "/"), ("https://sub.example/a?b", "/a?b")])
+def test_a_callback_without_a_path_is_asked_for_slash(url: str, target: str) -> None:
+    assert hub.parse_callback(url).target == target
+
+
+def test_outbound_to_a_callback_without_a_path_sends_a_valid_request_line(subscriber: HTTPSSubscriber,
+                                                                         ca_file: Path) -> None:
+    outbound = hub.Outbound(hub.make_ssl_context(str(ca_file)), allow_private=True)
+    reply = outbound.request("GET", subscriber.url("?hub.challenge=abc"), {}, None, 100)
+    assert (reply.status, reply.body) == (200, b"abc")
+    assert [r.path for r in subscriber.requests()] == ["/"]
+
+
 def test_outbound_does_not_follow_redirects_and_reads_little(subscriber: HTTPSSubscriber, ca_file: Path) -> None:
     subscriber.set("/moved", verify="redirect", redirect_to=subscriber.url("/target"))
     outbound = hub.Outbound(hub.make_ssl_context(str(ca_file)), allow_private=True)
