@@ -273,8 +273,43 @@ def system_resolver(host: str, port: int) -> Sequence[AddrInfo]:
     return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
 
 
-def vet_addresses(host: str, port: int, allow_private: bool, resolve: Resolver = system_resolver) -> list[AddrInfo]:
-    """Resolve `host` once and check every address; the result is what to connect to. Raises Refused."""
+LOOKUP_TIMEOUT = 5.0  # seconds a callback host's DNS lookup may take
+_LOOKUPS_AT_ONCE = threading.BoundedSemaphore(16)
+
+
+def resolve_within(resolve: Resolver, host: str, port: int, timeout: float) -> Sequence[AddrInfo]:
+    """resolve(host, port), or TimeoutError after `timeout` seconds.
+
+    getaddrinfo takes no timeout, and a name server that never answers would hold
+    the caller (a request thread at subscribe time, a hub worker) for as long as
+    the system resolver retries. The lookup runs on a thread of its own, which is
+    left to finish alone; at most 16 run at once, so stuck ones cannot pile up.
+    """
+    if not _LOOKUPS_AT_ONCE.acquire(timeout=max(0.0, timeout)):
+        raise TimeoutError("too many DNS lookups in progress")
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def lookup() -> None:
+        try:
+            outcome.append(resolve(host, port))
+        except BaseException as exc:  # handed to the caller
+            outcome.append(exc)
+        finally:
+            _LOOKUPS_AT_ONCE.release()
+            done.set()
+
+    threading.Thread(target=lookup, name="hub-dns", daemon=True).start()
+    if not done.wait(max(0.0, timeout)):
+        raise TimeoutError(f"no answer within {timeout:g} s")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
+def vet_addresses(host: str, port: int, allow_private: bool, resolve: Resolver = system_resolver,
+                  timeout: float | None = None) -> list[AddrInfo]:
+    """Resolve `host` once (within `timeout`) and check every address: what to connect to. Raises Refused."""
     literal = literal_address(host)
     if literal is not None:
         family = socket.AF_INET6 if literal.version == 6 else socket.AF_INET
@@ -282,7 +317,10 @@ def vet_addresses(host: str, port: int, allow_private: bool, resolve: Resolver =
         infos: list[AddrInfo] = [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", sockaddr)]
     else:
         try:
-            infos = [info for info in resolve(host, port) if info[0] in (socket.AF_INET, socket.AF_INET6)]
+            found = resolve_within(resolve, host, port, LOOKUP_TIMEOUT if timeout is None else timeout)
+            infos = [info for info in found if info[0] in (socket.AF_INET, socket.AF_INET6)]
+        except TimeoutError as exc:
+            raise Refused(f"callback host {host} does not resolve ({exc})") from None
         except (OSError, UnicodeError):
             raise Refused(f"callback host {host} does not resolve") from None
         if not infos:
@@ -316,13 +354,16 @@ class Reply:
         return f"HTTP {self.status}" if self.status is not None else self.error
 
 
-def _connect_any(addresses: Sequence[AddrInfo], timeout: float) -> socket.socket:
-    """A TCP connection to the first vetted address that answers (no second DNS lookup)."""
+def _connect_any(addresses: Sequence[AddrInfo], timeout: float, deadline: float) -> socket.socket:
+    """A TCP connection to the first vetted address that answers (no second DNS lookup), before `deadline`."""
     error: OSError = OSError("no address to connect to")
     for family, socktype, proto, _, sockaddr in addresses:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no address answered before the request's deadline")
         sock = socket.socket(family, socktype, proto)
         try:
-            sock.settimeout(timeout)
+            sock.settimeout(min(timeout, left))
             sock.connect(sockaddr)
             return sock
         except OSError as exc:
@@ -338,14 +379,16 @@ class PinnedHTTPSConnection(http.client.HTTPSConnection):
     """
 
     def __init__(self, host: str, port: int, addresses: Sequence[AddrInfo], context: ssl.SSLContext,
-                 connect_timeout: float, read_timeout: float, on_socket: Callable[[socket.socket], None]):
+                 connect_timeout: float, read_timeout: float, deadline: float,
+                 on_socket: Callable[[socket.socket], None]):
         super().__init__(host, port, timeout=connect_timeout, context=context)
         self._addresses = addresses
         self._read_timeout = read_timeout
+        self._deadline = deadline
         self._on_socket = on_socket
 
     def connect(self) -> None:
-        sock = _connect_any(self._addresses, self.timeout)
+        sock = _connect_any(self._addresses, self.timeout, self._deadline)
         self._on_socket(sock)
         sock.settimeout(self._read_timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -387,12 +430,15 @@ class Outbound:
     def request(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None, limit: int) -> Reply:
         """One request; reads at most `limit` bytes of the answer. Never raises for network trouble."""
         token = next(self._ids)
+        deadline = time.monotonic() + self.total_timeout  # lookup, connection and answer together
         conn: PinnedHTTPSConnection | None = None
         try:
             callback = parse_callback(url, max_length=None)
-            addresses = vet_addresses(callback.host, callback.port, self._allow_private, self._resolve)
+            addresses = vet_addresses(callback.host, callback.port, self._allow_private, self._resolve,
+                                      min(LOOKUP_TIMEOUT, deadline - time.monotonic()))
             conn = PinnedHTTPSConnection(callback.host, callback.port, addresses, self._context,
-                                         self.connect_timeout, self.read_timeout, lambda s: self._watch(token, s))
+                                         self.connect_timeout, self.read_timeout, deadline,
+                                         lambda s: self._watch(token, s, deadline))
             conn.request(method, callback.target, body=body,
                          headers={"User-Agent": USER_AGENT, "Connection": "close", **headers})
             response = conn.getresponse()
@@ -413,10 +459,10 @@ class Outbound:
     def close(self) -> None:
         self._closed.set()
 
-    def _watch(self, token: int, sock: socket.socket) -> None:
+    def _watch(self, token: int, sock: socket.socket, deadline: float) -> None:
         # A duplicate descriptor: shutdown() on it ends the connection even after ssl takes the original over.
         with self._lock:
-            self._inflight[token] = (time.monotonic() + self.total_timeout, sock.dup())
+            self._inflight[token] = (deadline, sock.dup())
 
     def _unwatch(self, token: int) -> None:
         with self._lock:

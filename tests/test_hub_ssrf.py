@@ -10,6 +10,8 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
+import threading
+import time
 from typing import Callable, Iterator
 from urllib.parse import urlencode
 
@@ -120,6 +122,34 @@ def test_names_that_do_not_resolve_are_refused(strict_app: object, no_network: l
     response = subscribe(strict_app, "https://nowhere.example/cb")
     assert response.status_code == 400 and "does not resolve" in response.get_data(as_text=True)
     assert_nothing_happened(strict_app, no_network)
+
+
+def test_a_name_server_that_never_answers_costs_a_subscriber_a_refusal_not_a_request_thread(
+        strict_app: object, no_network: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+
+    def silent(host: str) -> list[str]:
+        release.wait(60)  # as getaddrinfo waits on a name server that never answers
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+    fake_dns(monkeypatch, silent)
+    monkeypatch.setattr(hub, "LOOKUP_TIMEOUT", 0.2)
+    try:
+        response = subscribe(strict_app, "https://slow-dns.example/cb")
+        assert response.status_code == 400
+        assert "does not resolve (no answer within 0.2 s)" in response.get_data(as_text=True)
+        assert_nothing_happened(strict_app, no_network)
+    finally:
+        release.set()  # the lookup's own thread ends
+
+
+def test_connecting_stops_at_the_request_deadline(no_network: list) -> None:
+    infos = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (PUBLIC_IP, 443))] * 3
+    with pytest.raises(TimeoutError):
+        hub._connect_any(infos, timeout=5.0, deadline=time.monotonic() - 1)
+    assert no_network == []  # not one attempt once the deadline has passed
+    with pytest.raises(OSError):
+        hub._connect_any(infos, timeout=5.0, deadline=time.monotonic() + 30)
+    assert len(no_network) == 3  # before it, every address is tried
 
 
 def test_rebinding_to_loopback_at_connect_time_is_refused(strict_app: object, no_network: list,
