@@ -865,9 +865,11 @@ class Scheduler:
 
     MAX_WAIT = 30.0  # re-read the clock at least this often
 
-    def __init__(self, work: Callable[[Key], float | None], workers: int, clock: Callable[[], float]):
+    def __init__(self, work: Callable[[Key], float | None], workers: int, clock: Callable[[], float],
+                 retry_after: float = 30.0):
         self._work = work
         self._clock = clock
+        self._retry_after = retry_after  # after `work` raised (a database error, say): try that key again then
         self._cond = threading.Condition()
         self._heap: list[tuple[float, int, Key]] = []
         self._due: dict[Key, float] = {}
@@ -917,6 +919,11 @@ class Scheduler:
             return False
         self._due[key] = at
         heapq.heappush(self._heap, (at, next(self._seq), key))
+        if len(self._heap) > 2 * len(self._due) + 1024:
+            # Entries superseded by an earlier time stay in the heap until they surface (each change
+            # of a topic leaves one per subscriber, for up to a lease): rebuilt from what is due.
+            self._heap = [(due_at, next(self._seq), due_key) for due_key, due_at in self._due.items()]
+            heapq.heapify(self._heap)
         return True
 
     def _take(self) -> Key | None:
@@ -947,8 +954,9 @@ class Scheduler:
             try:
                 later = self._work(key)
             except Exception:
-                log.exception("hub work failed", extra={"event": "hub_work_failed"})
-                later = None
+                log.exception("hub work failed; trying again in %.0f s", self._retry_after,
+                              extra={"event": "hub_work_failed"})
+                later = self._clock() + self._retry_after
             with self._cond:
                 self._running.discard(key)
                 times = [t for t in (later, self._again.pop(key, None)) if t is not None]
@@ -976,7 +984,7 @@ class Hub:
         self.trusted = parse_networks(config.trusted_proxies)
         self.outbound = outbound or Outbound(make_ssl_context(config.ca_file), config.allow_private_callbacks, resolve)
         self.db = Store(config.state_dir)
-        self.scheduler = Scheduler(self._service, config.hub_workers, clock)
+        self.scheduler = Scheduler(self._service, config.hub_workers, clock, retry_after=config.hub_retry_delay)
         self._stopping = False
 
     # ----------------------------------------------------------------- lifecycle

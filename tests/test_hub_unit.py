@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import logging
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlencode
@@ -657,3 +658,40 @@ def test_any_body_gets_202_or_a_4xx_text(make_hub: HubMaker, body: bytes, conten
     response = post(fuzz_app(make_hub), body=body, content_type=content_type)
     assert response.status_code == 202 or 400 <= response.status_code < 500, response.get_data()
     assert response.content_type == "text/plain; charset=utf-8"
+
+
+# --------------------------------------------------------------------------- the scheduler
+
+
+def test_a_key_whose_work_raised_runs_again_after_the_retry_delay(caplog: pytest.LogCaptureFixture) -> None:
+    now = [1000.0]
+    runs: list[float] = []
+    ran_again = threading.Event()
+
+    def work(key: str) -> float | None:
+        runs.append(now[0])
+        if len(runs) == 1:
+            raise RuntimeError("database or disk is full")
+        ran_again.set()
+        return None
+
+    scheduler = hub.Scheduler(work, 1, lambda: now[0], retry_after=30.0)
+    scheduler.start()
+    try:
+        scheduler.poke("pair")
+        wait_until(lambda: runs and scheduler.busy() == 0)  # failed, and waiting for its retry
+        now[0] += 30.0
+        scheduler.wake()
+        assert ran_again.wait(10) and runs == [1000.0, 1030.0]
+    finally:
+        assert scheduler.stop(10)
+    assert any("trying again in 30 s" in r.getMessage() for r in caplog.records)
+
+
+def test_superseded_schedule_entries_do_not_pile_up() -> None:
+    scheduler = hub.Scheduler(lambda key: None, 1, lambda: 0.0)  # not started: only the bookkeeping runs
+    for change in range(20):  # each change of a topic pokes every subscriber earlier than its lease end
+        for subscriber in range(500):
+            scheduler.poke(("topic", subscriber), at=1e9 - change)
+    assert len(scheduler._heap) <= 2 * 500 + 1024
+    assert scheduler.busy() == 0 and len(scheduler._due) == 500
