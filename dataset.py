@@ -17,6 +17,7 @@ import gc
 import hashlib
 import json
 import logging
+import math
 import operator
 import os
 import re
@@ -203,14 +204,26 @@ def _sha256_hex(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")  # json.loads accepts NaN and Infinity; JSON does not
+
+
+def loads_data(text: str) -> Any:
+    """A data file's JSON; ValueError (or RecursionError) where it is not JSON that can be served."""
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
 def parse_json(raw: RawFile) -> Any:
     try:
-        return json.loads(raw.content.decode("utf-8"))
+        return loads_data(raw.content.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise DataError([Problem(raw.name, "$", "utf-8", f"not UTF-8 at byte {exc.start}")]) from None
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         raise DataError([Problem(raw.name, "$", "json", f"not valid JSON ({exc.msg} at {where}); half-written?")]) from None
+    except (ValueError, RecursionError) as exc:  # NaN or Infinity, an integer of over 4,300 digits, deep nesting
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise DataError([Problem(raw.name, "$", "json", f"not valid JSON for this server ({reason})")]) from None
 
 
 # --------------------------------------------------------------------------- cross-file rules
@@ -683,7 +696,8 @@ def _name_lookup(records: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> d
 
 # Built once (json.dumps builds one per call). Bodies are trees (parsed JSON, documents
 # built here), so the cycle check that costs a dict insert per container is skipped.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+# allow_nan=False: a number too large for a float (1e400 reads as inf) must not go out as Infinity.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False)
 
 
 def encode_json(value: Any) -> bytes:
@@ -930,7 +944,10 @@ EntryBuild = tuple[bytes, "tuple[int, int] | None", list[str], bytes, bytes, dic
 
 
 def _insights_by_entry(doc: Mapping[str, Any]) -> EntryBuild:
-    """Encode insights.json and index its mentions by per_review entry number (UnicodeEncodeError: a lone surrogate)."""
+    """Encode insights.json and index its mentions by per_review entry number.
+
+    UnicodeEncodeError: a lone surrogate; ValueError: a number beyond a float (see unencodable_problems).
+    """
     body, span, entries = _encode_insights(doc)
     per_review = doc.get("per_review", {})
     index = _MentionIndex.build(per_review, list(per_review))  # "positions" are entry numbers here
@@ -1115,16 +1132,16 @@ def build_insights_half(path: Path) -> tuple:
     content = path.read_bytes()
     sha256 = _sha256_hex(content)
     try:
-        doc = json.loads(content.decode("utf-8"))
-    except ValueError:
+        doc = loads_data(content.decode("utf-8"))
+    except (ValueError, RecursionError):
         return ("not built", sha256, "not UTF-8 JSON")
     del content
     if not INSIGHTS_IS_VALID(doc):
         return ("not built", sha256, "not valid")
     try:
         built = _insights_by_entry(doc)
-    except UnicodeEncodeError:
-        return ("not built", sha256, "a lone surrogate")
+    except (UnicodeEncodeError, ValueError):
+        return ("not built", sha256, "a lone surrogate or a number beyond a float")
     if _insights_count_problems(doc, built[-1]):
         return ("not built", sha256, "counts that disagree")
     return ("built", sha256, *built)
@@ -1145,8 +1162,9 @@ def check_documents(reviews_doc: Any, insights_doc: Any) -> list[Problem]:
     return cross_file_problems(reviews_doc, insights_doc)
 
 
-def lone_surrogate_problems(file: str, doc: Any) -> list[Problem]:
-    """Strings (keys too) holding a lone surrogate: JSON can escape one (\\ud800), UTF-8 cannot carry it."""
+def unencodable_problems(file: str, doc: Any) -> list[Problem]:
+    """What parses but cannot be served: strings (keys too) holding a lone surrogate (JSON can escape
+    one, \\ud800, UTF-8 cannot carry it) and numbers beyond a float's range (1e400 reads as infinity)."""
     problems: list[Problem] = []
 
     def visit(node: Any, parts: list[Any]) -> None:
@@ -1157,6 +1175,9 @@ def lone_surrogate_problems(file: str, doc: Any) -> list[Problem]:
         elif isinstance(node, list):
             for index, item in enumerate(node):
                 visit(item, [*parts, index])
+        elif isinstance(node, float) and not math.isfinite(node):
+            problems.append(Problem(file, json_path(parts), "number",
+                                    "a number beyond the range of a 64-bit float; write a finite number"))
         elif isinstance(node, str) and not node.isascii():
             try:
                 node.encode("utf-8")
@@ -1222,8 +1243,10 @@ def _checked_parts_beside(lane: InsightsLane | None, reviews_raw: RawFile, insig
         # Encoded before insights.json is even parsed, so compressing it overlaps the rest.
         try:
             reviews = _ReviewsPart.encode(reviews_doc)
-        except UnicodeEncodeError:
-            problems += lone_surrogate_problems(REVIEWS_FILE, reviews_doc)
+        except (UnicodeEncodeError, ValueError):
+            if not (found := unencodable_problems(REVIEWS_FILE, reviews_doc)):
+                raise
+            problems += found
         else:
             prepared[REVIEWS_FILE] = prepare(reviews.body)
     text_blob = None
@@ -1251,8 +1274,10 @@ def _checked_parts_beside(lane: InsightsLane | None, reviews_raw: RawFile, insig
     if built is None:
         try:
             built = _insights_by_entry(insights_doc)
-        except UnicodeEncodeError:
-            raise DataError(lone_surrogate_problems(INSIGHTS_FILE, insights_doc)) from None
+        except (UnicodeEncodeError, ValueError):
+            if not (found := unencodable_problems(INSIGHTS_FILE, insights_doc)):
+                raise
+            raise DataError(found) from None
     else:
         insights_doc = _head_document(built)
     insights = _InsightsPart.from_entries(built, reviews)

@@ -104,6 +104,8 @@ def insights_damage(kind: str) -> tuple[object, object]:
         insights_doc["review_count"] = "many"
     elif kind == "lone surrogate":
         insights_doc["summary"] = "broken \ud800 text"
+    elif kind == "infinity":
+        insights_doc["temporal"]["trend"]["slope_per_month"] = float("inf")  # written as Infinity
     elif kind == "both half-written":
         return json.dumps(reviews_doc)[:30], json.dumps(insights_doc)[:40]
     elif kind == "reviews invalid":
@@ -111,7 +113,8 @@ def insights_damage(kind: str) -> tuple[object, object]:
     return reviews_doc, insights_doc
 
 
-@pytest.mark.parametrize("kind", ["half-written", "schema", "lone surrogate", "both half-written", "reviews invalid"])
+@pytest.mark.parametrize("kind", ["half-written", "schema", "lone surrogate", "infinity", "both half-written",
+                                  "reviews invalid"])
 def test_refusals_are_the_same_with_the_lane(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_raw(tmp_path, *insights_damage(kind))
     expected = refusal(tmp_path)

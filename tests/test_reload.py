@@ -235,6 +235,38 @@ def test_lone_surrogates_are_refused_with_their_place(small_data_dir: Path, file
     assert app.store.reload() is False and app.store.last_error.problems == problems
 
 
+@pytest.mark.parametrize(("file", "replacement", "path", "rule", "message"), [
+    ("reviews.json", "NaN", "$", "json", "NaN is not a JSON value"),  # json.loads accepts it; JSON does not
+    ("insights.json", "-Infinity", "$", "json", "-Infinity is not a JSON value"),
+    ("insights.json", "1e400", "$.temporal.trend.slope_per_month", "number", "beyond the range of a 64-bit float"),
+    ("reviews.json", "5" * 5000, "$", "json", "4300"),  # Python's limit on converting digits to an int
+])
+def test_numbers_that_cannot_be_served_as_json_are_refused(small_data_dir: Path, file: str, replacement: str,
+                                                           path: str, rule: str, message: str) -> None:
+    # Served, NaN or Infinity would make every body that holds it unparseable for strict clients.
+    reviews_doc, insights_doc = make_docs(SMALL_SPECS)
+    reviews_doc["aggregate_rating"]["rating_value"] = 4.125
+    insights_doc["temporal"]["trend"]["slope_per_month"] = 0.125
+    app = small_app(small_data_dir)
+    served = app.store.current.dataset
+    texts = {"reviews.json": json.dumps(reviews_doc), "insights.json": json.dumps(insights_doc)}
+    texts[file] = texts[file].replace("4.125" if file == "reviews.json" else "0.125", replacement, 1)
+    for name, text in texts.items():
+        (small_data_dir / name).write_text(text, "utf-8")
+    problems = check_data_dir(small_data_dir)
+    assert [(p.file, p.path, p.rule) for p in problems] == [(file, path, rule)]
+    assert message in problems[0].message
+    assert app.store.reload() is False and app.store.last_error.problems == problems
+    assert app.store.current.dataset is served
+
+
+def test_nesting_too_deep_for_the_parser_is_refused_not_a_crash(small_data_dir: Path) -> None:
+    (small_data_dir / "reviews.json").write_text("[" * 100_000 + "]" * 100_000, "utf-8")
+    problems = check_data_dir(small_data_dir)
+    assert [(p.file, p.path, p.rule, p.message) for p in problems] == [
+        ("reviews.json", "$", "json", "not valid JSON for this server (nested too deeply)")]
+
+
 def test_check_reports_missing_and_unparsable_files(tmp_path: Path) -> None:
     (tmp_path / "reviews.json").write_text('{"business": ', "utf-8")
     result = run_check(tmp_path)
