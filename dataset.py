@@ -148,7 +148,12 @@ def json_path(parts: Iterable[Any]) -> str:
 
 
 def schema_problems(file: str, doc: Any, schema_validator: Draft202012Validator) -> list[Problem]:
-    errors = sorted(schema_validator.iter_errors(doc), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
+    errors: list[Any] = []
+    try:
+        errors.extend(schema_validator.iter_errors(doc))
+    except RecursionError:  # jsonschema explains nested values recursively (uniqueItems over deep arrays)
+        return [Problem(file, "$", "schema", "does not match its schema and nests too deeply to say where")]
+    errors.sort(key=lambda e: (list(map(str, e.absolute_path)), e.validator))
     return [
         Problem(file, json_path(e.absolute_path), f"schema:{e.validator}", _short(e.message)) for e in errors
     ]

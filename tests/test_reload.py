@@ -267,6 +267,17 @@ def test_nesting_too_deep_for_the_parser_is_refused_not_a_crash(small_data_dir: 
         ("reviews.json", "$", "json", "not valid JSON for this server (nested too deeply)")]
 
 
+def test_a_value_nested_too_deeply_for_the_schema_explanation_is_refused_not_a_crash(small_data_dir: Path) -> None:
+    reviews_doc, insights_doc = make_docs(SMALL_SPECS)
+    write_docs(small_data_dir, reviews_doc, insights_doc)
+    deep = "[" * 900 + "]" * 900  # two of them: uniqueItems compares them, recursively
+    text = json.dumps(reviews_doc).replace('"opening_hours": [', '"opening_hours": [{"days": [' + deep + ", " + deep
+                                           + '], "opens": "08:00", "closes": "18:00"}, ', 1)
+    (small_data_dir / "reviews.json").write_text(text, "utf-8")
+    problems = check_data_dir(small_data_dir)
+    assert [(p.file, p.path, p.rule) for p in problems] == [("reviews.json", "$", "schema")]
+
+
 def test_check_reports_missing_and_unparsable_files(tmp_path: Path) -> None:
     (tmp_path / "reviews.json").write_text('{"business": ', "utf-8")
     result = run_check(tmp_path)
