@@ -1437,6 +1437,7 @@ class DataStore(Generic[S]):
             try:
                 raws = read_data_dir(self.data_dir)
                 if (raws[0].sha256, raws[1].sha256) == self._hashes:
+                    self.last_error = None  # the files are back to what is served: nothing is refused now
                     return False
                 new = self._build(self._load(*raws, self._prepare))
             except DataError as exc:

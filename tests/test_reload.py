@@ -111,6 +111,15 @@ def test_refused_file_is_not_retried_until_it_changes_then_accepted(small_data_d
     assert app.store.reload() is True and app.store.last_error is None
 
 
+def test_the_refusal_is_forgotten_when_the_served_files_come_back(small_data_dir: Path) -> None:
+    app = small_app(small_data_dir)
+    good = (small_data_dir / "reviews.json").read_bytes()
+    (small_data_dir / "reviews.json").write_text("{", "utf-8")  # caught half-written
+    assert app.store.reload() is False and app.store.last_error is not None
+    (small_data_dir / "reviews.json").write_bytes(good)  # then finished: the version already served
+    assert app.store.reload() is False and app.store.last_error is None
+
+
 def test_polling_picks_up_a_change(small_data_dir: Path) -> None:
     app = small_app(small_data_dir)
     changed = threading.Event()
