@@ -13,6 +13,7 @@ import gc
 import gzip
 import ipaddress
 import logging
+import signal
 import sys
 import threading
 from collections import OrderedDict
@@ -34,7 +35,12 @@ def serve_argv(argv: list[str]) -> list[str] | None:
     return argv[1:] if argv[:1] == ["serve"] else argv
 
 
+# A SIGHUP before the server takes over its signals (during the first load, which can take
+# seconds) would end the process, its default action: kept for after READY instead.
+_hup_before_serving = threading.Event()
+
 if __name__ == "__main__" and (_argv := serve_argv(sys.argv[1:])) is not None:
+    signal.signal(signal.SIGHUP, lambda signum, frame: _hup_before_serving.set())
     # Until READY the process makes objects it keeps (modules, the data) and hardly any garbage:
     # the collector's passes over them cost about a tenth of the imports' time. serve_main
     # turns it back on before serving.
@@ -504,7 +510,7 @@ def serve_main(argv: Sequence[str]) -> int:
     gc.enable()  # off until now when run as a script (see the imports)
     return server.run(app, host=config.host, port=config.port, threads=config.threads, max_body=config.max_body,
                       on_reload=lambda: app.store.reload(force=True), on_stop=on_stop, on_ready=release_memory,
-                      ready_status=f"serving {count} reviews", sock=sock)
+                      ready_status=f"serving {count} reviews", sock=sock, reload_pending=_hup_before_serving)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1339,6 +1339,7 @@ def run(
     on_ready: Callable[[], Any] | None = None,
     ready_status: str = "",
     sock: socket.socket | None = None,
+    reload_pending: threading.Event | None = None,
 ) -> int:
     """Serve `app` until SIGTERM/SIGINT (graceful), reloading on SIGHUP; returns the exit code.
 
@@ -1347,6 +1348,7 @@ def run(
     listening socket from `listen()` (so the caller can learn the port first);
     without it, run() takes the socket-activated one or binds host:port.
     `on_ready` runs once on this thread right after READY=1: work that serving need not wait for.
+    `reload_pending`, set by the caller's own SIGHUP handler before this took over, reloads after it.
     """
     if not logging.getLogger().handlers:  # nobody configured logging: journald reads stderr
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -1371,6 +1373,9 @@ def run(
                 on_ready()
             except Exception:  # serving goes on: what it would have done is not needed to serve
                 log.exception("the work after READY failed")
+        if reload_pending is not None and reload_pending.is_set():
+            log.info("a SIGHUP came during start-up")
+            _reload(on_reload)
         watchdog = start_watchdog(server.healthy)
         try:
             return _wait_for_signals(server, signals, shutdown_grace, on_reload, on_stop)

@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 
@@ -153,3 +154,35 @@ def test_an_mcp_body_over_max_body_is_413_by_content_length_or_while_dechunked(l
     response = conn.getresponse()
     assert (response.status, json.loads(response.read())["error"]["code"]) == (413, -32000)
     conn.close()
+
+
+def test_a_sighup_during_start_up_reloads_after_ready_instead_of_ending_the_process(sample_data_dir: Path,
+                                                                                    tmp_path: Path) -> None:
+    # The pipeline may publish and signal while the server is still loading (a first start can take
+    # seconds): SIGHUP's default action would end it, and systemd counts that as a clean exit.
+    def sighup_is_caught(pid: int) -> bool:
+        status = Path(f"/proc/{pid}/status").read_text()
+        caught = int(re.search(r"^SigCgt:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
+        return bool(caught & (1 << (signal.SIGHUP - 1)))
+
+    proc = subprocess.Popen([sys.executable, str(ROOT / "reviewsd.py"), "--host", "127.0.0.1", "--port", "0",
+                             "--data-dir", str(sample_data_dir), "--state-dir", str(tmp_path / "state"),
+                             "--log-format", "json", "--no-hub", "--reload-interval", "0"],
+                            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    messages: list[str] = []
+    reader = threading.Thread(target=lambda: messages.extend(json.loads(line)["message"] for line in proc.stderr))
+    reader.start()
+    try:
+        wait_until(lambda: proc.poll() is not None or sighup_is_caught(proc.pid))
+        os.kill(proc.pid, signal.SIGHUP)
+        sent_before = len(messages)
+        wait_until(lambda: proc.poll() is not None or any(m.startswith("reloading") for m in messages), timeout=60)
+        assert proc.poll() is None, messages
+        assert not any("listening on" in m for m in messages[:sent_before])  # it came before READY
+        order = [next(i for i, m in enumerate(messages) if m.startswith(start)) for start in
+                 ("listening on", "a SIGHUP came during start-up", "reloading")]
+        assert order == sorted(order), messages  # after READY, and then the reload
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        reader.join(15)
