@@ -129,7 +129,10 @@ def decode_query_args(multi: Mapping[str, Sequence[str]]) -> dict[str, Any]:
 def _decode_value(declared: str | None, value: str) -> Any:
     text = value.strip()
     if declared == "integer" and _INTEGER.fullmatch(text):
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:  # over 4,300 digits (Python's limit on reading an int): not an integer we read
+            return value
     if declared == "number" and _NUMBER.fullmatch(text):
         number = float(text)
         return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number

@@ -262,6 +262,14 @@ def test_search_400_lists_every_problem(client: Client, openapi: dict) -> None:
         ("rating", "type"), ("since", "invalid_date")]
 
 
+def test_an_integer_too_long_to_read_is_400_not_500(client: Client, openapi: dict) -> None:
+    response = client.get("/api/reviews/search?limit=" + "9" * 4301 + "&rating=" + "0" * 4400 + "5")
+    assert response.status_code == 400
+    assert_valid(openapi, "Error", response.get_json())
+    issues = sorted((i["path"], i["code"]) for i in response.get_json()["issues"])
+    assert issues == [(["limit"], "type"), (["rating"], "type")]
+
+
 def test_since_after_until_is_400(client: Client, openapi: dict) -> None:
     body = assert_error(client.get("/api/reviews/search?since=2025-02-01&until=2025-01-01"), 400,
                         "invalid_parameters", openapi)
@@ -408,7 +416,8 @@ def test_healthz_is_503_when_the_hub_stopped(client: Client, app) -> None:
 query_names = st.sampled_from(["rating", "min_rating", "since", "until", "query", "limit", "mentions_technician",
                                "mentions_service", "x", "", "rating[]", "%00", "limit "])
 query_values = st.text(max_size=15) | st.sampled_from(["5", "4.5", "1e0", "2025-01-01", "2025-02-30", "-1", "100",
-                                                       "101", "nan", "inf", "０", "dr. maya patel"])
+                                                       "101", "nan", "inf", "０", "dr. maya patel",
+                                                       "9" * 4301, "-" + "0" * 4400 + "5"])
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
