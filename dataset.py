@@ -214,7 +214,7 @@ def _refuse_constant(name: str) -> Any:
 
 
 def loads_data(text: str) -> Any:
-    """A data file's JSON; ValueError (or RecursionError) where it is not JSON that can be served."""
+    """JSON as it comes in (data files, MCP bodies); ValueError (or RecursionError) where it is not JSON."""
     return json.loads(text, parse_constant=_refuse_constant)
 
 

@@ -69,7 +69,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import parse_accept_header, parse_options_header
 from werkzeug.wsgi import get_content_length
 
-from dataset import SCHEMAS, Dataset, encode_json
+from dataset import SCHEMAS, Dataset, encode_json, loads_data
 from payloads import Triple, status_line
 from search import InvalidParams, run_search, search_result_json, since_positions
 
@@ -207,16 +207,12 @@ class RpcResponse:
 Message = RpcRequest | RpcNotification | RpcResponse
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def parse(body: bytes | Any) -> Any:
     """Body bytes to a JSON value; anything else is taken as an already parsed value."""
     if not isinstance(body, (bytes, bytearray)):
         return body
     try:
-        return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+        return loads_data(body.decode("utf-8"))
     except UnicodeDecodeError:
         raise RpcError(ErrorCode.PARSE_ERROR, "Parse error: the body is not UTF-8") from None
     except (ValueError, RecursionError):  # JSONDecodeError, NaN/Infinity, over-long integers, deep nesting
