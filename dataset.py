@@ -22,6 +22,7 @@ import operator
 import os
 import re
 import threading
+import unicodedata
 from array import array
 from collections import Counter, defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -418,8 +419,29 @@ def review_sort_key(review: Mapping) -> tuple[str, str]:
 
 
 def fold_name(text: str) -> str:
-    """Name matching: case-insensitive, whitespace-insensitive."""
-    return " ".join(text.casefold().split())
+    """Case-, accent-, hyphen- and whitespace-insensitive form: "Dr. Sofía-Ramírez" ~ "dr. sofia ramirez"."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(plain.replace("-", " ").replace("_", " ").split())
+
+
+Named = TypeVar("Named")
+
+
+def named(name: str, candidates: Iterable[tuple[Named, Sequence[str]]]) -> list[Named]:
+    """What `name` names among (item, its folded names): the first item with a name equal to it
+    folded, else every item with a name containing it ("Patel"); one rule for the search and MCP."""
+    folded = fold_name(name)
+    candidates = list(candidates)
+    for item, names in candidates:
+        if folded in names:
+            return [item]
+    return [item for item, names in candidates if folded and any(folded in n for n in names)]
+
+
+def folded_names(records: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> list[tuple[Any, list[str]]]:
+    """(record, its folded id, name or label...) for `named`."""
+    return [(record, [fold_name(record[key]) for key in keys if record.get(key)]) for record in records]
 
 
 def fold_text(text: str) -> str:
@@ -576,8 +598,11 @@ class Dataset:
             t["id"]: t for t in self.insights_doc["entities"]["technicians"]}
         self.services: Mapping[str, Mapping[str, Any]] = {s["id"]: s for s in self.insights_doc["entities"]["services"]}
         # Folded id, name or label -> technician id; folded id or label -> service id (business services too).
-        self.technician_names = _name_lookup(self.technicians.values(), ("id", "name", "label"))
-        self.service_names = _name_lookup([*self.business["services"], *self.services.values()], ("id", "label"))
+        # (technician or service id, its folded names), for `named`; business services name services too.
+        self.technician_names = [(record["id"], names) for record, names in
+                                 folded_names(self.technicians.values(), ("id", "name", "label"))]
+        self.service_names = [(record["id"], names) for record, names in
+                              folded_names([*self.business["services"], *self.services.values()], ("id", "label"))]
         # Technician id -> bit, and per position the bits of the technicians it mentions.
         self.technician_masks = _masks(self.positions_by_technician, self.technicians, len(self.reviews))
         self.service_masks = _masks(self.positions_by_service, self.services, len(self.reviews))
@@ -688,15 +713,6 @@ def _by_rating(positions: Mapping[str, list[int]], ratings: bytes) -> dict[tuple
 def utf8(text: str) -> bytes:
     """UTF-8, keeping lone surrogates (JSON can carry them) as their 3-byte forms."""
     return text.encode("utf-8", "surrogatepass")
-
-
-def _name_lookup(records: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> dict[str, str]:
-    lookup: dict[str, str] = {}
-    for record in records:
-        for key in keys:
-            if record.get(key):
-                lookup.setdefault(fold_name(record[key]), record["id"])
-    return lookup
 
 
 # Built once (json.dumps builds one per call). Bodies are trees (parsed JSON, documents

@@ -55,7 +55,6 @@ import logging
 import secrets
 import threading
 import time
-import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -69,7 +68,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import parse_accept_header, parse_options_header
 from werkzeug.wsgi import get_content_length
 
-from dataset import SCHEMAS, Dataset, encode_json, loads_data
+from dataset import SCHEMAS, Dataset, encode_json, folded_names, loads_data, named
 from payloads import Triple, status_line
 from search import InvalidParams, run_search, search_result_json, since_positions
 
@@ -367,26 +366,14 @@ def _object_schema(properties: Mapping[str, Any], required: Sequence[str] = ()) 
 # --------------------------------------------------------------------------- name matching
 
 
-def fold_name(text: str) -> str:
-    """Case-, accent-, hyphen- and whitespace-insensitive form: "Dr. Sofía-Ramírez" ~ "dr. sofia ramirez"."""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return " ".join(plain.replace("-", " ").replace("_", " ").split())
-
-
 def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: Sequence[str],
             describe: Callable[[Mapping[str, Any]], str]) -> Mapping[str, Any]:
-    """The record whose id/name/label equals `query` (folded), else the only one containing it; else ToolError."""
-    folded = fold_name(query)
-    values = [(record, [fold_name(record[k]) for k in keys if record.get(k)]) for record in records]
-    for record, names in values:
-        if folded in names:
-            return record
-    partial = [record for record, names in values if folded and any(folded in n for n in names)]
-    if len(partial) == 1:
-        return partial[0]
-    choices = "; ".join(describe(r) for r in (partial or records)) or "none"
-    if partial:
+    """The record `query` names (dataset.named: the search's rule), else a ToolError listing the choices."""
+    found = named(query, folded_names(records, keys))
+    if len(found) == 1:
+        return found[0]
+    choices = "; ".join(describe(r) for r in (found or records)) or "none"
+    if found:
         raise ToolError(f"{query!r} matches several {kind}s: {choices}. Ask again with one id or full name.")
     raise ToolError(f"Unknown {kind} {query!r}. Valid {kind}s: {choices}.")
 

@@ -25,7 +25,7 @@ from dataset import (
     SEARCH_PARAMS_SCHEMA,
     SEARCH_PARAMS_VALIDATOR,
     Dataset,
-    fold_name,
+    named,
     fold_text,
     utf8,
 )
@@ -246,7 +246,8 @@ def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: 
          dataset.service_names),
     ):
         if name is not None:
-            entity = lookup.get(fold_name(name))
+            found = set(named(name, lookup))
+            entity = found.pop() if len(found) == 1 else None  # none or several: no review matches
             # Split by rating, so that a rating plus an entity walks only their common reviews.
             spans = [_windowed(by_rating.get((entity, star), []), lo, hi) for star in sorted(stars)] if entity else []
             bit = bits.get(entity, 0) if entity else 0

@@ -16,7 +16,7 @@ from referencing.exceptions import Unresolvable
 
 import mcp_rpc
 import reviewsd
-from dataset import SCHEMAS, validator
+from dataset import SCHEMAS, fold_name, validator
 from search import run_search, search_result
 from factories import Spec, make_docs, write_docs
 from mcp_rpc import ErrorCode, Session, SessionStore
@@ -632,7 +632,7 @@ def test_bundle_schema_inlines_refs_across_files():
     ("Jürgen", "jurgen"), ("STRASSE", "strasse"), ("under_score", "under score"),
 ])
 def test_fold_name(text, folded):
-    assert mcp_rpc.fold_name(text) == folded
+    assert fold_name(text) == folded
 
 
 class FakeClock:

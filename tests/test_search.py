@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from datetime import date, timedelta
 
 import pytest
@@ -32,11 +33,21 @@ def reference_search(reviews_doc: dict, insights_doc: dict, params: SearchParams
     techs = insights_doc["entities"]["technicians"]
     services = insights_doc["entities"]["services"]
 
-    def names(record: dict, keys: tuple[str, ...]) -> set[str]:
-        return {" ".join(record[k].casefold().split()) for k in keys if record.get(k)}
+    def folded(value: str) -> str:  # case, accents, hyphens, underscores and spacing do not count
+        plain = "".join(c for c in unicodedata.normalize("NFKD", value.casefold()) if not unicodedata.combining(c))
+        return " ".join(plain.replace("-", " ").replace("_", " ").split())
 
-    def folded(value: str) -> str:
-        return " ".join(value.casefold().split())
+    def names(record: dict, keys: tuple[str, ...]) -> list[str]:
+        return [folded(record[k]) for k in keys if record.get(k)]
+
+    def entity(name: str, records: list[dict], keys: tuple[str, ...]) -> str | None:
+        """Equal to a name: the first such record; else the one record with a name containing it."""
+        wanted = folded(name)
+        exact = [r["id"] for r in records if wanted in names(r, keys)]
+        if exact:
+            return exact[0]
+        partial = {r["id"] for r in records if wanted and any(wanted in n for n in names(r, keys))}
+        return partial.pop() if len(partial) == 1 else None
 
     def keep(review: dict) -> bool:
         mentions = insights_doc["per_review"][review["id"]]
@@ -52,13 +63,10 @@ def reference_search(reviews_doc: dict, insights_doc: dict, params: SearchParams
                                          params.query.casefold() not in review["text"].casefold()):
             return False
         if params.mentions_technician is not None:
-            wanted = folded(params.mentions_technician)
-            if not any(wanted in names(t, ("id", "name", "label")) and t["id"] in mentions["technicians"]
-                       for t in techs):
+            if entity(params.mentions_technician, techs, ("id", "name", "label")) not in mentions["technicians"]:
                 return False
         if params.mentions_service is not None:
-            wanted = folded(params.mentions_service)
-            if not any(wanted in names(s, ("id", "label")) and s["id"] in mentions["services"] for s in services):
+            if entity(params.mentions_service, services, ("id", "label")) not in mentions["services"]:
                 return False
         return True
 
@@ -89,8 +97,10 @@ specs = st.builds(
     services=st.lists(st.sampled_from(service_ids), max_size=2, unique=True),
 )
 technician_names = st.sampled_from(
-    tech_ids + [t["name"] for t in TECHNICIANS] + ["dr. maya  PATEL", "DR. SOFÍA RAMÍREZ", "nobody"])
-service_names = st.sampled_from(service_ids + [s["label"] for s in SERVICES] + ["MASSAGE THERAPY", "nothing"])
+    tech_ids + [t["name"] for t in TECHNICIANS] + ["dr. maya  PATEL", "DR. SOFÍA RAMÍREZ", "nobody", "Patel",
+                                                   "Sofia Ramirez", "Dr. Sofi\u0301a Rami\u0301rez", "dr", "a"])
+service_names = st.sampled_from(service_ids + [s["label"] for s in SERVICES] + ["MASSAGE THERAPY", "nothing",
+                                                                                "massage", "spinal", "e"])
 params = st.builds(
     SearchParams,
     rating=st.none() | st.integers(1, 5),
