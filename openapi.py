@@ -13,6 +13,7 @@ import re
 from typing import Any, Mapping
 
 from dataset import SCHEMAS
+from payloads import NOT_MODIFIED_HEADERS
 
 API_VERSION = "1.0.0"
 
@@ -65,8 +66,12 @@ READ_HEADERS = {
     "Cache-Control": _header("`public, max-age=60`."),
     "Vary": _header("`Accept-Encoding`."),
     "Access-Control-Allow-Origin": _header("`*`: any web page may read the API."),
+    "Access-Control-Expose-Headers": _header("`ETag, Last-Modified, Link, Mcp-Session-Id`: what a web page may read."),
+    "Content-Encoding": _header("`gzip` when the request's Accept-Encoding allows it; absent otherwise."),
 }
 TOPIC_HEADERS = {**READ_HEADERS, "Link": _header('WebSub discovery: `<hub>; rel="hub", <topic>; rel="self"`.')}
+# A search answer is made per request: no validators.
+SEARCH_HEADERS = {k: v for k, v in READ_HEADERS.items() if k not in ("ETag", "Last-Modified")}
 CONDITIONAL_PARAMS = [
     {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
      "description": "ETag(s) the client holds; a match (weak comparison, lists and `*` allowed) gives 304."},
@@ -79,8 +84,10 @@ def _error(description: str) -> dict[str, Any]:
     return _json(ref("Error"), description)
 
 
-NOT_MODIFIED = {"description": "Not modified: the ETag (or date) still matches. Empty body.",
-                "headers": {k: READ_HEADERS[k] for k in ("ETag", "Cache-Control", "Vary")}}
+def _not_modified(headers: Mapping[str, Any]) -> dict[str, Any]:
+    """The 304 of a representation with these headers: the ones a 304 repeats (payloads.py)."""
+    return {"description": "Not modified: the ETag (or date) still matches. Empty body.",
+            "headers": {k: v for k, v in headers.items() if k in NOT_MODIFIED_HEADERS}}
 
 
 def _read(summary: str, description: str, schema: Mapping[str, Any], media: str = "application/json",
@@ -92,7 +99,7 @@ def _read(summary: str, description: str, schema: Mapping[str, Any], media: str 
         "summary": summary,
         "description": description,
         "parameters": CONDITIONAL_PARAMS,
-        "responses": {"200": ok, "304": NOT_MODIFIED},
+        "responses": {"200": ok, "304": _not_modified(ok["headers"])},
     }}
 
 
@@ -146,9 +153,11 @@ def _paths() -> dict[str, Any]:
     since_ok = _json(ref("SinceResult"), "Reviews dated on or after `date`, newest first.")
     since_ok["headers"] = READ_HEADERS
     search_ok = _json(ref("SearchResult"), "Matching reviews, newest first.")
-    search_ok["headers"] = {"Access-Control-Allow-Origin": READ_HEADERS["Access-Control-Allow-Origin"]}
+    search_ok["headers"] = SEARCH_HEADERS
     review_ok = _json(ref("Review"), "The review.")
     review_ok["headers"] = READ_HEADERS
+    openapi_ok = _json({"type": "object"}, "OpenAPI 3.1.0 document.")
+    openapi_ok["headers"] = {k: v for k, v in READ_HEADERS.items() if k != "Last-Modified"}
     return {
         "/reviews.json": _read("Reviews dataset", "Business metadata, aggregate rating and every verified review, "
                                "newest first. A WebSub topic.", ref("ReviewsDocument"), topic=True,
@@ -176,7 +185,7 @@ def _paths() -> dict[str, Any]:
             "description": "Every review dated on or after `date`, newest first; for incremental sync.",
             "parameters": [{"name": "date", "in": "path", "required": True, "description": "YYYY-MM-DD",
                             "schema": ref("SearchParams", "properties", "since")}, *CONDITIONAL_PARAMS],
-            "responses": {"200": since_ok, "304": NOT_MODIFIED,
+            "responses": {"200": since_ok, "304": _not_modified(READ_HEADERS),
                           "400": _error("`date` is not a real calendar date as YYYY-MM-DD.")},
         }},
         "/api/reviews/{id}": {"get": {
@@ -185,13 +194,14 @@ def _paths() -> dict[str, Any]:
             "description": "A single review by its id (ULID). Feed items link here.",
             "parameters": [{"name": "id", "in": "path", "required": True, "description": "Review id (ULID).",
                             "schema": ref("Review", "properties", "id")}, *CONDITIONAL_PARAMS],
-            "responses": {"200": review_ok, "304": NOT_MODIFIED, "404": _error("No review has this id.")},
+            "responses": {"200": review_ok, "304": _not_modified(READ_HEADERS),
+                          "404": _error("No review has this id.")},
         }},
         "/.well-known/openapi.json": {"get": {
             "operationId": "getOpenApi",
             "summary": "This document",
             "parameters": CONDITIONAL_PARAMS,
-            "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1.0 document."), "304": NOT_MODIFIED},
+            "responses": {"200": openapi_ok, "304": _not_modified(openapi_ok["headers"])},
         }},
         "/healthz": {"get": {
             "operationId": "getHealth",
@@ -268,11 +278,13 @@ def _paths() -> dict[str, Any]:
     }
 
 
-# The HTTP server refuses these before any route runs, whatever the operation (see server.py).
+# Answers any operation can get: the HTTP server refuses the first two before any route runs
+# (see server.py), and a bug is a 500 (logged with its stack trace, which never reaches the client).
 SERVER_REFUSALS = {
     "414": ("UriTooLong", "Request line over 8 KiB (`uri_too_long`); the connection is closed."),
     "431": ("HeaderFieldsTooLarge", "Headers over 32 KiB or 100 lines (`request_header_fields_too_large`); "
                                     "the connection is closed."),
+    "500": ("InternalError", "A bug (`internal_error`); logged on the server."),
 }
 
 

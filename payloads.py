@@ -267,13 +267,13 @@ def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
     return Variant(body, etag, tuple(with_tag + [("Content-Length", str(len(body)))]), _not_modified_headers(with_tag))
 
 
-_NOT_MODIFIED_HEADERS = frozenset({"Cache-Control", "Vary", "ETag", "Last-Modified", "Access-Control-Allow-Origin",
+NOT_MODIFIED_HEADERS = frozenset({"Cache-Control", "Vary", "ETag", "Last-Modified", "Access-Control-Allow-Origin",
                                    "Access-Control-Expose-Headers", "Link"})
 
 
 def _not_modified_headers(headers: Headers) -> tuple[tuple[str, str], ...]:
     """What a 304 repeats of a 200's headers."""
-    return tuple((k, v) for k, v in headers if k in _NOT_MODIFIED_HEADERS)
+    return tuple((k, v) for k, v in headers if k in NOT_MODIFIED_HEADERS)
 
 
 @lru_cache(maxsize=512)

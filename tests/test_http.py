@@ -382,6 +382,26 @@ def test_openapi_documents_the_servers_own_refusals_everywhere(openapi: dict, st
     assert_valid(openapi, "Error", json.loads(body))
 
 
+@pytest.mark.parametrize("accept_encoding", ["", "gzip"])
+def test_openapi_names_every_header_a_read_answer_carries(client: Client, openapi: dict, accept_encoding: str) -> None:
+    review_id = client.get("/api/reviews/search?limit=1").get_json()["reviews"][0]["id"]
+    examples = {"/api/reviews/since/{date}": "/api/reviews/since/2025-01-01",
+                "/api/reviews/{id}": f"/api/reviews/{review_id}", "/api/reviews/search": "/api/reviews/search?rating=5"}
+    framing = {"Content-Type", "Content-Length"}  # OpenAPI states these through content and bodies
+    for path, operations in openapi["paths"].items():
+        responses = operations.get("get", {}).get("responses", {})
+        if "headers" not in responses.get("200", {}) or path == "/healthz":
+            continue
+        url = examples.get(path, path)
+        ok = client.get(url, headers={"Accept-Encoding": accept_encoding})
+        documented = set(responses["200"]["headers"])
+        assert set(ok.headers.keys()) - framing <= documented, path
+        assert documented - {"Content-Encoding"} <= set(ok.headers.keys()), path
+        if "304" in responses:
+            again = client.get(url, headers={"Accept-Encoding": accept_encoding, "If-None-Match": ok.headers["ETag"]})
+            assert again.status_code == 304 and set(again.headers.keys()) == set(responses["304"]["headers"]), path
+
+
 def test_openapi_describes_every_route(app, openapi: dict) -> None:
     def normalise(rule: str) -> str:
         return rule.replace("<anything:date>", "{date}").replace("<review_id>", "{id}")
