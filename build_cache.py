@@ -21,6 +21,7 @@ attacker who can write to the state directory (who could as well change the hub'
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -43,8 +44,9 @@ from payloads import Precomputed
 log = logging.getLogger("reviewsd.build_cache")
 
 CACHE_FILE = BUILD_CACHE_FILE
-MAGIC = b"reviewsd build cache 1\n"
+MAGIC = b"reviewsd build cache 2\n"  # 2: the sha256 covers the header too
 _MAX_HEADER = 1 << 20
+STALE_WRITE = 600.0  # seconds after which a temporary file is a dead process's, not a write in progress
 _GZIP = "gzip:"
 
 
@@ -106,7 +108,7 @@ class BuildCache:
                 if header.get("key") != (key if isinstance(key, str) else key()):
                     log.info("the build cache %s is for other data or code; building from the data files", self.path)
                     return None
-                digest, named = hashlib.sha256(), {}
+                digest, named = _header_digest(header), {}
                 for name, length in header["values"]:
                     named[name] = value = file.read(length)
                     if len(value) != length:
@@ -151,15 +153,19 @@ class BuildCache:
         started = time.perf_counter()
         span, named = parts.flatten()
         values = [*named.items(), *((_GZIP + name, gz) for name, (_, gz) in precomputed.items() if gz is not None)]
-        digest = hashlib.sha256()
+        header = {"key": key, "per_review_span": span, "etags": {name: tag for name, (tag, _) in precomputed.items()},
+                  "values": [[name, len(value)] for name, value in values]}
+        digest = _header_digest(header)
         for _, value in values:
             digest.update(value)
-        header = {"key": key, "per_review_span": span, "etags": {name: tag for name, (tag, _) in precomputed.items()},
-                  "values": [[name, len(value)] for name, value in values], "sha256": digest.hexdigest()}
+        header["sha256"] = digest.hexdigest()
         with self._write_lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            for stale in self.path.parent.glob(CACHE_FILE + ".*.tmp"):  # left by a process killed mid-write
-                stale.unlink(missing_ok=True)
+            for stale in self.path.parent.glob(CACHE_FILE + ".*.tmp"):
+                # Left by a process killed mid-write; a recent one may be another server's write in progress.
+                with contextlib.suppress(OSError):
+                    if time.time() - stale.stat().st_mtime > STALE_WRITE:
+                        stale.unlink()
             with tempfile.NamedTemporaryFile(dir=self.path.parent, prefix=CACHE_FILE + ".", suffix=".tmp",
                                              delete=False) as file:
                 try:
@@ -176,6 +182,12 @@ class BuildCache:
         size = sum(len(value) for _, value in values)
         log.info("build cache written: %s, %.0f MB in %.2f s", self.path, size / 1e6, time.perf_counter() - started,
                  extra={"event": "build_cache_written"})
+
+
+def _header_digest(header: Mapping[str, Any]) -> Any:
+    """A sha256 started with the header (all but its own sha256): ETags and lengths are checked too."""
+    core = {name: value for name, value in header.items() if name != "sha256"}
+    return hashlib.sha256(json.dumps(core, sort_keys=True, separators=(",", ":")).encode())
 
 
 def _sync_directory(directory: Path) -> None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -146,11 +148,21 @@ def damage(path: Path, how: str) -> None:
         content[len(build_cache.MAGIC):header_end + length] = json.dumps(header).encode() + b"\n"
     elif how == "empty":
         content.clear()
+    elif how in ("an etag changed", "lengths shifted"):
+        header = json.loads(content[len(build_cache.MAGIC):header_end])
+        if how == "an etag changed":
+            name = next(iter(header["etags"]))
+            header["etags"][name] = '"' + "0" * 64 + '"'
+        else:  # bytes move from one part to the next, the total unchanged
+            header["values"][0][1] -= 1
+            header["values"][1][1] += 1
+        content[len(build_cache.MAGIC):header_end] = json.dumps(header).encode() + b"\n"
     path.write_bytes(bytes(content))
 
 
 @pytest.mark.parametrize("how", ["cut short", "one byte flipped", "a byte too many", "not a cache",
-                                 "header not JSON", "header without values", "a part missing", "empty"])
+                                 "header not JSON", "header without values", "a part missing", "empty",
+                                 "an etag changed", "lengths shifted"])
 def test_a_damaged_file_is_ignored_and_rewritten(how: str, tmp_path: Path, small_data_dir: Path,
                                                  caplog: pytest.LogCaptureFixture) -> None:
     cache = cache_in(tmp_path / "state")
@@ -187,13 +199,18 @@ def test_an_unwritable_state_dir_costs_only_a_warning(tmp_path: Path, small_data
     assert [r.event for r in caplog.records] == ["build_cache_ignored", "build_cache_unwritten"]
 
 
-def test_leftovers_of_a_killed_write_are_removed(tmp_path: Path, small_data_dir: Path) -> None:
+def test_leftovers_of_a_killed_write_are_removed_but_not_a_write_in_progress(tmp_path: Path,
+                                                                             small_data_dir: Path) -> None:
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     leftover = state_dir / f"{CACHE_FILE}.x1y2z3.tmp"
     leftover.write_bytes(b"half a cache")
+    an_hour_ago = time.time() - 3600
+    os.utime(leftover, (an_hour_ago, an_hour_ago))
+    in_progress = state_dir / f"{CACHE_FILE}.a4b5c6.tmp"  # another server sharing the state directory
+    in_progress.write_bytes(b"being written")
     built_and_cached(small_data_dir, cache_in(state_dir))
-    assert sorted(p.name for p in state_dir.iterdir()) == [CACHE_FILE]
+    assert sorted(p.name for p in state_dir.iterdir()) == sorted([CACHE_FILE, in_progress.name])
 
 
 def test_parts_flatten_and_unflatten_are_inverse(tmp_path: Path) -> None:
