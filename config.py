@@ -91,13 +91,44 @@ HELP = {
 }
 
 
+# The range of each numeric option (None: unbounded on that side). Anything outside stops the
+# server at once with a message naming the option, instead of a server that cannot work as asked.
+BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "port": (0, 65535), "threads": (1, 1000), "reload_interval": (0, None), "max_body": (1, None),
+    "mcp_max_sessions": (1, None), "mcp_session_idle": (1, None), "hub_retry_delay": (0, None),
+    "hub_lease_min": (1, None), "hub_lease_default": (1, None), "hub_lease_max": (1, None),
+    "hub_workers": (1, 1000), "hub_max_subscriptions": (0, None), "hub_max_per_topic": (0, None),
+    "hub_max_per_host": (0, None), "hub_rate_limit": (0, None),
+}
+
+
 def env_value(name: str, default: Any) -> Any:
-    raw = os.environ.get(f"REVIEWSD_{name.upper()}")
+    """REVIEWSD_<NAME> read as the type of the option's default (ValueError naming the variable if it is not)."""
+    variable = f"REVIEWSD_{name.upper()}"
+    raw = os.environ.get(variable)
     if raw is None:
         return default
     if isinstance(default, bool):
         return raw.strip().lower() in ("1", "true", "yes", "on")
-    return type(default)(raw)
+    try:
+        return type(default)(raw)
+    except ValueError:
+        raise ValueError(f"{variable}: not a valid {type(default).__name__}: {raw!r}") from None
+
+
+def range_problems(config: Config) -> list[str]:
+    """What is out of range in `config`: each option's bounds, and leases in order."""
+    problems = []
+    for name, (low, high) in BOUNDS.items():
+        value, flag = getattr(config, name), "--" + name.replace("_", "-")
+        if low is not None and value < low:
+            problems.append(f"{flag} must be at least {low:g}, got {value:g}")
+        elif high is not None and value > high:
+            problems.append(f"{flag} must be at most {high:g}, got {value:g}")
+    if not config.hub_lease_min <= config.hub_lease_default <= config.hub_lease_max:
+        problems.append(f"leases must satisfy --hub-lease-min <= --hub-lease-default <= --hub-lease-max, got "
+                        f"{config.hub_lease_min} / {config.hub_lease_default} / {config.hub_lease_max}")
+    return problems
 
 
 def parse_config(argv: Sequence[str]) -> Config:
@@ -106,7 +137,10 @@ def parse_config(argv: Sequence[str]) -> Config:
                                             "`reviewsd.py check --data-dir DIR` validates data files.")
     for f in fields(Config):
         flag = "--" + f.name.replace("_", "-")
-        default = env_value(f.name, f.default)
+        try:
+            default = env_value(f.name, f.default)
+        except ValueError as exc:
+            parser.error(str(exc))
         if isinstance(f.default, bool):
             parser.add_argument(flag, dest=f.name, default=default, action=argparse.BooleanOptionalAction,
                                 help=HELP[f.name])
@@ -116,6 +150,8 @@ def parse_config(argv: Sequence[str]) -> Config:
             parser.add_argument(flag, dest=f.name, default=default, type=type(f.default), help=HELP[f.name])
     args = parser.parse_args(argv)
     config = Config(**vars(args))
+    if problems := range_problems(config):
+        parser.error("; ".join(problems))
     if urlsplit(config.public_base_url).scheme not in ("http", "https"):
         parser.error(f"--base-url must be an http or https URL, got {config.base_url!r}")
     try:
