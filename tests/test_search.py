@@ -251,6 +251,13 @@ def test_repeated_parameters_are_reported_with_the_other_problems() -> None:
     assert sorted(codes(exc)) == [("limit", "minimum"), ("rating", "repeated_parameter")]
 
 
+def test_a_repeated_parameter_still_has_each_value_checked() -> None:
+    with pytest.raises(InvalidParams) as exc:
+        decode_query_args({"rating": ["9", "0"], "colour": ["red", "blue"]})
+    assert sorted(codes(exc)) == [("colour", "repeated_parameter"), ("colour", "unknown_parameter"),
+                                  ("rating", "maximum"), ("rating", "minimum"), ("rating", "repeated_parameter")]
+
+
 query_values = st.text(max_size=12) | st.sampled_from(["5", "4.5", "1e0", "2025-01-01", "2025-02-30", "-0", "101"])
 
 
