@@ -68,7 +68,11 @@ class BuildCache:
         self.path = Path(directory) / CACHE_FILE
         self.fingerprint = fingerprint or code_fingerprint()
         self._write_lock = threading.Lock()
-        self._savers: list[threading.Thread] = []
+        # One write at a time, and at most one build waiting for it: each holds a whole build's bytes,
+        # and only the newest matters (a slow or stuck state disk must not pile them up in memory).
+        self._slot = threading.Lock()
+        self._saver: threading.Thread | None = None
+        self._waiting: tuple[str, Parts, Mapping[str, Any]] | None = None
 
     def key(self, reviews_sha256: str, insights_sha256: str) -> str:
         return hashlib.sha256(f"{MAGIC!r}\0{self.fingerprint}\0{reviews_sha256}\0{insights_sha256}".encode()).hexdigest()
@@ -128,17 +132,34 @@ class BuildCache:
             return None
 
     def wait_saved(self, timeout: float | None = None) -> bool:
-        """Wait for the writes started so far; True when none is still running."""
+        """Wait for the writes started or waiting so far; True when none is left."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for saver in list(self._savers):
+        while True:
+            with self._slot:
+                saver = self._saver
+            if saver is None:
+                return True
             saver.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        return not any(saver.is_alive() for saver in self._savers)
+            if saver.is_alive():
+                return False
 
     def _save_later(self, key: str, parts: Parts, prepared: Mapping[str, Any]) -> None:
         # On a thread: the write waits for the gzip work and should not delay serving.
-        saver = threading.Thread(target=self._save, args=(key, parts, prepared), name="build-cache-save", daemon=True)
-        self._savers = [s for s in self._savers if s.is_alive()] + [saver]
-        saver.start()
+        with self._slot:
+            self._waiting = (key, parts, prepared)  # replaces a build still waiting: only the newest is kept
+            if self._saver is None:
+                self._saver = threading.Thread(target=self._save_waiting, name="build-cache-save", daemon=True)
+                self._saver.start()
+
+    def _save_waiting(self) -> None:
+        while True:
+            with self._slot:
+                job, self._waiting = self._waiting, None
+                if job is None:
+                    self._saver = None
+                    return
+            self._save(*job)
+            del job
 
     def _save(self, key: str, parts: Parts, prepared: Mapping[str, Any]) -> None:
         try:

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -250,3 +251,27 @@ def fetch_all(server: LiveServer) -> list[tuple[int, str | None, bytes]]:
             answers.append((response.status, response.getheader("ETag"), response.read()))
             conn.close()
     return answers
+
+
+def test_builds_arriving_during_a_slow_write_wait_in_one_slot_and_only_the_newest_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each build holds a whole build's bytes: on a stuck state disk, one per reload would pile up.
+    cache = cache_in(tmp_path / "state")
+    written: list[str] = []
+    first_write_started, disk_free = threading.Event(), threading.Event()
+
+    def slow_write(key: str, parts: object, precomputed: object) -> None:
+        first_write_started.set()
+        assert disk_free.wait(30)
+        written.append(key)
+
+    monkeypatch.setattr(cache, "write", slow_write)
+    cache._save_later("build-1", None, {})
+    assert first_write_started.wait(30)
+    for n in range(2, 7):  # five more reloads while the first write hangs
+        cache._save_later(f"build-{n}", None, {})
+    assert [t.name for t in threading.enumerate()].count("build-cache-save") == 1
+    assert not cache.wait_saved(timeout=0)
+    disk_free.set()
+    assert cache.wait_saved(timeout=30)
+    assert written == ["build-1", "build-6"]
