@@ -159,7 +159,6 @@ class BuildCache:
                     self._saver = None
                     return
             self._save(*job)
-            del job
 
     def _save(self, key: str, parts: Parts, prepared: Mapping[str, Any]) -> None:
         try:

@@ -116,15 +116,20 @@ def env_value(name: str, default: Any) -> Any:
         raise ValueError(f"{variable}: not a valid {type(default).__name__}: {raw!r}") from None
 
 
+def flag(name: str) -> str:
+    """The command-line flag of an option: --name-with-dashes."""
+    return "--" + name.replace("_", "-")
+
+
 def range_problems(config: Config) -> list[str]:
     """What is out of range in `config`: each option's bounds, and leases in order."""
     problems = []
     for name, (low, high) in BOUNDS.items():
-        value, flag = getattr(config, name), "--" + name.replace("_", "-")
+        value = getattr(config, name)
         if low is not None and value < low:
-            problems.append(f"{flag} must be at least {low:g}, got {value:g}")
+            problems.append(f"{flag(name)} must be at least {low:g}, got {value:g}")
         elif high is not None and value > high:
-            problems.append(f"{flag} must be at most {high:g}, got {value:g}")
+            problems.append(f"{flag(name)} must be at most {high:g}, got {value:g}")
     if not config.hub_lease_min <= config.hub_lease_default <= config.hub_lease_max:
         problems.append(f"leases must satisfy --hub-lease-min <= --hub-lease-default <= --hub-lease-max, got "
                         f"{config.hub_lease_min} / {config.hub_lease_default} / {config.hub_lease_max}")
@@ -136,18 +141,18 @@ def parse_config(argv: Sequence[str]) -> Config:
                                      epilog="Every option can also be set as REVIEWSD_<NAME>, e.g. REVIEWSD_PORT=9000. "
                                             "`reviewsd.py check --data-dir DIR` validates data files.")
     for f in fields(Config):
-        flag = "--" + f.name.replace("_", "-")
+        option = flag(f.name)
         try:
             default = env_value(f.name, f.default)
         except ValueError as exc:
             parser.error(str(exc))
         if isinstance(f.default, bool):
-            parser.add_argument(flag, dest=f.name, default=default, action=argparse.BooleanOptionalAction,
+            parser.add_argument(option, dest=f.name, default=default, action=argparse.BooleanOptionalAction,
                                 help=HELP[f.name])
         elif f.name == "log_format":
-            parser.add_argument(flag, dest=f.name, default=default, choices=("text", "json"), help=HELP[f.name])
+            parser.add_argument(option, dest=f.name, default=default, choices=("text", "json"), help=HELP[f.name])
         else:
-            parser.add_argument(flag, dest=f.name, default=default, type=type(f.default), help=HELP[f.name])
+            parser.add_argument(option, dest=f.name, default=default, type=type(f.default), help=HELP[f.name])
     args = parser.parse_args(argv)
     config = Config(**vars(args))
     if problems := range_problems(config):

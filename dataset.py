@@ -430,11 +430,10 @@ def fold_name(text: str) -> str:
 Named = TypeVar("Named")
 
 
-def named(name: str, candidates: Iterable[tuple[Named, Sequence[str]]]) -> list[Named]:
+def named(name: str, candidates: Sequence[tuple[Named, Sequence[str]]]) -> list[Named]:
     """What `name` names among (item, its folded names): the first item with a name equal to it
     folded, else every item with a name containing it ("Patel"); one rule for the search and MCP."""
     folded = fold_name(name)
-    candidates = list(candidates)
     for item, names in candidates:
         if folded in names:
             return [item]
@@ -599,7 +598,6 @@ class Dataset:
         self.technicians: Mapping[str, Mapping[str, Any]] = {
             t["id"]: t for t in self.insights_doc["entities"]["technicians"]}
         self.services: Mapping[str, Mapping[str, Any]] = {s["id"]: s for s in self.insights_doc["entities"]["services"]}
-        # Folded id, name or label -> technician id; folded id or label -> service id (business services too).
         # (technician or service id, its folded names), for `named`; business services name services too.
         self.technician_names = [(record["id"], names) for record, names in
                                  folded_names(self.technicians.values(), ("id", "name", "label"))]

@@ -25,8 +25,8 @@ from dataset import (
     SEARCH_PARAMS_SCHEMA,
     SEARCH_PARAMS_VALIDATOR,
     Dataset,
-    named,
     fold_text,
+    named,
     utf8,
 )
 
