@@ -219,69 +219,7 @@ def loads_data(text: str) -> Any:
     return json.loads(text, parse_constant=_refuse_constant)
 
 
-_REVIEWS_ARRAY = re.compile(rb'"reviews"[ \t\n\r]*:[ \t\n\r]*\[')
-_BETWEEN_OBJECTS = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
-# Bytes per run: large enough that a search and a loads per run cost little next to the
-# parse, small enough that a run's strings stay in the heap glibc reuses: runs of 128 KB
-# (its threshold for mapping fresh pages) made five times the page faults and were slower
-# than parsing the whole file; runs of 16 KB parse 100,000 reviews in 0.43 s, not 0.53.
-_RUN_BYTES = 1 << 14
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
-
-
-def parse_reviews(raw: RawFile) -> Any:
-    """parse_json for reviews.json: the same document, or the same DataError, in about two thirds of the time.
-
-    json.loads needs the whole file as one str, which is four bytes a character as soon as
-    one emoji occurs in any review: decoding 50 MB into 200 MB took longer than parsing
-    it. Here the reviews array is parsed in runs of whole reviews, each decoded on its own,
-    mostly one byte a character, and the rest of the file once with `NaN` in its place.
-    """
-    try:
-        doc = _parsed_by_runs(raw.content)
-    except (ValueError, RecursionError):
-        doc = None
-    return parse_json(raw) if doc is None else doc  # where it is not the simple case: the general parse, and its errors
-
-
-def review_runs(content: bytes) -> tuple[int, list[tuple[int, int]], int] | None:
-    """Where the top-level reviews array would open, its runs of whole reviews, and where the last run starts.
-
-    Runs are cut at the first `},{` (with any whitespace) at least _RUN_BYTES past the last
-    cut, each ending at the `}`; the last runs on to the array's end. None where no
-    `"reviews":[` is found. A cut may fall inside a string, and the first `"reviews":[`
-    may not be the top-level key: _parsed_by_runs proves both or gives up.
-    """
-    start = _REVIEWS_ARRAY.search(content)
-    if start is None:
-        return None
-    runs, at = [], start.end()
-    while (between := _BETWEEN_OBJECTS.search(content, at + _RUN_BYTES)) is not None:
-        runs.append((at, between.start() + 1))
-        at = between.end() - 1
-    return start.end() - 1, runs, at
-
-
-def _parsed_by_runs(content: bytes) -> Any:
-    """reviews.json parsed as json.loads parses it, or None where that is not certain (ValueError: not JSON).
-
-    Every run parses only if every cut is real: a run starts where a review starts, so its
-    tokens are the file's own, and a cut inside a string would leave the run's last string
-    unclosed, one inside a review its last object. That the array is the top-level
-    "reviews" is _with_value_at's to prove.
-    """
-    layout = review_runs(content)
-    if layout is None:
-        return None
-    bracket, runs, last_start = layout
-    reviews: list[Any] = []
-    for lo, hi in runs:
-        reviews += loads_data("[" + content[lo:hi].decode("utf-8") + "]")
-    rest = content[last_start:].decode("utf-8")
-    last, end = _DECODER.raw_decode("[" + rest)
-    reviews += last
-    array_end = last_start + len(rest[:end - 1].encode("utf-8"))  # just past the array's `]`
-    return _with_value_at(content[:bracket], content[array_end:], "reviews", reviews)
 
 
 def _with_value_at(head: bytes, tail: bytes, key: str, value: Any) -> Any:
@@ -302,7 +240,12 @@ _PER_REVIEW_VALUE = re.compile(r'"per_review"[ \t\n\r]*:[ \t\n\r]*')
 
 
 def parse_insights(raw: RawFile) -> tuple[Any, bytes | None]:
-    """parse_json for insights.json, and per_review's value as the file writes it (None where not found for sure)."""
+    """parse_json for insights.json, and per_review's value as the file writes it (None where not found for sure).
+
+    The same parse, split at per_review (raw_decode reads it where it starts), so that
+    the body can take per_review's bytes from the file where they are its encoding (see
+    written_as_encoded): encoding it is most of the cost of building insights.json.
+    """
     try:
         found = _parsed_around_per_review(raw.content)
     except (ValueError, RecursionError):
@@ -311,6 +254,7 @@ def parse_insights(raw: RawFile) -> tuple[Any, bytes | None]:
 
 
 def _parsed_around_per_review(content: bytes) -> tuple[Any, bytes] | None:
+    """(document, per_review's bytes) or None where the top-level per_review is not found for sure; ValueError: not JSON."""
     text = content.decode("utf-8")
     key = _PER_REVIEW_VALUE.search(text)
     if key is None:
@@ -1413,7 +1357,7 @@ def _checked_parts_beside(lane: InsightsLane | None, reviews_raw: RawFile, insig
     prepared: dict[str, Any] = {}
     reviews_doc, reviews, insights_doc, per_review_written = None, None, None, None
     try:
-        reviews_doc = parse_reviews(reviews_raw)
+        reviews_doc = parse_json(reviews_raw)
     except DataError as exc:
         problems += exc.problems
     if reviews_doc is not None and REVIEWS_IS_VALID(reviews_doc):
