@@ -222,6 +222,16 @@ def loads_data(text: str) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
+class _Slot:
+    """parse_constant marking where NaN was read, and counting how often it was."""
+
+    calls = 0
+
+    def __call__(self, name: str) -> Any:
+        self.calls += 1
+        return self
+
+
 def _with_value_at(head: bytes, tail: bytes, key: str, value: Any) -> Any:
     """The document `head + value + tail` when `value` is its top-level `key`'s value, else None.
 
@@ -265,16 +275,6 @@ def _parsed_around_per_review(content: bytes) -> tuple[Any, bytes] | None:
         lo, hi = len(text[:lo].encode("utf-8")), len(content) - len(text[end:].encode("utf-8"))
     doc = _with_value_at(content[:lo], content[hi:], "per_review", per_review)
     return None if doc is None else (doc, content[lo:hi])
-
-
-class _Slot:
-    """parse_constant marking where NaN was read, and counting how often it was."""
-
-    calls = 0
-
-    def __call__(self, name: str) -> Any:
-        self.calls += 1
-        return self
 
 
 def parse_json(raw: RawFile) -> Any:
@@ -472,8 +472,7 @@ def _insights_business_problems(doc: Mapping, business: Mapping) -> list[Problem
 # --------------------------------------------------------------------------- the dataset
 
 
-def review_sort_key(review: Mapping) -> tuple[str, str]:
-    return review["date"], review["id"]
+review_sort_key = operator.itemgetter("date", "id")  # the served order: by this, newest first
 
 
 def fold_name(text: str) -> str:
@@ -882,10 +881,10 @@ class _ReviewsPart:
 
 def newest_first(reviews: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The reviews sorted by (date, id), newest first: the list itself when it already is (as files are written)."""
-    keys = list(map(operator.itemgetter("date", "id"), reviews))
+    keys = list(map(review_sort_key, reviews))
     if all(map(operator.ge, keys, islice(keys, 1, None))):
         return reviews  # what the stable sort below would return, without its cost
-    return sorted(reviews, key=operator.itemgetter("date", "id"), reverse=True)
+    return sorted(reviews, key=review_sort_key, reverse=True)
 
 
 def replies_after_reviews(reviews: list[Mapping[str, Any]], dates: list[str]) -> bool:
@@ -1078,10 +1077,11 @@ def _encode_insights(doc: Mapping[str, Any], per_review_written: bytes | None = 
         if len(pieces) > 1:
             pieces.append(b",")
             at += 1
+        name = encode_json(key) + b":"
         if key == "per_review" and per_review_written is not None and written_as_encoded(per_review_written, value):
-            name, encoded = encode_json(key) + b":", per_review_written
+            encoded = per_review_written
         else:
-            name, encoded = encode_json(key) + b":", encode_json(value)
+            encoded = encode_json(value)
         if key == "per_review":
             span = (at + len(name), at + len(name) + len(encoded))
         pieces += (name, encoded)

@@ -8,7 +8,6 @@ and loop.
 from __future__ import annotations
 
 import json
-import operator
 from datetime import date
 from typing import Any
 
@@ -40,8 +39,8 @@ KEYED = st.lists(st.fixed_dictionaries({"date": st.sampled_from(["2025-01-01", "
 @given(KEYED, st.booleans())
 def test_newest_first_is_the_stable_sort(reviews: list, presorted: bool) -> None:
     if presorted:
-        reviews = sorted(reviews, key=operator.itemgetter("date", "id"), reverse=True)
-    expected = sorted(reviews, key=operator.itemgetter("date", "id"), reverse=True)
+        reviews = sorted(reviews, key=lambda r: (r["date"], r["id"]), reverse=True)
+    expected = sorted(reviews, key=lambda r: (r["date"], r["id"]), reverse=True)
     assert [id(r) for r in newest_first(reviews)] == [id(r) for r in expected]
 
 
