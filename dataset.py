@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from functools import lru_cache
-from itertools import compress, islice, repeat
+from itertools import compress, count, islice, repeat
 from pathlib import Path
 from typing import Any, Callable, Container, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
 
@@ -38,14 +38,13 @@ import referencing
 import referencing.jsonschema
 from jsonschema import Draft202012Validator
 
-from insights_lane import INSIGHTS_FILE, InsightsLane, usable_cpus
+from insights_lane import INSIGHTS_FILE, REVIEWS_FILE, InsightsLane, back_search_start, usable_cpus
 from schema_compiler import compile_schema
 
 log = logging.getLogger("reviewsd.data")
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 SCHEMA_BASE = "https://reviewsd.invalid/schemas/"
-REVIEWS_FILE = "reviews.json"
 DATA_FILES = (REVIEWS_FILE, INSIGHTS_FILE)
 DEFAULT_LIMIT = 20
 
@@ -849,22 +848,44 @@ class _ReviewsPart:
     ids: list[str]  # newest first; parsed strings, only until the build ends
     position_of: dict[str, int]
     dates: list[str]
-    texts: list[str]
+    texts: list[str] | None  # None in a part joined from two (see with_back), whose text blob is made already
     ratings: bytes
-    records_ok: bool  # ids unique and no reply before its review
+    replies_ok: bool  # no reply dated before its review
 
     @classmethod
     def encode(cls, doc: Mapping[str, Any]) -> "_ReviewsPart":
-        ordered = newest_first(doc["reviews"])
+        return cls.of_ordered(doc, newest_first(doc["reviews"]))
+
+    @classmethod
+    def of_ordered(cls, doc: Mapping[str, Any], ordered: list[Mapping[str, Any]]) -> "_ReviewsPart":
+        """The part of a document whose reviews are `ordered` (newest first)."""
         head = encode_json(_without_reviews(doc))
         body, offsets = _encode_reviews(head, ordered)
-        ids = list(map(operator.itemgetter("id"), ordered))
-        position_of = dict(zip(ids, range(len(ids))))
-        dates = list(map(operator.itemgetter("date"), ordered))
-        ratings = bytes(map(int, map(operator.itemgetter("rating"), ordered)))  # int(): the schema allows 5.0
-        return cls(head, body, offsets.tobytes(), ids, position_of, dates,
-                   [review["text"] or "" for review in ordered], ratings,
-                   replies_after_reviews(ordered, dates) and len(position_of) == len(ids))
+        ids, dates, ratings, texts, replies_ok = _review_columns(ordered)
+        return cls(head, body, offsets.tobytes(), ids, dict(zip(ids, range(len(ids)))), dates, texts, ratings,
+                   replies_ok)
+
+    @property
+    def records_ok(self) -> bool:
+        """The ids unique and no reply before its review."""
+        return self.replies_ok and len(self.position_of) == len(self.ids)
+
+    def with_back(self, back: "ReviewsBack") -> "_ReviewsPart":
+        """This part, of the front of reviews.json's reviews, followed by the rest (see build_reviews_back).
+
+        The same bytes and columns as the part of the whole file: its body is encoded by
+        chunks joined with commas, so the front's body without its end, a comma, the back
+        and the end are the whole body; offsets and columns are the two ones', the back's
+        offsets moved by where it starts.
+        """
+        body, offsets, ids, dates, ratings, _, _, replies_ok = back
+        joined = b"".join([memoryview(self.body)[:-2], b",", body, b"]}"])
+        all_offsets = _array("q", self.offsets)[:-1]
+        all_offsets.extend(map(operator.add, _array("q", offsets), repeat(len(self.body) - 1)))
+        # The back's positions added to a copy of the front's (a later duplicate wins, as when built in one piece).
+        position_of = self.position_of | dict(zip(ids, count(len(self.ids))))
+        return _ReviewsPart(self.head, joined, all_offsets.tobytes(), self.ids + ids, position_of, self.dates + dates,
+                            None, self.ratings + ratings, self.replies_ok and replies_ok)
 
     def text_blob(self) -> tuple[bytes, bytes]:
         """All folded texts in UTF-8 joined by 0xFF, and array("q") of each review's start (plus one past the end).
@@ -876,15 +897,29 @@ class _ReviewsPart:
         because no character's encoding starts inside another's, and 0xFF never occurs
         in UTF-8, so no match spans two reviews. A rating-only review is an empty segment.
         """
+        if self.texts is None:
+            raise ValueError("a part joined from two has no texts: its blob is the two blobs joined")
         return _fold_and_join(self.texts)
+
+
+def _review_columns(ordered: list[Mapping[str, Any]]) -> tuple[list[str], list[str], bytes, list[str], bool]:
+    """The reviews' ids, dates, ratings (a byte each), texts ("" for none), and whether no reply precedes its review."""
+    ids = list(map(operator.itemgetter("id"), ordered))
+    dates = list(map(operator.itemgetter("date"), ordered))
+    ratings = bytes(map(int, map(operator.itemgetter("rating"), ordered)))  # int(): the schema allows 5.0
+    return ids, dates, ratings, [review["text"] or "" for review in ordered], replies_after_reviews(ordered, dates)
 
 
 def newest_first(reviews: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The reviews sorted by (date, id), newest first: the list itself when it already is (as files are written)."""
-    keys = list(map(review_sort_key, reviews))
-    if all(map(operator.ge, keys, islice(keys, 1, None))):
+    if is_newest_first(reviews):
         return reviews  # what the stable sort below would return, without its cost
     return sorted(reviews, key=review_sort_key, reverse=True)
+
+
+def is_newest_first(reviews: list[Mapping[str, Any]]) -> bool:
+    keys = list(map(review_sort_key, reviews))
+    return all(map(operator.ge, keys, islice(keys, 1, None)))
 
 
 def replies_after_reviews(reviews: list[Mapping[str, Any]], dates: list[str]) -> bool:
@@ -902,22 +937,26 @@ def _without_reviews(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 def _encode_reviews(head: bytes, ordered: list[Mapping[str, Any]]) -> tuple[bytes, array]:
     """The /reviews.json body (the file's other keys, then the reviews) and each review's offset."""
-    start = head[:-1] + b',"reviews":'
+    return _encode_list(head[:-1] + b',"reviews":[', ordered, b"]}")
+
+
+def _encode_list(opening: bytes, ordered: list[Mapping[str, Any]], closing: bytes) -> tuple[bytes, array]:
+    """opening + the reviews encoded and joined by commas + closing, and where each review starts (see _joined)."""
     # By chunks (see _ENCODE_CHUNK). Views drop each chunk's brackets without a copy, so the
     # body is the only copy made.
     chunks = [memoryview(encode_json(ordered[i:i + _ENCODE_CHUNK]))[1:-1] for i in range(0, len(ordered), _ENCODE_CHUNK)]
-    body = b"".join([start + b"[", *_interleaved(chunks, b","), b"]}"])
+    body = b"".join([opening, *_interleaved(chunks, b","), closing])
     del chunks
-    offsets = array("q", [len(start) + 1])
+    offsets = array("q", [len(opening)])
     # Between two reviews the body reads `},{"`; inside one it can only where a string ends in
     # `},{` (no review holds an array of objects). So exactly n - 1 matches are exactly the gaps.
-    offsets.extend(map(operator.add, map(_MATCH_START, _REVIEW_BOUNDARY.finditer(body, len(start))), repeat(2)))
+    offsets.extend(map(operator.add, map(_MATCH_START, _REVIEW_BOUNDARY.finditer(body, len(opening))), repeat(2)))
     if ordered and len(offsets) == len(ordered):
-        offsets.append(len(body) - 1)
+        offsets.append(len(body) - len(closing) + 1)
         return body, offsets
     if not ordered:
         return body, offsets[:1]
-    return _joined(start + b"[", [encode_json(review) for review in ordered], b"]}")
+    return _joined(opening, [encode_json(review) for review in ordered], closing)
 
 
 def _interleaved(items: list[Any], separator: Any) -> Iterator[Any]:
@@ -1268,6 +1307,108 @@ def build_insights_half(path: Path) -> tuple:
     return ("built", sha256, *built)
 
 
+# --------------------------------------------------------------------------- reviews.json in two shares
+#
+# Where there is a lane, it also builds the back of reviews.json's reviews (parse, validate,
+# encode, fold), sized so that both processes finish together, while the server builds the
+# front: neither parses the whole file. The server takes the back only where joining the two
+# gives exactly the build of the whole file (see _reviews_in_two); otherwise it builds the whole
+# file itself, as without a lane, and reports every problem the same way.
+
+# Between two reviews in the top-level array; found elsewhere (in a string, a nested array) the
+# proofs below refuse it.
+_REVIEWS_GAP = re.compile(rb"\}[ \t\n\r]*(,)[ \t\n\r]*\{")
+_JSON_WHITESPACE = " \t\n\r"
+REVIEWS_LIST_IS_VALID = _CompiledOnFirstUse("reviews.schema.json#/properties/reviews")
+
+# The back of reviews.json built by a lane: its reviews' body (encoded, joined by commas), their
+# offsets in it (array "q" bytes, plus one past the end, +1), ids, dates, ratings, text blob and
+# starts (as _fold_and_join), and whether no reply precedes its review. Plain values, as EntryBuild.
+ReviewsBack = tuple[bytes, bytes, list[str], list[str], bytes, bytes, bytes, bool]
+
+
+def back_comma(content: bytes, start: int) -> int | None:
+    """The comma of the first gap between two objects at or after `start` (where the back would follow), or None."""
+    gap = _REVIEWS_GAP.search(content, start)
+    return None if gap is None else gap.start(1)
+
+
+def parse_reviews_front(content: bytes, comma: int) -> dict[str, Any] | None:
+    """reviews.json's document holding only the reviews before `comma`, or None where that comma is not
+    proved to separate two reviews of its top-level reviews array, the last of its keys.
+
+    Proved by parsing what comes before it followed by `,NaN]}`: NaN must come back as the
+    last of doc["reviews"], and be the only NaN read. A comma inside a string leaves the
+    string unterminated; one in any other array or object puts NaN elsewhere.
+    """
+    slot = _Slot()
+    try:
+        doc = json.loads(b"".join([memoryview(content)[:comma], b",NaN]}"]).decode("utf-8"), parse_constant=slot)
+    except (ValueError, RecursionError):
+        return None
+    if slot.calls != 1 or not isinstance(doc, dict) or not isinstance(reviews := doc.get("reviews"), list):
+        return None
+    if len(reviews) < 2 or reviews[-1] is not slot:
+        return None
+    reviews.pop()
+    return doc
+
+
+def build_reviews_back(back: bytes | memoryview) -> tuple:
+    """("built", *ReviewsBack) for reviews.json's bytes after a comma, or ("not built", why).
+
+    Built only where they are the rest of an array of reviews and of the document (`...]}`),
+    the reviews valid, newest first and encodable; the server then builds the front and
+    joins the two (see _reviews_in_two).
+    """
+    try:
+        text = "[" + str(back, "utf-8")
+        reviews, end = _DECODER.raw_decode(text)
+    except (ValueError, RecursionError):
+        return ("not built", "not the rest of a JSON array")
+    if text[end:].strip(_JSON_WHITESPACE) != "}" or not isinstance(reviews, list):
+        return ("not built", "not the end of the document")
+    del text
+    if not REVIEWS_LIST_IS_VALID(reviews):
+        return ("not built", "not valid")
+    if not is_newest_first(reviews):
+        return ("not built", "not newest first")
+    try:
+        body, offsets = _encode_list(b"", reviews, b"")
+    except (UnicodeEncodeError, ValueError):
+        return ("not built", "a lone surrogate or a number beyond a float")
+    ids, dates, ratings, texts, replies_ok = _review_columns(reviews)
+    del reviews
+    blob, starts = _fold_and_join(texts)
+    return ("built", body, offsets.tobytes(), ids, dates, ratings, blob, starts, replies_ok)
+
+
+def build_reviews_back_of(path: Path, start: int) -> tuple:
+    """("built", comma, sha256 of the bytes after it, *ReviewsBack) or ("not built", why), the comma the first
+    at or after `start` (see back_search_start); reads only the file's end, from there."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(start)
+            end = file.read()
+    except OSError as exc:
+        return ("not built", f"cannot read it: {exc.strerror or exc}")
+    found = back_comma(end, 0)
+    if found is None:
+        return ("not built", "no gap between two objects")
+    back = memoryview(end)[found + 1:]
+    built = build_reviews_back(back)
+    return built if built[0] != "built" else ("built", start + found, _sha256_hex(back), *built[1:])
+
+
+def _joined_blobs(front: tuple[bytes, bytes], back: ReviewsBack) -> tuple[bytes, bytes]:
+    """The text blob and starts of the front's reviews followed by the back's: those of the whole file's."""
+    front_blob, front_starts = front
+    back_blob, back_starts = back[5], back[6]
+    starts = _array("q", front_starts)[:-1]
+    starts.extend(map(operator.add, _array("q", back_starts), repeat(len(front_blob) + 1)))
+    return TEXT_SEPARATOR.join([front_blob, back_blob]), starts.tobytes()
+
+
 # --------------------------------------------------------------------------- loading
 
 
@@ -1338,7 +1479,7 @@ def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile, prepare: Pre
 
 
 def _checked_parts(reviews_raw: RawFile, insights_raw: RawFile, prepare: Prepare) -> tuple[Parts, dict[str, Any]]:
-    lane = InsightsLane.for_file(insights_raw.path, len(insights_raw.content))
+    lane = InsightsLane.for_file(insights_raw.path, len(insights_raw.content), reviews_raw.path)
     try:
         return _checked_parts_beside(lane, reviews_raw, insights_raw, prepare)
     finally:
@@ -1355,30 +1496,14 @@ def _checked_parts_beside(lane: InsightsLane | None, reviews_raw: RawFile, insig
     """
     problems: list[Problem] = []
     prepared: dict[str, Any] = {}
-    reviews_doc, reviews, insights_doc, per_review_written = None, None, None, None
-    try:
-        reviews_doc = parse_json(reviews_raw)
-    except DataError as exc:
-        problems += exc.problems
-    if reviews_doc is not None and REVIEWS_IS_VALID(reviews_doc):
-        # Encoded before insights.json is even parsed, so compressing it overlaps the rest.
-        try:
-            reviews = _ReviewsPart.encode(reviews_doc)
-        except (UnicodeEncodeError, ValueError):
-            if not (found := unencodable_problems(REVIEWS_FILE, reviews_doc)):
-                raise
-            problems += found
-        else:
-            prepared[REVIEWS_FILE] = prepare(reviews.body)
-    text_blob = None
-    if reviews is not None:
-        # Before waiting for the lane, which on two cores is often still building: fold the
-        # texts, and free the parsed reviews unless a problem report may need them (what the
-        # cross-file rules read of reviews.json is in its other keys).
-        text_blob = reviews.text_blob()
-        if reviews.records_ok:
-            reviews_doc = _without_reviews(reviews_doc)
-    built = lane.result(insights_raw.sha256) if lane is not None else None
+    insights_doc, per_review_written = None, None
+    in_two = _reviews_in_two(lane, reviews_raw, len(insights_raw.content)) if lane is not None else None
+    if in_two is not None:
+        reviews_doc, reviews, text_blob = in_two
+        prepared[REVIEWS_FILE] = prepare(reviews.body)
+    else:
+        reviews_doc, reviews, text_blob = _reviews_whole(reviews_raw, prepare, prepared, problems)
+    built = lane.insights_half(insights_raw.sha256) if lane is not None else None
     if built is None:
         try:
             insights_doc, per_review_written = parse_insights(insights_raw)
@@ -1408,6 +1533,77 @@ def _checked_parts_beside(lane: InsightsLane | None, reviews_raw: RawFile, insig
     if problems:
         raise DataError(problems)
     return Parts.combine(reviews, insights, text_blob), prepared
+
+
+def _reviews_whole(raw: RawFile, prepare: Prepare, prepared: dict[str, Any],
+                   problems: list[Problem]) -> tuple[Any, _ReviewsPart | None, tuple[bytes, bytes] | None]:
+    """reviews.json's (document, part, text blob), built here in one piece; its problems added to `problems`.
+
+    The part is None where the file does not parse, is not valid or cannot be encoded;
+    `prepared[REVIEWS_FILE]` is prepare(body), called as soon as the body is encoded.
+    """
+    reviews_doc, reviews = None, None
+    try:
+        reviews_doc = parse_json(raw)
+    except DataError as exc:
+        problems += exc.problems
+    if reviews_doc is not None and REVIEWS_IS_VALID(reviews_doc):
+        # Encoded before insights.json is even parsed, so compressing it overlaps the rest.
+        try:
+            reviews = _ReviewsPart.encode(reviews_doc)
+        except (UnicodeEncodeError, ValueError):
+            if not (found := unencodable_problems(REVIEWS_FILE, reviews_doc)):
+                raise
+            problems += found
+        else:
+            prepared[REVIEWS_FILE] = prepare(reviews.body)
+    if reviews is None:
+        return reviews_doc, None, None
+    # Before waiting for the lane, which on two cores is often still building: fold the
+    # texts, and free the parsed reviews unless a problem report may need them (what the
+    # cross-file rules read of reviews.json is in its other keys).
+    text_blob = reviews.text_blob()
+    return _without_reviews(reviews_doc) if reviews.records_ok else reviews_doc, reviews, text_blob
+
+
+def _reviews_in_two(lane: InsightsLane, raw: RawFile,
+                    insights_size: int) -> tuple[dict[str, Any], _ReviewsPart, tuple[bytes, bytes]] | None:
+    """reviews.json's (document without its reviews, part, text blob), its front built here and its back by the lane;
+    None where the two are not proved to give exactly the one-piece build (see _reviews_whole), which then runs.
+
+    Taken only for data that needs no problem report: the front valid and newest first,
+    the lane's back built from the same bytes after the same comma, newest first after
+    the front, every id once and no reply before its review.
+    """
+    start = back_search_start(len(raw.content), insights_size)
+    comma = None if start is None else back_comma(raw.content, start)
+    if comma is None:
+        return None
+    back_sha256 = shared_pool().submit(_sha256_hex, memoryview(raw.content)[comma + 1:])
+    doc = parse_reviews_front(raw.content, comma)
+    if doc is None or not REVIEWS_IS_VALID(doc) or not is_newest_first(doc["reviews"]):
+        return _in_one_piece("the front is not a valid part of a document newest first")
+    try:
+        front = _ReviewsPart.of_ordered(doc, doc["reviews"])
+    except (UnicodeEncodeError, ValueError):
+        return _in_one_piece("the front cannot be encoded")
+    front_blob = front.text_blob()
+    back = lane.reviews_back(comma, back_sha256.result())
+    if back is None:
+        return _in_one_piece("no back from the lane")
+    back_ids, back_dates = back[2], back[3]
+    if (front.dates[-1], front.ids[-1]) < (back_dates[0], back_ids[0]):
+        return _in_one_piece("the back's first review is newer than the front's last")
+    joined = front.with_back(back)
+    if not joined.records_ok:
+        return _in_one_piece("an id twice or a reply before its review")
+    log.debug("built reviews.json in two: %d reviews here, %d by the insights lane", len(front.ids), len(back_ids))
+    return _without_reviews(doc), joined, _joined_blobs(front_blob, back)
+
+
+def _in_one_piece(why: str) -> None:
+    log.debug("building reviews.json in one piece: %s", why)
+    return None
 
 
 def load_dataset(data_dir: Path | str) -> Dataset:

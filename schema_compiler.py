@@ -758,10 +758,12 @@ class _Compiler:
         self.memos: list[_StringMemo] = []  # every memo the tables hold, found by _find_memo_slots
 
     def compile_file(self, schema_file: str) -> _Node:
-        if schema_file not in self._by_name:
-            raise SchemaCompileError(f"unknown schema file {schema_file!r}")
-        uri = self._by_name[schema_file]
-        node = self._ref(uri, uri)
+        """The file's schema, or with "#/json/pointer" appended the subschema there."""
+        name, _, fragment = schema_file.partition("#")
+        if name not in self._by_name:
+            raise SchemaCompileError(f"unknown schema file {name!r}")
+        uri = self._by_name[name]
+        node = self._ref(f"{uri}#{fragment}" if fragment else uri, uri)
         self._find_memo_slots()
         self._straighten_closed_objects()
         return node
@@ -1041,6 +1043,9 @@ def _slow_path(
 
 def compile_schema(schema_file: str, schemas: Mapping[str, dict], *, keep_memos: bool = True) -> Callable[[Any], bool]:
     """Compile `schemas[schema_file]` into ``is_valid(instance) -> bool``.
+
+    `schema_file` may end in a JSON pointer fragment ("reviews.schema.json#/properties/reviews"):
+    the subschema there, its $refs resolved as in the whole file.
 
     `schemas` maps file names ("review.schema.json") to parsed schemas; ``$ref``s resolve
     against each schema's ``$id`` (or, failing that, by file name).  Raises

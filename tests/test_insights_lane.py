@@ -49,6 +49,7 @@ def with_lane(data_dir: Path, caplog: pytest.LogCaptureFixture) -> dict:
     with caplog.at_level(logging.DEBUG, "reviewsd.data"):
         found = dataset_state(dataset_from_files(*read_data_dir(data_dir), Precomputed))
     assert USED in caplog.text and DID_NOT_BUILD not in caplog.text, caplog.text
+    assert "WARNING" not in caplog.text, caplog.text  # a helper that fails costs a warning, not the load
     return found
 
 
@@ -142,7 +143,7 @@ def test_a_failing_helper_costs_a_warning_not_the_load(tmp_path: Path, monkeypat
     write_docs(tmp_path, *make_docs(SPECS))
     expected = without_lane(tmp_path)
     crash = "import sys; sys.stderr.write('helper crashed on purpose'); sys.exit(3)"
-    monkeypatch.setattr(insights_lane, "lane_command", lambda path: [sys.executable, "-c", crash])
+    monkeypatch.setattr(insights_lane, "lane_command", lambda path, back=None: [sys.executable, "-c", crash])
     with caplog.at_level(logging.WARNING, "reviewsd.data"):
         built = dataset_state(dataset_from_files(*read_data_dir(tmp_path), Precomputed))
     assert built == expected
@@ -154,7 +155,7 @@ def test_a_helper_that_answers_nothing_costs_a_warning(tmp_path: Path, monkeypat
                                                        caplog: pytest.LogCaptureFixture) -> None:
     write_docs(tmp_path, *make_docs(SPECS))
     expected = without_lane(tmp_path)
-    monkeypatch.setattr(insights_lane, "lane_command", lambda path: [sys.executable, "-c", "pass"])
+    monkeypatch.setattr(insights_lane, "lane_command", lambda path, back=None: [sys.executable, "-c", "pass"])
     with caplog.at_level(logging.WARNING, "reviewsd.data"):
         built = dataset_state(dataset_from_files(*read_data_dir(tmp_path), Precomputed))
     assert built == expected
@@ -182,7 +183,7 @@ def test_a_helper_done_first_writes_its_whole_answer_and_exits(memfd: bool, tmp_
     assert lane is not None
     try:
         assert lane.process.wait(timeout=60) == 0  # exits before anyone reads its answer
-        built = lane.result(raws[1].sha256)
+        built = lane.insights_half(raws[1].sha256)
     finally:
         lane.close()
     assert built is not None and len(built[0]) > 64 << 10  # the /insights.json body alone
@@ -195,7 +196,7 @@ def test_the_helper_on_its_own_writes_to_stdout_and_checks_its_arguments(tmp_pat
     done = subprocess.run([*helper, str(tmp_path / "insights.json")], capture_output=True, timeout=60)
     assert done.returncode == 0 and pickle.loads(done.stdout)[0] == "built"
     wrong = subprocess.run([*helper, str(tmp_path / "insights.json"), "--answer-fd"], capture_output=True, timeout=60)
-    assert wrong.returncode == 2 and b"usage: insights_lane.py PATH [--answer-fd N]" in wrong.stderr
+    assert wrong.returncode == 2 and b"usage: insights_lane.py INSIGHTS [--reviews REVIEWS --back-from OFFSET] [--answer-fd N [--back-fd M]]" in wrong.stderr
 
 
 @pytest.mark.usefixtures("lane")
@@ -206,13 +207,13 @@ def test_a_hung_helper_is_killed_after_the_timeout(tmp_path: Path, monkeypatch: 
     started: list = []
     real_start = insights_lane.InsightsLane.start.__func__
 
-    def start(cls, path, size):
-        lane = real_start(cls, path, size)
+    def start(cls, path, size, reviews=None):
+        lane = real_start(cls, path, size, reviews)
         started.append(lane)
         return lane
 
     monkeypatch.setattr(insights_lane, "lane_command",
-                        lambda path: [sys.executable, "-c", "import threading; threading.Event().wait()"])  # hangs
+                        lambda path, back=None: [sys.executable, "-c", "import threading; threading.Event().wait()"])  # hangs
     monkeypatch.setattr(insights_lane, "TIMEOUT", 0.5)
     monkeypatch.setattr(insights_lane.InsightsLane, "start", classmethod(start))
     with caplog.at_level(logging.WARNING, "reviewsd.data"):
