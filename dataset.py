@@ -231,16 +231,24 @@ class _Slot:
         return self
 
 
+def _parsed_with_slot(pieces: Sequence[bytes | memoryview]) -> tuple[dict[str, Any], _Slot] | None:
+    """The object the joined pieces (one of them writing NaN) parse to, and the slot NaN was read as;
+    None where NaN or Infinity was read more than once (JSON has neither; loads_data refuses them) or
+    the document is not an object. ValueError (or RecursionError): not JSON even so."""
+    slot = _Slot()
+    doc = json.loads(b"".join(pieces).decode("utf-8"), parse_constant=slot)
+    return (doc, slot) if slot.calls == 1 and isinstance(doc, dict) else None
+
+
 def _with_value_at(head: bytes, tail: bytes, key: str, value: Any) -> Any:
     """The document `head + value + tail` when `value` is its top-level `key`'s value, else None.
 
-    Proved by parsing head + NaN + tail: NaN must come back as doc[key], and be the only
-    NaN or Infinity read (JSON has neither; loads_data refuses them).
+    Proved by parsing head + NaN + tail: NaN must come back as doc[key], and be the only NaN read.
     """
-    slot = _Slot()
-    doc = json.loads((head + b"NaN" + tail).decode("utf-8"), parse_constant=slot)
-    if slot.calls != 1 or not isinstance(doc, dict) or doc.get(key) is not slot:
+    found = _parsed_with_slot([head, b"NaN", tail])
+    if found is None or found[0].get(key) is not found[1]:
         return None
+    doc = found[0]
     doc[key] = value
     return doc
 
@@ -880,12 +888,11 @@ class _ReviewsPart:
         """
         body, offsets, ids, dates, ratings, _, _, replies_ok = back
         joined = b"".join([memoryview(self.body)[:-2], b",", body, b"]}"])
-        all_offsets = _array("q", self.offsets)[:-1]
-        all_offsets.extend(map(operator.add, _array("q", offsets), repeat(len(self.body) - 1)))
         # The back's positions added to a copy of the front's (a later duplicate wins, as when built in one piece).
         position_of = self.position_of | dict(zip(ids, count(len(self.ids))))
-        return _ReviewsPart(self.head, joined, all_offsets.tobytes(), self.ids + ids, position_of, self.dates + dates,
-                            None, self.ratings + ratings, self.replies_ok and replies_ok)
+        return _ReviewsPart(self.head, joined, _followed_by(self.offsets, offsets, len(self.body) - 1),
+                            self.ids + ids, position_of, self.dates + dates, None, self.ratings + ratings,
+                            self.replies_ok and replies_ok)
 
     def text_blob(self) -> tuple[bytes, bytes]:
         """All folded texts in UTF-8 joined by 0xFF, and array("q") of each review's start (plus one past the end).
@@ -1341,14 +1348,15 @@ def parse_reviews_front(content: bytes, comma: int) -> dict[str, Any] | None:
     last of doc["reviews"], and be the only NaN read. A comma inside a string leaves the
     string unterminated; one in any other array or object puts NaN elsewhere.
     """
-    slot = _Slot()
     try:
-        doc = json.loads(b"".join([memoryview(content)[:comma], b",NaN]}"]).decode("utf-8"), parse_constant=slot)
+        found = _parsed_with_slot([memoryview(content)[:comma], b",NaN]}"])
     except (ValueError, RecursionError):
         return None
-    if slot.calls != 1 or not isinstance(doc, dict) or not isinstance(reviews := doc.get("reviews"), list):
+    if found is None:
         return None
-    if len(reviews) < 2 or reviews[-1] is not slot:
+    doc, slot = found
+    reviews = doc.get("reviews")
+    if not isinstance(reviews, list) or len(reviews) < 2 or reviews[-1] is not slot:
         return None
     reviews.pop()
     return doc
@@ -1404,9 +1412,16 @@ def _joined_blobs(front: tuple[bytes, bytes], back: ReviewsBack) -> tuple[bytes,
     """The text blob and starts of the front's reviews followed by the back's: those of the whole file's."""
     front_blob, front_starts = front
     back_blob, back_starts = back[5], back[6]
-    starts = _array("q", front_starts)[:-1]
-    starts.extend(map(operator.add, _array("q", back_starts), repeat(len(front_blob) + 1)))
-    return TEXT_SEPARATOR.join([front_blob, back_blob]), starts.tobytes()
+    return (TEXT_SEPARATOR.join([front_blob, back_blob]),
+            _followed_by(front_starts, back_starts, len(front_blob) + 1))
+
+
+def _followed_by(front: bytes, back: bytes, shift: int) -> bytes:
+    """Two array("q") of starts, each ending with one past its end: the front's but its last, then the back's
+    moved by `shift` (where the back starts in the joined whole; the front's last start is the back's first)."""
+    starts = _array("q", front)[:-1]
+    starts.extend(map(operator.add, _array("q", back), repeat(shift)))
+    return starts.tobytes()
 
 
 # --------------------------------------------------------------------------- loading

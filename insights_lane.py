@@ -1,10 +1,11 @@
 """The insights lane: insights.json's half of a data load, built in a helper process.
 
 On two cores, insights.json's half of a build (parse, validate, encode, index: about
-40% of it) runs in a helper process while the server builds reviews.json's half; the
-helper then builds the back of reviews.json's reviews too, as much as ends both
-processes together (dataset.build_reviews_back_of). The helper is a fresh interpreter
-(`python insights_lane.py INSIGHTS [--reviews REVIEWS] [--answer-fd N]`), not a fork: a
+40% of it) runs in a helper process while the server builds reviews.json's half; where
+reviews.json is large enough, the helper first builds the back of its reviews too, as
+much as ends both processes together (dataset.build_reviews_back_of). The helper is a
+fresh interpreter (`python insights_lane.py INSIGHTS [--reviews REVIEWS --back-from
+OFFSET] [--answer-fd N [--back-fd M]]`), not a fork: a
 fork of a serving process would inherit its threads' locks and its sockets. It reads
 the files itself and answers with the sha256 of the bytes it read, so the server uses
 what it built only when those are the bytes the server read; it builds only data
@@ -181,8 +182,7 @@ class InsightsLane:
             while True:
                 ready = selector.select(max(0.0, self._deadline - time.monotonic()))
                 if not ready:
-                    log.warning("the insights lane took over %g s; building insights.json in this process", TIMEOUT)
-                    return self._end()
+                    return self._timed_out()
                 for key, _ in ready:
                     if key.fileobj is self.process.stderr:  # read as it comes: a full pipe would stop the helper
                         chunk = os.read(key.fd, 65536)
@@ -200,13 +200,16 @@ class InsightsLane:
         try:
             _, err = self.process.communicate(timeout=max(0.0, self._deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            log.warning("the insights lane took over %g s; building insights.json in this process", TIMEOUT)
-            return self._end()
+            return self._timed_out()
         self._stderr += err
         if self.process.returncode != 0 or INSIGHTS_WRITTEN not in self._answers:
             log.warning("the insights lane failed (exit status %s%s); building insights.json in this process: %s",
                         self.process.returncode, ", no answer" if self.process.returncode == 0 else "",
                         self._stderr.decode("utf-8", "replace").strip()[-2000:])
+        return self._end()
+
+    def _timed_out(self) -> None:
+        log.warning("the insights lane took over %g s; building insights.json in this process", TIMEOUT)
         return self._end()
 
     def _end(self) -> None:
