@@ -323,7 +323,10 @@ def main(argv: Sequence[str]) -> int:
             or (BACK_FD_OPTION in options) != (ANSWER_FD_OPTION in options and REVIEWS_OPTION in options)):
         sys.stderr.write(USAGE)
         return 2
-    from dataset import build_insights_half, build_reviews_back_of  # here: the server's side stays light
+    # Imported here: the server's side stays light.
+    from dataset import build_insights_half, build_reviews_back_of, keep_freed_memory
+
+    keep_freed_memory()  # the process ends with the build
 
     insights = Path(argv[0])
     if REVIEWS_OPTION in options:

@@ -301,21 +301,54 @@ def test_data_predicates_keep_no_strings_of_a_validated_document() -> None:
     assert sys.getrefcount(date) > held  # the default keeps verdicts keyed by the document's strings
 
 
-def test_collector_pause_nests_and_restores() -> None:
+def test_a_build_pause_nests_and_restores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collector off and freed memory kept from the first build's start to the last one's end."""
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(dataset_module, "_libc_function", lambda name: lambda *args: calls.append(args) or 1)
+    kept = [(dataset_module._M_MMAP_MAX, 0), (dataset_module._M_TRIM_THRESHOLD, 1 << 30)]
     was = gc.isenabled()
     try:
         gc.enable()
-        with dataset_module.collector_paused():
-            with dataset_module.collector_paused():
+        with dataset_module.building():
+            with dataset_module.building():
                 assert not gc.isenabled()
-            assert not gc.isenabled()
+            assert not gc.isenabled() and calls == kept
         assert gc.isenabled()
+        assert calls[2:] == [(dataset_module._M_MMAP_MAX, 65536), (dataset_module._M_MMAP_THRESHOLD, 32 << 20),
+                             (dataset_module._M_TRIM_THRESHOLD, 64 << 20)]
         gc.disable()
-        with dataset_module.collector_paused():
+        with dataset_module.building():
             pass
-        assert not gc.isenabled()
+        assert not gc.isenabled() and len(calls) == 10
     finally:
         (gc.enable if was else gc.disable)()
+
+
+PAGES_MAPPED_FOR_A_FREED_BLOCK_AGAIN = """
+import resource, sys
+import dataset
+{setting}
+block = b"x" * ({mb} << 20)  # written, so every page is mapped in
+del block
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+block = b"y" * ({mb} << 20)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.parametrize("setting, mb, kept", [
+    ("", 8, False),
+    ("dataset.keep_freed_memory()", 40, True),
+    ("dataset.keep_freed_memory(); dataset.return_freed_memory()", 40, False),  # over 32 MB: mapped on its own
+])
+def test_freed_memory_is_kept_for_the_next_allocation_only_while_asked(setting: str, mb: int, kept: bool) -> None:
+    """On glibc (the one C library this is for): in a process of its own, whose malloc it sets."""
+    script = PAGES_MAPPED_FOR_A_FREED_BLOCK_AGAIN.format(setting=setting, mb=mb)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=Path(dataset_module.__file__).parent, check=True)
+    pages = (mb << 20) // os.sysconf("SC_PAGE_SIZE")
+    faults = int(done.stdout)
+    assert faults < pages // 10 if kept else faults > pages // 2
 
 
 # ---------------------------------------------------------------- memory across loads

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from itertools import count
 from typing import Any, Iterator
 
 import pytest
@@ -92,22 +93,62 @@ def commas(content: bytes) -> list[int]:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(SPEC_STRATEGY, min_size=2, max_size=10), st.sampled_from(sorted(FORMATS)), st.integers(1, 4))
+@given(st.lists(SPEC_STRATEGY, min_size=2, max_size=10), st.sampled_from(sorted(FORMATS)), st.integers(1, 4),
+       st.one_of(st.just(d._RUN_BYTES), st.integers(1, 400)))
 def test_every_gap_between_two_reviews_and_no_other_gives_the_one_piece_build(specs: list, layout: str,
-                                                                              chunk: int) -> None:
-    """Also with reviews encoded a few at a time (as 100,000 are, by _ENCODE_CHUNK): the joins must not show."""
+                                                                              chunk: int, run: int) -> None:
+    """Also with reviews encoded a few at a time (as 100,000 are, by _ENCODE_CHUNK) and parsed by short
+    runs (as 100,000 are, by _RUN_BYTES): the joins must not show."""
     reviews_doc, _ = make_docs(specs)
     content = written(reviews_doc, layout)
     whole = d._ReviewsPart.encode(json.loads(content))
     expected = (d._without_reviews(reviews_doc), part_values(whole), whole.text_blob())
-    default, d._ENCODE_CHUNK = d._ENCODE_CHUNK, chunk
+    defaults, (d._ENCODE_CHUNK, d._RUN_BYTES) = (d._ENCODE_CHUNK, d._RUN_BYTES), (chunk, run)
     try:
         taken = [found for start in gaps(content) if (found := built_in_two(content, start)) is not None]
     finally:
-        d._ENCODE_CHUNK = default
+        d._ENCODE_CHUNK, d._RUN_BYTES = defaults
     # The business holds arrays of objects and texts may read `},{`: only the n - 1 gaps of the reviews count.
     assert len(taken) == len(specs) - 1
     assert all(found == expected for found in taken)
+
+
+@pytest.mark.parametrize("layout", sorted(FORMATS))
+def test_runs_of_any_size_give_the_parse_of_the_whole(layout: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Front and back are parsed by runs, each ended at a gap match and proved there; a match inside a
+    string (SPECS has a text ending `},{`) is refused and the run goes on to the front's end (the back's)."""
+    reviews_doc, _ = make_docs(SPECS)
+    content = written(reviews_doc, layout)
+    whole = json.loads(content)
+    cuts = [(comma, front) for comma in commas(content) if (front := d.parse_reviews_front(content, comma))]
+    assert len(cuts) == len(SPECS) - 1  # in one run each: the runs are longer than the file
+    backs = {comma: d.build_reviews_back(memoryview(content)[comma + 1:]) for comma, _ in cuts}
+    assert all(built[0] == "built" for built in backs.values())
+    refused = []
+    run_of = d._reviews_run
+    monkeypatch.setattr(d, "_reviews_run", lambda *args: run_of(*args) or refused.append(args))
+    for size in range(1, len(content) // 2, 7):
+        monkeypatch.setattr(d, "_RUN_BYTES", size)
+        for (comma, front), n in zip(cuts, count(1)):
+            assert front == {**whole, "reviews": whole["reviews"][:n]}
+            assert d.parse_reviews_front(content, comma) == front, (size, comma)
+            assert d.build_reviews_back(memoryview(content)[comma + 1:]) == backs[comma], (size, comma)
+    assert refused  # runs did end inside that string
+
+
+def test_a_file_parsed_by_runs_makes_one_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not one a run: decoders made between runs leave small blocks among the parsed reviews, which keep
+    the allocator's arenas from being given back (65 MB after a first start on 100,000 reviews)."""
+    reviews_doc, _ = make_docs(SPECS * 20)
+    content = written(reviews_doc, "compact")
+    middle = [comma for comma in commas(content) if d.parse_reviews_front(content, comma)][len(SPECS) * 10]
+    made = []
+    init = json.JSONDecoder.__init__
+    monkeypatch.setattr(json.JSONDecoder, "__init__", lambda self, **kw: made.append(1) or init(self, **kw))
+    monkeypatch.setattr(d, "_RUN_BYTES", 200)
+    assert d.parse_reviews_front(content, middle) is not None
+    assert d.build_reviews_back(memoryview(content)[middle + 1:])[0] == "built"
+    assert len(made) == 2 and len(content) > 100 * 200
 
 
 def test_a_back_newer_than_its_front_is_refused(caplog: pytest.LogCaptureFixture) -> None:
