@@ -1765,8 +1765,8 @@ def keep_freed_memory() -> None:
     For a build: here a page the process had not touched before costs about 4 µs to map in
     (1 ms a MB), and glibc returns each large block (over 128 KB to 32 MB) and the heap's
     free top as soon as they are freed, so the next allocation maps fresh pages again. Kept,
-    they are used again: a first start's build on 100,000 reviews mapped in 90,000 pages
-    instead of 154,000 (parsed by runs, see _RUN_BYTES, as both were).
+    they are used again: on 100,000 reviews a first start's server mapped in 90,000 pages
+    instead of 154,000 (with reviews.json parsed by runs, see _RUN_BYTES, in both).
     """
     _mallopt(_M_MMAP_MAX, 0)  # large blocks from the heap too, where freed ones are found again
     _mallopt(_M_TRIM_THRESHOLD, 1 << 30)
