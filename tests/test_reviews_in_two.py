@@ -17,8 +17,8 @@ import pickle
 import subprocess
 import sys
 from contextlib import contextmanager
-from pathlib import Path
 from itertools import count
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
