@@ -1783,9 +1783,21 @@ def return_freed_memory() -> None:
     _mallopt(_M_TRIM_THRESHOLD, 64 << 20)
 
 
+# What an operator can set these limits with; where any is set, keep_freed_memory and
+# return_freed_memory leave malloc as the operator set it.
+_MALLOC_ENVIRONMENT = ("MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")
+_MALLOC_TUNABLES = ("glibc.malloc.mmap_max", "glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold",
+                    "glibc.malloc.top_pad")
+
+
+def malloc_set_by_environment() -> bool:
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    return any(name in os.environ for name in _MALLOC_ENVIRONMENT) or any(t in tunables for t in _MALLOC_TUNABLES)
+
+
 def _mallopt(parameter: int, value: int) -> None:
     mallopt = _libc_function("mallopt")
-    if mallopt is not None:
+    if mallopt is not None and not malloc_set_by_environment():
         mallopt(parameter, value)
 
 

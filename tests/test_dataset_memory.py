@@ -301,8 +301,14 @@ def test_data_predicates_keep_no_strings_of_a_validated_document() -> None:
     assert sys.getrefcount(date) > held  # the default keeps verdicts keyed by the document's strings
 
 
+def without_malloc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (*dataset_module._MALLOC_ENVIRONMENT, "GLIBC_TUNABLES"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def test_a_build_pause_nests_and_restores(monkeypatch: pytest.MonkeyPatch) -> None:
     """The collector off and freed memory kept from the first build's start to the last one's end."""
+    without_malloc_settings(monkeypatch)
     calls: list[tuple[int, int]] = []
     monkeypatch.setattr(dataset_module, "_libc_function", lambda name: lambda *args: calls.append(args) or 1)
     kept = [(dataset_module._M_MMAP_MAX, 0), (dataset_module._M_TRIM_THRESHOLD, 1 << 30)]
@@ -324,6 +330,23 @@ def test_a_build_pause_nests_and_restores(monkeypatch: pytest.MonkeyPatch) -> No
         (gc.enable if was else gc.disable)()
 
 
+@pytest.mark.parametrize("name, value", [("MALLOC_TRIM_THRESHOLD_", "131072"), ("MALLOC_MMAP_MAX_", "0"),
+                                         ("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=1048576")])
+def test_malloc_limits_an_operator_set_are_left_alone(name: str, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    without_malloc_settings(monkeypatch)
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(dataset_module, "_libc_function", lambda name: lambda *args: calls.append(args) or 1)
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.rtld.nns=4")  # others than malloc's limits do not count
+    with dataset_module.building():
+        pass
+    assert calls
+    calls.clear()
+    monkeypatch.setenv(name, value)
+    with dataset_module.building():
+        pass
+    assert calls == []
+
+
 PAGES_MAPPED_FOR_A_FREED_BLOCK_AGAIN = """
 import resource, sys
 import dataset
@@ -341,8 +364,10 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
     ("dataset.keep_freed_memory()", 40, True),
     ("dataset.keep_freed_memory(); dataset.return_freed_memory()", 40, False),  # over 32 MB: mapped on its own
 ])
-def test_freed_memory_is_kept_for_the_next_allocation_only_while_asked(setting: str, mb: int, kept: bool) -> None:
+def test_freed_memory_is_kept_for_the_next_allocation_only_while_asked(setting: str, mb: int, kept: bool,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """On glibc (the one C library this is for): in a process of its own, whose malloc it sets."""
+    without_malloc_settings(monkeypatch)
     script = PAGES_MAPPED_FOR_A_FREED_BLOCK_AGAIN.format(setting=setting, mb=mb)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                           cwd=Path(dataset_module.__file__).parent, check=True)
