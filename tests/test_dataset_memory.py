@@ -306,11 +306,18 @@ def without_malloc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def test_a_build_pause_nests_and_restores(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The collector off and freed memory kept from the first build's start to the last one's end."""
+@pytest.fixture
+def mallopt_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The (parameter, value) of each mallopt call made, none made really; no malloc setting in the environment."""
     without_malloc_settings(monkeypatch)
     calls: list[tuple[int, int]] = []
     monkeypatch.setattr(dataset_module, "_libc_function", lambda name: lambda *args: calls.append(args) or 1)
+    return calls
+
+
+def test_a_build_pause_nests_and_restores(mallopt_calls: list[tuple[int, int]]) -> None:
+    """The collector off and freed memory kept from the first build's start to the last one's end."""
+    calls = mallopt_calls
     kept = [(dataset_module._M_MMAP_MAX, 0), (dataset_module._M_TRIM_THRESHOLD, 1 << 30)]
     was = gc.isenabled()
     try:
@@ -332,10 +339,9 @@ def test_a_build_pause_nests_and_restores(monkeypatch: pytest.MonkeyPatch) -> No
 
 @pytest.mark.parametrize("name, value", [("MALLOC_TRIM_THRESHOLD_", "131072"), ("MALLOC_MMAP_MAX_", "0"),
                                          ("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=1048576")])
-def test_malloc_limits_an_operator_set_are_left_alone(name: str, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    without_malloc_settings(monkeypatch)
-    calls: list[tuple[int, int]] = []
-    monkeypatch.setattr(dataset_module, "_libc_function", lambda name: lambda *args: calls.append(args) or 1)
+def test_malloc_limits_an_operator_set_are_left_alone(name: str, value: str, mallopt_calls: list[tuple[int, int]],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = mallopt_calls
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.rtld.nns=4")  # others than malloc's limits do not count
     with dataset_module.building():
         pass
