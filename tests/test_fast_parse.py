@@ -8,6 +8,7 @@ and loop.
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 from typing import Any
 
@@ -139,3 +140,141 @@ def test_the_schema_fixes_what_written_as_encoded_counts_on() -> None:
     assert aspect["additionalProperties"] is False and sorted(aspect["required"]) == sorted(aspect["properties"]) == [
         "id", "sentiment"]
     assert "number" not in json.dumps(mentions) and "integer" not in json.dumps(mentions)
+
+
+# --------------------------------------------------------------------------- reviews.json's reviews as written
+
+REVIEW_KEYS = list(dataset.SCHEMAS["review.schema.json"]["properties"])
+ODD_TEXT = st.text(st.characters(codec="utf-8") | st.sampled_from('"\\/\n\t\x00\x08\x0b\x1f\x7f\u00e9\u2028\U0001f64f'),
+                   max_size=8)
+REVIEW = st.fixed_dictionaries({
+    "id": ODD_TEXT, "author": ODD_TEXT, "author_avatar_url": st.none() | ODD_TEXT, "rating": st.integers(-2, 7),
+    "date": ODD_TEXT, "text": st.none() | ODD_TEXT, "source": ODD_TEXT, "source_url": st.none() | ODD_TEXT,
+    "owner_reply": st.none() | st.fixed_dictionaries({"text": ODD_TEXT, "date": ODD_TEXT}),
+    "verified": st.booleans(),
+})
+
+
+class OneWayOff:
+    """Writes JSON as encode_json does but for its decision number `off`, taken another way (the same value
+    or, for a key written twice, the parse's), `how` choosing among the other ways."""
+
+    def __init__(self, off: int, how: int):
+        self.off, self.how, self.decisions = off, how, 0
+
+    def other(self) -> bool:
+        self.decisions += 1
+        return self.decisions - 1 == self.off
+
+    def value(self, value: Any) -> str:
+        space = " \n"[self.how % 2] if self.other() else ""
+        if isinstance(value, dict):
+            items = list(value.items())
+            if len(items) > 1 and self.other():
+                items[0], items[1] = items[1], items[0]
+            members = [(f"{self.string(key)}:null," if self.other() else "") + f"{self.string(key)}:{self.value(item)}"
+                       for key, item in items]
+            return space + "{" + ",".join(members) + "}"
+        if isinstance(value, str):
+            return space + self.string(value)
+        if isinstance(value, int) and not isinstance(value, bool) and self.other():
+            return space + [f"{value}.0", f"{value}e0", "-0" if value == 0 else f"{value}.00"][self.how % 3]
+        return space + json.dumps(value)
+
+    def string(self, text: str) -> str:
+        written = []
+        for char in text:
+            encoded = json.dumps(char, ensure_ascii=False)[1:-1]
+            if self.other():
+                utf16 = char.encode("utf-16-be")
+                escaped = "".join(f"\\u{int.from_bytes(utf16[i:i + 2], 'big'):04x}" for i in range(0, len(utf16), 2))
+                encoded = ["\\/" if char == "/" else escaped, escaped.upper().replace("\\U", "\\u")][self.how % 2]
+            written.append(encoded)
+        return '"' + "".join(written) + '"'
+
+
+def in_schema_order(review: dict) -> bool:
+    reply = review["owner_reply"]
+    return list(review) == REVIEW_KEYS and (reply is None or list(reply) == ["text", "date"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(REVIEW, min_size=1, max_size=3), st.integers(-1, 120), st.integers(0, 5))
+def test_reviews_as_written_are_taken_exactly_where_they_are_their_encoding(reviews: list, off: int, how: int) -> None:
+    """Written as encode_json writes them, or one thing written another way: whitespace, an escape, a key
+    twice or out of the schema's order, an integer as a float or -0. Taken as written only where that is
+    their encoding (with no float, and keys as the schema orders them); the body the same either way."""
+    writer = OneWayOff(off, how)
+    written = ",".join(writer.value(review) for review in reviews).encode("utf-8")
+    parsed = json.loads(b"[" + written + b"]")
+    encoded = b",".join(map(dataset.encode_json, parsed))
+    plain = all(in_schema_order(review) and type(review["rating"]) is int for review in parsed)
+    assert dataset.reviews_written_as_encoded(written) is (written == encoded and plain)
+    assert dataset._encode_list(b"[", parsed, b"]", memoryview(written)) == dataset._encode_list(b"[", parsed, b"]")
+
+
+@pytest.mark.parametrize("rating, taken", [("5", True), ("0", True), ("-1", True), ("10", True), ("-0", False),
+                                           ("5.0", False), ("5e0", False), ("50e-1", False), ("5.00", False)])
+def test_a_number_is_taken_as_written_only_as_an_integer_written_as_encoded(rating: str, taken: bool) -> None:
+    review = {key: None for key in REVIEW_KEYS} | {"id": "a", "author": "b", "date": "c", "source": "d",
+                                                  "verified": True}
+    written = dataset.encode_json(review | {"rating": 7}).replace(b'"rating":7', b'"rating":' + rating.encode())
+    parsed = json.loads(b"[" + written + b"]")
+    assert dataset.reviews_written_as_encoded(written) is taken
+    assert dataset._encode_list(b"[", parsed, b"]", memoryview(written)) == dataset._encode_list(b"[", parsed, b"]")
+
+
+def test_a_string_matches_as_encode_json_writes_it_and_no_other_way() -> None:
+    for char in [*map(chr, range(0x80)), "\u00e9", "\u2028", "\ufeff", "\U0001f64f"]:
+        encoded = dataset.encode_json(char)
+        texts = {encoded.decode("utf-8"), json.dumps(char), f'"\\u{ord(char):04x}"', f'"\\u{ord(char):04X}"',
+                 f'"{char}"', '"\\/"'}
+        for text in texts:
+            assert (re.fullmatch(dataset._ENCODED_STRING, text.encode("utf-8")) is not None) is (
+                text.encode("utf-8") == encoded), (char, text)
+
+
+@pytest.fixture
+def verdicts(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Every reviews_written_as_encoded verdict, in order."""
+    found: list[bool] = []
+    check = dataset.reviews_written_as_encoded
+    monkeypatch.setattr(dataset, "reviews_written_as_encoded", lambda written: found.append(check(written)) or found[-1])
+    return found
+
+
+@pytest.mark.parametrize("layout", [{"separators": (",", ":")}, {}, {"indent": 1}])
+def test_reviews_as_generated_are_taken_when_written_compact(layout: dict, verdicts: list[bool]) -> None:
+    """The case the shortcut is for: generate_data.py's compact files, whose reviews are newest first and last."""
+    doc = generate_data.generate(300, 7, date(2026, 11, 15), 1.0)[0]
+    compact = layout == {"separators": (",", ":")}
+    content = json.dumps(doc, ensure_ascii=False, **layout).encode("utf-8") + b"\n"
+    assert (content == generate_data.dumps(doc, False)) is compact
+    part = dataset._ReviewsPart.encode(json.loads(content), dataset._before_document_end(content))
+    assert verdicts == ([True] if compact else [])  # the other keys are not written as encoded either
+    assert part == dataset._ReviewsPart.encode(doc)
+    assert part.body == content[:-1] or not compact
+
+
+@pytest.mark.parametrize("head", [b'{"business": {', b'{"generated_at":"2026-01-01T00:00:00Z","business":{'])
+def test_reviews_after_a_head_written_otherwise_are_not_looked_at(head: bytes, verdicts: list[bool]) -> None:
+    """Where the other keys are not written as encoded, where the reviews start is not known for sure."""
+    doc = generate_data.generate(30, 7, date(2026, 11, 15), 1.0)[0]
+    content = generate_data.dumps(doc, False).replace(b'{"business":{', head, 1)
+    parsed = json.loads(content)
+    assert dataset._ReviewsPart.encode(parsed, dataset._before_document_end(content)) == dataset._ReviewsPart.encode(
+        parsed)
+    assert verdicts == []
+
+
+def test_reviews_written_otherwise_after_a_head_as_encoded_are_encoded(verdicts: list[bool]) -> None:
+    doc = generate_data.generate(30, 7, date(2026, 11, 15), 1.0)[0]
+    content = generate_data.dumps(doc, False)
+    reviews = content.index(b'"reviews":[')
+    assert b"\xc3\xa9" in content[reviews:]  # an é in some review
+    content = content[:reviews] + content[reviews:].replace(b"\xc3\xa9", b"\\u00e9")
+    parsed = json.loads(content)
+    assert parsed == doc
+    part = dataset._ReviewsPart.encode(parsed, dataset._before_document_end(content))
+    assert verdicts == [False]
+    assert part == dataset._ReviewsPart.encode(doc)

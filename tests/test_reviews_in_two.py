@@ -136,6 +136,23 @@ def test_runs_of_any_size_give_the_parse_of_the_whole(layout: str, monkeypatch: 
     assert refused  # runs did end inside that string
 
 
+@pytest.mark.parametrize("layout, verdicts", [("compact", [True, True]), ("spaced", [False]), ("indented", [])])
+def test_shares_written_as_encoded_are_taken_as_written(layout: str, verdicts: list[bool],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """generate_data.py's compact files: neither share is encoded, each proved its own encoding
+    (d.reviews_written_as_encoded, asked for the front where its other keys are written as encoded,
+    for the back where it ends in `]}`), and the build is the one-piece build."""
+    reviews_doc = generate(300, 7, dt.date(2026, 11, 15), 1.0)[0]
+    content = written(reviews_doc, layout)
+    whole = d._ReviewsPart.encode(json.loads(content))
+    found: list[bool] = []
+    check = d.reviews_written_as_encoded
+    monkeypatch.setattr(d, "reviews_written_as_encoded", lambda text: found.append(check(text)) or found[-1])
+    assert built_in_two(content, len(content) // 2) == (d._without_reviews(reviews_doc), part_values(whole),
+                                                        whole.text_blob())
+    assert found == verdicts
+
+
 def test_a_file_parsed_by_runs_makes_one_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
     """Not one a run: decoders made between runs leave small blocks among the parsed reviews, which keep
     the allocator's arenas from being given back (65 MB after a first start on 100,000 reviews)."""
