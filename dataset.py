@@ -920,7 +920,7 @@ class _ReviewsPart:
     """What reviews.json contributes: the /reviews.json body and per-position columns."""
 
     head: bytes  # reviews.json without "reviews", as JSON
-    body: bytes
+    body: bytes | memoryview  # a front's has no closing `]}`, and may be the file's bytes (see with_back)
     offsets: bytes  # array("q"): review i is body[offsets[i]:offsets[i + 1] - 1]
     ids: list[str]  # newest first; parsed strings, only until the build ends
     position_of: dict[str, int]
@@ -938,16 +938,16 @@ class _ReviewsPart:
 
     @classmethod
     def of_ordered(cls, doc: Mapping[str, Any], ordered: list[Mapping[str, Any]],
-                   written: bytes | memoryview | None = None) -> "_ReviewsPart":
-        """The part of a document whose reviews are `ordered` (newest first).
+                   written: bytes | memoryview | None = None, closing: bytes = b"]}") -> "_ReviewsPart":
+        """The part of a document whose reviews are `ordered` (newest first); a front's (see with_back) has
+        no `closing`.
 
         `written`, where given, is the text `doc` was parsed from, "reviews" its last key and
-        `ordered` its reviews in the file's order, up to the end of the last of them: where it
-        writes the other keys as encode_json does, the reviews' text is taken as their encoding
-        where it is that (see reviews_written_as_encoded).
+        `ordered` its reviews in the file's order, up to the end of the last of them: see
+        _encode_list.
         """
         head = encode_json(_without_reviews(doc))
-        body, offsets = _encode_reviews(head, ordered, written)
+        body, offsets = _encode_list(head[:-1] + b',"reviews":[', ordered, closing, written)
         ids, dates, ratings, texts, replies_ok = _review_columns(ordered)
         return cls(head, body, offsets.tobytes(), ids, dict(zip(ids, range(len(ids)))), dates, texts, ratings,
                    replies_ok)
@@ -958,18 +958,19 @@ class _ReviewsPart:
         return self.replies_ok and len(self.position_of) == len(self.ids)
 
     def with_back(self, back: "ReviewsBack") -> "_ReviewsPart":
-        """This part, of the front of reviews.json's reviews, followed by the rest (see build_reviews_back).
+        """This part, of the front of reviews.json's reviews without its closing, followed by the rest
+        (see build_reviews_back; its body given).
 
         The same bytes and columns as the part of the whole file: its body is encoded by
-        chunks joined with commas, so the front's body without its end, a comma, the back
-        and the end are the whole body; offsets and columns are the two ones', the back's
-        offsets moved by where it starts.
+        chunks joined with commas, so the front's body, a comma, the back and the closing
+        are the whole body; offsets and columns are the two ones', the back's offsets moved
+        by where it starts.
         """
         body, offsets, ids, dates, ratings, _, _, replies_ok = back
-        joined = b"".join([memoryview(self.body)[:-2], b",", body, b"]}"])
+        joined = b"".join([self.body, b",", body, b"]}"])
         # The back's positions added to a copy of the front's (a later duplicate wins, as when built in one piece).
         position_of = self.position_of | dict(zip(ids, count(len(self.ids))))
-        return _ReviewsPart(self.head, joined, _followed_by(self.offsets, offsets, len(self.body) - 1),
+        return _ReviewsPart(self.head, joined, _followed_by(self.offsets, offsets, len(self.body) + 1),
                             self.ids + ids, position_of, self.dates + dates, None, self.ratings + ratings,
                             self.replies_ok and replies_ok)
 
@@ -1021,37 +1022,27 @@ def _without_reviews(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in doc.items() if key != "reviews"}
 
 
-def _encode_reviews(head: bytes, ordered: list[Mapping[str, Any]],
-                    written: bytes | memoryview | None = None) -> tuple[bytes, array]:
-    """The /reviews.json body (the file's other keys, then the reviews) and each review's offset.
-
-    `written`: see _ReviewsPart.of_ordered. Where it starts with the body's opening, the
-    reviews' text follows it, as the parse read it: the opening's keys and values parse
-    back to exactly their own text, so the array they open is the one at its end.
-    """
-    opening = head[:-1] + b',"reviews":['
-    if written is not None and written[:len(opening)] == opening:
-        return _encode_list(opening, ordered, b"]}", memoryview(written)[len(opening):])
-    return _encode_list(opening, ordered, b"]}")
-
-
 def _encode_list(opening: bytes, ordered: list[Mapping[str, Any]], closing: bytes,
-                 written: memoryview | None = None) -> tuple[bytes, array]:
+                 written: bytes | memoryview | None = None) -> tuple[bytes | memoryview, array]:
     """opening + the reviews encoded and joined by commas + closing, and where each review starts (see _joined).
 
-    `written`: the text the reviews were parsed from, as the elements of one array (between
-    its brackets, or from a comma between two of them), taken as their encoding where it is
-    exactly that (see reviews_written_as_encoded).
+    `written`: the text the reviews were parsed from, after the text of `opening` (where they
+    are one array's elements from its first, or from a comma between two), taken as the
+    body but its closing where it is exactly that: opening's bytes, then the reviews'
+    encoding (see reviews_written_as_encoded). Opening's bytes parse to exactly what they
+    encode, so the elements that follow them are the reviews. With no closing, the body is
+    then `written` itself.
     """
-    if written is not None and reviews_written_as_encoded(written):
-        chunks = [written]
+    if (written is not None and written[:len(opening)] == opening
+            and reviews_written_as_encoded(memoryview(written)[len(opening):])):
+        body = b"".join([written, closing]) if closing else written
     else:
         # By chunks (see _ENCODE_CHUNK). Views drop each chunk's brackets without a copy, so the
         # body is the only copy made.
         chunks = [memoryview(encode_json(ordered[i:i + _ENCODE_CHUNK]))[1:-1]
                   for i in range(0, len(ordered), _ENCODE_CHUNK)]
-    body = b"".join([opening, *_interleaved(chunks, b","), closing])
-    del chunks
+        body = b"".join([opening, *_interleaved(chunks, b","), closing])
+        del chunks
     offsets = array("q", [len(opening)])
     # Between two reviews the body reads `},{"`; inside one it can only where a string ends in
     # `},{` (no review holds an array of objects). So exactly n - 1 matches are exactly the gaps.
@@ -1427,10 +1418,11 @@ _JSON_WHITESPACE = " \t\n\r"
 _JSON_WHITESPACE_BYTES = _JSON_WHITESPACE.encode()
 REVIEWS_LIST_IS_VALID = _CompiledOnFirstUse("reviews.schema.json#/properties/reviews")
 
-# The back of reviews.json built by a lane: its reviews' body (encoded, joined by commas), their
+# The back of reviews.json built by a lane: its reviews' body (encoded, joined by commas; None where
+# it is the file's bytes after the comma as they are, up to the document's closing `]}`), their
 # offsets in it (array "q" bytes, plus one past the end, +1), ids, dates, ratings, text blob and
 # starts (as _fold_and_join), and whether no reply precedes its review. Plain values, as EntryBuild.
-ReviewsBack = tuple[bytes, bytes, list[str], list[str], bytes, bytes, bytes, bool]
+ReviewsBack = tuple["bytes | memoryview | None", bytes, list[str], list[str], bytes, bytes, bytes, bool]
 
 
 def back_comma(content: bytes | memoryview, start: int) -> int | None:
@@ -1538,14 +1530,17 @@ def build_reviews_back(back: bytes | memoryview) -> tuple:
         return ("not built", "not valid")
     if not is_newest_first(reviews):
         return ("not built", "not newest first")
+    written = _before_document_end(back)
     try:
-        body, offsets = _encode_list(b"", reviews, b"", _before_document_end(back))
+        body, offsets = _encode_list(b"", reviews, b"", written)
     except (UnicodeEncodeError, ValueError):
         return ("not built", "a lone surrogate or a number beyond a float")
     ids, dates, ratings, texts, replies_ok = _review_columns(reviews)
     del reviews
     blob, starts = _fold_and_join(texts)
-    return ("built", body, offsets.tobytes(), ids, dates, ratings, blob, starts, replies_ok)
+    # Taken as written: the server has these bytes (it checks it has the same), so they are not sent.
+    return ("built", None if body is written else body, offsets.tobytes(), ids, dates, ratings, blob, starts,
+            replies_ok)
 
 
 def _before_document_end(content: bytes | memoryview) -> memoryview | None:
@@ -1767,13 +1762,15 @@ def _reviews_in_two(lane: InsightsLane, raw: RawFile,
     if doc is None or not REVIEWS_IS_VALID(doc) or not is_newest_first(doc["reviews"]):
         return _in_one_piece("the front is not a valid part of a document newest first")
     try:
-        front = _ReviewsPart.of_ordered(doc, doc["reviews"], memoryview(raw.content)[:comma])
+        front = _ReviewsPart.of_ordered(doc, doc["reviews"], memoryview(raw.content)[:comma], closing=b"")
     except (UnicodeEncodeError, ValueError):
         return _in_one_piece("the front cannot be encoded")
     front_blob = front.text_blob()
     back = lane.reviews_back(comma, back_sha256.result())
     if back is None:
         return _in_one_piece("no back from the lane")
+    if back[0] is None:  # as the file writes it, in the bytes after the comma, which the lane hashed the same
+        back = (_before_document_end(memoryview(raw.content)[comma + 1:]), *back[1:])
     back_ids, back_dates = back[2], back[3]
     if (front.dates[-1], front.ids[-1]) < (back_dates[0], back_ids[0]):
         return _in_one_piece("the back's first review is newer than the front's last")

@@ -151,6 +151,9 @@ def test_shares_written_as_encoded_are_taken_as_written(layout: str, verdicts: l
     assert built_in_two(content, len(content) // 2) == (d._without_reviews(reviews_doc), part_values(whole),
                                                         whole.text_blob())
     assert found == verdicts
+    # The lane does not send a back taken as written: the server has those bytes.
+    comma = d.back_comma(content, len(content) // 2)
+    assert (d.build_reviews_back(memoryview(content)[comma + 1:])[1] is None) is (layout == "compact")
 
 
 def test_a_file_parsed_by_runs_makes_one_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
