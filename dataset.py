@@ -1544,8 +1544,11 @@ def build_reviews_back(back: bytes | memoryview) -> tuple:
 
 
 def _before_document_end(content: bytes | memoryview) -> memoryview | None:
-    """`content` up to the `]}` it ends with (but whitespace), the last value's end where it is an array
-    (see _ReviewsPart.of_ordered); None where it does not end so."""
+    """`content` up to the `]}` it ends with (but whitespace); None where it does not end so.
+
+    Where `content` is the rest of a document whose last value is an array, that `]` closes
+    it: the array's end is followed by nothing but whitespace and the document's `}`.
+    """
     end = len(content)
     while end and content[end - 1] in _JSON_WHITESPACE_BYTES:
         end -= 1
