@@ -22,10 +22,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import dataset  # noqa: E402
 import reviewsd  # noqa: E402
 from factories import Spec, make_docs, write_docs  # noqa: E402
 
 STARTUP_TIMEOUT = 30.0
+
+
+@pytest.fixture
+def verdicts(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Every reviews_written_as_encoded verdict, in order."""
+    found: list[bool] = []
+    check = dataset.reviews_written_as_encoded
+    monkeypatch.setattr(dataset, "reviews_written_as_encoded", lambda written: found.append(check(written)) or found[-1])
+    return found
 
 
 @pytest.fixture

@@ -234,15 +234,6 @@ def test_a_string_matches_as_encode_json_writes_it_and_no_other_way() -> None:
                 text.encode("utf-8") == encoded), (char, text)
 
 
-@pytest.fixture
-def verdicts(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Every reviews_written_as_encoded verdict, in order."""
-    found: list[bool] = []
-    check = dataset.reviews_written_as_encoded
-    monkeypatch.setattr(dataset, "reviews_written_as_encoded", lambda written: found.append(check(written)) or found[-1])
-    return found
-
-
 @pytest.mark.parametrize("layout", [{"separators": (",", ":")}, {}, {"indent": 1}])
 def test_reviews_as_generated_are_taken_when_written_compact(layout: dict, verdicts: list[bool]) -> None:
     """The case the shortcut is for: generate_data.py's compact files, whose reviews are newest first and last."""
