@@ -35,6 +35,7 @@ class Config:
     mcp_max_sessions: int = 1000
     mcp_session_idle: float = 1800.0
     max_body: int = 1 << 20
+    send_buffer: int = 256 * 1024  # see server.Server: bounded, a large body stays in the CPU cache on loopback
     build_cache: bool = True
     # WebSub hub
     hub: bool = True
@@ -73,6 +74,7 @@ HELP = {
     "mcp_max_sessions": "most MCP sessions kept at once",
     "mcp_session_idle": "seconds after which an idle MCP session ends",
     "max_body": "largest request body accepted, in bytes",
+    "send_buffer": "socket send buffer per client connection, in bytes (0: the kernel sizes it)",
     "build_cache": "keep the last build in the state directory, so that a restart on unchanged data files "
                    "skips parsing, validating, encoding and compressing them",
     "hub": "run the WebSub hub (--no-hub on read-only replicas)",
@@ -95,6 +97,7 @@ HELP = {
 # server at once with a message naming the option, instead of a server that cannot work as asked.
 BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "port": (0, 65535), "threads": (1, 1000), "reload_interval": (0, None), "max_body": (1, None),
+    "send_buffer": (0, 1 << 30),
     "mcp_max_sessions": (1, None), "mcp_session_idle": (1, None), "hub_retry_delay": (0, None),
     "hub_lease_min": (1, None), "hub_lease_default": (1, None), "hub_lease_max": (1, None),
     "hub_workers": (1, 1000), "hub_max_subscriptions": (0, None), "hub_max_per_topic": (0, None),

@@ -74,7 +74,7 @@ MAX_PIPELINED = 16  # requests a worker serves in a row before yielding the conn
 SD_LISTEN_FDS_START = 3
 
 # Connection states (who owns it and which deadline applies).
-_HEAD, _IDLE, _LINGER, _BUSY = "head", "idle", "linger", "busy"
+_HEAD, _IDLE, _LINGER, _BUSY, _SEND = "head", "idle", "linger", "busy", "send"
 # What a worker wants done with a connection when it hands it back.
 _KEEP, _CLOSED, _LINGERING = "keep", "closed", "lingering"
 
@@ -318,8 +318,10 @@ class RequestHandler(WSGIRequestHandler):
         self.head_end = 0
         self.state = _HEAD
         self.action = _KEEP
-        self.registered = False
+        self.registered = 0  # the selector events the socket is registered for; 0: not registered
         self.close_connection = False
+        self.unsent: memoryview | None = None  # a response's last bytes, for the selector thread to send
+        self._unsent_log: tuple[int, int, float] | None = None  # its access line's status, size, start
         self._held_body: _Body | None = None  # the request's body as read from the socket, if any
         self._poll: Any = None
         self._base_environ = server.base_environ(client_address)
@@ -332,7 +334,7 @@ class RequestHandler(WSGIRequestHandler):
         self.linger = False
         for _ in range(MAX_PIPELINED):
             self.handle_one_request()
-            if self.close_connection:
+            if self.close_connection or self.unsent is not None:
                 break
             if _scan_head(self) > 0:  # a pipelined request is already buffered
                 continue
@@ -371,7 +373,10 @@ class RequestHandler(WSGIRequestHandler):
                 self._finish_body()
             except OSError as e:
                 self._drop(e)
-        self.log_request(self._status_code, self._bytes, start)
+        if self.unsent is not None:  # logged once the selector thread has sent it (or given up)
+            self._unsent_log = (self._status_code, self._bytes, start)
+        else:
+            self.log_request(self._status_code, self._bytes, start)
 
     def _await_next(self) -> bool:
         """Wait briefly for this client's next request; True if a complete head arrived.
@@ -443,25 +448,81 @@ class RequestHandler(WSGIRequestHandler):
         self.buf += data
         return bool(data)
 
-    def _send(self, data: bytes) -> None:
+    def _send(self, data: bytes, *, head: bytes = b"", last: bool = False) -> None:
+        """Send `head` then `data`; the rest of a response's `last` write goes to the selector thread."""
         # Non-blocking first: almost always the whole response fits in the
         # socket buffer and this is a single syscall (a timeout socket would
         # poll() before every send).
         sock = self.connection
         try:
             try:
-                sent = sock.send(data)
+                sent = sock.sendmsg([head, data]) if head else sock.send(data)
             except BlockingIOError:
                 sent = 0
+            if head:
+                if sent < len(head):
+                    self._send_waiting(memoryview(head)[sent:])
+                    sent = 0
+                else:
+                    sent -= len(head)
             if sent < len(data):
-                sock.settimeout(self.server.socket_timeout)
-                try:
-                    sock.sendall(memoryview(data)[sent:])
-                finally:
-                    sock.settimeout(0.0)
+                if last and not self.server.stopping:
+                    # The client reads slower than we write (a large body, a slow
+                    # link): the selector thread sends the rest as the client takes
+                    # it, so this worker is free for other requests.
+                    self.unsent = memoryview(data)[sent:]
+                    return
+                self._send_waiting(memoryview(data)[sent:])
         except OSError:
             self._io_failed = True
             raise
+
+    def _send_waiting(self, data: memoryview) -> None:
+        sock = self.connection
+        sock.settimeout(self.server.socket_timeout)
+        try:
+            sock.sendall(data)
+        finally:
+            sock.settimeout(0.0)
+
+    def send_unsent(self) -> int:
+        """Send what the socket takes now of `unsent` (non-blocking); the bytes sent. None and logged when done."""
+        unsent = self.unsent
+        assert unsent is not None
+        total = len(unsent)
+        try:
+            for _ in range(4):  # bounded: one client must not hold the selector thread
+                unsent = unsent[self.connection.send(unsent):]
+                if not unsent:
+                    break
+        except (BlockingIOError, InterruptedError):
+            pass
+        finally:
+            self.unsent = unsent
+        if not unsent:
+            self.log_unsent()
+            self.unsent = None
+        return total - len(unsent)
+
+    def flush_unsent(self) -> None:
+        """Send `unsent` waiting for the client (on a stop, when no selector loop runs); closes on failure."""
+        assert self.unsent is not None
+        try:
+            self._send_waiting(self.unsent)
+            self.unsent = self.unsent[len(self.unsent):]
+        except OSError as e:
+            self.close_connection = True
+            self.action = _CLOSED
+            self.connection_dropped(e, self.environ)
+        self.log_unsent()
+        self.unsent = None
+
+    def log_unsent(self) -> None:
+        """The access line of a response whose end the selector thread sent (size: the bytes that went)."""
+        if self._unsent_log is not None:
+            code, size, start = self._unsent_log
+            self._unsent_log = None
+            self.log_request(code, size - (len(self.unsent) if self.unsent is not None else 0), start)
 
     def _reply_error(self, code: int, message: str, start: float) -> None:
         self.close_connection = self.linger = True
@@ -654,11 +715,17 @@ class RequestHandler(WSGIRequestHandler):
             head = self._response_head()
             self._headers_sent = True
             if len(data) <= 65536:  # one send for head and body: the common case
-                self._send(head + self._frame(data) if data else head)
+                if data:
+                    head += self._frame(data)
+                self._send(head, last=self._left == 0)
                 return
-            self._send(head)  # a large body is not worth copying onto the head
+            # A large body is not worth copying onto the head: one sendmsg takes both.
+            self._send(self._frame(data), head=head, last=self._left == 0)
+            return
         if data:
-            self._send(self._frame(data))
+            framed = self._frame(data)
+            if framed:  # nothing after a body that has all its Content-Length
+                self._send(framed, last=self._left == 0)
 
     def _frame(self, data: bytes) -> bytes:
         if self._left is not None:
@@ -797,6 +864,15 @@ def _listen(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
+def _set_send_buffer(sock: socket.socket, size: int) -> None:
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+    # Linux reports twice the size (the other half is for its bookkeeping) and caps it at net.core.wmem_max.
+    factor = 2 if sys.platform.startswith("linux") else 1
+    got = sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) // factor
+    if got < size:
+        log.warning("send buffer of %d bytes asked, the kernel gave %d (net.core.wmem_max caps it)", size, got)
+
+
 class Server:
     """HTTP/1.1 keep-alive server: one selector thread plus a fixed pool of worker threads.
 
@@ -808,6 +884,15 @@ class Server:
     else a silent close); an idle keep-alive connection is closed after
     `keepalive_timeout`; a body must arrive, and each response write must
     complete, within `socket_timeout`.
+
+    Large responses: when a response's last write does not fit in the socket's
+    send buffer, the worker hands the rest to the selector thread, which sends it
+    as the client reads (a worker never waits for a slow reader); the client
+    must take some of it every `socket_timeout`. `send_buffer` (bytes, set on
+    the listening socket and inherited by each connection; 0 leaves it to the
+    kernel's autotuning) bounds what waits in the kernel per connection: on
+    loopback, behind a proxy on the same host, a bounded buffer keeps a large
+    body in the CPU cache between our write and the reader's read.
 
     Connection cap: at `max_connections` open connections the server first
     closes the longest-idle keep-alive connection; if none is idle it stops
@@ -832,10 +917,13 @@ class Server:
         header_timeout: float = 10.0,
         max_body: int = 1 << 20,
         max_connections: int = 1000,
+        send_buffer: int = 0,
     ) -> None:
         self.app = app
         self.socket = sock if sock is not None else _listen(host, port, backlog)
         self.socket.setblocking(False)
+        if send_buffer:
+            _set_send_buffer(self.socket, send_buffer)
         self.server_address = self.socket.getsockname()
         self.threads = threads
         self.socket_timeout = socket_timeout
@@ -853,7 +941,7 @@ class Server:
         self._conns: set[RequestHandler] = set()
         self._timers: dict[str, collections.OrderedDict] = {
             _HEAD: collections.OrderedDict(), _IDLE: collections.OrderedDict(),
-            _LINGER: collections.OrderedDict(),
+            _LINGER: collections.OrderedDict(), _SEND: collections.OrderedDict(),
         }
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -965,6 +1053,8 @@ class Server:
                         self._on_wake()
                     elif conn is self:
                         self._accept()
+                    elif conn.state == _SEND:
+                        self._on_writable(conn)
                     else:
                         self._on_readable(conn)
                 except Exception:
@@ -990,6 +1080,8 @@ class Server:
                     break
                 if state == _HEAD and conn.buf:
                     self._reject(conn, 408, "request head not received in time")
+                elif state == _SEND:
+                    self._give_up_sending(conn, TimeoutError("response not read in time"))
                 else:
                     self._close(conn)
         if self._accept_retry_at and now >= self._accept_retry_at:
@@ -1040,15 +1132,17 @@ class Server:
             self._sel.register(self.socket, selectors.EVENT_READ, self)
             self._accepting = True
 
-    def _watch(self, conn: RequestHandler, state: str, timeout: float) -> None:
+    def _watch(self, conn: RequestHandler, state: str, timeout: float, events: int = selectors.EVENT_READ) -> None:
         timers = self._timers.get(conn.state)
         if timers is not None:
             timers.pop(conn, None)
         conn.state = state
-        self._timers[state][conn] = time.monotonic() + timeout
+        self._timers[state][conn] = time.monotonic() + timeout  # last in the order: the latest deadline
         if not conn.registered:
-            self._sel.register(conn.connection, selectors.EVENT_READ, conn)
-            conn.registered = True
+            self._sel.register(conn.connection, events, conn)
+        elif conn.registered != events:
+            self._sel.modify(conn.connection, events, conn)
+        conn.registered = events
 
     def _unwatch(self, conn: RequestHandler) -> None:
         timers = self._timers.get(conn.state)
@@ -1056,7 +1150,7 @@ class Server:
             timers.pop(conn, None)
         if conn.registered:
             self._sel.unregister(conn.connection)
-            conn.registered = False
+            conn.registered = 0
 
     def _close(self, conn: RequestHandler) -> None:
         self._unwatch(conn)
@@ -1137,7 +1231,10 @@ class Server:
             self._take_back(returned.popleft())
 
     def _take_back(self, conn: RequestHandler) -> None:
-        if conn.action == _CLOSED:
+        if conn.unsent is not None:
+            self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
+            self._on_writable(conn)  # the client may have read some since the worker tried
+        elif conn.action == _CLOSED:
             self._forget(conn)
         elif conn.action == _LINGERING:
             conn.buf.clear()
@@ -1150,6 +1247,36 @@ class Server:
             self._watch(conn, _IDLE, self.keepalive_timeout)
             if not self._accepting:
                 self._resume_accept()  # an idle connection can now make room
+
+    def _on_writable(self, conn: RequestHandler) -> None:
+        try:
+            sent = conn.send_unsent()
+        except OSError as e:
+            self._give_up_sending(conn, e)
+            return
+        if conn.unsent is not None:
+            if sent:  # the client read: a new deadline
+                self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
+            return
+        action = conn.action
+        if self._draining or (action == _KEEP and self.stopping):
+            action = _CLOSED
+        elif action == _LINGERING:
+            try:
+                conn.connection.shutdown(socket.SHUT_WR)  # FIN after the response, keep reading
+            except OSError:
+                action = _CLOSED
+        conn.action = action
+        if action == _CLOSED:
+            self._close(conn)
+        else:
+            self._take_back(conn)
+
+    def _give_up_sending(self, conn: RequestHandler, error: BaseException) -> None:
+        conn.connection_dropped(error, conn.environ)
+        conn.log_unsent()
+        conn.unsent = None
+        self._close(conn)
 
     # -- workers -----------------------------------------------------------
 
@@ -1174,6 +1301,14 @@ class Server:
         action = conn.action
         if action == _KEEP and self.stopping:
             action = conn.action = _CLOSED
+        if conn.unsent is not None:
+            with self._lock:
+                if not self._draining:
+                    self._returned.append(conn)  # the selector thread sends the rest, then does the action
+                    self._wake()
+                    return
+            conn.flush_unsent()  # stopping: no selector loop runs any more
+            action = conn.action
         try:
             if action == _CLOSED:
                 conn.connection.close()
@@ -1200,12 +1335,16 @@ class Server:
             self._draining = True
         self.socket.close()
         for conn in list(self._conns):
-            if conn.state != _BUSY:
+            if conn.state not in (_BUSY, _SEND):
                 self._close(conn)
         while self._returned:
             conn = self._returned.popleft()
-            conn.connection.close()
-            self._conns.discard(conn)
+            if conn.unsent is not None:
+                self._take_back(conn)
+            else:
+                conn.connection.close()
+                self._conns.discard(conn)
+        self._finish_sending(deadline)
         if not self._wait_idle(deadline):
             self._hard_stop = True
             for conn in list(self._conns):
@@ -1221,6 +1360,20 @@ class Server:
         self._wake_r.close()
         self._wake_w.close()
         self._sel.close()
+
+    def _finish_sending(self, deadline: float) -> None:
+        """On a stop: send the responses the selector thread holds, until they are sent or the grace ends."""
+        sending = self._timers[_SEND]
+        while sending and time.monotonic() < deadline:
+            wait = min(deadline, next(iter(sending.values()))) - time.monotonic()
+            for key, _ in self._sel.select(max(0.0, wait)):
+                if key.data is None:
+                    self._on_wake()
+                elif isinstance(key.data, RequestHandler) and key.data.state == _SEND:
+                    self._on_writable(key.data)
+            self._expire(time.monotonic())
+        for conn in list(sending):
+            self._give_up_sending(conn, TimeoutError("server stopped"))
 
     def _wait_idle(self, deadline: float) -> bool:
         with self._all_closed:
@@ -1333,6 +1486,7 @@ def run(
     header_timeout: float = 10.0,
     max_body: int = 1 << 20,
     max_connections: int = 1000,
+    send_buffer: int = 0,
     shutdown_grace: float = 10.0,
     on_reload: Callable[[], Any] | None = None,
     on_stop: Callable[[], Any] | None = None,
@@ -1358,7 +1512,7 @@ def run(
         server = Server(
             app, host, port, sock=sock, threads=threads, backlog=backlog, socket_timeout=socket_timeout,
             keepalive_timeout=keepalive_timeout, header_timeout=header_timeout, max_body=max_body,
-            max_connections=max_connections,
+            max_connections=max_connections, send_buffer=send_buffer,
         )
     except OSError as e:
         log.error("cannot listen on %s:%s: %s", host, port, e)

@@ -113,6 +113,13 @@ def test_text_access_lines_reach_stderr_even_at_exit(live_server_factory, sample
     assert any(re.fullmatch(stamp + r'"GET /feed\.xml" 304 0 \d+\.\dms', line) for line in lines)
 
 
+def test_send_buffer_reaches_the_server(live_server_factory, sample_data_dir: Path, tmp_path: Path) -> None:
+    """--send-buffer is set on the listening socket: one the kernel must cap says so in the log."""
+    server = live_server_factory("--data-dir", str(sample_data_dir), "--state-dir", str(tmp_path / "s"),
+                                 "--send-buffer", str(1 << 30))
+    assert any("send buffer of 1073741824 bytes asked" in entry.get("message", "") for entry in server.log)
+
+
 def test_sigterm_exits_cleanly(live_server: LiveServer) -> None:
     assert get(live_server, "/healthz")[0].status == 200
     assert live_server.stop() == 0

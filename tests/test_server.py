@@ -633,6 +633,211 @@ def test_shutdown_closes_requests_that_outlive_the_grace() -> None:
         gate.release.set()
 
 
+# -- large responses: the selector thread sends what the client reads slowly --------
+
+
+BIG = bytes(range(256)) * 65536  # 16 MiB: several times what loopback's socket buffers hold
+
+
+class BigApp:
+    """/big answers BIG (Content-Length framed, one block), anything else b"small"."""
+
+    def __init__(self) -> None:
+        self.closing = threading.Event()  # set when a /big result's close() starts
+        self.hold_close: threading.Event | None = None  # if set, close() waits for it
+
+    def __call__(self, environ: dict, start_response: Any) -> Any:
+        body = BIG if environ["PATH_INFO"] == "/big" else b"small"
+        start_response("200 OK", [("Content-Length", str(len(body)))])
+        return _Result(self, body) if body is BIG else [body]
+
+
+class _Result(list):
+    def __init__(self, app: BigApp, body: bytes) -> None:
+        super().__init__([body])
+        self.app = app
+
+    def close(self) -> None:
+        self.app.closing.set()
+        if self.app.hold_close is not None:
+            self.app.hold_close.wait(WAIT)
+
+
+def slow_reader(srv: server.Server) -> socket.socket:
+    """A connection with a small receive buffer that reads only when the test says so."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+    sock.settimeout(WAIT)
+    sock.connect(srv.server_address[:2])
+    return sock
+
+
+def held_by_selector(srv: server.Server) -> bool:
+    """True once a response's rest waits in the selector thread for its client to read."""
+    return any(conn.state == server._SEND for conn in list(srv._conns))
+
+
+def access_records(caplog: pytest.LogCaptureFixture, path: str) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "reviewsd.access" and r.path == path]
+
+
+def test_a_client_reading_a_large_body_slowly_does_not_hold_a_worker(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="reviewsd.access")
+    with serving(BigApp(), threads=1, socket_timeout=60.0) as srv, slow_reader(srv) as sock:
+        sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert wait_until(lambda: held_by_selector(srv))
+        # The only worker is free: before, it sat in sendall until this client read or 60 s passed.
+        assert get(srv.server_address, "/other").body == b"small"
+        assert access_records(caplog, "/big") == []  # logged when sent, not when handed over
+        f = sock.makefile("rb")
+        code, headers, body = read_response(f)
+        assert (code, int(headers["content-length"])) == (200, len(BIG))
+        assert body == BIG
+        assert wait_until(lambda: access_records(caplog, "/big"))
+        record, = access_records(caplog, "/big")
+        assert (record.status, record.bytes) == (200, len(BIG))
+        sock.sendall(b"GET /after HTTP/1.1\r\nHost: t\r\n\r\n")  # the connection is kept
+        assert read_response(f)[2] == b"small"
+
+
+def test_pipelined_requests_after_a_large_body_are_answered_in_order() -> None:
+    with serving(BigApp(), threads=1) as srv, slow_reader(srv) as sock:
+        sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\nGET /1 HTTP/1.1\r\nHost: t\r\n\r\n"
+                     b"GET /big HTTP/1.1\r\nHost: t\r\n\r\nGET /2 HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert wait_until(lambda: held_by_selector(srv))
+        f = sock.makefile("rb")
+        assert [read_response(f)[2] for _ in range(4)] == [BIG, b"small", BIG, b"small"]
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    b"GET /big HTTP/1.0\r\n\r\n",
+])
+def test_a_large_body_on_a_closing_connection_is_sent_whole_then_closed(request_bytes: bytes) -> None:
+    with serving(BigApp()) as srv, slow_reader(srv) as sock:
+        sock.sendall(request_bytes)
+        assert wait_until(lambda: held_by_selector(srv))
+        f = sock.makefile("rb")
+        code, headers, body = read_response(f)
+        assert (code, headers["connection"], body == BIG) == (200, "close", True)
+        assert f.read() == b""  # closed right after the body
+
+
+def test_a_large_body_before_a_linger_is_sent_whole_then_closed() -> None:
+    # A body the app did not read (over the drain limit): the connection closes after the
+    # response, lingering so the client can read it all.
+    with serving(BigApp()) as srv, slow_reader(srv) as sock:
+        sock.sendall(b"POST /big HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n")
+        assert wait_until(lambda: held_by_selector(srv))
+        f = sock.makefile("rb")
+        code, headers, body = read_response(f)
+        assert (code, body == BIG) == (200, True)
+        assert closed_within(sock, WAIT)
+
+
+def test_a_client_that_stops_reading_is_dropped_after_the_socket_timeout(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="reviewsd.access")
+    with serving(BigApp(), socket_timeout=0.3) as srv, slow_reader(srv) as sock:
+        sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert wait_until(lambda: access_records(caplog, "/big"))
+        record, = access_records(caplog, "/big")
+        assert record.status == 200 and 0 < record.bytes < len(BIG)  # what went, not what was meant to
+        assert wait_until(lambda: not srv._conns)
+        assert closed_within(sock, WAIT)
+
+
+def test_a_slow_but_steady_reader_gets_a_body_that_takes_longer_than_the_socket_timeout() -> None:
+    # socket_timeout bounds each wait for the client to read, not the whole download.
+    with serving(BigApp(), socket_timeout=1.0) as srv, slow_reader(srv) as sock:
+        sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert wait_until(lambda: held_by_selector(srv))
+        f = sock.makefile("rb")
+        start = time.monotonic()
+        code, headers, _ = read_response(f, head=True)
+        body = bytearray()
+        while len(body) < len(BIG) and (piece := f.read(min(1 << 20, len(BIG) - len(body)))):
+            body += piece
+            time.sleep(0.1)  # the client's pace (a slow link), not synchronisation
+        assert time.monotonic() - start > 1.0
+        assert body == BIG
+
+
+def test_a_stop_finishes_a_large_body_the_client_is_still_reading() -> None:
+    srv = server.make_server(BigApp(), "127.0.0.1", 0, threads=1)
+    stopper = threading.Thread(target=srv.shutdown, args=(WAIT,))
+    with slow_reader(srv) as sock:
+        try:
+            sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert wait_until(lambda: held_by_selector(srv))
+            stopper.start()
+            assert wait_until(lambda: refuses_connections(srv.server_address))
+            f = sock.makefile("rb")
+            assert read_response(f)[2] == BIG
+            assert f.read() == b""  # then closed: the server is stopping
+        finally:
+            stopper.join(WAIT * 2)
+    assert not stopper.is_alive()
+
+
+def test_a_stop_gives_up_a_large_body_nobody_reads_after_the_grace() -> None:
+    srv = server.make_server(BigApp(), "127.0.0.1", 0, threads=1, socket_timeout=60.0)
+    with slow_reader(srv) as sock:
+        sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert wait_until(lambda: held_by_selector(srv))
+        start = time.monotonic()
+        srv.shutdown(0.3)
+        assert time.monotonic() - start < 3.0
+        assert closed_within(sock, WAIT)
+
+
+def test_a_large_body_handed_over_as_the_stop_begins_is_sent_by_its_worker() -> None:
+    # The worker hands the rest over, then the stop starts before the selector thread takes it:
+    # no selector loop runs any more, so the worker sends it itself, waiting for the client.
+    app = BigApp()
+    app.hold_close = threading.Event()
+    srv = server.make_server(app, "127.0.0.1", 0, threads=1)
+    stopper = threading.Thread(target=srv.shutdown, args=(WAIT,))
+    with slow_reader(srv) as sock:
+        try:
+            sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert app.closing.wait(WAIT)  # handed over, the worker is still in the result's close()
+            stopper.start()
+            assert wait_until(lambda: srv._draining)
+            app.hold_close.set()
+            f = sock.makefile("rb")
+            assert read_response(f)[2] == BIG
+            assert f.read() == b""
+        finally:
+            app.hold_close.set()
+            stopper.join(WAIT * 2)
+    assert not stopper.is_alive()
+
+
+def send_buffer_of(sock: socket.socket) -> int:
+    return sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+
+
+def test_the_send_buffer_is_set_on_the_listener_and_inherited_by_each_connection() -> None:
+    with serving(send_buffer=65536) as srv, connect(srv) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        read_response(sock.makefile("rb"))
+        conn, = list(srv._conns)
+        doubled = 2 if sys.platform.startswith("linux") else 1  # Linux reports twice what was asked
+        assert send_buffer_of(conn.connection) == send_buffer_of(srv.socket) == 65536 * doubled
+
+
+def test_without_a_send_buffer_the_kernel_sizes_it() -> None:
+    with socket.socket() as fresh, serving() as srv:
+        assert send_buffer_of(srv.socket) == send_buffer_of(fresh)
+
+
+def test_a_send_buffer_the_kernel_caps_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="reviewsd.server")
+    with serving(send_buffer=1 << 30):
+        pass
+    assert any("send buffer of 1073741824 bytes asked, the kernel gave" in r.getMessage() for r in caplog.records)
+
+
 # -- systemd: notify, watchdog, socket activation (subprocesses) ----------------------
 
 

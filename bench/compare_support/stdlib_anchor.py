@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -105,8 +106,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--manifest", type=Path, required=True)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--send-buffer", type=int, default=0, help="SO_SNDBUF of the listening socket (0: the kernel's)")
     args = parser.parse_args()
     server = Server(("127.0.0.1", args.port), handler_class(load(args.manifest)))
+    if args.send_buffer:  # accepted connections inherit it
+        server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, args.send_buffer)
     print(f"listening on http://127.0.0.1:{server.server_address[1]}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
