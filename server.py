@@ -13,7 +13,10 @@ connection handling:
   keep-alive response the connection goes back to the selector;
 * the per-request path is lean: the head is parsed from the buffered bytes
   with plain string operations and the response head and first body block go
-  out in one ``send``.
+  out in one ``send``;
+* a response the client reads slower than we write (a large body, a slow
+  link) is finished by the selector thread as the client reads, so no worker
+  waits for a download.
 
 ``run()`` adds what a systemd service needs: socket activation, the notify
 protocol (READY/RELOADING/STOPPING/WATCHDOG), signal handling and graceful stop.
@@ -486,7 +489,10 @@ class RequestHandler(WSGIRequestHandler):
             sock.settimeout(0.0)
 
     def send_unsent(self) -> int:
-        """Send what the socket takes now of `unsent` (non-blocking); the bytes sent. None and logged when done."""
+        """Send what the socket takes now of `unsent` (non-blocking); returns the bytes sent.
+
+        Once all of it is sent, `unsent` is None and the access line is written.
+        """
         unsent = self.unsent
         assert unsent is not None
         total = len(unsent)
