@@ -636,7 +636,8 @@ def test_shutdown_closes_requests_that_outlive_the_grace() -> None:
 # -- large responses: the selector thread sends what the client reads slowly --------
 
 
-BIG = bytes(range(256)) * 65536  # 16 MiB: several times what loopback's socket buffers hold
+BIG = bytes(range(256)) * 65536  # 16 MiB
+SMALL_BUFFER = 65536  # the server's send buffer: BIG never fits, whatever the machine's autotuning allows
 
 
 class BigApp:
@@ -683,7 +684,7 @@ def access_records(caplog: pytest.LogCaptureFixture, path: str) -> list[logging.
 
 def test_a_client_reading_a_large_body_slowly_does_not_hold_a_worker(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="reviewsd.access")
-    with serving(BigApp(), threads=1, socket_timeout=60.0) as srv, slow_reader(srv) as sock:
+    with serving(BigApp(), send_buffer=SMALL_BUFFER, threads=1, socket_timeout=60.0) as srv, slow_reader(srv) as sock:
         sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
         assert wait_until(lambda: held_by_selector(srv))
         # The only worker is free: before, it sat in sendall until this client read or 60 s passed.
@@ -701,7 +702,7 @@ def test_a_client_reading_a_large_body_slowly_does_not_hold_a_worker(caplog: pyt
 
 
 def test_pipelined_requests_after_a_large_body_are_answered_in_order() -> None:
-    with serving(BigApp(), threads=1) as srv, slow_reader(srv) as sock:
+    with serving(BigApp(), send_buffer=SMALL_BUFFER, threads=1) as srv, slow_reader(srv) as sock:
         sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\nGET /1 HTTP/1.1\r\nHost: t\r\n\r\n"
                      b"GET /big HTTP/1.1\r\nHost: t\r\n\r\nGET /2 HTTP/1.1\r\nHost: t\r\n\r\n")
         assert wait_until(lambda: held_by_selector(srv))
@@ -714,7 +715,7 @@ def test_pipelined_requests_after_a_large_body_are_answered_in_order() -> None:
     b"GET /big HTTP/1.0\r\n\r\n",
 ])
 def test_a_large_body_on_a_closing_connection_is_sent_whole_then_closed(request_bytes: bytes) -> None:
-    with serving(BigApp()) as srv, slow_reader(srv) as sock:
+    with serving(BigApp(), send_buffer=SMALL_BUFFER) as srv, slow_reader(srv) as sock:
         sock.sendall(request_bytes)
         assert wait_until(lambda: held_by_selector(srv))
         f = sock.makefile("rb")
@@ -726,7 +727,7 @@ def test_a_large_body_on_a_closing_connection_is_sent_whole_then_closed(request_
 def test_a_large_body_before_a_linger_is_sent_whole_then_closed() -> None:
     # A body the app did not read (over the drain limit): the connection closes after the
     # response, lingering so the client can read it all.
-    with serving(BigApp()) as srv, slow_reader(srv) as sock:
+    with serving(BigApp(), send_buffer=SMALL_BUFFER) as srv, slow_reader(srv) as sock:
         sock.sendall(b"POST /big HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n")
         assert wait_until(lambda: held_by_selector(srv))
         f = sock.makefile("rb")
@@ -737,7 +738,7 @@ def test_a_large_body_before_a_linger_is_sent_whole_then_closed() -> None:
 
 def test_a_client_that_stops_reading_is_dropped_after_the_socket_timeout(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="reviewsd.access")
-    with serving(BigApp(), socket_timeout=0.3) as srv, slow_reader(srv) as sock:
+    with serving(BigApp(), send_buffer=SMALL_BUFFER, socket_timeout=0.3) as srv, slow_reader(srv) as sock:
         sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
         assert wait_until(lambda: access_records(caplog, "/big"))
         record, = access_records(caplog, "/big")
@@ -748,7 +749,7 @@ def test_a_client_that_stops_reading_is_dropped_after_the_socket_timeout(caplog:
 
 def test_a_slow_but_steady_reader_gets_a_body_that_takes_longer_than_the_socket_timeout() -> None:
     # socket_timeout bounds each wait for the client to read, not the whole download.
-    with serving(BigApp(), socket_timeout=1.0) as srv, slow_reader(srv) as sock:
+    with serving(BigApp(), send_buffer=SMALL_BUFFER, socket_timeout=1.0) as srv, slow_reader(srv) as sock:
         sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
         assert wait_until(lambda: held_by_selector(srv))
         f = sock.makefile("rb")
@@ -763,7 +764,7 @@ def test_a_slow_but_steady_reader_gets_a_body_that_takes_longer_than_the_socket_
 
 
 def test_a_stop_finishes_a_large_body_the_client_is_still_reading() -> None:
-    srv = server.make_server(BigApp(), "127.0.0.1", 0, threads=1)
+    srv = server.make_server(BigApp(), "127.0.0.1", 0, send_buffer=SMALL_BUFFER, threads=1)
     stopper = threading.Thread(target=srv.shutdown, args=(WAIT,))
     with slow_reader(srv) as sock:
         try:
@@ -780,7 +781,7 @@ def test_a_stop_finishes_a_large_body_the_client_is_still_reading() -> None:
 
 
 def test_a_stop_gives_up_a_large_body_nobody_reads_after_the_grace() -> None:
-    srv = server.make_server(BigApp(), "127.0.0.1", 0, threads=1, socket_timeout=60.0)
+    srv = server.make_server(BigApp(), "127.0.0.1", 0, send_buffer=SMALL_BUFFER, threads=1, socket_timeout=60.0)
     with slow_reader(srv) as sock:
         sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
         assert wait_until(lambda: held_by_selector(srv))
@@ -795,7 +796,7 @@ def test_a_large_body_handed_over_as_the_stop_begins_is_sent_by_its_worker() -> 
     # no selector loop runs any more, so the worker sends it itself, waiting for the client.
     app = BigApp()
     app.hold_close = threading.Event()
-    srv = server.make_server(app, "127.0.0.1", 0, threads=1)
+    srv = server.make_server(app, "127.0.0.1", 0, threads=1, send_buffer=SMALL_BUFFER)
     stopper = threading.Thread(target=srv.shutdown, args=(WAIT,))
     with slow_reader(srv) as sock:
         try:

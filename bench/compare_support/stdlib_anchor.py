@@ -106,7 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--manifest", type=Path, required=True)
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--send-buffer", type=int, default=0, help="SO_SNDBUF of the listening socket (0: the kernel's)")
+    parser.add_argument("--send-buffer", type=int, default=0, help="SO_SNDBUF of the listening socket (0: kernel's)")
     args = parser.parse_args()
     server = Server(("127.0.0.1", args.port), handler_class(load(args.manifest)))
     if args.send_buffer:  # accepted connections inherit it
