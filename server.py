@@ -1264,8 +1264,17 @@ class Server:
             if sent:  # the client read: a new deadline
                 self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
             return
+        if self._draining:  # nothing lingers or idles any more
+            conn.action = _CLOSED
+        if self._after_response(conn) == _CLOSED:
+            self._close(conn)
+        else:
+            self._take_back(conn)
+
+    def _after_response(self, conn: RequestHandler) -> str:
+        """Settle the action for a connection whose response is all sent: closed on a stop, FIN sent if lingering."""
         action = conn.action
-        if self._draining or (action == _KEEP and self.stopping):
+        if action == _KEEP and self.stopping:
             action = _CLOSED
         elif action == _LINGERING:
             try:
@@ -1273,10 +1282,7 @@ class Server:
             except OSError:
                 action = _CLOSED
         conn.action = action
-        if action == _CLOSED:
-            self._close(conn)
-        else:
-            self._take_back(conn)
+        return action
 
     def _give_up_sending(self, conn: RequestHandler, error: BaseException) -> None:
         conn.connection_dropped(error, conn.environ)
@@ -1304,9 +1310,6 @@ class Server:
             self._release(conn)
 
     def _release(self, conn: RequestHandler) -> None:
-        action = conn.action
-        if action == _KEEP and self.stopping:
-            action = conn.action = _CLOSED
         if conn.unsent is not None:
             with self._lock:
                 if not self._draining:
@@ -1314,15 +1317,11 @@ class Server:
                     self._wake()
                     return
             conn.flush_unsent()  # stopping: no selector loop runs any more
-            action = conn.action
-        try:
-            if action == _CLOSED:
+        if self._after_response(conn) == _CLOSED:
+            try:
                 conn.connection.close()
-            elif action == _LINGERING:
-                conn.connection.shutdown(socket.SHUT_WR)  # FIN after the response, keep reading
-        except OSError:
-            action = conn.action = _CLOSED
-            conn.connection.close()
+            except OSError:  # the descriptor is released all the same
+                pass
         with self._lock:
             if not self._draining:
                 self._returned.append(conn)
