@@ -1,30 +1,32 @@
-"""MCP server at POST /mcp: hand-rolled JSON-RPC 2.0 over streamable HTTP (protocol 2025-06-18).
+"""MCP server at POST /mcp: hand-rolled JSON-RPC 2.0, protocol 2026-07-28 (stateless) and the 2025 sessions.
 
-Two layers:
+Three modules:
 
-* A pure pipeline, `McpServer.dispatch(session, body) -> response dict | None`:
+* Here, a pure pipeline, `McpServer.dispatch(session, body) -> response dict | None`:
   parse (`parse`), check the envelope (`classify`), look the method up, call it,
   wrap the result. No I/O; errors are `RpcError` values with named `ErrorCode`s,
-  turned into JSON-RPC error objects in one place (`McpServer.handle`).
-* A thin HTTP layer, `McpEndpoint(app).handle(environ) -> (status, headers, body)`:
-  Origin, media types, body size, sessions and the protocol-version header.
-  `attach(app)` installs it as `app.mcp`.
+  turned into JSON-RPC error objects in one place (`McpServer.handle`). The tools
+  and resources live here; prompts and completions in mcp_prompts.py.
+* mcp_http.py, the HTTP layer, `McpEndpoint(app).handle(environ) -> (status, headers, body)`:
+  Origin, media types, body size, the 2025 sessions and the 2026-07-28 per-request
+  rules (`_meta`, headers, status codes, caching hints). `attach(app)` installs it as `app.mcp`.
 
 Every tool and resource reads `app.store.current` when it is called, so after a
 data reload the next call sees the new data.
 
 Choices where the specifications leave room (also in the README):
 
-* Versions: 2025-06-18 and 2025-03-26 are supported; `initialize` asking for
-  either gets it, any other value (e.g. 2025-11-25) gets 2025-06-18. After
-  initialize, `MCP-Protocol-Version` must be one of the two (else 400); absent
+* Versions: 2026-07-28 is served statelessly (mcp_http.py says how a request is
+  told apart). Through `initialize`: 2025-11-25, 2025-06-18 and 2025-03-26; asking
+  for one of them gets it, any other value gets the newest, 2025-11-25. After
+  initialize, `MCP-Protocol-Version` must be one of the three (else 400); absent
   means 2025-03-26. `initialize` itself is exempt from the header check.
 * Request ids are strings or integers. `null`, booleans and numbers with a
   fraction or exponent (1.5, 1.0, 1e3) are -32600 Invalid Request (JSON-RPC says
   ids SHOULD NOT have fractions; MCP forbids null).
 * HTTP status: a body that is not a readable JSON-RPC message (-32700, -32600)
   is 400; a request that was read is answered 200, whether with a result or an
-  error (-32601, -32602, -32603, -32002). Transport refusals (400 missing
+  error (-32601, -32602, -32603, -32002). In a 2025 session, transport refusals (400 missing
   session or bad version header, 403 Origin, 404 session, 406, 413, 415)
   carry a JSON-RPC error body with code -32000 and the request id when known.
   Not from here: a Content-Length over max_body is refused by the HTTP server
@@ -49,36 +51,36 @@ Choices where the specifications leave room (also in the README):
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import secrets
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, Sequence
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
-from werkzeug.datastructures import MIMEAccept
-from werkzeug.exceptions import RequestEntityTooLarge
-from werkzeug.http import parse_accept_header, parse_options_header
-from werkzeug.wsgi import get_content_length
 
+import mcp_prompts
 from dataset import SCHEMAS, Dataset, encode_json, folded_names, loads_data, named
-from payloads import Triple, status_line
+from mcp_prompts import REVIEW_PATH, PromptContext, PromptError
 from search import InvalidParams, run_search, search_result_json, since_positions
 
 log = logging.getLogger("reviewsd.mcp")
 
-LATEST_VERSION = "2025-06-18"
-SUPPORTED_VERSIONS = ("2025-06-18", "2025-03-26")
+MODERN_VERSION = "2026-07-28"  # stateless: version and capabilities in every request's _meta
+LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")  # initialize and a session; newest first
+LATEST_VERSION = LEGACY_VERSIONS[0]  # what initialize answers to a version we do not speak
+SUPPORTED_VERSIONS = (MODERN_VERSION, *LEGACY_VERSIONS)  # server/discover's supportedVersions
 HEADER_DEFAULT_VERSION = "2025-03-26"  # what an absent MCP-Protocol-Version header means
 SERVER_INFO = {"name": "reviewsd", "title": "Clinic reviews and insights (read-only)", "version": "1.0.0"}
-CAPABILITIES = {"tools": {"listChanged": False}, "resources": {"subscribe": False, "listChanged": False}}
+CAPABILITIES = {"tools": {"listChanged": False}, "resources": {"subscribe": False, "listChanged": False},
+                "prompts": {"listChanged": False}, "completions": {}}
+MODERN_CAPABILITIES = {**CAPABILITIES, "resources": {"listChanged": False}}  # 2026-07-28 removed resources/subscribe
 READ_ONLY = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False, "destructiveHint": False}
 
 
@@ -91,8 +93,10 @@ class ErrorCode(IntEnum):
     METHOD_NOT_FOUND = -32601
     INVALID_PARAMS = -32602
     INTERNAL_ERROR = -32603
-    TRANSPORT = -32000  # refused by the HTTP layer; the HTTP status says why
-    RESOURCE_NOT_FOUND = -32002  # MCP 2025-06-18, server/resources
+    TRANSPORT = -32000  # refused by the HTTP layer in a 2025 session; the HTTP status says why
+    RESOURCE_NOT_FOUND = -32002  # MCP 2025-06-18 and 2025-11-25, server/resources (2026-07-28: -32602)
+    HEADER_MISMATCH = -32020  # MCP 2026-07-28: an MCP header missing, malformed or not matching the body
+    UNSUPPORTED_VERSION = -32022  # MCP 2026-07-28: UnsupportedProtocolVersionError
 
 
 class RpcError(Exception):
@@ -696,6 +700,11 @@ class Session:
     initialized: bool = False  # the client sent notifications/initialized
     last_used: float = 0.0
 
+    @property
+    def modern(self) -> bool:
+        """A 2026-07-28 request: one request, no session (mcp_http makes a Session for it)."""
+        return self.protocol_version == MODERN_VERSION
+
 
 class SessionStore:
     """Sessions by id, least recently used first; thread-safe, with an injectable monotonic clock."""
@@ -762,7 +771,6 @@ RESOURCES = {
                        "Aspect-based sentiment, technicians, services, topics, monthly trend, per-review "
                        "mentions, FAQ and an editorial summary."),
 }
-REVIEW_PATH = "/api/reviews/"
 
 
 class McpServer:
@@ -772,20 +780,29 @@ class McpServer:
         self.app = app
         self.tools = Tools()
         self.tool_list = [tool.definition() for tool in self.tools.by_name.values()]
-        self.methods: dict[str, Callable[[Session, Any], Any]] = {
-            "initialize": self.initialize,
-            "ping": self.ping,
+        self.prompt_list = [prompt.definition() for prompt in mcp_prompts.PROMPTS.values()]
+        common: dict[str, Callable[[Session, Any], Any]] = {
             "tools/list": self.list_tools,
             "tools/call": self.call_tool,
             "resources/list": self.list_resources,
             "resources/templates/list": self.list_resource_templates,
             "resources/read": self.read_resource,
+            "prompts/list": self.list_prompts,
+            "prompts/get": self.get_prompt,
+            "completion/complete": self.complete,
         }
+        self.methods = {"initialize": self.initialize, "ping": self.ping, **common}  # a 2025 session's
+        # 2026-07-28 removed initialize and ping (and logging/setLevel, resources/subscribe: never served here).
+        self.modern_methods = {"server/discover": self.discover, **common}
 
     @property
     def base_url(self) -> str:
         """Read per call: a server that binds port 0 may settle the public URL after start-up."""
         return self.app.config.public_base_url
+
+    @property
+    def review_template(self) -> str:
+        return self.base_url + REVIEW_PATH + "{id}"
 
     def dispatch(self, session: Session, body: bytes | Any) -> dict[str, Any] | None:
         """One message in (body bytes or a parsed JSON value), its response out as plain JSON values
@@ -807,7 +824,7 @@ class McpServer:
             return None  # notifications/cancelled and unknown notifications need nothing from a read-only server
         if isinstance(message, RpcResponse):
             return None
-        method = self.methods.get(message.method)
+        method = (self.modern_methods if session.modern else self.methods).get(message.method)
         try:
             if method is None:
                 raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {message.method}",
@@ -815,6 +832,8 @@ class McpServer:
             return result_response(message.id, method(session, message.params))
         except RpcError as error:
             return error_response(message.id, error.code, error.message, error.data)
+        except PromptError as error:
+            return error_response(message.id, ErrorCode.INVALID_PARAMS, error.message, error.data)
         except Exception:
             log.exception("MCP method %s failed", message.method, extra={"event": "mcp_internal_error"})
             return error_response(message.id, ErrorCode.INTERNAL_ERROR, "Internal error")
@@ -826,11 +845,11 @@ class McpServer:
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: protocolVersion must be a string",
-                           {"supported": list(SUPPORTED_VERSIONS)})
+                           {"supported": list(LEGACY_VERSIONS)})
         for name in ("capabilities", "clientInfo"):
             if name in params and not isinstance(params[name], dict):
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Invalid params: {name} must be an object")
-        session.protocol_version = requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
+        session.protocol_version = requested if requested in LEGACY_VERSIONS else LATEST_VERSION
         session.client_info = params.get("clientInfo")
         return {"protocolVersion": session.protocol_version, "capabilities": CAPABILITIES,
                 "serverInfo": SERVER_INFO, "instructions": self.instructions()}
@@ -839,6 +858,12 @@ class McpServer:
     def ping(session: Session, params: Any) -> dict[str, Any]:
         object_params(params)
         return {}
+
+    def discover(self, session: Session, params: Any) -> dict[str, Any]:
+        """server/discover (2026-07-28): versions, capabilities and instructions; mcp_http adds serverInfo."""
+        object_params(params)
+        return {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": MODERN_CAPABILITIES,
+                "instructions": self.instructions()}
 
     def instructions(self) -> str:
         name = self.app.store.current.dataset.business["name"]
@@ -889,7 +914,7 @@ class McpServer:
     def list_resource_templates(self, session: Session, params: Any) -> dict[str, Any]:
         _no_cursor(object_params(params))
         return {"resourceTemplates": [{
-            "uriTemplate": self.base_url + REVIEW_PATH + "{id}", "name": "review", "title": "One review",
+            "uriTemplate": self.review_template, "name": "review", "title": "One review",
             "description": "A single review by its id (ULID), as served by GET /api/reviews/{id}.",
             "mimeType": "application/json",
         }]}
@@ -899,8 +924,9 @@ class McpServer:
         if not isinstance(uri, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: uri must be a string")
         body = self._resource_body(uri)
-        if body is None:
-            raise RpcError(ErrorCode.RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        if body is None:  # 2026-07-28 says -32602 where the 2025 revisions said -32002
+            code = ErrorCode.INVALID_PARAMS if session.modern else ErrorCode.RESOURCE_NOT_FOUND
+            raise RpcError(code, "Resource not found", {"uri": uri})
         return {"contents": [{"uri": uri, "mimeType": "application/json", "text": body.decode("utf-8")}]}
 
     def _resource_body(self, uri: str) -> bytes | None:
@@ -912,6 +938,20 @@ class McpServer:
             position = snapshot.dataset.position_of.get(path[len(REVIEW_PATH):])
             return None if position is None else snapshot.dataset.review_json(position)
         return None
+
+
+    # ----------------------------------------------------------------- prompts and completion (mcp_prompts)
+
+    def list_prompts(self, session: Session, params: Any) -> dict[str, Any]:
+        _no_cursor(object_params(params))
+        return {"prompts": self.prompt_list}
+
+    def get_prompt(self, session: Session, params: Any) -> dict[str, Any]:
+        context = PromptContext(self.app.store.current.dataset, self.base_url, self.tools.call)
+        return mcp_prompts.get_prompt(context, object_params(params))
+
+    def complete(self, session: Session, params: Any) -> dict[str, Any]:
+        return mcp_prompts.complete(self.app.store.current.dataset, self.review_template, object_params(params))
 
 
 def tool_result(structured: EncodedJson) -> EncodedJson:
@@ -930,231 +970,9 @@ def _no_cursor(params: Mapping[str, Any]) -> None:
         raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown cursor (every list has one page)")
 
 
-# --------------------------------------------------------------------------- HTTP transport
+def attach(app: Any, clock: Callable[[], float] = time.monotonic) -> Any:
+    """Install the MCP endpoint (mcp_http.McpEndpoint) as `app.mcp` (reviewsd.create_app calls this)."""
+    from mcp_http import McpEndpoint  # mcp_http imports this module
 
-
-class HttpRefusal(Exception):
-    """A request the transport refuses before dispatch: an HTTP status and a JSON-RPC error body."""
-
-    def __init__(self, status: int, message: str, request_id: Any = None, code: ErrorCode = ErrorCode.TRANSPORT,
-                 headers: Sequence[tuple[str, str]] = ()):
-        super().__init__(message)
-        self.status, self.message, self.request_id, self.code, self.headers = status, message, request_id, code, headers
-
-
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
-ALLOW = "DELETE, OPTIONS, POST"
-
-
-def origin_of(url: str, with_path: bool = False) -> str | None:
-    """`scheme://host[:port]` in lower case without the default port; None if `url` is not an http(s) origin.
-
-    An Origin header has no path; a configured URL (`with_path`) may have one, which is ignored.
-    """
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
-        return None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username is not None:
-        return None
-    if not with_path and (parts.path not in ("", "/") or parts.query or parts.fragment):
-        return None
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    default = {"http": 80, "https": 443}[parts.scheme]
-    return f"{parts.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
-
-
-@dataclass(frozen=True)
-class OriginPolicy:
-    """Origins allowed to call /mcp: the public base URL's, loopback on any port, and configured extras."""
-
-    exact: frozenset[str]
-    any_origin: bool = False
-
-    @classmethod
-    def from_config(cls, public_base_url: str, extra: str) -> "OriginPolicy":
-        values = [v.strip() for v in extra.split(",") if v.strip()]
-        exact = {o for o in (origin_of(url, with_path=True) for url in [public_base_url, *values]) if o}
-        return cls(frozenset(exact), "*" in values)
-
-    def allows(self, origin: str) -> bool:
-        normal = origin_of(origin)
-        if self.any_origin:
-            return origin.strip() != "null"
-        return normal is not None and (normal in self.exact or urlsplit(normal).hostname in LOOPBACK_HOSTS)
-
-
-@dataclass
-class McpEndpoint:
-    """POST/DELETE /mcp for the app: transport rules around `McpServer`."""
-
-    app: Any
-    clock: Callable[[], float] = time.monotonic
-    server: McpServer = field(init=False)
-    sessions: SessionStore = field(init=False)
-    origins: OriginPolicy = field(init=False)
-    max_body: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        config = self.app.config
-        self.server = McpServer(self.app)
-        self.sessions = SessionStore(config.mcp_max_sessions, config.mcp_session_idle, self.clock)
-        self.origins = OriginPolicy.from_config(config.public_base_url, config.mcp_allowed_origins)
-        self.max_body = config.max_body
-
-    def handle(self, environ: dict) -> Triple:
-        try:
-            origin = environ.get("HTTP_ORIGIN")
-            if origin is not None and not self.origins.allows(origin):
-                raise HttpRefusal(403, f"Origin {origin!r} is not allowed to use this MCP endpoint")
-            if environ["REQUEST_METHOD"] == "POST":
-                return self.post(environ)
-            if environ["REQUEST_METHOD"] == "DELETE":
-                return self.delete(environ)
-            raise HttpRefusal(405, "Method not allowed: POST JSON-RPC messages here, DELETE ends a session "
-                                   "(this server offers no SSE stream)", headers=[("Allow", ALLOW)])
-        except HttpRefusal as refusal:
-            body = error_response(refusal.request_id, refusal.code, refusal.message)
-            return json_response(body, refusal.status, refusal.headers)
-
-    # ----------------------------------------------------------------- POST
-
-    def post(self, environ: dict) -> Triple:
-        check_content_type(environ.get("CONTENT_TYPE", ""))
-        check_accept(environ.get("HTTP_ACCEPT"))
-        body = self.read_body(environ)
-        try:
-            message = classify(parse(body))
-        except RpcError as error:
-            raise HttpRefusal(400, error.message, error.request_id, error.code) from None
-        if isinstance(message, RpcRequest) and message.method == "initialize":
-            return self.initialize(environ, message)
-        # A refusal answers a request by its id; a notification or a client response gets one without.
-        session = self.session_for(environ, message.id if isinstance(message, RpcRequest) else None)
-        reply = self.server.handle(session, message)
-        return json_response(reply, 200) if reply is not None else empty_response(202)
-
-    def initialize(self, environ: dict, message: RpcRequest) -> Triple:
-        if environ.get("HTTP_MCP_SESSION_ID"):
-            raise HttpRefusal(400, "initialize starts a new session: send it without Mcp-Session-Id", message.id)
-        session = Session()
-        reply = self.server.handle(session, message)
-        if reply is None or "error" in reply:  # None never happens for a request; it keeps the types honest
-            return json_response(reply, 200)
-        session_id = self.sessions.add(session)
-        return json_response(reply, 200, [("Mcp-Session-Id", session_id)])
-
-    def read_body(self, environ: dict) -> bytes:
-        """At most max_body bytes: Content-Length is checked first, and the read itself is bounded."""
-        too_large = HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
-        length = get_content_length(environ)
-        if length is not None and length > self.max_body:
-            raise too_large
-        if "wsgi.input_terminated" in environ:
-            # The server terminates the stream itself (chunked bodies): read to its EOF, bounded here.
-            try:
-                body = read_at_most(environ["wsgi.input"], self.max_body + 1)
-            except RequestEntityTooLarge:  # server.py's own bound on the stream went first
-                raise too_large from None
-            if len(body) > self.max_body:
-                raise too_large
-            return body
-        if length is None:
-            return b""  # no length and no terminated stream: nothing can be read safely (as werkzeug does)
-        body = read_at_most(environ["wsgi.input"], length)
-        if len(body) < length:
-            raise HttpRefusal(400, "Request body ended before Content-Length bytes")
-        return body
-
-    # ----------------------------------------------------------------- sessions
-
-    def session_for(self, environ: dict, request_id: Any) -> Session:
-        check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), request_id)
-        session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
-        if not session_id:
-            raise HttpRefusal(400, "Missing Mcp-Session-Id header: send initialize first, then the session id "
-                                   "from its response on every request", request_id)
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise HttpRefusal(404, "Unknown or ended session: send initialize (without Mcp-Session-Id) to start "
-                                   "a new one", request_id)
-        return session
-
-    def delete(self, environ: dict) -> Triple:
-        check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), None)
-        session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
-        if not session_id:
-            raise HttpRefusal(400, "Missing Mcp-Session-Id header: name the session to end")
-        if not self.sessions.end(session_id):
-            raise HttpRefusal(404, "Unknown or ended session")
-        return empty_response(204)
-
-
-def read_at_most(stream: Any, limit: int) -> bytes:
-    """Read until EOF or `limit` bytes, whichever comes first (a read may return less than asked)."""
-    chunks, remaining = [], limit
-    while remaining > 0:
-        chunk = stream.read(min(remaining, 64 * 1024))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
-
-
-# A client sends the same Content-Type and Accept on every request: parsing them is
-# a large share of a small call, so the verdicts are cached (bounded: headers are client input).
-
-
-@functools.lru_cache(maxsize=256)
-def is_json_content_type(value: str) -> bool:
-    mimetype, options = parse_options_header(value)
-    return mimetype.lower() == "application/json" and options.get("charset", "utf-8").lower() in ("utf-8", "utf8")
-
-
-@functools.lru_cache(maxsize=256)
-def accepts_json(value: str) -> bool:
-    """Lenient: an empty Accept, */*, application/* or application/json will do (SSE is never used)."""
-    return not value or parse_accept_header(value, MIMEAccept).quality("application/json") > 0
-
-
-def check_content_type(value: str) -> None:
-    if not is_json_content_type(value):
-        raise HttpRefusal(415, "Content-Type must be application/json (UTF-8)")
-
-
-def check_accept(value: str | None) -> None:
-    """No Accept at all will do too."""
-    if value is not None and not accepts_json(value):
-        raise HttpRefusal(406, "This endpoint answers application/json; include it in Accept "
-                               "(MCP clients send: application/json, text/event-stream)")
-
-
-def check_protocol_header(value: str | None, request_id: Any) -> None:
-    if value is not None and value.strip() not in SUPPORTED_VERSIONS:
-        raise HttpRefusal(400, f"Unsupported MCP-Protocol-Version {value.strip()!r}; supported: "
-                               f"{', '.join(SUPPORTED_VERSIONS)}", request_id)
-
-
-MCP_HEADERS = [("Cache-Control", "no-store"), ("Access-Control-Allow-Origin", "*"),
-               ("Access-Control-Expose-Headers", "Mcp-Session-Id")]
-
-
-# Plain WSGI answers, not werkzeug Responses: an MCP call is small, and building and
-# serialising a Response object cost a measurable share of it.
-def json_response(message: Mapping[str, Any] | None, status: int, headers: Sequence[tuple[str, str]] = ()) -> Triple:
-    body = encode_response(message) if message is not None else b""
-    return status_line(status), [*MCP_HEADERS, *headers, ("Content-Type", "application/json"),
-                                 ("Content-Length", str(len(body)))], body
-
-
-def empty_response(status: int) -> Triple:
-    """No body and no Content-Type; a 204 carries no Content-Length either (RFC 9110)."""
-    return status_line(status), [*MCP_HEADERS, *([] if status == 204 else [("Content-Length", "0")])], b""
-
-
-def attach(app: Any, clock: Callable[[], float] = time.monotonic) -> McpEndpoint:
-    """Install the MCP endpoint as `app.mcp` (reviewsd.create_app calls this)."""
     app.mcp = McpEndpoint(app, clock)
     return app.mcp

@@ -1,0 +1,395 @@
+"""MCP over HTTP at POST /mcp: the 2026-07-28 stateless requests beside the 2025 sessions.
+
+`McpEndpoint(app).handle(environ) -> (status, headers, body)` around the pure
+`mcp_rpc.McpServer`. For every POST: Origin (403), Content-Type (415), Accept (406)
+and body size (413), then the era of the message (MCP 2026-07-28 basic/versioning,
+"a dual-era server selects its behavior from how the client opens"):
+
+* 2026-07-28: a request whose `params._meta` names a protocol version
+  (`io.modelcontextprotocol/protocolVersion`) or whose `MCP-Protocol-Version` header is
+  2026-07-28. Served statelessly: no initialize, no session (an `Mcp-Session-Id` is
+  ignored), any replica can answer it. Checked in this order (`check_modern_request`):
+  a method this revision does not have (`initialize`, `ping`, `logging/setLevel`,
+  `resources/subscribe`, unknown ones) is 404 -32601; `_meta` without the version is 400
+  -32602; `MCP-Protocol-Version` missing or not the `_meta` version is 400 -32020
+  (HeaderMismatch); a version other than 2026-07-28 is 400 -32022 with `data.supported`
+  (every version we speak, the 2025 ones included, so a client falls back to initialize)
+  and `data.requested`; `_meta` without the client capabilities is 400 -32602; `Mcp-Method`
+  missing or not the method, and `Mcp-Name` missing or not `params.name` / `params.uri`
+  (for tools/call, prompts/get, resources/read; the `=?base64?...?=` form decoded first)
+  are 400 -32020. Every result gets `resultType: "complete"` and our serverInfo in
+  `_meta`; the cacheable ones (server/discover and the lists, resources/read) get `ttlMs`
+  and `cacheScope` (`CACHE_TTL_MS`). Method errors (unknown tool, resource not found:
+  -32602 with `data.uri`) are answered 200, as in a session. Transport refusals of our
+  own use -32600 instead of the legacy -32000 (the revision reserves -32000..-32019 for
+  old implementations). Notifications are accepted (202) and ignored.
+* Anything else is 2025 (2025-11-25, 2025-06-18, 2025-03-26), exactly as before:
+  `initialize` starts a session under the version the client offered (mcp_rpc), every
+  other message needs its `Mcp-Session-Id`, DELETE ends it, refusals carry -32000.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+from urllib.parse import urlsplit
+
+from werkzeug.datastructures import MIMEAccept
+from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.http import parse_accept_header, parse_options_header
+from werkzeug.wsgi import get_content_length
+
+from mcp_rpc import (LEGACY_VERSIONS, MODERN_VERSION, SERVER_INFO, SUPPORTED_VERSIONS, EncodedJson, ErrorCode,
+                     McpServer, Message, RpcError, RpcNotification, RpcRequest, RpcResponse, Session, SessionStore,
+                     classify, encode_message, encode_response, error_response, parse)
+from payloads import Triple, status_line
+
+# --------------------------------------------------------------------------- 2026-07-28 rules (pure)
+
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+SERVER_META = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
+NAME_SOURCES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # what Mcp-Name mirrors
+
+# Caching hints (server/utilities/caching). A reload (the data poll or SIGHUP) can swap the data at
+# any moment, so a result built from the data is stale at once (0: ask again); the lists of tools,
+# prompts and templates do not depend on the data (only a new server build changes them). Every
+# result is the same for every caller (public, read-only data): "public".
+STATIC_TTL_MS = 3_600_000
+CACHE_TTL_MS = {"tools/list": STATIC_TTL_MS, "prompts/list": STATIC_TTL_MS,
+                "resources/templates/list": STATIC_TTL_MS,
+                "server/discover": 0, "resources/list": 0, "resources/read": 0}
+_RESULT_FIELDS = {"resultType": "complete", "_meta": SERVER_META}
+
+
+def header_version(environ: Mapping[str, Any]) -> str | None:
+    value = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+    return None if value is None else value.strip()
+
+
+def request_meta(message: Message) -> Mapping[str, Any] | None:
+    params = message.params if isinstance(message, (RpcRequest, RpcNotification)) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta if isinstance(meta, dict) else None
+
+
+def is_modern(environ: Mapping[str, Any], message: Message) -> bool:
+    """Whether a message is 2026-07-28: its _meta names a version, or its header is 2026-07-28."""
+    meta = request_meta(message)
+    return (meta is not None and META_VERSION in meta) or header_version(environ) == MODERN_VERSION
+
+
+def decode_header(value: str) -> str | None:
+    """A header value as the client meant it: the `=?base64?...?=` form decoded; None if malformed.
+
+    Header values reach us as latin-1 text; anything but visible ASCII, space and tab is invalid.
+    """
+    if any(not (" " <= c <= "~" or c == "\t") for c in value):
+        return None
+    if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= len("=?base64??="):
+        try:
+            return base64.b64decode(value[len("=?base64?"):-len("?=")], validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+    return value
+
+
+def check_modern_request(environ: Mapping[str, Any], message: RpcRequest, methods: Mapping[str, Any]) -> None:
+    """The 2026-07-28 request rules, in the order the module docstring gives; HttpRefusal on the first broken."""
+    request_id, method = message.id, message.method
+    if method not in methods:
+        gone = " (removed in 2026-07-28: send requests with _meta, no initialize)" \
+            if method in ("initialize", "ping", "logging/setLevel", "resources/subscribe") else ""
+        raise HttpRefusal(404, f"Method not found: {method}{gone}", request_id, ErrorCode.METHOD_NOT_FOUND,
+                          data={"method": method})
+    meta = request_meta(message) or {}
+    version = meta.get(META_VERSION)
+    if not isinstance(version, str):
+        raise HttpRefusal(400, f"Invalid params: params._meta must carry {META_VERSION} (a string) and "
+                               f"{META_CAPABILITIES} (an object)", request_id, ErrorCode.INVALID_PARAMS)
+    header = header_version(environ)
+    if header != version:
+        raise mismatch("MCP-Protocol-Version", header, version, request_id)
+    if version != MODERN_VERSION:
+        legacy = f"; {version} is served through initialize and a session" if version in LEGACY_VERSIONS else ""
+        raise HttpRefusal(400, f"Unsupported protocol version {version!r}{legacy}", request_id,
+                          ErrorCode.UNSUPPORTED_VERSION,
+                          data={"supported": list(SUPPORTED_VERSIONS), "requested": version})
+    if not isinstance(meta.get(META_CAPABILITIES), dict):
+        raise HttpRefusal(400, f"Invalid params: params._meta must carry {META_CAPABILITIES} (an object)",
+                          request_id, ErrorCode.INVALID_PARAMS)
+    raw_method = environ.get("HTTP_MCP_METHOD")
+    if raw_method is None or raw_method.strip() != method:
+        raise mismatch("Mcp-Method", raw_method, method, request_id)
+    if method in NAME_SOURCES:
+        body_name = message.params.get(NAME_SOURCES[method]) if isinstance(message.params, dict) else None
+        raw_name = environ.get("HTTP_MCP_NAME")
+        if raw_name is None or decode_header(raw_name.strip()) != body_name:
+            raise mismatch("Mcp-Name", raw_name, body_name, request_id)
+
+
+def mismatch(header: str, value: str | None, body: Any, request_id: Any) -> HttpRefusal:
+    said = "missing" if value is None else f"{value.strip()!r}"
+    return HttpRefusal(400, f"Header mismatch: {header} header {said} does not match the body's {body!r}",
+                       request_id, ErrorCode.HEADER_MISMATCH)
+
+
+def modern_result(method: str, result: dict[str, Any] | EncodedJson) -> dict[str, Any] | EncodedJson:
+    """A result as 2026-07-28 writes it: resultType, serverInfo, and caching hints where the revision wants them."""
+    fields = _RESULT_FIELDS
+    if method in CACHE_TTL_MS:
+        fields = {**fields, "ttlMs": CACHE_TTL_MS[method], "cacheScope": "public"}
+    if not isinstance(result, EncodedJson):
+        return {**result, **fields}
+    head = encode_message(fields)  # spliced in front of the pre-encoded result's members
+    return EncodedJson(head if result == b"{}" else head[:-1] + b"," + result[1:])
+
+
+# --------------------------------------------------------------------------- HTTP transport
+
+
+class HttpRefusal(Exception):
+    """A request the transport refuses before dispatch: an HTTP status and a JSON-RPC error body."""
+
+    def __init__(self, status: int, message: str, request_id: Any = None, code: ErrorCode = ErrorCode.TRANSPORT,
+                 headers: Sequence[tuple[str, str]] = (), data: Any = None):
+        super().__init__(message)
+        self.status, self.message, self.request_id, self.code, self.headers = status, message, request_id, code, headers
+        self.data = data
+
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+ALLOW = "DELETE, OPTIONS, POST"
+
+
+def origin_of(url: str, with_path: bool = False) -> str | None:
+    """`scheme://host[:port]` in lower case without the default port; None if `url` is not an http(s) origin.
+
+    An Origin header has no path; a configured URL (`with_path`) may have one, which is ignored.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username is not None:
+        return None
+    if not with_path and (parts.path not in ("", "/") or parts.query or parts.fragment):
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    default = {"http": 80, "https": 443}[parts.scheme]
+    return f"{parts.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
+
+
+@dataclass(frozen=True)
+class OriginPolicy:
+    """Origins allowed to call /mcp: the public base URL's, loopback on any port, and configured extras."""
+
+    exact: frozenset[str]
+    any_origin: bool = False
+
+    @classmethod
+    def from_config(cls, public_base_url: str, extra: str) -> "OriginPolicy":
+        values = [v.strip() for v in extra.split(",") if v.strip()]
+        exact = {o for o in (origin_of(url, with_path=True) for url in [public_base_url, *values]) if o}
+        return cls(frozenset(exact), "*" in values)
+
+    def allows(self, origin: str) -> bool:
+        normal = origin_of(origin)
+        if self.any_origin:
+            return origin.strip() != "null"
+        return normal is not None and (normal in self.exact or urlsplit(normal).hostname in LOOPBACK_HOSTS)
+
+
+@dataclass
+class McpEndpoint:
+    """POST/DELETE /mcp for the app: transport rules around `McpServer`."""
+
+    app: Any
+    clock: Callable[[], float] = time.monotonic
+    server: McpServer = field(init=False)
+    sessions: SessionStore = field(init=False)
+    origins: OriginPolicy = field(init=False)
+    max_body: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        config = self.app.config
+        self.server = McpServer(self.app)
+        self.sessions = SessionStore(config.mcp_max_sessions, config.mcp_session_idle, self.clock)
+        self.origins = OriginPolicy.from_config(config.public_base_url, config.mcp_allowed_origins)
+        self.max_body = config.max_body
+
+    def handle(self, environ: dict) -> Triple:
+        try:
+            origin = environ.get("HTTP_ORIGIN")
+            if origin is not None and not self.origins.allows(origin):
+                raise HttpRefusal(403, f"Origin {origin!r} is not allowed to use this MCP endpoint")
+            if environ["REQUEST_METHOD"] == "POST":
+                return self.post(environ)
+            if environ["REQUEST_METHOD"] == "DELETE":
+                return self.delete(environ)
+            raise HttpRefusal(405, "Method not allowed: POST JSON-RPC messages here, DELETE ends a session "
+                                   "(this server offers no SSE stream)", headers=[("Allow", ALLOW)])
+        except HttpRefusal as refusal:
+            code = refusal.code
+            if code == ErrorCode.TRANSPORT and header_version(environ) == MODERN_VERSION:
+                code = ErrorCode.INVALID_REQUEST  # 2026-07-28: no new use of the legacy -32000..-32019 range
+            body = error_response(refusal.request_id, code, refusal.message, refusal.data)
+            return json_response(body, refusal.status, refusal.headers)
+
+    # ----------------------------------------------------------------- POST
+
+    def post(self, environ: dict) -> Triple:
+        check_content_type(environ.get("CONTENT_TYPE", ""))
+        check_accept(environ.get("HTTP_ACCEPT"))
+        body = self.read_body(environ)
+        try:
+            message = classify(parse(body))
+        except RpcError as error:
+            raise HttpRefusal(400, error.message, error.request_id, error.code) from None
+        if is_modern(environ, message):
+            return self.post_modern(environ, message)
+        if isinstance(message, RpcRequest) and message.method == "initialize":
+            return self.initialize(environ, message)
+        # A refusal answers a request by its id; a notification or a client response gets one without.
+        session = self.session_for(environ, message.id if isinstance(message, RpcRequest) else None)
+        reply = self.server.handle(session, message)
+        return json_response(reply, 200) if reply is not None else empty_response(202)
+
+    def initialize(self, environ: dict, message: RpcRequest) -> Triple:
+        if environ.get("HTTP_MCP_SESSION_ID"):
+            raise HttpRefusal(400, "initialize starts a new session: send it without Mcp-Session-Id", message.id)
+        session = Session()
+        reply = self.server.handle(session, message)
+        if reply is None or "error" in reply:  # None never happens for a request; it keeps the types honest
+            return json_response(reply, 200)
+        session_id = self.sessions.add(session)
+        return json_response(reply, 200, [("Mcp-Session-Id", session_id)])
+
+    def post_modern(self, environ: dict, message: Message) -> Triple:
+        """One 2026-07-28 message: checked, answered and forgotten (no session)."""
+        if isinstance(message, RpcResponse):
+            raise HttpRefusal(400, "Invalid Request: a 2026-07-28 client sends no responses", None,
+                              ErrorCode.INVALID_REQUEST)
+        if isinstance(message, RpcNotification):
+            return empty_response(202)  # 2026-07-28 defines none over HTTP; accepted and ignored
+        check_modern_request(environ, message, self.server.modern_methods)
+        reply = self.server.handle(Session(protocol_version=MODERN_VERSION), message)
+        if reply is not None and "result" in reply:
+            reply["result"] = modern_result(message.method, reply["result"])
+        return json_response(reply, 200)
+
+    def read_body(self, environ: dict) -> bytes:
+        """At most max_body bytes: Content-Length is checked first, and the read itself is bounded."""
+        too_large = HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
+        length = get_content_length(environ)
+        if length is not None and length > self.max_body:
+            raise too_large
+        if "wsgi.input_terminated" in environ:
+            # The server terminates the stream itself (chunked bodies): read to its EOF, bounded here.
+            try:
+                body = read_at_most(environ["wsgi.input"], self.max_body + 1)
+            except RequestEntityTooLarge:  # server.py's own bound on the stream went first
+                raise too_large from None
+            if len(body) > self.max_body:
+                raise too_large
+            return body
+        if length is None:
+            return b""  # no length and no terminated stream: nothing can be read safely (as werkzeug does)
+        body = read_at_most(environ["wsgi.input"], length)
+        if len(body) < length:
+            raise HttpRefusal(400, "Request body ended before Content-Length bytes")
+        return body
+
+    # ----------------------------------------------------------------- sessions
+
+    def session_for(self, environ: dict, request_id: Any) -> Session:
+        check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), request_id)
+        session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
+        if not session_id:
+            raise HttpRefusal(400, "Missing Mcp-Session-Id header: send initialize first, then the session id "
+                                   "from its response on every request", request_id)
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise HttpRefusal(404, "Unknown or ended session: send initialize (without Mcp-Session-Id) to start "
+                                   "a new one", request_id)
+        return session
+
+    def delete(self, environ: dict) -> Triple:
+        check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), None)
+        session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
+        if not session_id:
+            raise HttpRefusal(400, "Missing Mcp-Session-Id header: name the session to end")
+        if not self.sessions.end(session_id):
+            raise HttpRefusal(404, "Unknown or ended session")
+        return empty_response(204)
+
+
+def read_at_most(stream: Any, limit: int) -> bytes:
+    """Read until EOF or `limit` bytes, whichever comes first (a read may return less than asked)."""
+    chunks, remaining = [], limit
+    while remaining > 0:
+        chunk = stream.read(min(remaining, 64 * 1024))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+# A client sends the same Content-Type and Accept on every request: parsing them is
+# a large share of a small call, so the verdicts are cached (bounded: headers are client input).
+
+
+@functools.lru_cache(maxsize=256)
+def is_json_content_type(value: str) -> bool:
+    mimetype, options = parse_options_header(value)
+    return mimetype.lower() == "application/json" and options.get("charset", "utf-8").lower() in ("utf-8", "utf8")
+
+
+@functools.lru_cache(maxsize=256)
+def accepts_json(value: str) -> bool:
+    """Lenient: an empty Accept, */*, application/* or application/json will do (SSE is never used)."""
+    return not value or parse_accept_header(value, MIMEAccept).quality("application/json") > 0
+
+
+def check_content_type(value: str) -> None:
+    if not is_json_content_type(value):
+        raise HttpRefusal(415, "Content-Type must be application/json (UTF-8)")
+
+
+def check_accept(value: str | None) -> None:
+    """No Accept at all will do too."""
+    if value is not None and not accepts_json(value):
+        raise HttpRefusal(406, "This endpoint answers application/json; include it in Accept "
+                               "(MCP clients send: application/json, text/event-stream)")
+
+
+def check_protocol_header(value: str | None, request_id: Any) -> None:
+    """A 2025 session's header: one of the versions initialize negotiates (a 2026-07-28 one goes elsewhere)."""
+    if value is not None and value.strip() not in LEGACY_VERSIONS:
+        raise HttpRefusal(400, f"Unsupported MCP-Protocol-Version {value.strip()!r} in a session; supported: "
+                               f"{', '.join(LEGACY_VERSIONS)} (2026-07-28 needs no session: send its _meta)",
+                          request_id)
+
+
+MCP_HEADERS = [("Cache-Control", "no-store"), ("Access-Control-Allow-Origin", "*"),
+               ("Access-Control-Expose-Headers", "Mcp-Session-Id")]
+
+
+# Plain WSGI answers, not werkzeug Responses: an MCP call is small, and building and
+# serialising a Response object cost a measurable share of it.
+def json_response(message: Mapping[str, Any] | None, status: int, headers: Sequence[tuple[str, str]] = ()) -> Triple:
+    body = encode_response(message) if message is not None else b""
+    return status_line(status), [*MCP_HEADERS, *headers, ("Content-Type", "application/json"),
+                                 ("Content-Length", str(len(body)))], body
+
+
+def empty_response(status: int) -> Triple:
+    """No body and no Content-Type; a 204 carries no Content-Length either (RFC 9110)."""
+    return status_line(status), [*MCP_HEADERS, *([] if status == 204 else [("Content-Length", "0")])], b""
+

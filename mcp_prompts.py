@@ -1,0 +1,328 @@
+"""MCP prompts (prompts/list, prompts/get) and argument completion (completion/complete), both eras.
+
+Pure functions of the dataset current at call time, like the tools (mcp_rpc.py), whose
+results the practitioner, service and aspect prompts embed as they are. Errors are
+`RpcError(-32602)` values (MCP server/prompts and server/utilities/completion: unknown
+prompt, missing or invalid argument).
+
+Completion matches a typed prefix case- and accent-insensitively with the search filters'
+name rule (`dataset.fold_name`): a value is offered when one of its names (id, name or
+label), or a word of one, starts with the folded prefix. At most 100 values, with `total`
+and `hasMore`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date, timedelta
+from heapq import merge
+from typing import Any, Callable, Iterable, Mapping, Sequence
+from urllib.parse import urlencode
+
+from dataset import Dataset, fold_name
+from search import InvalidParams, run_search, search_result_json, validate_date
+
+MAX_COMPLETIONS = 100  # the spec's cap on `values`
+DIGEST_DAYS = 30
+DIGEST_REVIEWS = 100
+LOW_RATING = 3  # reply drafts are offered for unanswered reviews of at most this many stars
+REVIEW_PATH = "/api/reviews/"
+
+
+@dataclass(frozen=True)
+class Argument:
+    name: str
+    title: str
+    description: str
+    required: bool = False
+    completes: str | None = None  # the kind of thing it names (a key of Completer.kinds), if any
+
+    def definition(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "description": self.description, "required": self.required}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    title: str
+    description: str
+    arguments: tuple[Argument, ...]
+    render: Callable[["PromptContext", Mapping[str, str]], list[dict[str, Any]]]
+
+    def definition(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "description": self.description,
+                "arguments": [a.definition() for a in self.arguments]}
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    """What a prompt reads: the dataset of this call, the public base URL and the tools (mcp_rpc.Tools)."""
+
+    dataset: Dataset
+    base_url: str
+    run_tool: Callable[[str, Dataset, dict[str, Any]], Any]
+
+
+class PromptError(Exception):
+    """An invalid prompt request; mcp_rpc turns it into -32602 with `data`."""
+
+    def __init__(self, message: str, data: Any = None):
+        super().__init__(message)
+        self.message, self.data = message, data
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def user_text(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": {"type": "text", "text": text}}
+
+
+def user_resource(uri: str, body: bytes) -> dict[str, Any]:
+    """An embedded JSON resource: the same bytes a GET of `uri` answers."""
+    return {"role": "user", "content": {"type": "resource", "resource": {
+        "uri": uri, "mimeType": "application/json", "text": body.decode("utf-8")}}}
+
+
+def business_line(dataset: Dataset) -> str:
+    business = dataset.business
+    return f"{business['name']} ({business.get('category', 'local business')})"
+
+
+def render_digest(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
+    dataset = context.dataset
+    newest = dataset.reviews[0]["date"] if len(dataset.reviews) else date.today().isoformat()
+    until = _date_arg(args, "until") or newest
+    since = _date_arg(args, "since") or (date.fromisoformat(until) - timedelta(days=DIGEST_DAYS)).isoformat()
+    if since > until:
+        raise PromptError(f"since ({since}) is after until ({until})", {"since": since, "until": until})
+    query = {"since": since, "until": until, "limit": DIGEST_REVIEWS}
+    matched, positions = run_search(dataset, query)
+    uri = f"{context.base_url}/api/reviews/search?{urlencode(query)}"
+    return [
+        user_text(f"Write a digest of the customer reviews of {business_line(dataset)} from {since} to {until} "
+                  f"for the owner and staff. {matched} reviews fall in this period; the newest "
+                  f"{min(matched, DIGEST_REVIEWS)} are attached as JSON (newest first). Give: the number of reviews "
+                  "and the average rating, what patients praised most, every complaint or problem (quote briefly, "
+                  "with the review date), which practitioners and services were mentioned and how, and two or "
+                  "three concrete next steps. Use only the attached reviews; say so if there are none."),
+        user_resource(uri, search_result_json(dataset, matched, positions)),
+    ]
+
+
+def render_reply(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
+    dataset = context.dataset
+    review_id = args["review_id"].strip().upper()  # ULIDs are case-insensitive
+    position = dataset.position_of.get(review_id)
+    if position is None:
+        raise PromptError(f"Unknown review id {args['review_id']!r}; completion/complete on review_id lists the "
+                          "unanswered low-rated reviews", {"review_id": args["review_id"]})
+    review = dataset.reviews[position]
+    business = dataset.business
+    answered = "It already has an owner reply (attached): write a short follow-up only if it adds something. " \
+        if review.get("owner_reply") else ""
+    mentions = dataset.insights_doc["per_review"].get(review_id)
+    return [
+        user_resource(context.base_url + REVIEW_PATH + review_id, dataset.review_json(position)),
+        user_text(f"Draft a public owner reply from {business['name']} to the {review['rating']}-star review above "
+                  f"by {review['author']} ({review['date']}). {answered}Thank them, acknowledge each concrete "
+                  "problem they raise without arguing or making excuses, say what the clinic will do, and invite "
+                  f"them to call {business.get('telephone') or 'the clinic'} to talk it over. Never confirm that "
+                  "they are a patient or mention any health details (privacy). 60 to 120 words, warm and plain. "
+                  f"What the analysis found in the review: {_json_text(mentions)}."),
+    ]
+
+
+def render_entity(tool: str, argument: str, subject: str, key: str, optional: Sequence[str] = ()
+                  ) -> Callable[[PromptContext, Mapping[str, str]], list[dict[str, Any]]]:
+    """A prompt over one practitioner, service or aspect (`key` in the tool's result): its result as data."""
+
+    def render(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
+        tool_args: dict[str, Any] = {argument: args[argument], "limit": 20}
+        tool_args.update({k: args[k] for k in optional if args.get(k)})
+        data = _tool_result(context, tool, tool_args)
+        record = json.loads(data)[key]
+        return [
+            user_text(f"Review how patients of {business_line(context.dataset)} experience {subject} "
+                      f"{record.get('name') or record['label']}, from the data below (the result of the {tool} "
+                      "tool: the record with "
+                      "its mention counts and sentiment score, and the newest reviews mentioning it). Summarise "
+                      "strengths and weaknesses with short quotes and dates, note any trend in the recent reviews, "
+                      "and suggest what to keep doing and what to improve."),
+            user_text(f"Data (JSON):\n{bytes(data).decode('utf-8')}"),
+        ]
+
+    return render
+
+
+def _tool_result(context: PromptContext, tool: str, args: dict[str, Any]) -> bytes:
+    from mcp_rpc import ToolError, encoded  # mcp_rpc imports this module: import at call time
+
+    try:
+        return encoded(context.run_tool(tool, context.dataset, args))
+    except ToolError as exc:
+        raise PromptError(str(exc), {"tool": tool}) from None
+    except InvalidParams as exc:
+        raise PromptError("; ".join(i["message"] for i in exc.issues), {"issues": exc.issues}) from None
+
+
+def _date_arg(args: Mapping[str, str], name: str) -> str | None:
+    value = args.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        return validate_date(name, value)
+    except InvalidParams as exc:
+        raise PromptError(exc.issues[0]["message"], {"argument": name}) from None
+
+
+def _json_text(value: Any) -> str:
+    from mcp_rpc import encode_message
+
+    return encode_message(value).decode("utf-8")
+
+
+PERIOD_ARGS = (
+    Argument("since", "From", "First day, YYYY-MM-DD (default: 30 days before `until`)."),
+    Argument("until", "To", "Last day, YYYY-MM-DD (default: the newest review's date)."),
+)
+PROMPTS = {p.name: p for p in (
+    Prompt("review_digest", "Digest of recent reviews",
+           "A digest of the reviews for a period (default: the last 30 days of reviews): praise, complaints, "
+           "practitioners and services mentioned, next steps. Embeds the period's reviews.",
+           PERIOD_ARGS, render_digest),
+    Prompt("reply_draft", "Draft a reply to a review",
+           "Drafts a short public owner reply to one review, typically an unanswered low-rated one (completion "
+           "offers those, newest first). Embeds the review and what the analysis found in it.",
+           (Argument("review_id", "Review", "Review id (26-character ULID).", True, "reply_review"),),
+           render_reply),
+    Prompt("practitioner_review", "Practitioner review",
+           "What patients say about one practitioner: strengths, weaknesses, recent trend. Embeds their record "
+           "and newest reviews.",
+           (Argument("name", "Practitioner", "Name or id, case- and accent-insensitive (e.g. Dr. Maya Patel).",
+                     True, "technician"),),
+           render_entity("get_technician", "name", "the practitioner", "technician")),
+    Prompt("service_review", "Service review",
+           "What patients say about one service the clinic offers. Embeds the service, its sentiment and the "
+           "newest reviews mentioning it.",
+           (Argument("service", "Service", "Service label or id (e.g. Massage therapy).", True, "service"),),
+           render_entity("get_service", "service", "the service", "service")),
+    Prompt("aspect_review", "Aspect review",
+           "What patients say about one aspect of a visit (wait time, billing, front desk...), optionally only "
+           "positive, neutral or negative mentions. Embeds the aspect's sentiment and the newest reviews.",
+           (Argument("aspect", "Aspect", "Aspect label or id (e.g. Wait time).", True, "aspect"),
+            Argument("sentiment", "Sentiment", "positive, neutral or negative (default: all).", False,
+                     "sentiment")),
+           render_entity("get_aspect_sentiment", "aspect", "the aspect", "aspect", ["sentiment"])),
+)}
+
+
+def prompt_arguments(prompt: Prompt, arguments: Any) -> dict[str, str]:
+    """The request's arguments checked against the prompt's: strings, known names, required ones present."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
+        raise PromptError("Invalid params: arguments must be an object of strings")
+    known = {a.name for a in prompt.arguments}
+    unknown = sorted(set(arguments) - known)
+    if unknown:
+        raise PromptError(f"Unknown argument(s) {', '.join(unknown)} for prompt {prompt.name}; known: "
+                          f"{', '.join(sorted(known))}", {"unknown": unknown})
+    missing = [a.name for a in prompt.arguments if a.required and not arguments.get(a.name, "").strip()]
+    if missing:
+        raise PromptError(f"Missing required argument(s) for prompt {prompt.name}: {', '.join(missing)}",
+                          {"missing": missing})
+    return arguments
+
+
+def get_prompt(context: PromptContext, params: Mapping[str, Any]) -> dict[str, Any]:
+    name = params.get("name")
+    prompt = PROMPTS.get(name) if isinstance(name, str) else None
+    if prompt is None:
+        raise PromptError(f"Unknown prompt: {name}; known prompts: {', '.join(PROMPTS)}",
+                          {"prompt": name, "prompts": list(PROMPTS)})
+    arguments = prompt_arguments(prompt, params.get("arguments"))
+    return {"description": prompt.description, "messages": prompt.render(context, arguments)}
+
+
+# --------------------------------------------------------------------------- completion
+
+
+def matches(prefix: str, names: Iterable[str]) -> bool:
+    """Whether one of `names` (already folded), or a word of one, starts with `prefix` (folded)."""
+    return any(name.startswith(prefix) or f" {prefix}" in f" {name}" for name in names)
+
+
+def complete_names(prefix: str, candidates: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
+    """The values of (value, raw names) candidates whose names match `prefix` by the search's name rule."""
+    folded = fold_name(prefix)
+    return [value for value, names in candidates if matches(folded, [fold_name(n) for n in names if n])]
+
+
+def review_ids(dataset: Dataset) -> Iterable[str]:
+    return iter(dataset.position_of)  # in position order: newest first
+
+
+def unanswered_low_rated(dataset: Dataset) -> Iterable[str]:
+    """Ids of the reviews of at most LOW_RATING stars without an owner reply, newest first."""
+    positions = merge(*(dataset.positions_by_rating.get(star, ()) for star in range(1, LOW_RATING + 1)))
+    for position in positions:
+        review = dataset.reviews[position]
+        if not review.get("owner_reply"):
+            yield review["id"]
+
+
+def candidates(kind: str, dataset: Dataset) -> Iterable[tuple[str, Sequence[str]]]:
+    """(completion value, the names it can be typed as) for one kind of argument."""
+    if kind == "technician":
+        return ((t["name"], (t["id"], t["name"], t.get("label", ""))) for t in dataset.technicians.values())
+    if kind == "service":
+        return ((s["label"], (s["id"], s["label"])) for s in dataset.business["services"])
+    if kind == "aspect":
+        return ((a["label"], (a["id"], a["label"])) for a in dataset.insights_doc["aspects"])
+    if kind == "sentiment":
+        return ((s, (s,)) for s in ("positive", "neutral", "negative"))
+    if kind == "reply_review":
+        return ((i, (i,)) for i in unanswered_low_rated(dataset))
+    return ((i, (i,)) for i in review_ids(dataset))  # "review": any review id
+
+
+def completion(values: Sequence[str]) -> dict[str, Any]:
+    return {"completion": {"values": list(values[:MAX_COMPLETIONS]), "total": len(values),
+                           "hasMore": len(values) > MAX_COMPLETIONS}}
+
+
+def complete(dataset: Dataset, template_uri: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """completion/complete for a prompt argument or the review template's {id}."""
+    ref, argument = params.get("ref"), params.get("argument")
+    if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str) \
+            or not isinstance(argument.get("value"), str):
+        raise PromptError("Invalid params: ref must be an object and argument {name, value} strings")
+    kind = argument_kind(ref, argument["name"], template_uri)
+    if kind is None:
+        return completion([])  # an argument that names nothing in the data (a date) has no completions
+    prefix = argument["value"]
+    if kind in ("review", "reply_review"):  # ids: a plain prefix, no words; skip folding 10,000 ids
+        folded = prefix.strip().upper()
+        return completion([value for value, _ in candidates(kind, dataset) if value.startswith(folded)])
+    return completion(complete_names(prefix, candidates(kind, dataset)))
+
+
+def argument_kind(ref: Mapping[str, Any], name: str, template_uri: str) -> str | None:
+    if ref.get("type") == "ref/prompt":
+        prompt = PROMPTS.get(ref.get("name"))  # type: ignore[arg-type]
+        if prompt is None:
+            raise PromptError(f"Unknown prompt: {ref.get('name')}; known prompts: {', '.join(PROMPTS)}",
+                              {"prompt": ref.get("name")})
+        argument = next((a for a in prompt.arguments if a.name == name), None)
+        if argument is None:
+            raise PromptError(f"Prompt {prompt.name} has no argument {name!r}",
+                              {"arguments": [a.name for a in prompt.arguments]})
+        return argument.completes
+    if ref.get("type") == "ref/resource":
+        if ref.get("uri") != template_uri or name != "id":
+            raise PromptError(f"Unknown resource template or argument; the one template is {template_uri} "
+                              "with argument id", {"uri": ref.get("uri")})
+        return "review"
+    raise PromptError('Invalid params: ref.type must be "ref/prompt" or "ref/resource"')
