@@ -14,7 +14,7 @@ import httpx2
 import pytest
 
 import mcp
-from mcp import ClientSession
+from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -91,10 +91,11 @@ def test_official_client_end_to_end(base_url):
         return out
 
     out = run(main)
-    assert out["version"] == "2025-06-18"
+    assert out["version"] == "2025-11-25"  # the version the SDK offered (issue 23: was always 2025-06-18)
     assert out["server"].name == "reviewsd" and out["server"].version == "1.0.0"
     assert out["capabilities"].tools is not None and out["capabilities"].resources is not None
-    assert out["capabilities"].prompts is None and out["capabilities"].logging is None
+    assert out["capabilities"].prompts is not None and out["capabilities"].completions is not None
+    assert out["capabilities"].logging is None
 
     tools = out["tools"]
     assert sorted(tools) == sorted(arguments_for("x"))
@@ -148,14 +149,54 @@ def test_closed_session_is_gone(base_url):
     assert run(main) == "404"
 
 
-def test_high_level_client_falls_back_to_the_handshake(base_url):
-    """`mcp.Client` probes the stateless 2026 protocol first; the 400 it gets sends it to initialize."""
+@pytest.mark.parametrize("mode, version", [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+def test_high_level_client_in_each_mode(base_url, mode, version):
+    """`mcp.Client` by default probes server/discover and stays on 2026-07-28 (one POST per call, no
+    session); in legacy mode it initializes a 2025-11-25 session. Every tool, prompt and completion works."""
+    seen: list[tuple[str, str | None, str | None]] = []
 
-    async def main() -> tuple[str, Any]:
-        async with mcp.Client(base_url + "/mcp") as client:
-            result = await client.call_tool("get_business", {})
-            return client.protocol_version, result
+    async def record(response: Any) -> None:
+        request = response.request
+        seen.append((request.method, request.headers.get("mcp-session-id"), request.headers.get("mcp-method")))
 
-    version, result = run(main)
-    assert version == "2025-06-18"
-    assert result.is_error is False and result.structured_content["business"]["id"] == "test-clinic"
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with httpx2.AsyncClient(event_hooks={"response": [record]}, timeout=30) as http:
+            async with mcp.Client(streamable_http_client(base_url + "/mcp", http_client=http), mode=mode) as client:
+                out["version"] = client.protocol_version
+                out["tools"] = {t.name: t for t in (await client.list_tools()).tools}
+                found = await client.call_tool("search_reviews", {"limit": 1})
+                review_id = out["review_id"] = found.structured_content["reviews"][0]["id"]
+                out["calls"] = {name: await client.call_tool(name, args)
+                                for name, args in arguments_for(review_id).items()}
+                out["prompts"] = (await client.list_prompts()).prompts
+                out["reply"] = await client.get_prompt("reply_draft", {"review_id": review_id.lower()})
+                out["digest"] = await client.get_prompt("review_digest", {"since": "2025-01-01"})
+                with pytest.raises(MCPError) as unknown:
+                    await client.get_prompt("nope", {})
+                out["unknown_prompt"] = unknown.value
+                prompt = types.PromptReference(type="ref/prompt", name="service_review")
+                out["services"] = await client.complete(prompt, {"name": "service", "value": "MAS"})
+                templates = (await client.list_resource_templates()).resource_templates
+                template = types.ResourceTemplateReference(type="ref/resource", uri=templates[0].uri_template)
+                out["ids"] = await client.complete(template, {"name": "id", "value": review_id[:3].lower()})
+        return out
+
+    out = run(main)
+    assert out["version"] == version
+    assert sorted(out["tools"]) == sorted(arguments_for("x"))
+    for name, result in out["calls"].items():  # structuredContent validated by the SDK against outputSchema
+        assert result.is_error is False and result.structured_content is not None, (name, result)
+    assert out["calls"]["get_business"].structured_content["business"]["id"] == "test-clinic"
+    assert {p.name for p in out["prompts"]} >= {"review_digest", "reply_draft", "practitioner_review"}
+    embedded = out["reply"].messages[0].content
+    assert embedded.type == "resource" and embedded.resource.uri.endswith("/api/reviews/" + out["review_id"])
+    assert out["digest"].messages[1].content.resource.text.startswith('{"matched":')
+    assert out["unknown_prompt"].code == -32602
+    assert out["services"].completion.values == ["Massage therapy"]
+    assert out["review_id"] in out["ids"].completion.values
+    sessions = {sid for _, sid, _ in seen if sid}
+    if mode == "auto":  # stateless: no session id ever, and every POST names its method
+        assert not sessions and all(method == "POST" and mcp_method for method, _, mcp_method in seen)
+    else:
+        assert len(sessions) == 1
