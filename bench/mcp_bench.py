@@ -2,13 +2,14 @@
 """MCP benchmark: tool-call round trips and session set-up against a real reviewsd.
 
 Starts `python reviewsd.py --port 0` on a data directory (or uses `--url` of a server
-already running on 127.0.0.1), then:
+already running on 127.0.0.1), then, for a 2025-06-18 session and for a 2026-07-28
+client (stateless: `_meta` and the MCP headers on every request, no session):
 
 1. on ONE keep-alive connection, N sequential `tools/call search_reviews`
    ({"rating": 5, "limit": 10}): calls/s, p50, p99;
-2. M times, on a fresh connection each: `initialize`, `notifications/initialized`
-   and the first `tools/call` (the set-up cost a new MCP client pays): rounds/s,
-   p50, p99 (each session is DELETEd afterwards, outside the timing).
+2. M times, on a fresh connection each, what a new client pays before its first answer:
+   2025, `initialize`, `notifications/initialized` and the first `tools/call` (each
+   session is DELETEd afterwards, outside the timing); 2026, the `tools/call` alone.
 
 Bounded (defaults: 2,000 calls, 200 rounds, loopback only); stops the server it
 started, by PID.
@@ -38,18 +39,31 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 SEARCH = {"name": "search_reviews", "arguments": {"rating": 5, "limit": 10}}
 MAX_CALLS, MAX_ROUNDS = 100_000, 10_000
+MODERN = "2026-07-28"
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {},
+               "io.modelcontextprotocol/clientInfo": {"name": "mcp_bench", "version": "1"}}
+
+
+def modern_request(request_id: int, method: str, params: dict[str, Any]) -> tuple[dict, dict[str, str]]:
+    """A 2026-07-28 request and its headers: _meta in the params, the method and name mirrored."""
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    if "name" in params:
+        headers["Mcp-Name"] = params["name"]
+    return {"jsonrpc": "2.0", "id": request_id, "method": method,
+            "params": {**params, "_meta": MODERN_META}}, headers
 
 
 class McpConnection:
-    """One HTTP/1.1 keep-alive connection speaking MCP's JSON responses."""
+    """One HTTP/1.1 keep-alive connection speaking MCP's JSON responses (a 2025 session, or 2026-07-28)."""
 
-    def __init__(self, host: str, port: int):
+    def __init__(self, host: str, port: int, modern: bool = False):
         self.conn = http.client.HTTPConnection(host, port, timeout=30)
         self.session: str | None = None
+        self.modern = modern
         self.next_id = 0
 
-    def send(self, message: dict[str, Any]) -> tuple[int, dict | None]:
-        headers = dict(HEADERS)
+    def send(self, message: dict[str, Any], extra: dict[str, str] | None = None) -> tuple[int, dict | None]:
+        headers = {**HEADERS, **(extra or {})}
         if self.session:
             headers.update({"Mcp-Session-Id": self.session, "MCP-Protocol-Version": "2025-06-18"})
         self.conn.request("POST", "/mcp", body=json.dumps(message).encode(), headers=headers)
@@ -61,7 +75,10 @@ class McpConnection:
 
     def request(self, method: str, params: dict[str, Any]) -> dict:
         self.next_id += 1
-        status, reply = self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        if self.modern:
+            status, reply = self.send(*modern_request(self.next_id, method, params))
+        else:
+            status, reply = self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         if status != 200 or reply is None or "error" in reply or reply["result"].get("isError"):
             raise SystemExit(f"{method} failed: HTTP {status} {reply}")
         return reply["result"]
@@ -98,25 +115,29 @@ def report(label: str, unit: str, times: list[float]) -> None:
           f"   (n={len(times)})")
 
 
-def bench_calls(host: str, port: int, calls: int) -> list[float]:
-    conn = McpConnection(host, port)
-    conn.start_session()
+def bench_calls(host: str, port: int, calls: int, modern: bool) -> list[float]:
+    conn = McpConnection(host, port, modern)
+    if not modern:
+        conn.start_session()
     conn.request("tools/call", SEARCH)  # warm-up
     times = timed(calls, lambda: conn.request("tools/call", SEARCH))
-    conn.end_session()
+    if not modern:
+        conn.end_session()
     conn.close()
     return times
 
 
-def bench_rounds(host: str, port: int, rounds: int) -> list[float]:
+def bench_rounds(host: str, port: int, rounds: int, modern: bool) -> list[float]:
     times = []
     for _ in range(rounds):
-        conn = McpConnection(host, port)
+        conn = McpConnection(host, port, modern)
         started = time.perf_counter()
-        conn.start_session()
+        if not modern:
+            conn.start_session()
         conn.request("tools/call", SEARCH)
         times.append(time.perf_counter() - started)
-        conn.end_session()
+        if not modern:
+            conn.end_session()
         conn.close()
     return times
 
@@ -149,8 +170,10 @@ def main(argv: list[str] | None = None) -> int:
             started = f" (pid {server.pid}, data {args.data_dir})"
         host, port = loopback_url(url)
         print(f"server {url}{started}")
-        report("tools/call search_reviews, 1 keep-alive conn", "calls", bench_calls(host, port, args.calls))
-        report("initialize+initialized+1st call, new conn", "rounds", bench_rounds(host, port, args.rounds))
+        report("2025 tools/call search_reviews, 1 keep-alive conn", "calls", bench_calls(host, port, args.calls, False))
+        report("2025 initialize+initialized+1st call, new conn", "rounds", bench_rounds(host, port, args.rounds, False))
+        report("2026 tools/call search_reviews, 1 keep-alive conn", "calls", bench_calls(host, port, args.calls, True))
+        report("2026 first call (no session), new conn", "rounds", bench_rounds(host, port, args.rounds, True))
     return 0
 
 
