@@ -2,8 +2,8 @@
 
 Pure functions of the dataset current at call time, like the tools (mcp_rpc.py), whose
 results the practitioner, service and aspect prompts embed as they are. Errors are
-`RpcError(-32602)` values (MCP server/prompts and server/utilities/completion: unknown
-prompt, missing or invalid argument).
+`PromptError` values, answered as -32602 by `McpServer.handle` (MCP server/prompts and
+server/utilities/completion: unknown prompt, missing or invalid argument).
 
 Completion matches a typed prefix case- and accent-insensitively with the search filters'
 name rule (`dataset.fold_name`): a value is offered when one of its names (id, name or

@@ -26,7 +26,8 @@ Choices where the specifications leave room (also in the README):
   ids SHOULD NOT have fractions; MCP forbids null).
 * HTTP status: a body that is not a readable JSON-RPC message (-32700, -32600)
   is 400; a request that was read is answered 200, whether with a result or an
-  error (-32601, -32602, -32603, -32002). In a 2025 session, transport refusals (400 missing
+  error (-32601, -32602, -32603, -32002); 2026-07-28 adds the statuses of its own
+  rules (mcp_http.py). In a 2025 session, transport refusals (400 missing
   session or bad version header, 403 Origin, 404 session, 406, 413, 415)
   carry a JSON-RPC error body with code -32000 and the request id when known.
   Not from here: a Content-Length over max_body is refused by the HTTP server
