@@ -260,17 +260,20 @@ def complete_names(prefix: str, candidates: Iterable[tuple[str, Sequence[str]]])
     return [value for value, names in candidates if matches(folded, [fold_name(n) for n in names if n])]
 
 
-def review_ids(dataset: Dataset) -> Iterable[str]:
-    return iter(dataset.position_of)  # in position order: newest first
+def review_ids(dataset: Dataset, prefix: str) -> list[str]:
+    """Every review id starting with `prefix` (upper case), newest first (position_of is in position order)."""
+    return [review_id for review_id in dataset.position_of if review_id.startswith(prefix)]
 
 
-def unanswered_low_rated(dataset: Dataset) -> Iterable[str]:
-    """Ids of the reviews of at most LOW_RATING stars without an owner reply, newest first."""
+def unanswered_low_rated(dataset: Dataset, prefix: str) -> list[str]:
+    """Ids starting with `prefix` of the reviews of at most LOW_RATING stars without an owner reply, newest first.
+
+    The id is checked first: only those reviews are decoded (15-30 ms on a busy 2-core machine for the
+    low-rated of 10,000 reviews when nothing is typed yet, 2 ms once the id starts "01M").
+    """
+    ids = list(dataset.position_of)
     positions = merge(*(dataset.positions_by_rating.get(star, ()) for star in range(1, LOW_RATING + 1)))
-    for position in positions:
-        review = dataset.reviews[position]
-        if not review.get("owner_reply"):
-            yield review["id"]
+    return [ids[p] for p in positions if ids[p].startswith(prefix) and not dataset.reviews[p].get("owner_reply")]
 
 
 def candidates(kind: str, dataset: Dataset) -> Iterable[tuple[str, Sequence[str]]]:
@@ -281,11 +284,7 @@ def candidates(kind: str, dataset: Dataset) -> Iterable[tuple[str, Sequence[str]
         return ((s["label"], (s["id"], s["label"])) for s in dataset.business["services"])
     if kind == "aspect":
         return ((a["label"], (a["id"], a["label"])) for a in dataset.insights_doc["aspects"])
-    if kind == "sentiment":
-        return ((s, (s,)) for s in ("positive", "neutral", "negative"))
-    if kind == "reply_review":
-        return ((i, (i,)) for i in unanswered_low_rated(dataset))
-    return ((i, (i,)) for i in review_ids(dataset))  # "review": any review id
+    return ((s, (s,)) for s in ("positive", "neutral", "negative"))  # "sentiment"
 
 
 def completion(values: Sequence[str]) -> dict[str, Any]:
@@ -303,9 +302,10 @@ def complete(dataset: Dataset, template_uri: str, params: Mapping[str, Any]) -> 
     if kind is None:
         return completion([])  # an argument that names nothing in the data (a date) has no completions
     prefix = argument["value"]
-    if kind in ("review", "reply_review"):  # ids: a plain prefix, no words; skip folding 10,000 ids
-        folded = prefix.strip().upper()
-        return completion([value for value, _ in candidates(kind, dataset) if value.startswith(folded)])
+    if kind == "review":  # ids (ULIDs, upper case): a case-insensitive prefix, no words to fold
+        return completion(review_ids(dataset, prefix.strip().upper()))
+    if kind == "reply_review":
+        return completion(unanswered_low_rated(dataset, prefix.strip().upper()))
     return completion(complete_names(prefix, candidates(kind, dataset)))
 
 
