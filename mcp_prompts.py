@@ -146,8 +146,8 @@ def render_entity(tool: str, argument: str, subject: str, key: str, optional: Se
         return [
             user_text(f"Review how patients of {business_line(context.dataset)} experience {subject} "
                       f"{record.get('name') or record['label']}, from the data below (the result of the {tool} "
-                      "tool: the record with "
-                      "its mention counts and sentiment score, and the newest reviews mentioning it). Summarise "
+                      "tool: the record with its mention counts and sentiment score, and the newest reviews "
+                      "mentioning it). Summarise "
                       "strengths and weaknesses with short quotes and dates, note any trend in the recent reviews, "
                       "and suggest what to keep doing and what to improve."),
             user_text(f"Data (JSON):\n{bytes(data).decode('utf-8')}"),
