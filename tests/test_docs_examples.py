@@ -16,6 +16,7 @@ So a stale count, a renamed field or an example that stopped working fails here,
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -149,3 +150,61 @@ def test_the_quick_start_commands_are_what_ci_runs() -> None:
 ])
 def test_the_comparison(expected: str, actual: str, same: bool) -> None:
     assert matches(expected, actual) is same
+
+
+def help_options() -> dict[str, str | None]:
+    """Each option `reviewsd.py --help` lists (by its first flag) -> the default it shows (None: none)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("REVIEWSD_")}
+    done = subprocess.run([sys.executable, str(ROOT / "reviewsd.py"), "--help"], capture_output=True, text=True,
+                          timeout=60, env={**env, "COLUMNS": "200"}, check=True)
+    entries = re.split(r"\n  (?=-)", done.stdout.split("\noptions:\n", 1)[1].split("\n\n", 1)[0])
+    options = {}
+    for entry in entries:
+        text = " ".join(entry.split())
+        flag = text.split()[0].rstrip(",")
+        if flag not in ("-h", "--help", "--version"):
+            default = re.search(r"\(default: ([^)]*)\)$", text)
+            options[flag] = default[1] if default else None
+    return options
+
+
+def documented_options() -> dict[str, tuple[str, str]]:
+    """Each row of docs/configuration.md's options table: flag -> (variable, default cell)."""
+    page = (ROOT / "docs" / "configuration.md").read_text("utf-8")
+    section = page[page.index("## Options"):page.index("## Other environment variables")]
+    rows = re.findall(r"^\| `(--[a-z-]+)`(?: / `--no-[a-z-]+`)? \| `(REVIEWSD_[A-Z_]+)` \| ([^|]*) \|", section, re.M)
+    assert len(rows) == len({flag for flag, _, _ in rows})
+    return {flag: (variable, default.strip()) for flag, variable, default in rows}
+
+
+def test_the_configuration_page_lists_every_option_of_help_with_its_variable_and_default() -> None:
+    shown, documented = help_options(), documented_options()
+    assert set(documented) == set(shown), "options documented but not in --help, or the other way round"
+    for flag, (variable, cell) in documented.items():
+        assert variable == "REVIEWSD_" + flag[2:].replace("-", "_").upper(), flag
+        default = shown[flag]
+        literal = re.fullmatch(r"`([^`]*)`( beside reviewsd\.py)?", cell)
+        if default in ("True", "False"):
+            assert cell == ("on" if default == "True" else "off"), flag
+        elif default is None or not default.strip():
+            assert literal is None and cell, f"{flag}: --help shows no default, the page must say what empty means"
+        elif literal and literal[2]:  # a directory beside the code
+            assert Path(default) == ROOT / literal[1].rstrip("/"), flag
+        elif literal and re.fullmatch(r"\d+(\.\d+)?", literal[1]):
+            assert float(literal[1]) == float(default), flag
+        else:
+            assert literal and literal[1] == default, (flag, cell, default)
+
+
+def test_the_minimal_example_is_accepted_and_served(tmp_path: Path) -> None:
+    from werkzeug.test import Client
+
+    import reviewsd
+    from dataset import check_data_dir
+
+    minimal = ROOT / "examples" / "minimal"
+    assert check_data_dir(str(minimal)) == []
+    app = reviewsd.create_app(reviewsd.Config(data_dir=str(minimal), state_dir=str(tmp_path), hub=False,
+                                                  reload_interval=0))
+    found = Client(app).get("/api/reviews/search?mentions_technician=Sam").get_json()
+    assert [review["author"] for review in found["reviews"]] == ["Ana P."]
