@@ -265,7 +265,7 @@ def _paths() -> dict[str, Any]:
                 "tags": ["mcp"],
                 "summary": "MCP server (JSON-RPC 2.0 over streamable HTTP, protocol 2025-06-18)",
                 "description": "Send `initialize` first; later requests carry the `Mcp-Session-Id` header from its "
-                               "answer. See the README for the tools. Errors are JSON-RPC error objects.",
+                               "answer. docs/mcp.md describes the tools. Errors are JSON-RPC error objects.",
                 "parameters": [
                     {"name": "Mcp-Session-Id", "in": "header", "required": False, "schema": {"type": "string"},
                      "description": "Session id from the initialize response; required after initialize."},

@@ -134,6 +134,10 @@ def test_the_docs_have_examples_and_say_why_any_is_not_run() -> None:
             assert len(example.reason) > 10, example
 
 
+def test_the_readme_stays_short() -> None:
+    assert len((ROOT / "README.md").read_bytes()) <= 12 * 1024
+
+
 def test_the_quick_start_commands_are_what_ci_runs() -> None:
     readme = (ROOT / "README.md").read_text("utf-8")
     setup = next(e for e in EXAMPLES if e.page == "README.md" and e.expected is None)
