@@ -212,3 +212,35 @@ def test_the_minimal_example_is_accepted_and_served(tmp_path: Path) -> None:
                                                   reload_interval=0))
     found = Client(app).get("/api/reviews/search?mentions_technician=Sam").get_json()
     assert [review["author"] for review in found["reviews"]] == ["Ana P."]
+
+
+def page(name: str) -> str:
+    return (ROOT / name).read_text("utf-8")
+
+
+def test_the_search_parameters_table_states_the_schema() -> None:
+    from dataset import SEARCH_PARAMS_SCHEMA
+
+    section = page("docs/http-api.md").split("### GET /api/reviews/search", 1)[1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| (\w+) \| ([^|]+) \|", section, re.M)
+    assert [name for name, _, _ in rows] == list(SEARCH_PARAMS_SCHEMA["properties"])
+    for name, kind, constraint in rows:
+        schema = SEARCH_PARAMS_SCHEMA["properties"][name]
+        assert kind == ("date" if schema.get("format") == "date" else schema["type"]), name
+        low, high = (schema.get("minimum", schema.get("minLength")), schema.get("maximum", schema.get("maxLength")))
+        bounds = re.match(r"(\d+)–(\d+)", constraint)
+        assert ((int(bounds[1]), int(bounds[2])) if bounds else (None, None)) == (low, high), name
+        assert ("characters" in constraint) == ("minLength" in schema), name
+        default = re.search(r"default (\d+)", constraint)
+        assert (int(default[1]) if default else None) == schema.get("default"), name
+
+
+@pytest.mark.parametrize("name", ["README.md", "docs/http-api.md"])
+def test_the_endpoints_table_lists_every_operation_of_the_openapi_document(name: str) -> None:
+    import openapi
+
+    section = page(name).split("| Method and path |", 1)[1].split("\n\n", 1)[0]
+    documented = {(method, path.split("?")[0]) for method, path in re.findall(r"`([A-Z]+) (/[^`]*)`", section)}
+    described = {(method.upper(), path) for path, item in openapi.build_openapi("http://x")["paths"].items()
+                 for method in item}
+    assert documented == described
