@@ -17,10 +17,13 @@ So a stale count, a renamed field or an example that stopped working fails here,
 from __future__ import annotations
 
 import os
+import queue
 import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -82,18 +85,25 @@ def tidy(output: str) -> str:
     return "\n".join(line.rstrip() for line in output.replace("\r\n", "\n").split("\n")).strip("\n") + "\n"
 
 
+SUBSCRIBER_LINES: "queue.Queue[str]" = queue.Queue()  # what the throw-away subscriber prints
+
+
 @pytest.fixture(scope="module")
 def subscriber(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
-    """tools/websub-subscriber on a free port: (port, its CA file)."""
+    """tools/websub-subscriber on a free port: (port, its CA file); its lines go to SUBSCRIBER_LINES."""
     ca = tmp_path_factory.mktemp("subscriber") / "ca.pem"
     proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "websub-subscriber"), "--port", "0",
                              "--ca-out", str(ca)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     first = proc.stdout.readline()
     match = re.match(r"listening on https://127\.0\.0\.1:(\d+)/", first)
     assert match, first
+    reader = threading.Thread(target=lambda: [SUBSCRIBER_LINES.put(line.rstrip("\n")) for line in proc.stdout],
+                              daemon=True)
+    reader.start()
     yield int(match[1]), ca
     proc.terminate()
     proc.wait(10)
+    reader.join(10)
 
 
 @pytest.fixture(scope="module")
@@ -244,3 +254,26 @@ def test_the_endpoints_table_lists_every_operation_of_the_openapi_document(name:
     described = {(method.upper(), path) for path, item in openapi.build_openapi("http://x")["paths"].items()
                  for method in item}
     assert documented == described
+
+
+def test_the_throw_away_subscriber_is_verified_as_websub_md_shows(server: LiveServer,
+                                                                 subscriber: tuple[int, Path]) -> None:
+    text = page("docs/websub.md").split("## Trying it on one machine", 1)[1]
+    example = next(e for e in EXAMPLES if e.page == "docs/websub.md" and e.expected is not None
+                   and "8443/cb" in e.script and "token" not in e.script)
+    shown = re.search(r"The subscriber prints the verification it answered:\n\n```text\n(.*?)```", text, re.S)[1]
+    wanted = shown.splitlines()[1].replace(SERVER, f"127.0.0.1:{server.port}")
+    assert run(example, server, subscriber[0]) == (0, "HTTP/1.1 202 Accepted\n")
+    deadline = time.monotonic() + 30
+    while (line := SUBSCRIBER_LINES.get(timeout=max(0.1, deadline - time.monotonic()))) != wanted:
+        assert time.monotonic() < deadline, f"the subscriber never printed {wanted!r}"
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda path: path.name)
+def test_every_json_snippet_is_json(path: Path) -> None:
+    """Configuration snippets (Claude Desktop's, say) are copied as they are: they must parse."""
+    import json
+
+    for block in FENCE.finditer(path.read_text("utf-8")):
+        if block.group(1) == "json":
+            json.loads(block.group(2))
