@@ -159,6 +159,18 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class VersionAction(argparse.Action):
+    """--version: prints `reviewsd VERSION` and exits; the version is looked up only then (not at every start)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show reviewsd's version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: str | None = None) -> None:
+        print(f"reviewsd {version()}")
+        parser.exit()
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows each option's default, except an empty one (its help says what empty means)."""
 
@@ -179,7 +191,7 @@ def parse_config(argv: Sequence[str]) -> Config:
                     epilog="Every option can also be set as REVIEWSD_<NAME>, e.g. REVIEWSD_PORT=9000; a flag "
                            "wins over its variable, and a default shown above already includes the variable. "
                            "`reviewsd.py check --help` describes the check command.")
-    parser.add_argument("--version", action="version", version=f"reviewsd {version()}")
+    parser.add_argument("--version", action=VersionAction)
     for f in fields(Config):
         option = flag(f.name)
         try:
