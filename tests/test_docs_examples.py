@@ -114,13 +114,19 @@ def server(tmp_path_factory: pytest.TempPathFactory, subscriber: tuple[int, Path
     running.stop()
 
 
-def run(example: Example, server: LiveServer, subscriber_port: int) -> tuple[int, str]:
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TMPDIR for the examples: what their mktemp makes is removed with the test's files."""
+    return tmp_path_factory.mktemp("scratch")
+
+
+def run(example: Example, server: LiveServer, subscriber_port: int, scratch: Path) -> tuple[int, str]:
     if shutil.which("curl") is None:
         pytest.fail("curl not found: the docs' examples use it; install it (apt-get install -y curl)")
     script = (example.script.replace(SERVER, f"127.0.0.1:{server.port}")
               .replace(SUBSCRIBER, f"127.0.0.1:{subscriber_port}").replace(".venv/bin/python", sys.executable))
     done = subprocess.run(["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=60, cwd=ROOT)
+                          timeout=60, cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)})
     output = done.stdout.replace(f"127.0.0.1:{server.port}", SERVER).replace(f"127.0.0.1:{subscriber_port}",
                                                                                 SUBSCRIBER)
     return done.returncode, tidy(output)
@@ -128,8 +134,8 @@ def run(example: Example, server: LiveServer, subscriber_port: int) -> tuple[int
 
 @pytest.mark.parametrize("example", [e for e in EXAMPLES if e.expected is not None], ids=str)
 def test_each_example_prints_what_the_docs_show(example: Example, server: LiveServer,
-                                                subscriber: tuple[int, Path]) -> None:
-    status, output = run(example, server, subscriber[0])
+                                                subscriber: tuple[int, Path], scratch: Path) -> None:
+    status, output = run(example, server, subscriber[0], scratch)
     assert status == 0, f"{example}: exit status {status}\n{example.script}\n{output}"
     assert matches(tidy(example.expected), output), (
         f"{example}: the output differs from the docs.\n--- docs:\n{example.expected}\n--- actual:\n{output}")
@@ -256,14 +262,14 @@ def test_the_endpoints_table_lists_every_operation_of_the_openapi_document(name:
     assert documented == described
 
 
-def test_the_throw_away_subscriber_is_verified_as_websub_md_shows(server: LiveServer,
-                                                                 subscriber: tuple[int, Path]) -> None:
+def test_the_throw_away_subscriber_is_verified_as_websub_md_shows(server: LiveServer, subscriber: tuple[int, Path],
+                                                                 scratch: Path) -> None:
     text = page("docs/websub.md").split("## Trying it on one machine", 1)[1]
     example = next(e for e in EXAMPLES if e.page == "docs/websub.md" and e.expected is not None
                    and "8443/cb" in e.script and "token" not in e.script)
     shown = re.search(r"The subscriber prints the verification it answered:\n\n```text\n(.*?)```", text, re.S)[1]
     wanted = shown.splitlines()[1].replace(SERVER, f"127.0.0.1:{server.port}")
-    assert run(example, server, subscriber[0]) == (0, "HTTP/1.1 202 Accepted\n")
+    assert run(example, server, subscriber[0], scratch) == (0, "HTTP/1.1 202 Accepted\n")
     deadline = time.monotonic() + 30
     while (line := SUBSCRIBER_LINES.get(timeout=max(0.1, deadline - time.monotonic()))) != wanted:
         assert time.monotonic() < deadline, f"the subscriber never printed {wanted!r}"
