@@ -119,6 +119,8 @@ def test_the_documented_drop_in_sets_the_base_url_and_no_flag_overrides_it() -> 
         if line.startswith("Environment="):
             environment.update(item.split("=", 1) for item in line[len("Environment="):].split())
     assert environment["REVIEWSD_BASE_URL"] == "https://reviews.example.com"
+    environment["REVIEWSD_BASE_URL"] = "https://site.example"  # any site's own settings win over the unit's
+    environment["REVIEWSD_DATA_DIR"] = "/srv/site/data"
     flags = settings(SERVICE)["ExecStart"][0].split()[2:]
     flags = [flag if flag != "${STATE_DIRECTORY}" else "/var/lib/reviewsd" for flag in flags]
     saved = {name: value for name, value in os.environ.items() if name.startswith("REVIEWSD_")}
@@ -132,4 +134,4 @@ def test_the_documented_drop_in_sets_the_base_url_and_no_flag_overrides_it() -> 
             os.environ.pop(name, None)
         os.environ.update(saved)
     assert (config.public_base_url, config.host, config.port, config.data_dir) == (
-        "https://reviews.example.com", "127.0.0.1", 8080, "/srv/reviewsd/data")
+        "https://site.example", "127.0.0.1", 8080, "/srv/site/data")
