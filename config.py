@@ -11,7 +11,7 @@ import ipaddress
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 from urllib.parse import urlsplit
 
 HERE = Path(__file__).resolve().parent
@@ -66,7 +66,7 @@ HELP = {
     "port": "port to listen on",
     "data_dir": "directory holding reviews.json and insights.json",
     "state_dir": "directory for the hub's SQLite database and the build cache",
-    "base_url": "public base URL used in every absolute URL (default http://HOST:PORT)",
+    "base_url": "public base URL used in every absolute URL (empty: http://HOST:PORT)",
     "threads": "worker threads serving requests",
     "reload_interval": "seconds between checks of the data files (0 disables polling; SIGHUP always reloads)",
     "log_format": "text or json log lines on stderr",
@@ -79,7 +79,7 @@ HELP = {
                    "skips parsing, validating, encoding and compressing them",
     "hub": "run the WebSub hub (--no-hub on read-only replicas)",
     "allow_private_callbacks": "allow hub callbacks on loopback/private addresses (development and tests only)",
-    "ca_file": "CA bundle for verifying subscribers' HTTPS certificates (default: system store or SSL_CERT_FILE)",
+    "ca_file": "CA bundle for verifying subscribers' HTTPS certificates (empty: the system store, or SSL_CERT_FILE)",
     "hub_retry_delay": "first delay before retrying a failed delivery, seconds (doubles after)",
     "hub_lease_min": "shortest lease granted, seconds",
     "hub_lease_default": "lease granted when none is asked for, seconds",
@@ -139,10 +139,59 @@ def range_problems(config: Config) -> list[str]:
     return problems
 
 
+def version() -> str:
+    """The version of reviewsd: the installed distribution's, else pyproject.toml's (a checkout)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("reviewsd")
+    except metadata.PackageNotFoundError:
+        import tomllib
+
+        with open(HERE / "pyproject.toml", "rb") as file:
+            return tomllib.load(file)["project"]["version"]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line costs one line and a pointer to --help, not the whole usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class VersionAction(argparse.Action):
+    """--version: prints `reviewsd VERSION` and exits; the version is looked up only then (not at every start)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show reviewsd's version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: str | None = None) -> None:
+        print(f"reviewsd {version()}")
+        parser.exit()
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except an empty one (its help says what empty means)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in ("", None):
+            return action.help
+        return super()._get_help_string(action)
+
+
+USAGE = """reviewsd.py [serve] [OPTION ...]     serve the API (the default command; `serve` may be left out)
+       reviewsd.py check [--data-dir DIR]   validate a data directory and exit
+       reviewsd.py --version | --help"""
+
+
 def parse_config(argv: Sequence[str]) -> Config:
-    parser = argparse.ArgumentParser(prog="reviewsd.py", description="Serve the reviews API.",
-                                     epilog="Every option can also be set as REVIEWSD_<NAME>, e.g. REVIEWSD_PORT=9000. "
-                                            "`reviewsd.py check --data-dir DIR` validates data files.")
+    parser = Parser(prog="reviewsd.py", usage=USAGE, formatter_class=HelpFormatter,
+                    description="Serve one business's reviews and review insights as a read-only API.",
+                    epilog="Every option can also be set as REVIEWSD_<NAME>, e.g. REVIEWSD_PORT=9000; a flag "
+                           "wins over its variable, and a default shown above already includes the variable. "
+                           "`reviewsd.py check --help` describes the check command.")
+    parser.add_argument("--version", action=VersionAction)
     for f in fields(Config):
         option = flag(f.name)
         try:

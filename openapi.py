@@ -44,8 +44,19 @@ def _embed(node: Any, own_name: str) -> Any:
     return node
 
 
+# The search parameters are published as the parameters themselves (each with its schema from
+# this file), not as a component schema that no operation would reference as a whole.
+PARAMETER_SCHEMAS = ("search-params.schema.json",)
+
+
 def component_schemas() -> dict[str, Any]:
-    return {component_name(f): _embed(copy.deepcopy(s), component_name(f)) for f, s in SCHEMAS.items()}
+    return {component_name(f): _embed(copy.deepcopy(s), component_name(f)) for f, s in SCHEMAS.items()
+            if f not in PARAMETER_SCHEMAS}
+
+
+def search_param_schema(name: str) -> dict[str, Any]:
+    """The schema of one search parameter, from search-params.schema.json (no $ref inside)."""
+    return copy.deepcopy(SCHEMAS["search-params.schema.json"]["properties"][name])
 
 
 def ref(name: str, *pointer: str) -> dict[str, str]:
@@ -66,9 +77,11 @@ READ_HEADERS = {
     "Cache-Control": _header("`public, max-age=60`."),
     "Vary": _header("`Accept-Encoding`."),
     "Access-Control-Allow-Origin": _header("`*`: any web page may read the API."),
-    "Access-Control-Expose-Headers": _header("`ETag, Last-Modified, Link, Mcp-Session-Id`: what a web page may read."),
+    "Access-Control-Expose-Headers": _header("`ETag, Last-Modified, Link`: what a web page may read."),
     "Content-Encoding": _header("`gzip` when the request's Accept-Encoding allows it; absent otherwise."),
 }
+# A single review is small: served uncompressed whatever the request accepts.
+REVIEW_HEADERS = {k: v for k, v in READ_HEADERS.items() if k != "Content-Encoding"}
 TOPIC_HEADERS = {**READ_HEADERS, "Link": _header('WebSub discovery: `<hub>; rel="hub", <topic>; rel="self"`.')}
 # A search answer is made per request: no validators.
 SEARCH_HEADERS = {k: v for k, v in READ_HEADERS.items() if k not in ("ETag", "Last-Modified")}
@@ -91,11 +104,12 @@ def _not_modified(headers: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _read(summary: str, description: str, schema: Mapping[str, Any], media: str = "application/json",
-          topic: bool = False, operation_id: str = "") -> dict[str, Any]:
+          topic: bool = False, operation_id: str = "", tag: str = "data") -> dict[str, Any]:
     ok = _json(schema, "The current representation.", media)
     ok["headers"] = TOPIC_HEADERS if topic else READ_HEADERS
     return {"get": {
         "operationId": operation_id,
+        "tags": [tag],
         "summary": summary,
         "description": description,
         "parameters": CONDITIONAL_PARAMS,
@@ -142,9 +156,35 @@ def _search_parameters() -> list[dict[str, Any]]:
     params = SCHEMAS["search-params.schema.json"]["properties"]
     return [
         {"name": name, "in": "query", "required": False, "description": spec.get("description", ""),
-         "schema": ref("SearchParams", "properties", name)}
+         "schema": search_param_schema(name)}
         for name, spec in params.items()
     ]
+
+
+TAGS = [
+    {"name": "data", "description": "The two datasets, as the data files hold them."},
+    {"name": "feeds", "description": "The newest reviews as JSON Feed 1.1 and Atom; WebSub topics."},
+    {"name": "reviews", "description": "Search, incremental sync and single reviews."},
+    {"name": "mcp", "description": "The Model Context Protocol server for AI agents."},
+    {"name": "websub", "description": "The WebSub hub: subscriptions to the topics."},
+    {"name": "operations", "description": "For operators and tools: health and this document."},
+]
+
+HEALTH_SCHEMA = {
+    "type": "object",
+    "required": ["status", "data", "hub"],
+    "properties": {
+        "status": {"type": "string", "description": "`ok` when every part works."},
+        "data": {"type": "object", "description": "The data served: versions, when loaded, the last reload error."},
+        "hub": {"type": "object", "description": "The WebSub hub's state and counts."},
+    },
+}
+
+
+def _health(description: str) -> dict[str, Any]:
+    answer = _json(HEALTH_SCHEMA, description)
+    answer["headers"] = {"Cache-Control": _header("`no-store`: never cached.")}
+    return answer
 
 
 def _paths() -> dict[str, Any]:
@@ -155,7 +195,7 @@ def _paths() -> dict[str, Any]:
     search_ok = _json(ref("SearchResult"), "Matching reviews, newest first.")
     search_ok["headers"] = SEARCH_HEADERS
     review_ok = _json(ref("Review"), "The review.")
-    review_ok["headers"] = READ_HEADERS
+    review_ok["headers"] = REVIEW_HEADERS
     openapi_ok = _json({"type": "object"}, "OpenAPI 3.1.0 document.")
     openapi_ok["headers"] = {k: v for k, v in READ_HEADERS.items() if k != "Last-Modified"}
     return {
@@ -167,12 +207,13 @@ def _paths() -> dict[str, Any]:
                                 operation_id="getInsights"),
         "/api/feed.json": _read("JSON Feed of the newest reviews", "JSON Feed 1.1 with the 50 newest reviews. "
                                 "A WebSub topic.", JSON_FEED_SCHEMA, "application/feed+json", topic=True,
-                                operation_id="getJsonFeed"),
+                                operation_id="getJsonFeed", tag="feeds"),
         "/feed.xml": _read("Atom feed of the newest reviews", "Atom (RFC 4287) feed with the 50 newest reviews. "
                            "A WebSub topic.", {"type": "string"}, "application/atom+xml", topic=True,
-                           operation_id="getAtomFeed"),
+                           operation_id="getAtomFeed", tag="feeds"),
         "/api/reviews/search": {"get": {
             "operationId": "searchReviews",
+            "tags": ["reviews"],
             "summary": "Search reviews",
             "description": "Filters combine with AND; results are newest first (date, then id, descending). "
                            "The MCP tool `search_reviews` runs the same code with the same parameters.",
@@ -181,25 +222,32 @@ def _paths() -> dict[str, Any]:
         }},
         "/api/reviews/since/{date}": {"get": {
             "operationId": "getReviewsSince",
+            "tags": ["reviews"],
             "summary": "Reviews since a date",
             "description": "Every review dated on or after `date`, newest first; for incremental sync.",
-            "parameters": [{"name": "date", "in": "path", "required": True, "description": "YYYY-MM-DD",
-                            "schema": ref("SearchParams", "properties", "since")}, *CONDITIONAL_PARAMS],
+            "parameters": [{"name": "date", "in": "path", "required": True,
+                            "description": "A real calendar date, YYYY-MM-DD.",
+                            "schema": {k: v for k, v in search_param_schema("since").items() if k != "description"}},
+                           *CONDITIONAL_PARAMS],
             "responses": {"200": since_ok, "304": _not_modified(READ_HEADERS),
                           "400": _error("`date` is not a real calendar date as YYYY-MM-DD.")},
         }},
         "/api/reviews/{id}": {"get": {
             "operationId": "getReview",
+            "tags": ["reviews"],
             "summary": "One review",
             "description": "A single review by its id (ULID). Feed items link here.",
             "parameters": [{"name": "id", "in": "path", "required": True, "description": "Review id (ULID).",
                             "schema": ref("Review", "properties", "id")}, *CONDITIONAL_PARAMS],
-            "responses": {"200": review_ok, "304": _not_modified(READ_HEADERS),
+            "responses": {"200": review_ok, "304": _not_modified(REVIEW_HEADERS),
                           "404": _error("No review has this id.")},
         }},
         "/.well-known/openapi.json": {"get": {
             "operationId": "getOpenApi",
+            "tags": ["operations"],
             "summary": "This document",
+            "description": "The OpenAPI 3.1.0 description of this API; its `servers` entry is the configured "
+                           "public base URL.",
             "parameters": CONDITIONAL_PARAMS,
             "responses": {"200": openapi_ok, "304": _not_modified(openapi_ok["headers"])},
         }},
@@ -209,15 +257,15 @@ def _paths() -> dict[str, Any]:
             "summary": "Health check (operational, for load balancers and systemd watchers)",
             "description": "200 with the loaded data versions and hub status when ready; 503 while not ready. "
                            "Never cached.",
-            "responses": {"200": _json({"type": "object", "required": ["status", "data", "hub"]}, "Ready."),
-                          "503": _json({"type": "object"}, "Not ready.")},
+            "responses": {"200": _health("Ready."), "503": _health("Not ready, or a part is not working.")},
         }},
         "/mcp": {
             "post": {
                 "operationId": "mcp",
+                "tags": ["mcp"],
                 "summary": "MCP server (JSON-RPC 2.0 over streamable HTTP, protocol 2025-06-18)",
                 "description": "Send `initialize` first; later requests carry the `Mcp-Session-Id` header from its "
-                               "answer. See the README for the tools. Errors are JSON-RPC error objects.",
+                               "answer. docs/mcp.md describes the tools. Errors are JSON-RPC error objects.",
                 "parameters": [
                     {"name": "Mcp-Session-Id", "in": "header", "required": False, "schema": {"type": "string"},
                      "description": "Session id from the initialize response; required after initialize."},
@@ -241,7 +289,8 @@ def _paths() -> dict[str, Any]:
                     "415": _json(JSON_RPC_RESPONSE, "Content-Type is not application/json (-32000)."),
                 },
             },
-            "delete": {"operationId": "mcpEndSession", "summary": "End an MCP session",
+            "delete": {"operationId": "mcpEndSession", "tags": ["mcp"], "summary": "End an MCP session",
+                       "description": "Ends the session named by `Mcp-Session-Id`; later requests with it get 404.",
                        "parameters": [{"name": "Mcp-Session-Id", "in": "header", "required": True,
                                        "schema": {"type": "string"}}],
                        "responses": {"204": {"description": "Session ended."},
@@ -251,6 +300,7 @@ def _paths() -> dict[str, Any]:
         },
         "/api/websub/hub": {"post": {
             "operationId": "websubHub",
+            "tags": ["websub"],
             "summary": "WebSub hub: subscribe or unsubscribe",
             "description": "Form-encoded WebSub subscription request (W3C WebSub). Verification of intent runs "
                            "in the background; notifications POST the full topic body.",
@@ -305,8 +355,12 @@ def build_openapi(base_url: str) -> dict[str, Any]:
             "version": API_VERSION,
             "description": "Public, read-only API for one business's verified customer reviews and review "
                            "insights. No authentication. Every error body is the Error schema.",
+            "license": {"name": "MIT", "identifier": "MIT"},
+            "contact": {"name": "reviewsd contributors"},
         },
         "servers": [{"url": base_url}],
+        "security": [],  # public: no operation needs credentials
+        "tags": TAGS,
         "paths": _with_server_refusals(_paths()),
         "components": {
             "schemas": component_schemas(),

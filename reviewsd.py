@@ -7,12 +7,13 @@ server in server.py, and `python reviewsd.py check --data-dir DIR` validates dat
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import errno
 import gc
 import gzip
 import ipaddress
 import logging
+import os
 import signal
 import sys
 import threading
@@ -25,7 +26,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl
 
 import insights_lane
-from config import BUILD_CACHE_FILE, Config, Network, env_value, parse_config, parse_networks
+from config import (BUILD_CACHE_FILE, Config, HelpFormatter, Network, Parser, env_value, parse_config,
+                    parse_networks)
 
 
 def serve_argv(argv: list[str]) -> list[str] | None:
@@ -34,6 +36,18 @@ def serve_argv(argv: list[str]) -> list[str] | None:
         return None
     return argv[1:] if argv[:1] == ["serve"] else argv
 
+
+def _interrupted(signum: int, frame: Any) -> None:
+    """Ctrl-C before the server serves (imports, the first load) or during `check`: quiet, status 130.
+
+    Nothing is half-done that a restart would need (the data files are only read), so
+    the process ends at once, without a traceback from wherever the load was.
+    """
+    os._exit(130)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, _interrupted)  # server.run() takes SIGINT over while it serves
 
 # A SIGHUP before the server takes over its signals (during the first load, which can take
 # seconds) would end the process, its default action: kept for after READY instead.
@@ -462,8 +476,12 @@ def create_app(config: Config | None = None, release: bool = True) -> ReviewsApp
 
 
 def check_main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="reviewsd.py check", description="Validate a data directory.")
-    parser.add_argument("--data-dir", default=env_value("data_dir", Config.data_dir))
+    parser = Parser(prog="reviewsd.py check", formatter_class=HelpFormatter,
+                    description="Validate the data files of a directory (reviews.json and insights.json) as the "
+                                "server would, print every problem as `file: JSON path: rule: message`, and exit "
+                                "0 when they would be served, 1 when they would be refused.")
+    parser.add_argument("--data-dir", default=env_value("data_dir", Config.data_dir),
+                        help="directory holding reviews.json and insights.json (REVIEWSD_DATA_DIR)")
     args = parser.parse_args(argv)
     problems = check_data_dir(args.data_dir)
     for problem in problems:
@@ -483,7 +501,8 @@ def serve_main(argv: Sequence[str]) -> int:
     try:
         sock = server.listen(config.host, config.port)
     except OSError as exc:
-        log.error("cannot listen on %s:%s: %s", config.host, config.port, exc)
+        log.error("cannot listen on %s:%s: %s%s", config.host, config.port, exc.strerror or exc,
+                  "; choose another port with --port or REVIEWSD_PORT" if exc.errno == errno.EADDRINUSE else "")
         return 1
     # Absolute URLs must name the port really listened on (--port 0, socket activation).
     config = dataclasses.replace(config, port=sock.getsockname()[1])

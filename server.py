@@ -1503,7 +1503,7 @@ def run(
     """Serve `app` until SIGTERM/SIGINT (graceful), reloading on SIGHUP; returns the exit code.
 
     Call it from the main thread (signal handling).  0 after a clean stop; 1 if
-    it could not listen, the serve loop died or on_stop raised.  `sock` is a
+    it could not listen, the serve loop died or on_stop raised; 130 after SIGINT (Ctrl-C).  `sock` is a
     listening socket from `listen()` (so the caller can learn the port first);
     without it, run() takes the socket-activated one or binds host:port.
     `on_ready` runs once on this thread right after READY=1: work that serving need not wait for.
@@ -1559,7 +1559,8 @@ def _wait_for_signals(
             if signum == signal.SIGHUP:
                 _reload(on_reload)
             elif signum in (signal.SIGTERM, signal.SIGINT):
-                return _stop(server, grace, on_stop, signal.Signals(signum).name)
+                failed = _stop(server, grace, on_stop, signal.Signals(signum).name)
+                return failed or (130 if signum == signal.SIGINT else 0)  # Ctrl-C: the shell's 128 + SIGINT
         if server._stopped.is_set():  # the selector thread died: let systemd restart us
             log.error("server loop ended unexpectedly")
             return _stop(server, 0.0, on_stop, "failure") or 1

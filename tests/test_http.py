@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -361,9 +362,9 @@ def test_openapi_uses_the_same_schemas(openapi: dict) -> None:
 
     params = openapi["paths"]["/api/reviews/search"]["get"]["parameters"]
     assert {p["name"] for p in params} == set(SCHEMAS["search-params.schema.json"]["properties"])
-    assert all(p["schema"]["$ref"].startswith("#/components/schemas/SearchParams/properties/") for p in params)
-    component = openapi["components"]["schemas"]["SearchParams"]
-    assert component["properties"] == SCHEMAS["search-params.schema.json"]["properties"]
+    assert {p["name"]: p["schema"] for p in params} == SCHEMAS["search-params.schema.json"]["properties"]
+    assert {p["name"]: p["description"] for p in params} == {
+        name: schema["description"] for name, schema in SCHEMAS["search-params.schema.json"]["properties"].items()}
 
 
 @pytest.mark.parametrize("status", [414, 431])
@@ -476,3 +477,47 @@ def test_raw_bytes_that_are_not_utf8_stay_percent_encoded(client: Client) -> Non
 def test_any_since_segment_is_200_or_400(client: Client, date: str) -> None:
     response = client.get("/api/reviews/since/" + quote(date, safe=""))
     assert response.status_code in (200, 400), (date, response.data)
+
+
+# One request per GET operation of the OpenAPI document, with its path parameters filled in.
+HEADER_CASES = ["/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", "/api/reviews/search?rating=5",
+                "/api/reviews/since/2026-10-01", "/api/reviews/{id}", "/.well-known/openapi.json", "/healthz"]
+ALWAYS = {"content-type", "content-length"}  # described by the response's content, not as headers
+
+
+def documented_headers(openapi: dict, path: str, status: str) -> set[str]:
+    template = re.sub(r"/since/[^/?]+", "/since/{date}", path.split("?")[0])
+    response = openapi["paths"][template]["get"]["responses"][status]
+    return {name.lower() for name in response.get("headers", {})}
+
+
+@pytest.mark.parametrize("path", HEADER_CASES)
+@pytest.mark.parametrize("compressed", [False, True])
+def test_openapi_names_exactly_the_headers_each_get_sends(openapi: dict, client: Client, path: str,
+                                                         compressed: bool) -> None:
+    url = path.replace("{id}", client.get("/api/reviews/search?limit=1").get_json()["reviews"][0]["id"])
+    response = client.get(url, headers={"Accept-Encoding": "gzip"} if compressed else {})
+    sent = {name.lower() for name, _ in response.headers}
+    documented = documented_headers(openapi, path, str(response.status_code))
+    if not compressed:
+        documented.discard("content-encoding")  # "absent otherwise"
+    assert sent - ALWAYS == documented, path
+    if "etag" in sent:
+        again = client.get(url, headers={"If-None-Match": response.headers["ETag"],
+                                         **({"Accept-Encoding": "gzip"} if compressed else {})})
+        assert again.status_code == 304
+        assert {name.lower() for name, _ in again.headers} == documented_headers(openapi, path, "304"), path
+
+
+def test_only_the_mcp_endpoint_exposes_its_session_header(openapi: dict, client: Client) -> None:
+    for path, operations in openapi["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                exposed = response.get("headers", {}).get("Access-Control-Expose-Headers", {})
+                assert "Mcp-Session-Id" not in exposed.get("description", ""), (method, path, status)
+    assert "Mcp-Session-Id" not in client.get("/reviews.json").headers["Access-Control-Expose-Headers"]
+
+
+def test_the_search_parameters_state_the_since_until_rule(openapi: dict) -> None:
+    params = {p["name"]: p["description"] for p in openapi["paths"]["/api/reviews/search"]["get"]["parameters"]}
+    assert "must not be after until" in params["since"] and "must not be before since" in params["until"]

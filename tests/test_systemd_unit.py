@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -78,10 +79,12 @@ def test_service_settings() -> None:
     }
     assert {key: unit.get(key, [None])[0] for key in expected} == expected
     assert unit["SystemCallFilter"] == ["@system-service", "~@privileged @resources"]
-    assert unit["ExecStart"] == [
-        "/opt/reviewsd/.venv/bin/python /opt/reviewsd/reviewsd.py --host 127.0.0.1 --port 8080 "
-        "--data-dir /srv/reviewsd/data --state-dir ${STATE_DIRECTORY} --base-url https://reviews.example.com"
-    ]
+    # Only what the unit itself decides is a flag; every site setting is a variable a drop-in can override.
+    assert unit["ExecStart"] == ["/opt/reviewsd/.venv/bin/python /opt/reviewsd/reviewsd.py --state-dir ${STATE_DIRECTORY}"]
+    variables = dict(item.split("=", 1) for line in unit["Environment"] for item in line.split())
+    assert {name: variables.get(name) for name in ("REVIEWSD_HOST", "REVIEWSD_PORT", "REVIEWSD_DATA_DIR")} == {
+        "REVIEWSD_HOST": "127.0.0.1", "REVIEWSD_PORT": "8080", "REVIEWSD_DATA_DIR": unit["ReadOnlyPaths"][0]}
+    assert "REVIEWSD_BASE_URL" not in variables  # the site's: set in a drop-in (docs/deployment.md)
     # The hub delivers to arbitrary subscribers: an IP allow list would break it.
     assert "IPAddressDeny" not in unit and "IPAddressAllow" not in unit
 
@@ -102,3 +105,33 @@ def test_socket_unit_listens_where_the_service_does() -> None:
     unit = settings(SOCKET)
     assert unit["ListenStream"] == ["127.0.0.1:8080"]
     assert unit.get("Accept", ["no"]) == ["no"]
+
+
+def test_the_documented_drop_in_sets_the_base_url_and_no_flag_overrides_it() -> None:
+    """The unit's options are variables, so the site's drop-in (docs/deployment.md) decides them."""
+    sys.path.insert(0, str(REPO))
+    from config import parse_config
+
+    page = (REPO / "docs" / "deployment.md").read_text("utf-8")
+    drop_in = re.search(r"```ini\n(.*?)```", page, re.S).group(1)
+    environment = {}
+    for line in [*SERVICE.read_text().splitlines(), *drop_in.splitlines()]:  # a drop-in comes after the unit
+        if line.startswith("Environment="):
+            environment.update(item.split("=", 1) for item in line[len("Environment="):].split())
+    assert environment["REVIEWSD_BASE_URL"] == "https://reviews.example.com"
+    environment["REVIEWSD_BASE_URL"] = "https://site.example"  # any site's own settings win over the unit's
+    environment["REVIEWSD_DATA_DIR"] = "/srv/site/data"
+    flags = settings(SERVICE)["ExecStart"][0].split()[2:]
+    flags = [flag if flag != "${STATE_DIRECTORY}" else "/var/lib/reviewsd" for flag in flags]
+    saved = {name: value for name, value in os.environ.items() if name.startswith("REVIEWSD_")}
+    try:
+        for name in saved:
+            del os.environ[name]
+        os.environ.update(environment)
+        config = parse_config(flags)
+    finally:
+        for name in environment:
+            os.environ.pop(name, None)
+        os.environ.update(saved)
+    assert (config.public_base_url, config.host, config.port, config.data_dir) == (
+        "https://site.example", "127.0.0.1", 8080, "/srv/site/data")
