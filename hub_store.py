@@ -321,26 +321,27 @@ class Store:
 
     def _connect(self) -> sqlite3.Connection:
         """A connection to a sound database (a corrupt one is moved aside first). Raises sqlite3.Error, OSError."""
+        try:
+            return self._open_database(check=True)
+        except (sqlite3.Error, Corrupt) as exc:
+            if not is_corrupt(exc):
+                raise
+            self._move_aside(exc)
+        return self._open_database(check=False)
+
+    def _open_database(self, check: bool) -> sqlite3.Connection:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))  # the file holds subscribers' secrets
         conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
         try:
-            check = conn.execute("PRAGMA quick_check").fetchone()[0]
-            if check != "ok":
-                raise Corrupt(check)
+            if check and (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
+                raise Corrupt(found)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(SCHEMA)
-            return conn
-        except (sqlite3.Error, Corrupt) as exc:
+        except BaseException:
             conn.close()
-            if not is_corrupt(exc):
-                raise
-            self._move_aside(exc)
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(SCHEMA)
+            raise
         return conn
 
     def _move_aside(self, exc: BaseException) -> None:
@@ -388,7 +389,11 @@ class Store:
                   "%d subscriptions and %d pending verifications", self.directory, len(self._subs),
                   len(self._intents), extra={"event": "hub_state_replaced"})
         self._state_lock.release()
-        return self._reopen()
+        if not self._reopen():
+            return False
+        log.info("hub state directory %s recreated: %d subscriptions and %d pending verifications written back",
+                 self.directory, len(self._subs), len(self._intents), extra={"event": "hub_state_recreated"})
+        return True
 
     def _unavailable(self, problem: Problem) -> bool:
         """(Lock held.) Record why the store cannot be used; log it when that changes."""
@@ -443,7 +448,7 @@ class Store:
             self._failed(exc)
 
     def _failed(self, exc: BaseException) -> None:
-        self._unavailable(Problem(f"cannot write {self.path}: {exc}", remedy_for(exc, self.directory),
+        self._unavailable(Problem(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory),
                                   self._clock()))
 
     # ----------------------------------------------------------------- intents
