@@ -12,11 +12,16 @@ Who runs what:
   by the pair (callback, topic) and never runs twice at once for the same pair,
   so a subscriber sees its requests in order.
 * one reaper thread (`Outbound`) aborts outbound requests past their deadline.
+* one keeper thread (`Hub._keep_store`) checks the state directory every
+  `--hub-state-check` seconds, retries a store that failed and, on another
+  server's lock, waits to take the hub over.
 
-State lives in SQLite under `--state-dir`: subscriptions with the ETag each last
-acknowledged, and pending intents. Delivery is "bring every active subscriber to
-the current content": a pair is due when its last delivered ETag differs from the
-current topic ETag, and the body sent is always the one current at send time.
+State (hub_store.py): subscriptions with the ETag each last acknowledged, and
+pending intents, in memory and in SQLite under `--state-dir`. While the store
+cannot be used the hub answers 503 and sends nothing. Delivery is "bring every
+active subscriber to the current content": a pair is due when its last delivered
+ETag differs from the current topic ETag, and the body sent is always the one
+current at send time.
 """
 
 from __future__ import annotations

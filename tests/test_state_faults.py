@@ -21,10 +21,9 @@ from werkzeug.test import Client
 
 import hub
 import reviewsd
-from conftest import LiveServer
 from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from polling import wait_until
-from test_hub_e2e import (FEED, HubEnv, body_version, hub_env, hub_request, request, settled,  # noqa: F401
+from test_hub_e2e import (HubEnv, body_version, hub_env, hub_request, request, settled,  # noqa: F401
                           subscribe, wait_status)
 from test_hub_support import FakeOutbound, HubMaker, echo, make_hub, wait_idle  # noqa: F401
 from test_hub_unit import CALLBACK, change, form, post, subscribe_active
