@@ -9,7 +9,9 @@ while running.
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import shutil
 import signal
 import sqlite3
@@ -183,12 +185,38 @@ def test_a_database_with_corrupted_pages_is_moved_aside(make_hub: HubMaker, capl
     assert restarted.hub.status()["subscriptions"] == 0 and available(restarted)
 
 
-def test_a_full_disk_at_start_keeps_reads_and_the_hub_resumes_when_space_returns(make_hub: HubMaker,
-                                                                                disk: Disk) -> None:
-    disk.full()
+@pytest.mark.parametrize("error, remedy", [
+    (sqlite_error("database or disk is full", 13), "free space on the file system of"),
+    (sqlite_error("attempt to write a readonly database", 8), "writable by this service"),
+    (sqlite_error("disk I/O error", 10), "the disk holding it"),
+], ids=["SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR"])
+def test_a_store_that_fails_at_start_keeps_reads_and_the_hub_resumes_by_itself(
+        make_hub: HubMaker, disk: Disk, error: sqlite3.Error, remedy: str, caplog: pytest.LogCaptureFixture) -> None:
+    disk.error = error
     app = make_hub(FakeOutbound(), hub_state_check=CHECK)
-    assert_unavailable(app, "database or disk is full")
+    assert_unavailable(app, str(error))
+    record, = [r for r in caplog.records if getattr(r, "event", "") == "hub_store_unavailable"]
+    assert record.levelno == logging.ERROR and remedy in record.getMessage()
     disk.heal()
+    wait_until(lambda: available(app))
+    assert post(app, form()).status_code == 202
+
+
+def test_no_space_for_the_database_file_at_start(make_hub: HubMaker, monkeypatch: pytest.MonkeyPatch,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    real_open = os.open
+    full = [True]
+
+    def open_unless_full(path: Any, flags: int, *args: Any) -> int:
+        if full[0] and str(path).endswith(hub.DB_FILE):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", open_unless_full)
+    app = make_hub(FakeOutbound(), hub_state_check=CHECK)
+    assert_unavailable(app, os.strerror(errno.ENOSPC))
+    assert any("free space" in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)
+    full[0] = False
     wait_until(lambda: available(app))
     assert post(app, form()).status_code == 202
 
