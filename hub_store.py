@@ -253,6 +253,7 @@ class Store:
         self._intents: dict[int, Intent] = {}  # in id order
         self._next_id = 1
         self._loaded = False  # memory holds the database's content (else it is read at the next open)
+        self._tried = False  # an open was attempted (the next success is a recovery or a takeover)
         self._closed = False
         self.problem: Problem | None = Problem("the hub's store has not been opened yet", "", clock())
 
@@ -289,6 +290,12 @@ class Store:
 
     def _reopen(self) -> bool:
         """(Lock held.) Lock, connect, then load the database (first time) or write memory back into it."""
+        try:
+            return self._try_reopen()
+        finally:
+            self._tried = True
+
+    def _try_reopen(self) -> bool:
         self._disconnect()
         try:
             if not self._state_lock.intact():
@@ -312,9 +319,10 @@ class Store:
             return self._unavailable(Problem(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory),
                                              self._clock()))
         self._conn, self._identity = conn, self._disk_identity()
-        if self.problem is not None and self._loaded:
-            log.info("hub store available: %d subscriptions, %d pending verifications",
-                     len(self._subs), len(self._intents), extra={"event": "hub_store_available"})
+        if self._tried and self.problem is not None:  # not the first start: a recovery or a takeover
+            log.info("hub store available: %d subscriptions, %d pending verifications (was: %s)",
+                     len(self._subs), len(self._intents), self.problem.reason,
+                     extra={"event": "hub_store_available"})
         self._loaded = True
         self.problem = None
         return True

@@ -306,7 +306,9 @@ def test_a_replaced_database_is_noticed_and_written_back(make_hub: HubMaker, cap
     assert db_rows(app.config.state_dir) == [(CALLBACK, "/feed.xml")]
 
 
-def test_a_second_hub_on_one_state_directory_waits_for_the_lock(make_hub: HubMaker) -> None:
+def test_a_second_hub_on_one_state_directory_waits_for_the_lock(make_hub: HubMaker,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     first_outbound = FakeOutbound()
     first = make_hub(first_outbound)
     subscribe_active(first, first_outbound)
@@ -316,6 +318,8 @@ def test_a_second_hub_on_one_state_directory_waits_for_the_lock(make_hub: HubMak
     first.hub.stop()
     wait_until(lambda: available(second))
     assert second.hub.status()["subscriptions"] == 1  # read from the database it took over
+    taken, = [r for r in caplog.records if getattr(r, "event", "") == "hub_store_available"]
+    assert "1 subscriptions" in taken.getMessage() and "another reviewsd runs the hub" in taken.getMessage()
 
 
 # --------------------------------------------------------------------------- real server processes
