@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import sqlite3
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 from werkzeug.test import Client
 
 import hub
+import hub_store
 import reviewsd
 from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from polling import wait_until
@@ -165,6 +167,23 @@ def assert_moved_aside(state_dir: Path, content: bytes | None, caplog: pytest.Lo
     record, = [r for r in caplog.records if getattr(r, "event", "") == "hub_store_corrupt"]
     assert record.levelno == logging.ERROR and moved.name in record.getMessage()
     assert "next renewal" in record.getMessage()
+
+
+def test_corrupt_databases_moved_aside_in_one_second_are_all_kept(make_hub: HubMaker,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
+            return datetime(2026, 11, 24, 5, 15, tzinfo=timezone.utc)
+
+    monkeypatch.setattr(hub_store, "datetime", Frozen)
+    make_hub.state_dir.mkdir()
+    for garbage in (b"first garbage " * 100, b"second garbage " * 100):
+        (make_hub.state_dir / hub.DB_FILE).write_bytes(garbage)
+        make_hub(FakeOutbound()).hub.stop()
+    kept = {p.name: p.read_bytes()[:6] for p in make_hub.state_dir.glob(hub.DB_FILE + ".corrupt-*")}
+    assert kept == {"hub.sqlite3.corrupt-20261124T051500Z": b"first ",
+                    "hub.sqlite3.corrupt-20261124T051500Z-1": b"second"}
 
 
 def test_a_database_with_corrupted_pages_is_moved_aside(make_hub: HubMaker, caplog: pytest.LogCaptureFixture) -> None:
