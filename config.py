@@ -50,6 +50,7 @@ class Config:
     hub_max_per_topic: int = 5000
     hub_max_per_host: int = 50
     hub_rate_limit: float = 60.0  # hub requests per client per minute
+    hub_state_check: float = 5.0  # seconds between checks of the state directory and retries of its store
     # Behind a reverse proxy
     trusted_proxies: str = ""  # comma-separated addresses whose X-Forwarded-For is believed
 
@@ -89,6 +90,8 @@ HELP = {
     "hub_max_per_topic": "most subscriptions per topic",
     "hub_max_per_host": "most subscriptions per callback host",
     "hub_rate_limit": "hub requests allowed per client per minute (0: no limit)",
+    "hub_state_check": "seconds between checks that the state directory is intact, retries of a hub store that "
+                       "failed, and attempts to take the hub over from another server on the same directory",
     "trusted_proxies": "reverse-proxy addresses whose X-Forwarded-For is trusted, comma-separated",
 }
 
@@ -101,7 +104,7 @@ BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "mcp_max_sessions": (1, None), "mcp_session_idle": (1, None), "hub_retry_delay": (0, None),
     "hub_lease_min": (1, None), "hub_lease_default": (1, None), "hub_lease_max": (1, None),
     "hub_workers": (1, 1000), "hub_max_subscriptions": (0, None), "hub_max_per_topic": (0, None),
-    "hub_max_per_host": (0, None), "hub_rate_limit": (0, None),
+    "hub_max_per_host": (0, None), "hub_rate_limit": (0, None), "hub_state_check": (0.01, 3600),
 }
 
 

@@ -12,11 +12,16 @@ Who runs what:
   by the pair (callback, topic) and never runs twice at once for the same pair,
   so a subscriber sees its requests in order.
 * one reaper thread (`Outbound`) aborts outbound requests past their deadline.
+* one keeper thread (`Hub._keep_store`) checks the state directory every
+  `--hub-state-check` seconds, retries a store that failed and, on another
+  server's lock, waits to take the hub over.
 
-State lives in SQLite under `--state-dir`: subscriptions with the ETag each last
-acknowledged, and pending intents. Delivery is "bring every active subscriber to
-the current content": a pair is due when its last delivered ETag differs from the
-current topic ETag, and the body sent is always the one current at send time.
+State (hub_store.py): subscriptions with the ETag each last acknowledged, and
+pending intents, in memory and in SQLite under `--state-dir`. While the store
+cannot be used the hub answers 503 and sends nothing. Delivery is "bring every
+active subscriber to the current content": a pair is due when its last delivered
+ETag differs from the current topic ETag, and the body sent is always the one
+current at send time.
 """
 
 from __future__ import annotations
@@ -28,17 +33,16 @@ import http.client
 import ipaddress
 import itertools
 import logging
-import os
+import math
 import re
 import secrets
 import socket
-import sqlite3
 import ssl
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -49,6 +53,8 @@ from werkzeug.wsgi import get_content_length
 
 import reviewsd
 from payloads import status_line
+from hub_store import (DB_FILE, LOCK_FILE, CapReached, Caps, Intent, Key, Store, StoreClosed,  # noqa: F401
+                       StoreUnavailable, Subscription)
 from reviewsd import client_address, parse_networks  # noqa: F401 (the app's one implementation)
 
 log = logging.getLogger("reviewsd.hub")
@@ -62,10 +68,8 @@ MAX_SECRET_BYTES = 199  # "MUST be less than 200 bytes"
 MAX_FAILURES = 3  # consecutive failed deliveries before removal (SPEC.md)
 CHALLENGE_BYTES = 32
 READ_LIMIT = 1024  # bytes read of any callback answer (beyond the challenge)
-DB_FILE = "hub.sqlite3"
 USER_AGENT = "reviewsd-hub/1.0 (+WebSub)"
 
-Key = tuple[str, str]  # (callback URL exactly as given, topic path)
 AddrInfo = tuple[Any, ...]  # one socket.getaddrinfo entry
 Resolver = Callable[[str, int], Sequence[AddrInfo]]
 
@@ -85,10 +89,6 @@ class Refusal(Exception):
 
 class Refused(Exception):
     """A callback address the hub will not contact."""
-
-
-class StoreClosed(Exception):
-    """The hub has stopped; its database is closed."""
 
 
 def text_response(status: int, text: str, headers: Sequence[tuple[str, str]] = ()) -> Response:
@@ -516,6 +516,11 @@ class SubscriptionRequest:
     def key(self) -> Key:
         return self.callback.url, self.topic
 
+    def intent(self, now: float) -> Intent:
+        """The intent to store (its id is the store's to give)."""
+        return Intent(0, self.callback.url, self.topic, self.topic_url, self.callback.host, self.mode,
+                      self.lease_seconds, self.secret, now)
+
 
 def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, str],
                        leases: Leases) -> SubscriptionRequest:
@@ -543,12 +548,17 @@ def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, st
                                _secret(fields.get("hub.secret")))
 
 
+MAX_LEASE_DIGITS = 18  # any longer number is beyond every lease bound, and is granted as --hub-lease-max
+
+
 def _lease(raw: str | None) -> int | None:
+    """The lease asked for: any positive whole number, however many digits (Leases.grant clamps it)."""
     if raw is None or raw == "":
         return None
-    if not re.fullmatch(r"[0-9]{1,18}", raw) or int(raw) == 0:
+    digits = raw.lstrip("0")
+    if not raw.isascii() or not raw.isdigit() or not digits:
         raise Refusal(400, "hub.lease_seconds must be a positive whole number of seconds")
-    return int(raw)
+    return int(digits) if len(digits) <= MAX_LEASE_DIGITS else 10 ** MAX_LEASE_DIGITS
 
 
 def _secret(raw: str | None) -> str | None:
@@ -568,9 +578,12 @@ def read_form(environ: dict, max_body: int) -> list[tuple[str, str]]:
         raise Refusal(415, "the form must be encoded in UTF-8")
     body = _read_body(environ, max_body)
     try:
+        # Bytes that are not UTF-8, raw or percent-encoded, are an unsupported encoding of the form: 415.
         return parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=MAX_FIELDS)
-    except (UnicodeDecodeError, ValueError):
-        raise Refusal(400, f"the body is not a UTF-8 form of at most {MAX_FIELDS} fields") from None
+    except UnicodeDecodeError:
+        raise Refusal(415, "the form must be encoded in UTF-8 (raw or percent-encoded)") from None
+    except ValueError:
+        raise Refusal(400, f"the form has more than {MAX_FIELDS} fields") from None
 
 
 def _read_body(environ: dict, max_body: int) -> bytes:
@@ -622,234 +635,6 @@ class RateLimiter:
         return wait
 
 
-
-
-# --------------------------------------------------------------------------- storage
-
-
-@dataclass(frozen=True)
-class Intent:
-    """A subscribe or unsubscribe request accepted (202) and waiting for verification."""
-
-    id: int
-    callback: str
-    topic: str
-    topic_url: str
-    host: str
-    mode: str
-    lease_seconds: int
-    secret: str | None
-
-    @property
-    def key(self) -> Key:
-        return self.callback, self.topic
-
-
-@dataclass(frozen=True)
-class Subscription:
-    callback: str
-    topic: str
-    topic_url: str
-    secret: str | None
-    expires_at: float
-    last_etag: str | None
-    failures: int
-    next_attempt: float
-
-    @property
-    def key(self) -> Key:
-        return self.callback, self.topic
-
-
-@dataclass(frozen=True)
-class Caps:
-    total: int
-    per_topic: int
-    per_host: int
-
-
-class CapReached(Exception):
-    pass
-
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS subscriptions (
-    callback TEXT NOT NULL,
-    topic TEXT NOT NULL,
-    topic_url TEXT NOT NULL,
-    host TEXT NOT NULL,
-    secret TEXT,
-    lease_seconds INTEGER NOT NULL,
-    expires_at REAL NOT NULL,
-    created_at REAL NOT NULL,
-    verified_at REAL NOT NULL,
-    last_etag TEXT,
-    failures INTEGER NOT NULL DEFAULT 0,
-    next_attempt REAL NOT NULL DEFAULT 0,
-    PRIMARY KEY (callback, topic)
-);
-CREATE INDEX IF NOT EXISTS subscriptions_topic ON subscriptions (topic);
-CREATE INDEX IF NOT EXISTS subscriptions_host ON subscriptions (host);
-CREATE TABLE IF NOT EXISTS intents (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    callback TEXT NOT NULL,
-    topic TEXT NOT NULL,
-    topic_url TEXT NOT NULL,
-    host TEXT NOT NULL,
-    mode TEXT NOT NULL,
-    lease_seconds INTEGER NOT NULL,
-    secret TEXT,
-    created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS intents_pair ON intents (callback, topic);
-CREATE INDEX IF NOT EXISTS intents_host ON intents (host);
-PRAGMA user_version = 1;
-"""
-_PAIRS = ("SELECT callback, topic FROM subscriptions WHERE {w} "
-          "UNION SELECT callback, topic FROM intents WHERE mode = 'subscribe' AND {w}")
-_SUB_COLUMNS = "callback, topic, topic_url, secret, expires_at, last_etag, failures, next_attempt"
-
-
-class Store:
-    """The hub's SQLite database: one connection behind a lock; every change is committed before it counts.
-
-    WAL with synchronous=NORMAL: a commit survives the process being killed at any
-    moment; a power loss may lose the last commits (a delivery is then sent again).
-    """
-
-    def __init__(self, state_dir: str):
-        directory = Path(state_dir)
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path = directory / DB_FILE
-        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))  # the file holds subscribers' secrets
-        self._conn: sqlite3.Connection | None = sqlite3.connect(path, check_same_thread=False, timeout=10)
-        self._lock = threading.Lock()
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(SCHEMA)
-
-    def _run(self, work: Callable[[sqlite3.Connection], Any]) -> Any:
-        with self._lock:
-            if self._conn is None:
-                raise StoreClosed()
-            with self._conn:  # one transaction: committed on return, rolled back on error
-                return work(self._conn)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    # ----------------------------------------------------------------- intents
-
-    def add_intent(self, request: SubscriptionRequest, now: float, caps: Caps) -> bool:
-        """Queue a request for verification (it replaces any not yet verified for the pair).
-
-        False when there is nothing to do (unsubscribing a pair the hub does not know);
-        raises CapReached when a new pair would exceed a cap.
-        """
-        def work(c: sqlite3.Connection) -> bool:
-            known = self._known(c, request.key)
-            if request.mode == "unsubscribe" and not known:
-                return False
-            if request.mode == "subscribe" and not known:
-                self._check_caps(c, request, caps)
-            c.execute("DELETE FROM intents WHERE callback = ? AND topic = ?", request.key)
-            c.execute("INSERT INTO intents (callback, topic, topic_url, host, mode, lease_seconds, secret, created_at)"
-                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                      (*request.key, request.topic_url, request.callback.host, request.mode, request.lease_seconds,
-                       request.secret, now))
-            return True
-        return self._run(work)
-
-    @staticmethod
-    def _known(c: sqlite3.Connection, key: Key) -> bool:
-        row = c.execute("SELECT 1 FROM subscriptions WHERE callback = ? AND topic = ? "
-                        "UNION ALL SELECT 1 FROM intents WHERE callback = ? AND topic = ? LIMIT 1", key * 2).fetchone()
-        return row is not None
-
-    @staticmethod
-    def _check_caps(c: sqlite3.Connection, request: SubscriptionRequest, caps: Caps) -> None:
-        host = request.callback.host
-        for what, where, args, limit in (("in total", "1", (), caps.total),
-                                         ("for this topic", "topic = ?", (request.topic,), caps.per_topic),
-                                         ("for this callback host", "host = ?", (host,), caps.per_host)):
-            count = c.execute(f"SELECT COUNT(*) FROM ({_PAIRS.format(w=where)})", args * 2).fetchone()[0]
-            if count >= limit:
-                raise CapReached(f"the hub already holds {count} subscriptions {what}, its limit")
-
-    def next_intent(self, key: Key) -> Intent | None:
-        row = self._run(lambda c: c.execute(
-            "SELECT id, callback, topic, topic_url, host, mode, lease_seconds, secret FROM intents "
-            "WHERE callback = ? AND topic = ? ORDER BY id LIMIT 1", key).fetchone())
-        return Intent(*row) if row else None
-
-    def drop_intent(self, intent_id: int) -> None:
-        self._run(lambda c: c.execute("DELETE FROM intents WHERE id = ?", (intent_id,)))
-
-    def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
-        """The verified subscription: new, or a renewal that changes lease and secret and keeps its progress."""
-        def work(c: sqlite3.Connection) -> None:
-            c.execute(
-                "INSERT INTO subscriptions (callback, topic, topic_url, host, secret, lease_seconds, expires_at,"
-                " created_at, verified_at, last_etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (callback, topic) DO UPDATE SET topic_url = excluded.topic_url,"
-                " secret = excluded.secret, lease_seconds = excluded.lease_seconds, expires_at = excluded.expires_at,"
-                " verified_at = excluded.verified_at, failures = 0, next_attempt = 0",
-                (intent.callback, intent.topic, intent.topic_url, intent.host, intent.secret, intent.lease_seconds,
-                 verified_at + intent.lease_seconds, verified_at, verified_at, baseline_etag))
-            c.execute("DELETE FROM intents WHERE id = ?", (intent.id,))
-        self._run(work)
-
-    def apply_unsubscribe(self, intent: Intent) -> None:
-        def work(c: sqlite3.Connection) -> None:
-            c.execute("DELETE FROM subscriptions WHERE callback = ? AND topic = ?", intent.key)
-            c.execute("DELETE FROM intents WHERE id = ?", (intent.id,))
-        self._run(work)
-
-    # ----------------------------------------------------------------- subscriptions
-
-    def subscription(self, key: Key) -> Subscription | None:
-        row = self._run(lambda c: c.execute(
-            f"SELECT {_SUB_COLUMNS} FROM subscriptions WHERE callback = ? AND topic = ?", key).fetchone())
-        return Subscription(*row) if row else None
-
-    def record_delivery(self, key: Key, etag: str) -> None:
-        self._run(lambda c: c.execute("UPDATE subscriptions SET last_etag = ?, failures = 0, next_attempt = 0"
-                                      " WHERE callback = ? AND topic = ?", (etag, *key)))
-
-    def record_failure(self, key: Key, failures: int, next_attempt: float) -> None:
-        self._run(lambda c: c.execute("UPDATE subscriptions SET failures = ?, next_attempt = ?"
-                                      " WHERE callback = ? AND topic = ?", (failures, next_attempt, *key)))
-
-    def remove(self, key: Key) -> None:
-        self._run(lambda c: c.execute("DELETE FROM subscriptions WHERE callback = ? AND topic = ?", key))
-
-    def expire(self, now: float) -> int:
-        return self._run(lambda c: c.execute("DELETE FROM subscriptions WHERE expires_at <= ?", (now,)).rowcount)
-
-    def outdated(self, topic: str, etag: str) -> list[Key]:
-        rows = self._run(lambda c: c.execute(
-            "SELECT callback FROM subscriptions WHERE topic = ? AND (last_etag IS NULL OR last_etag != ?)",
-            (topic, etag)).fetchall())
-        return [(callback, topic) for (callback,) in rows]
-
-    def all_work(self) -> tuple[list[tuple[Key, str | None, float, float]], list[Key]]:
-        """Every subscription (key, last ETag, next attempt, expiry) and every pair with a pending intent."""
-        def work(c: sqlite3.Connection) -> tuple[list, list]:
-            subs = c.execute("SELECT callback, topic, last_etag, next_attempt, expires_at"
-                             " FROM subscriptions").fetchall()
-            intents = c.execute("SELECT DISTINCT callback, topic FROM intents").fetchall()
-            return [((cb, t), etag, nxt, exp) for cb, t, etag, nxt, exp in subs], [tuple(k) for k in intents]
-        return self._run(work)
-
-    def counts(self) -> tuple[list[tuple[str, str | None, int]], int]:
-        """(topic, last ETag, count) groups of subscriptions, and the number of pending intents."""
-        def work(c: sqlite3.Connection) -> tuple[list, int]:
-            groups = c.execute("SELECT topic, last_etag, COUNT(*) FROM subscriptions GROUP BY topic, last_etag")
-            return groups.fetchall(), c.execute("SELECT COUNT(*) FROM intents").fetchone()[0]
-        return self._run(work)
 
 
 # --------------------------------------------------------------------------- scheduler
@@ -983,14 +768,32 @@ class Hub:
         self.limiter = RateLimiter(config.hub_rate_limit)
         self.trusted = parse_networks(config.trusted_proxies)
         self.outbound = outbound or Outbound(make_ssl_context(config.ca_file), config.allow_private_callbacks, resolve)
-        self.db = Store(config.state_dir)
+        self.db = Store(config.state_dir, config.hub_state_check)
         self.scheduler = Scheduler(self._service, config.hub_workers, clock, retry_after=config.hub_retry_delay)
         self._stopping = False
+        self._stopped = threading.Event()
+        self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
 
     # ----------------------------------------------------------------- lifecycle
 
     def start(self) -> None:
-        """Start the workers and bring every subscriber to the current content."""
+        """Open the store, start the workers and bring every subscriber to the current content.
+
+        A store that cannot be opened (or a state directory another server's hub holds)
+        does not stop the start: the hub answers 503 and the keeper thread retries.
+        """
+        if self.db.open():
+            subscriptions, intents, expired = self._schedule_all()
+            log.info("hub started: %d subscriptions, %d pending verifications, %d expired leases removed",
+                     subscriptions, intents, expired, extra={"event": "hub_started"})
+        else:
+            log.info("hub started without its store (%s); retrying every %g s", self.db.problem.reason,
+                     self.config.hub_state_check, extra={"event": "hub_started", "available": False})
+        self.scheduler.start()
+        self._keeper.start()
+
+    def _schedule_all(self) -> tuple[int, int, int]:
+        """Schedule every pending intent and every subscriber not at the current content; the counts."""
         expired = self.db.expire(self.clock())
         subscriptions, intents = self.db.all_work()
         current = self._etags()
@@ -998,9 +801,18 @@ class Hub:
             self.scheduler.poke(key, next_attempt if last_etag != current.get(key[1]) else expires_at)
         for key in intents:
             self.scheduler.poke(key)
-        self.scheduler.start()
-        log.info("hub started: %d subscriptions, %d pending verifications, %d expired leases removed",
-                 len(subscriptions), len(intents), expired, extra={"event": "hub_started"})
+        return len(subscriptions), len(intents), expired
+
+    def _keep_store(self) -> None:
+        """The keeper thread: every --hub-state-check seconds, check the state directory or retry the store."""
+        while not self._stopped.wait(self.config.hub_state_check):
+            try:
+                if self.db.maintain():
+                    self._schedule_all()
+            except StoreClosed:
+                return
+            except Exception:
+                log.exception("hub store check failed", extra={"event": "hub_store_check_failed"})
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop taking work; in-flight requests get `timeout` seconds, then are cut; close the database.
@@ -1011,10 +823,13 @@ class Hub:
         if self._stopping:
             return
         self._stopping = True
+        self._stopped.set()
         if not self.scheduler.stop(timeout):
             self.outbound.abort_all()
             self.scheduler.stop(2.0)
         self.outbound.close()
+        if self._keeper.is_alive():
+            self._keeper.join(timeout)
         self.db.close()
         log.info("hub stopped", extra={"event": "hub_stopped"})
 
@@ -1030,8 +845,13 @@ class Hub:
         return removed
 
     def status(self) -> dict[str, Any]:
+        """The hub's part of /healthz: running (not stopped), available (its store usable) or why not."""
         if self._stopping:
             return {"enabled": True, "running": False}
+        problem = self.db.problem
+        if problem is not None:
+            return {"enabled": True, "running": True, "available": False, "reason": problem.reason,
+                    "unavailable_since": _utc(problem.since)}
         try:
             groups, intents = self.db.counts()
         except StoreClosed:
@@ -1042,7 +862,8 @@ class Hub:
         for topic, etag, count in groups:
             by_topic[topic] = by_topic.get(topic, 0) + count
             outdated += count if etag != current.get(topic) else 0
-        return {"enabled": True, "running": True, "subscriptions": sum(by_topic.values()), "by_topic": by_topic,
+        return {"enabled": True, "running": True, "available": True, "subscriptions": sum(by_topic.values()),
+                "by_topic": by_topic,
                 "pending_verifications": intents, "pending_deliveries": outdated}
 
     # ----------------------------------------------------------------- requests
@@ -1051,15 +872,18 @@ class Hub:
         """POST /api/websub/hub: 202 when accepted (verification follows), else 4xx with a text reason."""
         try:
             self._admit(environ)
+            self._available()
             request = parse_subscription(read_form(environ, self.config.max_body), self.topics, self.leases)
             self._vet(request.callback)
-            queued = self.db.add_intent(request, self.clock(), self.caps)
+            queued = self.db.add_intent(request.intent(self.clock()), self.caps)
         except Refusal as refusal:
             return text_response(refusal.status, refusal.reason, refusal.headers)
         except CapReached as exc:
             return text_response(403, f"subscription refused: {exc}")
         except StoreClosed:
             return text_response(503, "the hub is stopping; try again shortly", [("Retry-After", "5")])
+        except StoreUnavailable as exc:
+            return self._unavailable_response(str(exc))
         if queued:
             self.scheduler.poke(request.key)
         log.info("%s request accepted for %s on %s", request.mode, request.callback.display, request.topic,
@@ -1075,6 +899,16 @@ class Hub:
             seconds = max(1, int(wait + 0.999))
             raise Refusal(429, f"too many hub requests from this address; retry in {seconds} s",
                           [("Retry-After", str(seconds))])
+
+    def _available(self) -> None:
+        problem = self.db.problem
+        if problem is not None:
+            raise StoreUnavailable(problem.reason)
+
+    def _unavailable_response(self, reason: str) -> Response:
+        retry = max(1, math.ceil(self.config.hub_state_check))
+        return text_response(503, f"the hub is unavailable: {reason}; nothing was stored, try again later",
+                             [("Retry-After", str(retry))])
 
     def _vet(self, callback: Callback) -> None:
         try:
@@ -1108,6 +942,8 @@ class Hub:
     def _service(self, key: Key) -> float | None:
         """One step for a pair: its oldest pending intent, else its delivery. When to look again."""
         try:
+            if self.db.problem is not None:
+                return None  # nothing is sent that cannot be recorded: rescheduled when the store is back
             intent = self.db.next_intent(key)
             if intent is not None:
                 self._verify(intent)
@@ -1209,6 +1045,10 @@ class Hub:
 def signature(secret: str, body: bytes) -> str:
     """Lower-case hex HMAC-SHA256 of the body, keyed with the UTF-8 bytes of the secret."""
     return hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+
+
+def _utc(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _display(callback_url: str) -> str:

@@ -255,8 +255,8 @@ def _paths() -> dict[str, Any]:
             "operationId": "getHealth",
             "tags": ["operations"],
             "summary": "Health check (operational, for load balancers and systemd watchers)",
-            "description": "200 with the loaded data versions and hub status when ready; 503 while not ready. "
-                           "Never cached.",
+            "description": "200 with the loaded data versions and hub status while reads are served (status "
+                           "`degraded` and the reason when the hub is unavailable); 503 while not ready. Never cached.",
             "responses": {"200": _health("Ready."), "503": _health("Not ready, or a part is not working.")},
         }},
         "/mcp": {
@@ -310,7 +310,8 @@ def _paths() -> dict[str, Any]:
                     "hub.callback": {"type": "string", "description": "HTTPS URL of your callback."},
                     "hub.mode": {"enum": ["subscribe", "unsubscribe"]},
                     "hub.topic": {"type": "string", "description": "One of the three topic URLs."},
-                    "hub.lease_seconds": {"type": "string", "description": "Requested lease in seconds."},
+                    "hub.lease_seconds": {"type": "string",
+                                          "description": "Requested lease in seconds, clamped to the hub's bounds."},
                     "hub.secret": {"type": "string", "description": "Under 200 bytes; enables X-Hub-Signature."},
                 }}}}},
             "responses": {
@@ -322,7 +323,9 @@ def _paths() -> dict[str, Any]:
                 "415": {"description": "Not a UTF-8 application/x-www-form-urlencoded body.",
                         "content": {"text/plain": {}}},
                 "429": {"description": "Too many hub requests; see Retry-After.", "content": {"text/plain": {}}},
-                "503": {"description": "The hub is stopping; see Retry-After.", "content": {"text/plain": {}}},
+                "503": {"description": "The hub is stopping, its state store is unusable, or another server's hub "
+                                       "holds the state directory: a plain-text reason; see Retry-After.",
+                        "content": {"text/plain": {}}},
             },
         }},
     }

@@ -392,13 +392,13 @@ class ReviewsApp:
                                             snapshot.payloads["/reviews.json"].last_modified))
 
     def on_healthz(self, environ: Mapping[str, Any]) -> Triple:
-        """200 when every part serves; 503 when the hub is enabled but its workers stopped."""
+        """200 while reads are served ("degraded" when the hub's store is unavailable); 503 once the hub stopped."""
         snapshot = self.store.current
         dataset = snapshot.dataset
         hub_status = self.hub.status() if self.hub is not None else {"enabled": False}
         ready = self.hub is None or bool(hub_status.get("running"))
         document = {
-            "status": "ok" if ready else "not_ready",
+            "status": "not_ready" if not ready else "degraded" if hub_status.get("available") is False else "ok",
             "data": {
                 "reviews": {"generated_at": dataset.reviews_doc["generated_at"], "count": len(dataset.reviews),
                             "sha256": dataset.reviews_sha256},

@@ -224,11 +224,31 @@ def test_large_bodies_are_413(make_hub: HubMaker) -> None:
     assert response.status_code == 413 and "1000 bytes" in response.get_data(as_text=True)
 
 
-def test_undecodable_bodies_are_400(make_hub: HubMaker) -> None:
+def test_bodies_that_are_not_utf8_are_415_as_the_readme_says(make_hub: HubMaker) -> None:
     app = make_hub(FakeOutbound())
-    assert post(app, body=b"hub.mode=\xff\xfe").status_code == 400
-    assert post(app, body=b"hub.mode=%ff%fe").status_code == 400
-    assert post(app, body=b"&".join(b"f%d=1" % i for i in range(101))).status_code == 400
+    for body in (b"hub.mode=\xff\xfe", b"hub.mode=%ff%fe", b"hub.callback=%C3"):
+        response = post(app, body=body)
+        assert response.status_code == 415 and "UTF-8" in response.get_data(as_text=True)
+
+
+def test_a_form_of_too_many_fields_is_400(make_hub: HubMaker) -> None:
+    app = make_hub(FakeOutbound())
+    response = post(app, body=b"&".join(b"f%d=1" % i for i in range(101)))
+    assert response.status_code == 400 and "100 fields" in response.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("asked, granted", [("9" * 30, 30 * 86400), ("1" + "0" * 18, 30 * 86400),
+                                            ("999999999999999999", 30 * 86400), ("0000600", 600), ("1", 300)])
+def test_any_positive_lease_is_clamped_however_many_digits(asked: str, granted: int) -> None:
+    request = hub.parse_subscription(form(lease_seconds=asked).items(), TOPICS, LEASES)
+    assert request.lease_seconds == granted
+
+
+@pytest.mark.parametrize("asked", ["0" * 30, "٣٠٠", "²", "+300", "3e5"])
+def test_leases_that_are_not_positive_ascii_integers_are_400(asked: str) -> None:
+    with pytest.raises(hub.Refusal, match="lease_seconds") as refusal:
+        hub.parse_subscription(form(lease_seconds=asked).items(), TOPICS, LEASES)
+    assert refusal.value.status == 400
 
 
 def test_refusals_store_and_contact_nothing(make_hub: HubMaker) -> None:

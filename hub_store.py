@@ -1,0 +1,609 @@
+"""The hub's state: subscriptions and pending intents, held in memory and written through to SQLite.
+
+Memory is what the running hub reads; SQLite under `--state-dir` is the durable
+copy a restart reads back. The store trusts the directory only as far as it can
+check it:
+
+* one hub per state directory: an exclusive `flock` on `hub.lock`, held for the
+  process's life and naming its holder (pid and host) for whoever finds it taken;
+* a change that must be durable before it is acknowledged (a new intent: its 202)
+  is committed first and refused (StoreUnavailable, a 503) when it cannot be;
+* every other change (a verification applied, a delivery recorded) is made in
+  memory at once and written through; when the write fails the store becomes
+  unavailable and `maintain()` later writes everything it holds back, so nothing
+  already accepted or delivered is lost or sent twice while the process lives;
+* before each write and at each `maintain()` the directory, database and lock
+  file are compared (device and inode) with what was opened: one removed or
+  replaced is recreated and written back, with an ERROR in the log;
+* a corrupt database is moved aside as `hub.sqlite3.corrupt-<UTC time>Z`, never
+  deleted, and the store starts empty.
+
+Every method is thread-safe (one lock); `maintain()` runs on the hub's keeper thread.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import itertools
+import logging
+import os
+import socket
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+log = logging.getLogger("reviewsd.hub")
+
+DB_FILE = "hub.sqlite3"
+LOCK_FILE = "hub.lock"
+
+Key = tuple[str, str]  # (callback URL exactly as given, topic path)
+
+
+class StoreClosed(Exception):
+    """The hub has stopped; its database is closed."""
+
+
+class StoreUnavailable(Exception):
+    """The store cannot be written now; the message says why."""
+
+
+class CapReached(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Caps:
+    total: int
+    per_topic: int
+    per_host: int
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A subscribe or unsubscribe request accepted (202) and waiting for verification."""
+
+    id: int
+    callback: str
+    topic: str
+    topic_url: str
+    host: str
+    mode: str
+    lease_seconds: int
+    secret: str | None
+    created_at: float = 0.0
+
+    @property
+    def key(self) -> Key:
+        return self.callback, self.topic
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """One verified subscription: a row of the subscriptions table."""
+
+    callback: str
+    topic: str
+    topic_url: str
+    host: str
+    secret: str | None
+    lease_seconds: int
+    expires_at: float
+    created_at: float
+    verified_at: float
+    last_etag: str | None
+    failures: int = 0
+    next_attempt: float = 0.0
+
+    @property
+    def key(self) -> Key:
+        return self.callback, self.topic
+
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS subscriptions (
+    callback TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    topic_url TEXT NOT NULL,
+    host TEXT NOT NULL,
+    secret TEXT,
+    lease_seconds INTEGER NOT NULL,
+    expires_at REAL NOT NULL,
+    created_at REAL NOT NULL,
+    verified_at REAL NOT NULL,
+    last_etag TEXT,
+    failures INTEGER NOT NULL DEFAULT 0,
+    next_attempt REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (callback, topic)
+);
+CREATE INDEX IF NOT EXISTS subscriptions_topic ON subscriptions (topic);
+CREATE INDEX IF NOT EXISTS subscriptions_host ON subscriptions (host);
+CREATE TABLE IF NOT EXISTS intents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    callback TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    topic_url TEXT NOT NULL,
+    host TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    lease_seconds INTEGER NOT NULL,
+    secret TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS intents_pair ON intents (callback, topic);
+CREATE INDEX IF NOT EXISTS intents_host ON intents (host);
+PRAGMA user_version = 1;
+"""
+_SUB_COLUMNS = ("callback, topic, topic_url, host, secret, lease_seconds, expires_at, created_at, verified_at,"
+                " last_etag, failures, next_attempt")
+_INTENT_COLUMNS = "id, callback, topic, topic_url, host, mode, lease_seconds, secret, created_at"
+_INSERT_SUB = f"INSERT OR REPLACE INTO subscriptions ({_SUB_COLUMNS}) VALUES ({', '.join('?' * 12)})"
+_INSERT_INTENT = f"INSERT INTO intents ({_INTENT_COLUMNS}) VALUES ({', '.join('?' * 9)})"
+_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+def _row(record: Subscription | Intent) -> tuple:
+    return tuple(vars(record).values())
+
+
+# --------------------------------------------------------------------------- faults
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why the store cannot be used: `reason` for 503s and /healthz, `remedy` for the log."""
+
+    reason: str
+    remedy: str
+    since: float
+    held: bool = False  # another process holds the lock (not a fault of this one)
+
+
+class Corrupt(Exception):
+    """The database file is not a sound SQLite database."""
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, Corrupt) or (code is not None and code & 0xFF in _CORRUPT_CODES) or (
+        isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)
+        and any(text in str(exc) for text in ("not a database", "malformed")))
+
+
+def remedy_for(exc: BaseException, directory: Path) -> str:
+    """What an operator should do about `exc` (for the log)."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    text = str(exc).lower()
+    if code == 13 or getattr(exc, "errno", None) == errno.ENOSPC or "disk is full" in text:
+        return f"free space on the file system of {directory}"
+    if code == 8 or getattr(exc, "errno", None) == errno.EROFS or "read-only" in text or "readonly" in text:
+        return f"make {directory} writable by this service"
+    if isinstance(exc, (NotADirectoryError, FileExistsError)):
+        return f"{directory} must be a directory: move what is there aside"
+    return f"check {directory} and the disk holding it"
+
+
+# --------------------------------------------------------------------------- the lock
+
+
+class StateLock:
+    """An exclusive flock on STATE_DIR/hub.lock, which names its holder."""
+
+    def __init__(self, directory: Path):
+        self.path = directory / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> str | None:
+        """Take the lock: None when held here now, else who holds it. Raises OSError."""
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+            os.close(fd)
+            return holder
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on host {socket.gethostname()}\n".encode(), 0)
+        self._fd = fd
+        return None
+
+    def intact(self) -> bool:
+        """Held here, and the file at its path is the one locked."""
+        if self._fd is None:
+            return False
+        try:
+            on_disk, held = os.stat(self.path), os.fstat(self._fd)
+        except OSError:
+            return False
+        return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the last descriptor releases the flock
+            self._fd = None
+
+
+# --------------------------------------------------------------------------- the store
+
+
+class Store:
+    """Subscriptions and intents in memory, written through to STATE_DIR/hub.sqlite3 (see the module docstring).
+
+    WAL with synchronous=NORMAL: a commit survives the process being killed at any
+    moment; a power loss may lose the last commits (a delivery is then sent again).
+    """
+
+    def __init__(self, state_dir: str, retry_every: float = 5.0, clock: Callable[[], float] = time.time):
+        self.directory = Path(state_dir)
+        self.path = self.directory / DB_FILE
+        self._retry_every = retry_every
+        self._clock = clock
+        self._state_lock = StateLock(self.directory)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._identity: tuple[int, ...] | None = None
+        self._subs: dict[Key, Subscription] = {}
+        self._intents: dict[int, Intent] = {}  # in id order
+        self._next_id = 1
+        self._loaded = False  # memory holds the database's content (else it is read at the next open)
+        self._tried = False  # an open was attempted (the next success is a recovery or a takeover)
+        self._closed = False
+        self.problem: Problem | None = Problem("the hub's store has not been opened yet", "", clock())
+
+    # ----------------------------------------------------------------- opening and recovery
+
+    def open(self) -> bool:
+        """Take the lock and open the database: True when the store can be used."""
+        with self._lock:
+            return self._reopen()
+
+    def maintain(self) -> bool:
+        """Check the directory, or retry a store that failed: True when it has just become usable."""
+        with self._lock:
+            if self._closed:
+                return False
+            if self.problem is None:
+                if not self._intact():
+                    self._replaced()
+                return False
+            return self._reopen()
+
+    def close(self) -> None:
+        """Write back what a failed store holds (one last try), close the database and release the lock."""
+        with self._lock:
+            if self._closed:
+                return
+            if self.problem is not None and self._loaded and not self.problem.held and not self._reopen():
+                log.error("hub stopping with changes its store could not take (%s): subscriptions verified since "
+                          "then are lost; pending verifications in the database are verified again at the next start",
+                          self.problem.reason, extra={"event": "hub_store_unsaved"})
+            self._closed = True
+            self._disconnect()
+            self._state_lock.release()
+
+    def _reopen(self) -> bool:
+        """(Lock held.) Lock, connect, then load the database (first time) or write memory back into it."""
+        try:
+            return self._try_reopen()
+        finally:
+            self._tried = True
+
+    def _try_reopen(self) -> bool:
+        self._disconnect()
+        try:
+            if not self._state_lock.intact():
+                self._state_lock.release()
+                holder = self._state_lock.acquire()
+                if holder is not None:
+                    return self._unavailable(Problem(
+                        f"another reviewsd runs the hub on {self.directory} ({holder})",
+                        "this server serves reads and MCP and takes the hub over when that one stops",
+                        self._clock(), held=True))
+            conn = self._connect()
+            try:
+                if self._loaded:
+                    self._write_back(conn)
+                else:
+                    self._load(conn)
+            except BaseException:
+                conn.close()
+                raise
+        except (sqlite3.Error, OSError) as exc:
+            return self._unavailable(Problem(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory),
+                                             self._clock()))
+        self._conn, self._identity = conn, self._disk_identity()
+        if self._tried and self.problem is not None:  # not the first start: a recovery or a takeover
+            log.info("hub store available: %d subscriptions, %d pending verifications (was: %s)",
+                     len(self._subs), len(self._intents), self.problem.reason,
+                     extra={"event": "hub_store_available"})
+        self._loaded = True
+        self.problem = None
+        return True
+
+    def _connect(self) -> sqlite3.Connection:
+        """A connection to a sound database (a corrupt one is moved aside first). Raises sqlite3.Error, OSError."""
+        try:
+            return self._open_database(check=True)
+        except (sqlite3.Error, Corrupt) as exc:
+            if not is_corrupt(exc):
+                raise
+            self._move_aside(exc)
+        return self._open_database(check=False)
+
+    def _open_database(self, check: bool) -> sqlite3.Connection:
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))  # the file holds subscribers' secrets
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
+        try:
+            if check and (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
+                raise Corrupt(found)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _move_aside(self, exc: BaseException) -> None:
+        """Keep a corrupt database under a name that says when and why; the store then starts empty."""
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        target = self.path.with_name(f"{DB_FILE}.corrupt-{stamp}")
+        for n in itertools.count(1):  # never over an earlier one
+            if not target.exists():
+                break
+            target = self.path.with_name(f"{DB_FILE}.corrupt-{stamp}-{n}")
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(str(self.path) + suffix)
+            if source.exists():
+                os.replace(source, Path(str(target) + suffix))
+        log.error("hub database %s is corrupt (%s): moved aside to %s; the hub starts with %s; subscribers "
+                  "come back at their next renewal", self.path, str(exc)[:200], target.name,
+                  "the subscriptions it holds in memory" if self._loaded else "no subscriptions",
+                  extra={"event": "hub_store_corrupt", "moved_to": str(target)})
+
+    def _load(self, conn: sqlite3.Connection) -> None:
+        subs = conn.execute(f"SELECT {_SUB_COLUMNS} FROM subscriptions").fetchall()
+        intents = conn.execute(f"SELECT {_INTENT_COLUMNS} FROM intents ORDER BY id").fetchall()
+        self._subs = {(row[0], row[1]): Subscription(*row) for row in subs}
+        self._intents = {row[0]: Intent(*row) for row in intents}
+        self._next_id = max(self._intents, default=0) + 1
+
+    def _write_back(self, conn: sqlite3.Connection) -> None:
+        """Make the database hold exactly what memory holds (one transaction)."""
+        with conn:
+            conn.execute("DELETE FROM subscriptions")
+            conn.execute("DELETE FROM intents")
+            conn.executemany(_INSERT_SUB, [_row(s) for s in self._subs.values()])
+            conn.executemany(_INSERT_INTENT, [_row(i) for i in self._intents.values()])
+
+    def _disk_identity(self) -> tuple[int, ...]:
+        directory, database = os.stat(self.directory), os.stat(self.path)
+        return directory.st_dev, directory.st_ino, database.st_dev, database.st_ino
+
+    def _intact(self) -> bool:
+        """The directory, database and lock file are the ones opened (not removed or replaced)."""
+        try:
+            return self._disk_identity() == self._identity and self._state_lock.intact()
+        except OSError:
+            return False
+
+    def _replaced(self) -> bool:
+        """(Lock held.) The directory or database was removed or replaced: recreate it from memory."""
+        log.error("hub state directory %s or its database was removed or replaced; recreating it and writing back "
+                  "%d subscriptions and %d pending verifications", self.directory, len(self._subs),
+                  len(self._intents), extra={"event": "hub_state_replaced"})
+        self._state_lock.release()
+        if not self._reopen():
+            return False
+        log.info("hub state directory %s recreated: %d subscriptions and %d pending verifications written back",
+                 self.directory, len(self._subs), len(self._intents), extra={"event": "hub_state_recreated"})
+        return True
+
+    def _unavailable(self, problem: Problem) -> bool:
+        """(Lock held.) Record why the store cannot be used; log it when that changes."""
+        if self.problem is None or self.problem.reason != problem.reason:
+            if problem.held:
+                log.warning("hub not running: %s; %s", problem.reason, problem.remedy,
+                            extra={"event": "hub_lock_held"})
+            else:
+                log.error("hub store unavailable: %s; the hub accepts no subscriptions and sends nothing until it "
+                          "works again (retried every %g s): %s", problem.reason, self._retry_every, problem.remedy,
+                          extra={"event": "hub_store_unavailable"})
+            self.problem = problem
+        self._disconnect()
+        return False
+
+    def _disconnect(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+            self._conn = None
+
+    # ----------------------------------------------------------------- writing
+
+    def _check(self) -> None:
+        if self._closed:
+            raise StoreClosed()
+
+    def _commit(self, work: Callable[[sqlite3.Connection], object]) -> None:
+        """(Lock held.) Commit `work` before memory changes; StoreUnavailable when it cannot be."""
+        if self.problem is not None or (not self._intact() and not self._replaced()):
+            raise StoreUnavailable(self.problem.reason if self.problem else "the hub's store is unavailable")
+        try:
+            with self._conn:  # type: ignore[union-attr]
+                work(self._conn)  # type: ignore[arg-type]
+        except (sqlite3.Error, OSError) as exc:
+            self._failed(exc)
+            raise StoreUnavailable(self.problem.reason if self.problem else str(exc)) from None
+
+    def _persist(self, work: Callable[[sqlite3.Connection], object]) -> None:
+        """(Lock held; memory already changed.) Write the change through; a failure leaves it to write-back."""
+        if self.problem is not None:
+            return
+        if not self._intact():
+            self._replaced()  # writes back memory, this change included
+            return
+        try:
+            with self._conn:  # type: ignore[union-attr]
+                work(self._conn)  # type: ignore[arg-type]
+        except (sqlite3.Error, OSError) as exc:
+            self._failed(exc)
+
+    def _failed(self, exc: BaseException) -> None:
+        self._unavailable(Problem(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory),
+                                  self._clock()))
+
+    # ----------------------------------------------------------------- intents
+
+    def add_intent(self, intent: Intent, caps: Caps) -> bool:
+        """Queue a request for verification, durably (it replaces any not yet verified for the pair).
+
+        False when there is nothing to do (unsubscribing a pair the hub does not know);
+        raises CapReached when a new pair would exceed a cap, StoreUnavailable when
+        it cannot be recorded.
+        """
+        with self._lock:
+            self._check()
+            if self.problem is not None:
+                raise StoreUnavailable(self.problem.reason)
+            known = intent.key in self._subs or any(i.key == intent.key for i in self._intents.values())
+            if intent.mode == "unsubscribe" and not known:
+                return False
+            if intent.mode == "subscribe" and not known:
+                self._check_caps(intent, caps)
+            intent = replace(intent, id=self._next_id)
+
+            def work(c: sqlite3.Connection) -> None:
+                c.execute("DELETE FROM intents WHERE callback = ? AND topic = ?", intent.key)
+                c.execute(_INSERT_INTENT, _row(intent))
+            self._commit(work)
+            self._drop_pair_intents(intent.key)
+            self._intents[intent.id] = intent
+            self._next_id += 1
+            return True
+
+    def _drop_pair_intents(self, key: Key) -> None:
+        for stale in [i.id for i in self._intents.values() if i.key == key]:
+            del self._intents[stale]
+
+    def _check_caps(self, intent: Intent, caps: Caps) -> None:
+        pairs = {key: sub.host for key, sub in self._subs.items()}
+        pairs.update((i.key, i.host) for i in self._intents.values() if i.mode == "subscribe")
+        for what, counts, limit in (("in total", lambda k, h: True, caps.total),
+                                    ("for this topic", lambda k, h: k[1] == intent.topic, caps.per_topic),
+                                    ("for this callback host", lambda k, h: h == intent.host, caps.per_host)):
+            count = sum(1 for key, host in pairs.items() if counts(key, host))
+            if count >= limit:
+                raise CapReached(f"the hub already holds {count} subscriptions {what}, its limit")
+
+    def next_intent(self, key: Key) -> Intent | None:
+        with self._lock:
+            self._check()
+            return next((i for i in self._intents.values() if i.key == key), None)
+
+    def drop_intent(self, intent_id: int) -> None:
+        with self._lock:
+            self._check()
+            self._intents.pop(intent_id, None)
+            self._persist(lambda c: c.execute("DELETE FROM intents WHERE id = ?", (intent_id,)))
+
+    def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
+        """The verified subscription: new, or a renewal that changes lease and secret and keeps its progress."""
+        with self._lock:
+            self._check()
+            old = self._subs.get(intent.key)
+            sub = Subscription(intent.callback, intent.topic, intent.topic_url, intent.host, intent.secret,
+                               intent.lease_seconds, verified_at + intent.lease_seconds,
+                               old.created_at if old else verified_at, verified_at,
+                               old.last_etag if old else baseline_etag)
+            self._subs[sub.key] = sub
+            self._intents.pop(intent.id, None)
+
+            def work(c: sqlite3.Connection) -> None:
+                c.execute(_INSERT_SUB, _row(sub))
+                c.execute("DELETE FROM intents WHERE id = ?", (intent.id,))
+            self._persist(work)
+
+    def apply_unsubscribe(self, intent: Intent) -> None:
+        with self._lock:
+            self._check()
+            self._subs.pop(intent.key, None)
+            self._intents.pop(intent.id, None)
+
+            def work(c: sqlite3.Connection) -> None:
+                c.execute("DELETE FROM subscriptions WHERE callback = ? AND topic = ?", intent.key)
+                c.execute("DELETE FROM intents WHERE id = ?", (intent.id,))
+            self._persist(work)
+
+    # ----------------------------------------------------------------- subscriptions
+
+    def subscription(self, key: Key) -> Subscription | None:
+        with self._lock:
+            self._check()
+            return self._subs.get(key)
+
+    def _update(self, key: Key, sql: str, args: tuple, **changes: object) -> None:
+        with self._lock:
+            self._check()
+            sub = self._subs.get(key)
+            if sub is None:
+                return
+            self._subs[key] = replace(sub, **changes)  # type: ignore[arg-type]
+            self._persist(lambda c: c.execute(sql, (*args, *key)))
+
+    def record_delivery(self, key: Key, etag: str) -> None:
+        self._update(key, "UPDATE subscriptions SET last_etag = ?, failures = 0, next_attempt = 0"
+                          " WHERE callback = ? AND topic = ?", (etag,), last_etag=etag, failures=0, next_attempt=0.0)
+
+    def record_failure(self, key: Key, failures: int, next_attempt: float) -> None:
+        self._update(key, "UPDATE subscriptions SET failures = ?, next_attempt = ? WHERE callback = ? AND topic = ?",
+                     (failures, next_attempt), failures=failures, next_attempt=next_attempt)
+
+    def remove(self, key: Key) -> None:
+        with self._lock:
+            self._check()
+            if self._subs.pop(key, None) is not None:
+                self._persist(lambda c: c.execute("DELETE FROM subscriptions WHERE callback = ? AND topic = ?", key))
+
+    def expire(self, now: float) -> int:
+        with self._lock:
+            self._check()
+            ended = [key for key, sub in self._subs.items() if sub.expires_at <= now]
+            for key in ended:
+                del self._subs[key]
+            if ended:
+                self._persist(lambda c: c.execute("DELETE FROM subscriptions WHERE expires_at <= ?", (now,)))
+            return len(ended)
+
+    def outdated(self, topic: str, etag: str) -> list[Key]:
+        with self._lock:
+            self._check()
+            return [key for key, sub in self._subs.items() if sub.topic == topic and sub.last_etag != etag]
+
+    def all_work(self) -> tuple[list[tuple[Key, str | None, float, float]], list[Key]]:
+        """Every subscription (key, last ETag, next attempt, expiry) and every pair with a pending intent."""
+        with self._lock:
+            self._check()
+            subs = [(key, s.last_etag, s.next_attempt, s.expires_at) for key, s in self._subs.items()]
+            return subs, list(dict.fromkeys(i.key for i in self._intents.values()))
+
+    def counts(self) -> tuple[list[tuple[str, str | None, int]], int]:
+        """(topic, last ETag, count) groups of subscriptions, and the number of pending intents."""
+        with self._lock:
+            self._check()
+            groups: dict[tuple[str, str | None], int] = {}
+            for sub in self._subs.values():
+                groups[sub.topic, sub.last_etag] = groups.get((sub.topic, sub.last_etag), 0) + 1
+            return [(topic, etag, n) for (topic, etag), n in groups.items()], len(self._intents)
+
