@@ -16,15 +16,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
-
 from dataset import (
     DEFAULT_LIMIT,
-    SEARCH_PARAMS_IS_VALID,
     SEARCH_PARAMS_SCHEMA,
     SEARCH_PARAMS_VALIDATOR,
     Dataset,
+    SchemaError,
     fold_text,
     named,
     utf8,
@@ -60,7 +57,7 @@ _TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a strin
 _DATE_PARAMS = {name for name, s in SEARCH_PARAMS_SCHEMA["properties"].items() if s.get("format") == "date"}
 
 
-def _schema_issue(error: ValidationError) -> dict[str, Any]:
+def _schema_issue(error: SchemaError) -> dict[str, Any]:
     """A search-parameter schema error in the shape of the API's `issues` entries."""
     param = str(error.absolute_path[0]) if error.absolute_path else ""
     keyword, value, rule = error.validator, error.instance, error.validator_value
@@ -86,7 +83,7 @@ def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
     ]
     known = {name: value for name, value in args.items() if name in SEARCH_PARAMS_SCHEMA["properties"]}
     seen = set()
-    schema_errors = () if SEARCH_PARAMS_IS_VALID(known) else SEARCH_PARAMS_VALIDATOR.iter_errors(known)
+    schema_errors = () if SEARCH_PARAMS_VALIDATOR.is_valid(known) else SEARCH_PARAMS_VALIDATOR.iter_errors(known)
     for error in sorted(schema_errors, key=lambda e: list(map(str, e.absolute_path))):
         found = _schema_issue(error)
         key = (found["path"][0], found["code"])  # a bad date fails both pattern and format: report it once
