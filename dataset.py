@@ -868,7 +868,10 @@ def _checked_document(raw: RawFile, schema_validator: SchemaValidator, problems:
         problems += exc.problems
         return None
     found = schema_problems(raw.name, doc, schema_validator)
-    problems += found
+    if found:  # 1e400 parses as infinity, which no schema type admits: say what it is instead
+        unencodable = unencodable_problems(raw.name, doc)
+        places = {problem.path for problem in unencodable}
+        problems += unencodable + [problem for problem in found if problem.path not in places]
     return None if found else doc
 
 

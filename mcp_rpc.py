@@ -61,14 +61,12 @@ from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urljoin, urlsplit
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import parse_accept_header, parse_options_header
 from werkzeug.wsgi import get_content_length
 
-from dataset import SCHEMAS, Dataset, encode_json, folded_names, loads_data, named
+from dataset import SCHEMAS, Dataset, SchemaError, SchemaValidator, encode_json, folded_names, loads_data, named
 from payloads import Triple, status_line
 from search import InvalidParams, run_search, search_result_json, since_positions
 
@@ -384,7 +382,7 @@ def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: S
 _TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string", "object": "an object"}
 
 
-def argument_issues(validator: Draft202012Validator, arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
+def argument_issues(validator: SchemaValidator, arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every schema problem with tool arguments, in the API's `issues` shape (one per problem)."""
     known = list(validator.schema.get("properties", {}))
     issues = [
@@ -399,11 +397,11 @@ def argument_issues(validator: Draft202012Validator, arguments: Mapping[str, Any
     return issues
 
 
-def _issue(error: ValidationError) -> dict[str, Any]:
+def _issue(error: SchemaError) -> dict[str, Any]:
     name = str(error.absolute_path[0]) if error.absolute_path else ""
     keyword, value, rule = error.validator, error.instance, error.validator_value
     if keyword == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else "?"
+        missing = next((name for name in rule if name not in value), "?")
         return {"path": [missing], "code": "required", "message": f"{missing} is required"}
     messages = {
         "type": lambda: f"{name} must be {_TYPE_WORDS.get(rule, rule)}, got {value!r}",
@@ -479,7 +477,7 @@ class Tools:
     def __init__(self) -> None:
         self.by_name: dict[str, Tool] = {tool.name: tool for tool in self._build()}
         self._validators = {
-            t.name: Draft202012Validator(t.input_schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+            t.name: SchemaValidator(t.input_schema)
             for t in self.by_name.values() if t.validate
         }
 

@@ -22,6 +22,7 @@ from dataset import (
     SEARCH_PARAMS_VALIDATOR,
     Dataset,
     SchemaError,
+    SchemaValidator,
     fold_text,
     named,
     utf8,
@@ -287,9 +288,12 @@ def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int])
     return b'{"matched":%d,"returned":%d,"reviews":[%s]}' % (matched, len(positions), reviews)
 
 
+_DATE = SchemaValidator({"type": "string", "format": "date"})
+
+
 def validate_date(name: str, value: str) -> str:
     """A path or argument date as YYYY-MM-DD, or InvalidParams."""
-    if Draft202012Validator.FORMAT_CHECKER.conforms(value, "date"):
+    if _DATE.is_valid(value):
         return value
     raise InvalidParams([issue(name, "invalid_date", f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}")])
 
