@@ -527,11 +527,22 @@ def encode_json(value: Any) -> bytes:
 TEXT_SEPARATOR = b"\xff"  # never occurs in UTF-8
 
 
-def _joined(opening: bytes, fragments: list[bytes], closing: bytes, separator: bytes = b",") -> tuple[bytes, array]:
+def _joined(opening: bytes, fragments: Iterable[bytes], closing: bytes, separator: bytes = b",") -> tuple[bytes, array]:
     """opening + the fragments joined by `separator` + closing, and where each fragment starts (plus one past
-    the last, +1: fragment i is body[offsets[i]:offsets[i + 1] - 1])."""
-    offsets = array("q", accumulate((len(fragment) + 1 for fragment in fragments), initial=len(opening)))
-    return b"".join([opening, separator.join(fragments), closing]), offsets
+    the last, +1: fragment i is body[offsets[i]:offsets[i + 1] - 1]).
+
+    Appended one by one as the fragments are made, so that each is freed before the next.
+    """
+    out, offsets = bytearray(opening), array("q")
+    for fragment in fragments:
+        offsets.append(len(out))
+        out += fragment
+        out += separator
+    offsets.append(len(out))
+    if len(offsets) > 1:
+        del out[-len(separator):]
+    out += closing
+    return bytes(out), offsets
 
 
 def _text_blob(texts: Iterable[str]) -> tuple[bytes, array]:
@@ -542,18 +553,24 @@ def _text_blob(texts: Iterable[str]) -> tuple[bytes, array]:
     (no character's encoding starts inside another's), and 0xFF never occurs in UTF-8,
     so no match spans two reviews. A rating-only review is an empty segment.
     """
-    return _joined(b"", [utf8(fold_text(text)) for text in texts], b"", TEXT_SEPARATOR)
+    return _joined(b"", (utf8(fold_text(text)) for text in texts), b"", TEXT_SEPARATOR)
+
+
+# Building from a parsed file yields bytes and arrays only: the objects a Dataset keeps (ids,
+# dates, index keys, the documents' other keys) are decoded from them once the file's parse is
+# freed, so that none of them sits among its freed objects and pins that memory (at 100,000
+# reviews, kept ids held 250 MB of a freed parse).
 
 
 @dataclass
 class _Reviews:
-    """What reviews.json contributes, once its parsed reviews are gone."""
+    """What reviews.json contributes, as bytes."""
 
-    head: dict[str, Any]  # reviews.json without "reviews"
+    head: bytes  # reviews.json without "reviews", encoded
     body: bytes  # the /reviews.json body, reviews newest first
     offsets: array  # review i is body[offsets[i]:offsets[i + 1] - 1]
-    ids: list[str]  # newest first
-    dates: list[str]
+    ids: bytes  # newest first, encoded
+    dates: bytes  # encoded
     ratings: bytes
     text_blob: tuple[bytes, array]
     record_problems: list[Problem]  # unique ids, replies after reviews (see _review_record_problems)
@@ -561,47 +578,43 @@ class _Reviews:
     @classmethod
     def build(cls, doc: Mapping[str, Any]) -> "_Reviews":
         """From a valid document (UnicodeEncodeError: a lone surrogate; ValueError: a number beyond a float)."""
-        head = {key: value for key, value in doc.items() if key != "reviews"}
+        head = encode_json({key: value for key, value in doc.items() if key != "reviews"})
         ordered = newest_first(doc["reviews"])
-        encoded_head = encode_json(head)
-        opening = encoded_head[:-1] + (b',"reviews":[' if head else b'"reviews":[')
-        body, offsets = _joined(opening, [encode_json(review) for review in ordered], b"]}")
+        opening = head[:-1] + (b',"reviews":[' if len(head) > 2 else b'"reviews":[')
+        body, offsets = _joined(opening, map(encode_json, ordered), b"]}")
         # int(): JSON Schema's integer admits 5.0.
         ratings = bytes(map(int, map(operator.itemgetter("rating"), ordered)))
-        return cls(head, body, offsets, list(map(operator.itemgetter("id"), ordered)),
-                   list(map(operator.itemgetter("date"), ordered)), ratings,
+        return cls(head, body, offsets, encode_json(list(map(operator.itemgetter("id"), ordered))),
+                   encode_json(list(map(operator.itemgetter("date"), ordered))), ratings,
                    _text_blob(review["text"] or "" for review in ordered), _review_record_problems(doc["reviews"]))
 
 
 @dataclass
 class _Insights:
-    """What insights.json contributes: its body, where each per_review entry sits in it, the mention indexes."""
+    """What insights.json contributes, as bytes: its body, where each per_review entry sits, the mention indexes."""
 
-    doc: dict[str, Any]  # insights.json without per_review's entries (see EncodedMentions)
+    head: bytes  # insights.json with per_review empty, encoded
     body: bytes
-    spans: dict[str, tuple[int, int]]  # review id -> where its per_review entry's value is in body
-    technicians: dict[str, list[int]]  # id -> positions of the reviews mentioning it, ascending
-    services: dict[str, list[int]]
-    aspects: dict[tuple[str, str | None], list[int]]  # (aspect id, sentiment or None) -> positions
+    per_review: tuple[int, int] | None  # where per_review's value is in body
+    starts: array  # per review position, where its per_review entry's value starts in body (-1: none)
+    ends: array
+    order: array  # the positions in per_review's order
+    # The technician, service and aspect indexes: their keys encoded, then per key the positions mentioning it.
+    indexes: list[tuple[bytes, list[array]]]
 
     @classmethod
     def build(cls, doc: Mapping[str, Any], position_of: Mapping[str, int]) -> "_Insights":
-        pieces, spans, at = [], {}, 1
-        for key, value in doc.items():
-            name = encode_json(key) + b":"
-            if key != "per_review":
-                encoded = encode_json(value)
-            else:
-                encoded, spans = _encoded_entries(value, at + len(name))
-            pieces.append(name + encoded)
-            at += len(name) + len(encoded) + 1
-        technicians: dict[str, list[int]] = defaultdict(list)
-        services: dict[str, list[int]] = defaultdict(list)
-        aspects: dict[tuple[str, str | None], list[int]] = defaultdict(list)
-        for review_id, mentions in doc.get("per_review", {}).items():
+        n = len(position_of)
+        starts, ends, order = array("q", [-1]) * n, array("q", [-1]) * n, array("i")
+        technicians: dict[str, array] = defaultdict(_positions)
+        services: dict[str, array] = defaultdict(_positions)
+        aspects: dict[tuple[str, str | None], array] = defaultdict(_positions)
+        per_review = doc.get("per_review", {})
+        for review_id, mentions in per_review.items():
             pos = position_of.get(review_id)
             if pos is None:
                 continue  # not a review: refused by the cross-file rules, skipped in an unchecked build
+            order.append(pos)
             for aspect in mentions["aspects"]:
                 aspects[aspect["id"], None].append(pos)
                 aspects[aspect["id"], aspect["sentiment"]].append(pos)
@@ -609,22 +622,39 @@ class _Insights:
                 technicians[technician].append(pos)
             for service in mentions["services"]:
                 services[service].append(pos)
-        for index in (technicians, services, aspects):
-            for positions in index.values():
-                positions.sort()  # per_review may list reviews in any order
-        head = {key: ({} if key == "per_review" else value) for key, value in doc.items()}
-        return cls(head, b"{" + b",".join(pieces) + b"}", spans, dict(technicians), dict(services), dict(aspects))
+        head = encode_json({key: ({} if key == "per_review" else value) for key, value in doc.items()})
+        indexes = [_frozen(index) for index in (technicians, services, aspects)]
+        if "per_review" not in doc:
+            return cls(head, head, None, starts, ends, order, indexes)
+        keys = list(doc)
+        at = keys.index("per_review")
+        opening = b"{" + b"".join(_member(key, doc[key]) + b"," for key in keys[:at]) + b'"per_review":{'
+        closing = b"}" + b"".join(b"," + _member(key, doc[key]) for key in keys[at + 1:]) + b"}"
+        body, offsets = _joined(opening, (_member(key, value) for key, value in per_review.items()), closing)
+        for key, lo, hi in zip(per_review, offsets, offsets[1:]):
+            if (pos := position_of.get(key)) is not None:
+                starts[pos], ends[pos] = lo + len(encode_json(key)) + 1, hi - 1
+        return cls(head, body, (len(opening) - 1, len(body) - len(closing) + 1), starts, ends, order, indexes)
 
 
-def _encoded_entries(per_review: Mapping[str, Any], start: int) -> tuple[bytes, dict[str, tuple[int, int]]]:
-    """per_review encoded, and where each entry's value lies once the encoding is placed at `start`."""
-    pieces, spans, at = [], {}, start + 1
-    for review_id, mentions in per_review.items():
-        key, value = encode_json(review_id) + b":", encode_json(mentions)
-        spans[review_id] = (at + len(key), at + len(key) + len(value))
-        pieces.append(key + value)
-        at += len(key) + len(value) + 1
-    return b"{" + b",".join(pieces) + b"}", spans
+def _member(key: str, value: Any) -> bytes:
+    return encode_json(key) + b":" + encode_json(value)
+
+
+def _positions() -> array:
+    return array("i")
+
+
+def _frozen(index: Mapping[Any, array]) -> tuple[bytes, list[array]]:
+    """An index's keys encoded, and its positions in ascending order (per_review may list reviews in any order)."""
+    return encode_json(list(index)), [array("i", sorted(positions)) for positions in index.values()]
+
+
+def _thawed(frozen: tuple[bytes, list[array]], numbers: list[int]) -> dict[Any, list[int]]:
+    """The index of `_frozen`, its keys decoded (tuples for aspects) and its positions as `numbers`' objects."""
+    keys, positions = frozen
+    return {key if isinstance(key, str) else tuple(key): list(map(numbers.__getitem__, found))
+            for key, found in zip(json.loads(keys), positions)}
 
 
 class EncodedReviews(Sequence[Mapping[str, Any]]):
@@ -665,24 +695,36 @@ class EncodedReviews(Sequence[Mapping[str, Any]]):
 class EncodedMentions(Mapping[str, Mapping[str, Any]]):
     """insights.json's per_review, kept as slices of the /insights.json body and decoded when read."""
 
-    __slots__ = ("_body", "_spans")
+    __slots__ = ("_body", "_starts", "_ends", "_order", "_ids", "_position_of")
 
-    def __init__(self, body: bytes, spans: Mapping[str, tuple[int, int]]):
+    def __init__(self, body: bytes, starts: array, ends: array, order: array, ids: Sequence[str],
+                 position_of: Mapping[str, int]):
         self._body = body
-        self._spans = spans  # in per_review's order
+        self._starts, self._ends = starts, ends  # per review position; -1 when it has no entry
+        self._order = order  # positions in the file's per_review order
+        self._ids = ids
+        self._position_of = position_of
+
+    def _span(self, review_id: Any) -> tuple[int, int] | None:
+        position = self._position_of.get(review_id) if isinstance(review_id, str) else None
+        if position is None or self._starts[position] < 0:
+            return None
+        return self._starts[position], self._ends[position]
 
     def __getitem__(self, review_id: str) -> Mapping[str, Any]:
-        lo, hi = self._spans[review_id]
-        return json.loads(self._body[lo:hi])
+        span = self._span(review_id)
+        if span is None:
+            raise KeyError(review_id)
+        return json.loads(self._body[span[0]:span[1]])
 
     def __contains__(self, review_id: object) -> bool:
-        return review_id in self._spans
+        return self._span(review_id) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._spans)
+        return (self._ids[position] for position in self._order)
 
     def __len__(self) -> int:
-        return len(self._spans)
+        return len(self._order)
 
 
 class Dataset:
@@ -701,36 +743,39 @@ class Dataset:
     def __init__(self, reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
                  reviews_sha256: str, insights_sha256: str):
         reviews = _Reviews.build(reviews_doc)
-        self._assemble(reviews, _Insights.build(insights_doc, dict(zip(reviews.ids, range(len(reviews.ids))))),
+        ids, numbers, position_of = _review_ids(reviews)
+        self._assemble(reviews, _Insights.build(insights_doc, position_of), ids, numbers, position_of,
                        reviews_sha256, insights_sha256)
 
     @classmethod
-    def from_parts(cls, reviews: _Reviews, insights: _Insights, reviews_sha256: str,
-                   insights_sha256: str) -> "Dataset":
+    def from_parts(cls, reviews: _Reviews, insights: _Insights, ids: tuple[list[str], list[int], dict[str, int]],
+                   reviews_sha256: str, insights_sha256: str) -> "Dataset":
         dataset = cls.__new__(cls)
-        dataset._assemble(reviews, insights, reviews_sha256, insights_sha256)
+        dataset._assemble(reviews, insights, *ids, reviews_sha256, insights_sha256)
         return dataset
 
-    def _assemble(self, reviews: _Reviews, insights: _Insights, reviews_sha256: str, insights_sha256: str) -> None:
+    def _assemble(self, reviews: _Reviews, insights: _Insights, ids: list[str], numbers: list[int],
+                  position_of: dict[str, int], reviews_sha256: str, insights_sha256: str) -> None:
         self.reviews_sha256, self.insights_sha256 = reviews_sha256, insights_sha256
-        self.position_of: Mapping[str, int] = dict(zip(reviews.ids, range(len(reviews.ids))))
+        self.position_of: Mapping[str, int] = position_of
         self.reviews_document: tuple[bytes, array] = (reviews.body, reviews.offsets)
         self.reviews = EncodedReviews(reviews.body, reviews.offsets)
-        self.reviews_doc: Mapping[str, Any] = reviews.head
+        self.reviews_doc: Mapping[str, Any] = json.loads(reviews.head)
         self.insights_document: bytes = insights.body
-        self.insights_doc: Mapping[str, Any] = insights.doc
-        if "per_review" in insights.doc:
-            insights.doc["per_review"] = EncodedMentions(insights.body, insights.spans)
+        self.insights_doc: Mapping[str, Any] = json.loads(insights.head)
+        if insights.per_review is not None:
+            self.insights_doc["per_review"] = EncodedMentions(insights.body, insights.starts, insights.ends,
+                                                              insights.order, ids, position_of)
         self.ratings: bytes = reviews.ratings
-        self.dates_ascending: list[str] = _shared_strings(reviews.dates[::-1])
+        self.dates_ascending: list[str] = _shared_strings(json.loads(reviews.dates)[::-1])
         self.text_blob: tuple[bytes, array] = reviews.text_blob
-        numbers = list(range(len(reviews.ids)))
         self.positions_by_rating = {star: list(compress(numbers, reviews.ratings.translate(mask)))
                                     for star, mask in _STAR_MASKS.items()}
-        self.positions_by_technician: Mapping[str, list[int]] = insights.technicians
-        self.positions_by_service: Mapping[str, list[int]] = insights.services
+        technicians, services, aspects = (_thawed(index, numbers) for index in insights.indexes)
+        self.positions_by_technician: Mapping[str, list[int]] = technicians
+        self.positions_by_service: Mapping[str, list[int]] = services
         # (aspect id, sentiment or None) -> positions of the reviews mentioning it.
-        self.positions_by_aspect: Mapping[tuple[str, str | None], list[int]] = insights.aspects
+        self.positions_by_aspect: Mapping[tuple[str, str | None], list[int]] = aspects
         self._entity_indexes()
 
     def _entity_indexes(self) -> None:
@@ -805,6 +850,13 @@ class Dataset:
         return blob.find(needle, starts[pos], starts[pos + 1] - 1) != -1
 
 
+def _review_ids(reviews: _Reviews) -> tuple[list[str], list[int], dict[str, int]]:
+    """The ids newest first, one int object per position (shared by every index), and each id's position."""
+    ids: list[str] = json.loads(reviews.ids)
+    numbers = list(range(len(ids)))
+    return ids, numbers, dict(zip(ids, numbers))
+
+
 def _shared_strings(values: list[str]) -> list[str]:
     """The same list with equal strings as one object (dates repeat: a few thousand distinct in 100,000)."""
     seen: dict[str, str] = {}
@@ -840,16 +892,18 @@ def _by_rating(positions: Mapping[str, list[int]], ratings: bytes) -> dict[tuple
 def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
     """Parse, validate and index; raises DataError listing every problem.
 
-    reviews.json's parsed reviews are dropped once encoded, before insights.json is
-    parsed, so that a load's peak holds one parsed file, not both.
+    reviews.json's parse is freed once built, before insights.json is parsed, so that a
+    load's peak holds one parsed file, not both.
     """
     problems: list[Problem] = []
     reviews = _checked_reviews(reviews_raw, problems)
+    ids = _review_ids(reviews) if reviews is not None else None  # made after reviews.json's parse is freed
     insights_doc = _checked_document(insights_raw, INSIGHTS_VALIDATOR, problems)
-    if problems or reviews is None:
+    if problems or reviews is None or ids is None:
         raise DataError(problems)
-    position_of = dict(zip(reviews.ids, range(len(reviews.ids))))
-    problems = reviews.record_problems + _rules_across(reviews.head, reviews.ratings, position_of, insights_doc)
+    position_of = ids[2]
+    problems = reviews.record_problems + _rules_across(json.loads(reviews.head), reviews.ratings, position_of,
+                                                       insights_doc)
     if problems:
         raise DataError(problems)
     try:
@@ -857,7 +911,8 @@ def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
     except (UnicodeEncodeError, ValueError):
         raise DataError(unencodable_problems(INSIGHTS_FILE, insights_doc) or [
             Problem(INSIGHTS_FILE, "$", "json", "cannot be encoded as JSON")]) from None
-    return Dataset.from_parts(reviews, insights, reviews_raw.sha256, insights_raw.sha256)
+    del insights_doc
+    return Dataset.from_parts(reviews, insights, ids, reviews_raw.sha256, insights_raw.sha256)
 
 
 def _checked_document(raw: RawFile, schema_validator: SchemaValidator, problems: list[Problem]) -> Any:
