@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Container, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import jsonschema_rs
+import orjson
 
 log = logging.getLogger("reviewsd.data")
 
@@ -152,7 +153,23 @@ def loads_data(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=_refuse_constant)
 
 
+# A run of 20 digits: maybe an integer beyond 64 bits, which orjson reads as a float.
+_LONG_DIGITS = re.compile(rb"[0-9]{20}")
+
+
 def parse_json(raw: RawFile) -> Any:
+    """The parsed file, or DataError saying why it is not JSON.
+
+    orjson parses the bytes as they are, where json first makes a str of the whole file
+    (four bytes a character with one emoji in it): at 100,000 reviews, the load's peak is
+    100 MB lower. What orjson refuses goes to json, which reads the same JSON (orjson is
+    stricter only about surrogates, nesting and integers beyond 64 bits) and says where it is not.
+    """
+    if not _LONG_DIGITS.search(raw.content):
+        try:
+            return orjson.loads(raw.content)
+        except orjson.JSONDecodeError:
+            pass
     try:
         return loads_data(raw.content.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -521,6 +538,14 @@ def encode_json(value: Any) -> bytes:
     return _ENCODER.encode(value).encode("utf-8")
 
 
+# Reviews and per_review entries hold strings, small integers, booleans and null only (their
+# schemas allow nothing else), which orjson writes exactly as encode_json does (tests/test_dataset_memory.py),
+# 7 to 9 times faster: 100,000 reviews and entries in 0.36 s instead of 2.3 s, 10,000 in 0.03 s
+# instead of 0.31 s (a third of a 10,000-review load). Other values (floats) go through encode_json.
+# orjson.JSONEncodeError (a TypeError): a lone surrogate.
+encode_record: Callable[[Any], bytes] = orjson.dumps
+
+
 # --------------------------------------------------------------------------- build the Dataset and its indexes
 
 
@@ -577,11 +602,12 @@ class _Reviews:
 
     @classmethod
     def build(cls, doc: Mapping[str, Any]) -> "_Reviews":
-        """From a valid document (UnicodeEncodeError: a lone surrogate; ValueError: a number beyond a float)."""
+        """From a valid document (TypeError or UnicodeEncodeError: a lone surrogate; ValueError: a number beyond
+        a float)."""
         head = encode_json({key: value for key, value in doc.items() if key != "reviews"})
         ordered = newest_first(doc["reviews"])
         opening = head[:-1] + (b',"reviews":[' if len(head) > 2 else b'"reviews":[')
-        body, offsets = _joined(opening, map(encode_json, ordered), b"]}")
+        body, offsets = _joined(opening, map(encode_record, ordered), b"]}")
         # int(): JSON Schema's integer admits 5.0.
         ratings = bytes(map(int, map(operator.itemgetter("rating"), ordered)))
         return cls(head, body, offsets, encode_json(list(map(operator.itemgetter("id"), ordered))),
@@ -630,10 +656,11 @@ class _Insights:
         at = keys.index("per_review")
         opening = b"{" + b"".join(_member(key, doc[key]) + b"," for key in keys[:at]) + b'"per_review":{'
         closing = b"}" + b"".join(b"," + _member(key, doc[key]) for key in keys[at + 1:]) + b"}"
-        body, offsets = _joined(opening, (_member(key, value) for key, value in per_review.items()), closing)
+        body, offsets = _joined(opening, (encode_record(key) + b":" + encode_record(value)
+                                          for key, value in per_review.items()), closing)
         for key, lo, hi in zip(per_review, offsets, offsets[1:]):
             if (pos := position_of.get(key)) is not None:
-                starts[pos], ends[pos] = lo + len(encode_json(key)) + 1, hi - 1
+                starts[pos], ends[pos] = lo + len(encode_record(key)) + 1, hi - 1
         return cls(head, body, (len(opening) - 1, len(body) - len(closing) + 1), starts, ends, order, indexes)
 
 
@@ -908,7 +935,7 @@ def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
         raise DataError(problems)
     try:
         insights = _Insights.build(insights_doc, position_of)
-    except (UnicodeEncodeError, ValueError):
+    except (UnicodeEncodeError, ValueError, TypeError):
         raise DataError(unencodable_problems(INSIGHTS_FILE, insights_doc) or [
             Problem(INSIGHTS_FILE, "$", "json", "cannot be encoded as JSON")]) from None
     del insights_doc
@@ -936,7 +963,7 @@ def _checked_reviews(raw: RawFile, problems: list[Problem]) -> _Reviews | None:
         return None
     try:
         return _Reviews.build(doc)
-    except (UnicodeEncodeError, ValueError):
+    except (UnicodeEncodeError, ValueError, TypeError):
         problems += unencodable_problems(REVIEWS_FILE, doc) or [
             Problem(REVIEWS_FILE, "$", "json", "cannot be encoded as JSON")]
         return None

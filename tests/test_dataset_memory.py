@@ -309,3 +309,27 @@ def test_a_json_error_names_its_place_once(content: bytes, message: str) -> None
     with pytest.raises(DataError) as refused:
         parse_json(RawFile("insights.json", content, "sha"))
     assert [p.message for p in refused.value.problems] == [message]
+
+
+RECORD_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(),
+                             lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                          max_size=3), max_leaves=8)
+
+
+@settings(max_examples=500, deadline=None)
+@given(RECORD_VALUES)
+def test_records_encode_as_every_other_body(value: Any) -> None:
+    """Reviews and per_review entries (strings, small integers, booleans, null) go through orjson: the same bytes."""
+    try:
+        expected = dataset_module.encode_json(value)
+    except UnicodeEncodeError:  # a lone surrogate: refused either way
+        with pytest.raises(TypeError):
+            dataset_module.encode_record(value)
+        return
+    assert dataset_module.encode_record(value) == expected
+
+
+@pytest.mark.parametrize("text", ["\x00\x01\x1f\x7f", "\u2028\u2029", "\"\\/", "😀 ßΣ", "\ufeff\uffff"])
+def test_records_with_texts_that_need_escapes_encode_alike(text: str) -> None:
+    review = make_docs([Spec(text=text)])[0]["reviews"][0]
+    assert dataset_module.encode_record(review) == compact(review)
