@@ -66,9 +66,9 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import parse_accept_header, parse_options_header
 from werkzeug.wsgi import get_content_length
 
-from dataset import SCHEMAS, Dataset, SchemaError, SchemaValidator, encode_json, folded_names, loads_data, named
+from dataset import SCHEMAS, Dataset, encode_json, folded_names, loads_data, named
 from payloads import Triple, status_line
-from search import InvalidParams, run_search, search_result_json, since_positions
+from search import InvalidParams, SchemaError, SchemaValidator, run_search, search_result_json, since_positions
 
 log = logging.getLogger("reviewsd.mcp")
 

@@ -16,17 +16,59 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+import jsonschema_rs
+
 from dataset import (
     DEFAULT_LIMIT,
+    REGISTRY,
     SEARCH_PARAMS_SCHEMA,
-    SEARCH_PARAMS_VALIDATOR,
     Dataset,
-    SchemaError,
-    SchemaValidator,
+    schema_keyword,
     fold_text,
     named,
     utf8,
 )
+
+
+@dataclass(frozen=True)
+class SchemaError:
+    """One place a value breaks its schema, named as python-jsonschema names it."""
+
+    absolute_path: tuple[Any, ...]  # where in the value
+    validator: str  # the keyword broken ("type", "format", ...)
+    validator_value: Any  # that keyword's value in the schema (None where the schema path leaves the schema)
+    instance: Any  # the value at absolute_path
+    message: str
+
+
+class SchemaValidator:
+    """A draft 2020-12 validator (jsonschema-rs, formats checked) with python-jsonschema's error fields, for
+    search parameters and tool arguments, whose issues are written from the keyword, its value and the value."""
+
+    def __init__(self, schema: Mapping[str, Any]):
+        self.schema = schema
+        self._validator = jsonschema_rs.Draft202012Validator(schema, registry=REGISTRY, validate_formats=True)
+
+    def is_valid(self, instance: Any) -> bool:
+        return self._validator.is_valid(instance)
+
+    def iter_errors(self, instance: Any) -> Iterator[SchemaError]:
+        for error in self._validator.iter_errors(instance):
+            yield SchemaError(tuple(error.instance_path), schema_keyword(error), _at(self.schema, error.schema_path),
+                              error.instance, error.message)
+
+
+def _at(schema: Any, path: Sequence[Any]) -> Any:
+    """The schema's value at `path`, or None where the path goes through a $ref."""
+    try:
+        for part in path:
+            schema = schema[part]
+        return schema
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+SEARCH_PARAMS_VALIDATOR = SchemaValidator(SEARCH_PARAMS_SCHEMA)
 
 
 class InvalidParams(Exception):

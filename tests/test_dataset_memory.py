@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dataset as dataset_module
-from dataset import DataError, DataStore, Dataset, RawFile, check_documents, dataset_from_files, newest_first, parse_json
+from dataset import DataError, DataStore, Dataset, RawFile, dataset_from_files, newest_first, parse_json
 from factories import SERVICES, TECHNICIANS, Spec, make_docs, write_docs
 
 SPECS = [
@@ -241,15 +241,28 @@ def damaged(kind: str) -> tuple[dict, dict]:
     return reviews_doc, insights_doc
 
 
-@pytest.mark.parametrize("kind", ["duplicate-id", "reply-before-review", "orphan-mention", "unknown-technician",
-                                  "count", "aggregate"])
-def test_loading_reports_exactly_the_problems_of_the_plain_checks(kind: str) -> None:
+@pytest.mark.parametrize("kind, expected", [
+    ("duplicate-id", [("reviews.json", "$.reviews[1].id", "unique-id")]),
+    ("reply-before-review", [("reviews.json", "$.reviews[0].owner_reply.date", "reply-after-review")]),
+    ("orphan-mention", [("insights.json", '$.per_review["7ZZZZZZZZZZZZZZZZZZZZZZZZZ"]', "review-exists")]),
+    ("count", [("insights.json", "$.aspects[0].mention_count", "counts-agree")] * 2),
+    ("aggregate", [("reviews.json", "$.aggregate_rating.review_count", "aggregate-agrees")]),
+])
+def test_loading_reports_each_cross_file_problem_with_its_place(kind: str, expected: list) -> None:
     reviews_doc, insights_doc = damaged(kind)
-    expected = check_documents(reviews_doc, insights_doc)
-    assert expected, kind
     with pytest.raises(DataError) as refused:
         dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
-    assert refused.value.problems == expected
+    found = [(p.file, p.path, p.rule) for p in refused.value.problems]
+    assert found[:len(expected)] == expected, found
+
+
+def test_an_unknown_technician_is_named_where_it_is_mentioned() -> None:
+    reviews_doc, insights_doc = damaged("unknown-technician")
+    with pytest.raises(DataError) as refused:
+        dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
+    assert ("insights.json", f'$.per_review["{reviews_doc["reviews"][0]["id"]}"].technicians', "known-id",
+            "dr-nobody is not listed in $.entities.technicians") in [(p.file, p.path, p.rule, p.message)
+                                                                  for p in refused.value.problems]
 
 
 def test_a_reload_frees_the_replaced_data(tmp_path: Path) -> None:
