@@ -24,7 +24,7 @@ import threading
 import time
 import unicodedata
 from array import array
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import compress, islice
@@ -333,14 +333,16 @@ class _Insights:
     order: array  # the positions in per_review's order
     # The technician, service and aspect indexes: their keys encoded, then per key the positions mentioning it.
     indexes: list[tuple[bytes, list[array]]]
+    tallies: dict[str, dict[str, int]] | None  # see problems.mention_tallies
 
     @classmethod
     def build(cls, doc: Mapping[str, Any], position_of: Mapping[str, int]) -> "_Insights":
-        n = len(position_of)
+        n = max(position_of.values(), default=-1) + 1  # the reviews (position_of has one of an id written twice)
         starts, ends, order = array("q", [-1]) * n, array("q", [-1]) * n, array("i")
         technicians: dict[str, array] = defaultdict(_positions)
         services: dict[str, array] = defaultdict(_positions)
         aspects: dict[tuple[str, str | None], array] = defaultdict(_positions)
+        others: dict[str, list[str]] = {"problems": [], "service_areas": [], "topics": []}
         per_review = doc.get("per_review", {})
         for review_id, mentions in per_review.items():
             pos = position_of.get(review_id)
@@ -354,10 +356,19 @@ class _Insights:
                 technicians[technician].append(pos)
             for service in mentions["services"]:
                 services[service].append(pos)
+            for group, listed in others.items():
+                listed += mentions[group]
+        # problems.mention_tallies, counted on the way (None when some entry was skipped above).
+        tallies = None if len(order) != len(per_review) else {
+            "aspects": {key if sentiment is None else f"{key}#{sentiment}": len(found)
+                        for (key, sentiment), found in aspects.items()},
+            "technicians": {key: len(found) for key, found in technicians.items()},
+            "services": {key: len(found) for key, found in services.items()},
+            **{group: dict(Counter(listed)) for group, listed in others.items()}}
         head = encode_json({key: ({} if key == "per_review" else value) for key, value in doc.items()})
         indexes = [_frozen(index) for index in (technicians, services, aspects)]
         if "per_review" not in doc:
-            return cls(head, head, None, starts, ends, order, indexes)
+            return cls(head, head, None, starts, ends, order, indexes, tallies)
         keys = list(doc)
         at = keys.index("per_review")
         opening = b"{" + b"".join(_member(key, doc[key]) + b"," for key in keys[:at]) + b'"per_review":{'
@@ -367,7 +378,7 @@ class _Insights:
         for key, lo, hi in zip(per_review, offsets, offsets[1:]):
             if (pos := position_of.get(key)) is not None:
                 starts[pos], ends[pos] = lo + len(encode_record(key)) + 1, hi - 1
-        return cls(head, body, (len(opening) - 1, len(body) - len(closing) + 1), starts, ends, order, indexes)
+        return cls(head, body, (len(opening) - 1, len(body) - len(closing) + 1), starts, ends, order, indexes, tallies)
 
 
 def _member(key: str, value: Any) -> bytes:
@@ -635,15 +646,15 @@ def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
     if problems or reviews is None or ids is None:
         raise DataError(problems)
     position_of = ids[2]
-    problems = reviews.record_problems + cross_file_problems(json.loads(reviews.head), reviews.ratings, position_of,
-                                                             insights_doc)
-    if problems:
-        raise DataError(problems)
     try:
         insights = _Insights.build(insights_doc, position_of)
     except (UnicodeEncodeError, ValueError, TypeError):
         raise DataError(unencodable_problems(INSIGHTS_FILE, insights_doc) or [
             Problem(INSIGHTS_FILE, "$", "json", "cannot be encoded as JSON")]) from None
+    problems = reviews.record_problems + cross_file_problems(json.loads(reviews.head), reviews.ratings, position_of,
+                                                             insights_doc, insights.tallies)
+    if problems:
+        raise DataError(problems)
     del insights_doc
     return Dataset.from_parts(reviews, insights, ids, reviews_raw.sha256, insights_raw.sha256)
 

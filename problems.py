@@ -110,12 +110,13 @@ def unencodable_problems(file: str, doc: Any) -> list[Problem]:
 
 
 def cross_file_problems(reviews_head: Mapping, ratings: Sequence[int], review_ids: Container[str],
-                        insights_doc: Mapping) -> list[Problem]:
+                        insights_doc: Mapping, tallies: Mapping[str, Mapping[str, int]] | None = None) -> list[Problem]:
     """Rules a schema cannot express, but those of each review (review_record_problems): references,
-    agreeing counts; from what they read of reviews.json (its other keys, the ratings, the ids)."""
+    agreeing counts; from what they read of reviews.json (its other keys, the ratings, the ids).
+    `tallies`: mention_tallies(insights_doc), where already counted."""
     problems = _aggregate_problems(reviews_head["aggregate_rating"], ratings)
     problems += _insights_reference_problems(insights_doc, review_ids)
-    problems += _insights_count_problems(insights_doc, _mention_tallies(insights_doc))
+    problems += _insights_count_problems(insights_doc, tallies or mention_tallies(insights_doc))
     problems += _insights_business_problems(insights_doc, reviews_head["business"])
     return problems
 
@@ -194,7 +195,7 @@ def _records(doc: Mapping, dotted: str) -> list[Mapping]:
     return node
 
 
-def _mention_tallies(doc: Mapping) -> dict[str, dict[str, int]]:
+def mention_tallies(doc: Mapping) -> dict[str, dict[str, int]]:
     """Per group, how many per_review entries list each id (aspects also per sentiment, as "id#sentiment")."""
     tallies: dict[str, dict[str, int]] = {group: defaultdict(int) for group in MENTION_GROUPS}
     others = [group for group in MENTION_GROUPS if group != "aspects"]

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import dataset as dataset_module
 from dataset import DataError, DataStore, Dataset, RawFile, dataset_from_files, newest_first, parse_json
+from problems import mention_tallies
 from factories import SERVICES, TECHNICIANS, Spec, make_docs, write_docs
 
 SPECS = [
@@ -209,6 +210,8 @@ SPEC_STRATEGY = st.builds(
 @given(st.lists(SPEC_STRATEGY, max_size=12))
 def test_indexes_equal_plain_references_for_any_reviews(specs: list[Spec]) -> None:
     dataset, reviews_doc, insights_doc = built(specs)
+    position_of = {r["id"]: pos for pos, r in enumerate(ordered(reviews_doc))}
+    assert dataset_module._Insights.build(insights_doc, position_of).tallies == mention_tallies(insights_doc)
     check_indexes(dataset, reviews_doc, insights_doc)
     assert list(dataset.reviews) == json.loads(json.dumps(ordered(reviews_doc)))
     head = {k: v for k, v in reviews_doc.items() if k != "reviews"}
