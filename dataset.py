@@ -91,23 +91,20 @@ def loads_data(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=_refuse_constant)
 
 
-# A run of 20 digits: maybe an integer beyond 64 bits, which orjson reads as a float.
-_LONG_DIGITS = re.compile(rb"[0-9]{20}")
-
-
 def parse_json(raw: RawFile) -> Any:
     """The parsed file, or DataError saying why it is not JSON.
 
     orjson parses the bytes as they are, where json first makes a str of the whole file
     (four bytes a character with one emoji in it): at 100,000 reviews, the load's peak is
-    100 MB lower. What orjson refuses goes to json, which reads the same JSON (orjson is
-    stricter only about surrogates, nesting and integers beyond 64 bits) and says where it is not.
+    100 MB lower and a reload's 2.4 instead of 2.8 times the steady state. What orjson
+    refuses goes to json, which says where it is not JSON (orjson is stricter only about
+    lone surrogates and nesting). As most parsers do (RFC 8259, section 6), orjson reads an
+    integer beyond 64 bits as the nearest float; no count in these files comes near one.
     """
-    if not _LONG_DIGITS.search(raw.content):
-        try:
-            return orjson.loads(raw.content)
-        except orjson.JSONDecodeError:
-            pass
+    try:
+        return orjson.loads(raw.content)
+    except orjson.JSONDecodeError:
+        pass
     try:
         return loads_data(raw.content.decode("utf-8"))
     except UnicodeDecodeError as exc:
