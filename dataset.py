@@ -634,13 +634,19 @@ def _by_rating(positions: Mapping[str, list[int]], ratings: bytes) -> dict[tuple
 def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
     """Parse, validate and index; raises DataError listing every problem.
 
-    reviews.json's parse is freed once built, before insights.json is parsed, so that a
-    load's peak holds one parsed file, not both.
+    Each file's bytes and parse are let go as soon as they are used (a caller that holds
+    no other reference to the RawFiles frees them then), and reviews.json's parse before
+    insights.json is parsed: a load's peak holds one parsed file, not both.
     """
     problems: list[Problem] = []
-    reviews = _checked_reviews(reviews_raw, problems)
+    hashes = (reviews_raw.sha256, insights_raw.sha256)
+    reviews_doc = _checked_document(reviews_raw, REVIEWS_VALIDATOR, problems)
+    del reviews_raw
+    reviews = None if reviews_doc is None else _built_reviews(reviews_doc, problems)
+    del reviews_doc
     ids = _review_ids(reviews) if reviews is not None else None  # made after reviews.json's parse is freed
     insights_doc = _checked_document(insights_raw, INSIGHTS_VALIDATOR, problems)
+    del insights_raw
     if problems or reviews is None or ids is None:
         raise DataError(problems)
     position_of = ids[2]
@@ -654,7 +660,7 @@ def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
     if problems:
         raise DataError(problems)
     del insights_doc
-    return Dataset.from_parts(reviews, insights, ids, reviews_raw.sha256, insights_raw.sha256)
+    return Dataset.from_parts(reviews, insights, ids, *hashes)
 
 
 def _checked_document(raw: RawFile, schema_validator: jsonschema_rs.Validator, problems: list[Problem]) -> Any:
@@ -672,10 +678,7 @@ def _checked_document(raw: RawFile, schema_validator: jsonschema_rs.Validator, p
     return None if found else doc
 
 
-def _checked_reviews(raw: RawFile, problems: list[Problem]) -> _Reviews | None:
-    doc = _checked_document(raw, REVIEWS_VALIDATOR, problems)
-    if doc is None:
-        return None
+def _built_reviews(doc: Any, problems: list[Problem]) -> _Reviews | None:
     try:
         return _Reviews.build(doc)
     except (UnicodeEncodeError, ValueError, TypeError):
@@ -753,14 +756,14 @@ class DataStore(Generic[S]):
         self._listeners: list[Listener] = []
         self._stamp = FileStamp.of(self.data_dir)
         raws = self._read()
-        self.current: S = build(self._load(raws))
         self._hashes = (raws[0].sha256, raws[1].sha256)
+        self.current: S = build(self._load(raws))
         self.loaded_at = datetime.now(timezone.utc)
         self.last_error: DataError | None = None
         self._poller: threading.Thread | None = None
         self._stop = threading.Event()
 
-    def _read(self) -> tuple[RawFile, RawFile]:
+    def _read(self) -> list[RawFile]:
         sizes = []
         for name in DATA_FILES:
             try:
@@ -768,11 +771,12 @@ class DataStore(Generic[S]):
             except OSError:
                 sizes.append(f"{name} (missing)")
         log.info("loading %s from %s", " and ".join(sizes), self.data_dir, extra={"event": "load_started"})
-        return read_data_dir(self.data_dir, self.max_bytes)
+        return list(read_data_dir(self.data_dir, self.max_bytes))
 
-    def _load(self, raws: tuple[RawFile, RawFile]) -> Dataset:
+    def _load(self, raws: list[RawFile]) -> Dataset:
+        """The dataset of the files read, taken out of `raws` so that the load can free them as it goes."""
         started = time.monotonic()
-        dataset = dataset_from_files(*raws)
+        dataset = dataset_from_files(raws.pop(0), raws.pop(0))
         took = time.monotonic() - started
         log.info("loaded %d reviews in %.2f s", len(dataset.reviews), took,
                  extra={"event": "load_done", "reviews": len(dataset.reviews), "seconds": round(took, 3)})
@@ -795,7 +799,8 @@ class DataStore(Generic[S]):
             self._stamp = stamp
             try:
                 raws = self._read()
-                if (raws[0].sha256, raws[1].sha256) == self._hashes:
+                hashes = (raws[0].sha256, raws[1].sha256)
+                if hashes == self._hashes:
                     self.last_error = None  # the files are back to what is served: nothing is refused now
                     log.info("the data files hold what is served already")
                     return False
@@ -806,8 +811,7 @@ class DataStore(Generic[S]):
                           extra={"event": "reload_refused", "problems": [str(p) for p in exc.problems[:20]]})
                 return False
             old, self.current = self.current, new
-            self._hashes = hashes = (raws[0].sha256, raws[1].sha256)
-            del raws
+            self._hashes = hashes
             self.loaded_at = datetime.now(timezone.utc)
             self.last_error = None
         log.info("data reloaded: reviews.json sha256 %s…, insights.json sha256 %s…",
