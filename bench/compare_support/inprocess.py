@@ -101,7 +101,6 @@ def cmd_search(args: argparse.Namespace) -> dict[str, Any]:
 def make_app(data_dir: str, base_url: str) -> Any:
     import reviewsd
 
-    # No build cache: a profile of the start-up must see the build, and nothing is written beside the data.
     config = reviewsd.Config(data_dir=data_dir, state_dir=str(Path(data_dir) / "state"), base_url=base_url,
                              hub=False, reload_interval=0)
     return reviewsd.create_app(config)
