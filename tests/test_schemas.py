@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import date
 from typing import Any
 
 import pytest
@@ -18,7 +17,8 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from dataset import SCHEMAS, validator
-from factories import SERVICES, TECHNICIANS, Spec, make_docs
+from factories import Spec, make_docs
+from test_dataset_memory import SPEC_STRATEGY
 
 ORACLE_REGISTRY = Registry().with_resources(
     (schema["$id"], Resource.from_contents(schema)) for schema in SCHEMAS.values())
@@ -37,15 +37,7 @@ def test_the_oracle_checks_every_format_the_schemas_use() -> None:
     assert used <= set(Draft202012Validator.FORMAT_CHECKER.checkers)  # uri needs rfc3986-validator installed
 
 
-SPECS = st.lists(st.builds(
-    Spec,
-    rating=st.integers(1, 5),
-    date=st.dates(date(2020, 1, 1), date(2026, 12, 31)).map(date.isoformat),
-    text=st.one_of(st.none(), st.text(min_size=1, max_size=20)),
-    technicians=st.lists(st.sampled_from([t["id"] for t in TECHNICIANS]), max_size=2, unique=True),
-    services=st.lists(st.sampled_from([s["id"] for s in SERVICES]), max_size=2, unique=True),
-    reply=st.booleans(),
-), min_size=1, max_size=4)
+SPECS = st.lists(SPEC_STRATEGY, min_size=1, max_size=4)
 
 # Strings near what the formats and patterns accept, so that broken values are often almost right.
 NEAR_MISSES = st.sampled_from([
