@@ -27,7 +27,7 @@ from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from itertools import compress, islice
+from itertools import accumulate, chain, compress, islice, repeat
 from pathlib import Path
 from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
 
@@ -259,14 +259,22 @@ def _joined(opening: bytes, fragments: Iterable[bytes], closing: bytes, separato
     """opening + the fragments joined by `separator` + closing, and where each fragment starts (plus one past
     the last, +1: fragment i is body[offsets[i]:offsets[i + 1] - 1]).
 
-    Appended one by one as they are made, each freed before the next is made: a list of them
-    all, joined, left 330 MB of freed memory to the process at 100,000 reviews.
+    Appended a few hundred at a time as they are made, each batch freed before the next:
+    a list of them all, joined, left 330 MB of freed memory to the process at 100,000 reviews.
     """
-    out, offsets = bytearray(opening), array("q")
-    for fragment in fragments:
-        offsets.append(len(out))
-        out += fragment
+    out, offsets, batch = bytearray(opening), array("q"), []
+    for fragment in chain(fragments, [None]):
+        if fragment is not None:
+            batch.append(fragment)
+            if len(batch) < 500:
+                continue
+        if not batch:
+            break
+        # Each fragment starts where the one before it ended, plus the separator (C loops, no call per fragment).
+        offsets.extend(accumulate(map(operator.add, map(len, batch), repeat(len(separator))), initial=len(out)))
+        out += separator.join(batch)
         out += separator
+        del offsets[-1], batch[:]
     offsets.append(len(out))
     if len(offsets) > 1:
         del out[-len(separator):]

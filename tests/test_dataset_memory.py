@@ -349,3 +349,11 @@ def test_records_encode_as_every_other_body(value: Any) -> None:
 def test_records_with_texts_that_need_escapes_encode_alike(text: str) -> None:
     review = make_docs([Spec(text=text)])[0]["reviews"][0]
     assert dataset_module.encode_record(review) == compact(review)
+
+
+@pytest.mark.parametrize("n", [0, 1, 499, 500, 501, 1000, 1001])
+def test_fragments_are_joined_and_found_across_batches(n: int) -> None:
+    fragments = [str(i).encode() * (i % 3) for i in range(n)]
+    body, offsets = dataset_module._joined(b"[", iter(fragments), b"]")
+    assert body == b"[" + b",".join(fragments) + b"]" and len(offsets) == n + 1
+    assert [body[offsets[i]:offsets[i + 1] - 1] for i in range(n)] == fragments
