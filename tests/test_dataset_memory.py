@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import dataset as dataset_module
 from dataset import DataError, DataStore, Dataset, RawFile, dataset_from_files, newest_first, parse_json
 from problems import mention_tallies
-from factories import SERVICES, TECHNICIANS, Spec, make_docs, write_docs
+from factories import SERVICES, TECHNICIANS, Spec, dataset_state, make_docs, write_docs
 
 SPECS = [
     Spec(rating=5, date="2025-03-01", text="Dr. Maya Patel fixed my back.", technicians=["dr-maya-patel"],
@@ -357,3 +357,9 @@ def test_fragments_are_joined_and_found_across_batches(n: int) -> None:
     body, offsets = dataset_module._joined(b"[", iter(fragments), b"]")
     assert body == b"[" + b",".join(fragments) + b"]" and len(offsets) == n + 1
     assert [body[offsets[i]:offsets[i + 1] - 1] for i in range(n)] == fragments
+
+
+def test_a_load_from_files_holds_what_a_build_from_the_documents_holds() -> None:
+    reviews_doc, insights_doc = make_docs(SPECS)
+    loaded = dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
+    assert dataset_state(loaded) == dataset_state(Dataset(reviews_doc, insights_doc, "sha", "sha"))
