@@ -1,7 +1,6 @@
 """Configuration: every option of `python reviewsd.py`, as a flag and as an environment variable.
 
-Light on purpose (no third-party imports): `python reviewsd.py` reads its options
-before its other imports, to start the insights lane early (insights_lane.start_early).
+Light on purpose: no third-party imports.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from typing import Any, NoReturn, Sequence
 from urllib.parse import urlsplit
 
 HERE = Path(__file__).resolve().parent
-BUILD_CACHE_FILE = "build-cache.bin"  # in the state directory (build_cache.py)
 
 
 @dataclass(frozen=True)
@@ -36,7 +34,7 @@ class Config:
     mcp_session_idle: float = 1800.0
     max_body: int = 1 << 20
     send_buffer: int = 256 * 1024  # see server.Server: bounded, a large body stays in the CPU cache on loopback
-    build_cache: bool = True
+    max_data_file_bytes: int = 256 << 20  # about 5x the reviews.json of 100,000 reviews
     # WebSub hub
     hub: bool = True
     allow_private_callbacks: bool = False
@@ -66,7 +64,7 @@ HELP = {
     "host": "address to listen on",
     "port": "port to listen on",
     "data_dir": "directory holding reviews.json and insights.json",
-    "state_dir": "directory for the hub's SQLite database and the build cache",
+    "state_dir": "directory for the hub's SQLite database",
     "base_url": "public base URL used in every absolute URL (empty: http://HOST:PORT)",
     "threads": "worker threads serving requests",
     "reload_interval": "seconds between checks of the data files (0 disables polling; SIGHUP always reloads)",
@@ -76,8 +74,7 @@ HELP = {
     "mcp_session_idle": "seconds after which an idle MCP session ends",
     "max_body": "largest request body accepted, in bytes",
     "send_buffer": "socket send buffer per client connection, in bytes (0: the kernel sizes it)",
-    "build_cache": "keep the last build in the state directory, so that a restart on unchanged data files "
-                   "skips parsing, validating, encoding and compressing them",
+    "max_data_file_bytes": "largest data file loaded, in bytes; a larger one is refused before it is read",
     "hub": "run the WebSub hub (--no-hub on read-only replicas)",
     "allow_private_callbacks": "allow hub callbacks on loopback/private addresses (development and tests only)",
     "ca_file": "CA bundle for verifying subscribers' HTTPS certificates (empty: the system store, or SSL_CERT_FILE)",
@@ -100,7 +97,7 @@ HELP = {
 # server at once with a message naming the option, instead of a server that cannot work as asked.
 BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "port": (0, 65535), "threads": (1, 1000), "reload_interval": (0, None), "max_body": (1, None),
-    "send_buffer": (0, 1 << 30),
+    "send_buffer": (0, 1 << 30), "max_data_file_bytes": (1, None),
     "mcp_max_sessions": (1, None), "mcp_session_idle": (1, None), "hub_retry_delay": (0, None),
     "hub_lease_min": (1, None), "hub_lease_default": (1, None), "hub_lease_max": (1, None),
     "hub_workers": (1, 1000), "hub_max_subscriptions": (0, None), "hub_max_per_topic": (0, None),

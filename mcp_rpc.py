@@ -63,13 +63,11 @@ from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urljoin
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 
 import mcp_prompts
 from dataset import SCHEMAS, Dataset, encode_json, folded_names, loads_data, named
 from mcp_prompts import REVIEW_PATH, PromptContext, PromptError
-from search import InvalidParams, run_search, search_result_json, since_positions
+from search import InvalidParams, SchemaError, SchemaValidator, run_search, search_result_json, since_positions
 
 log = logging.getLogger("reviewsd.mcp")
 
@@ -389,7 +387,7 @@ def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: S
 _TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string", "object": "an object"}
 
 
-def argument_issues(validator: Draft202012Validator, arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
+def argument_issues(validator: SchemaValidator, arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every schema problem with tool arguments, in the API's `issues` shape (one per problem)."""
     known = list(validator.schema.get("properties", {}))
     issues = [
@@ -404,11 +402,11 @@ def argument_issues(validator: Draft202012Validator, arguments: Mapping[str, Any
     return issues
 
 
-def _issue(error: ValidationError) -> dict[str, Any]:
+def _issue(error: SchemaError) -> dict[str, Any]:
     name = str(error.absolute_path[0]) if error.absolute_path else ""
     keyword, value, rule = error.validator, error.instance, error.validator_value
     if keyword == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else "?"
+        missing = next((name for name in rule if name not in value), "?")
         return {"path": [missing], "code": "required", "message": f"{missing} is required"}
     messages = {
         "type": lambda: f"{name} must be {_TYPE_WORDS.get(rule, rule)}, got {value!r}",
@@ -484,7 +482,7 @@ class Tools:
     def __init__(self) -> None:
         self.by_name: dict[str, Tool] = {tool.name: tool for tool in self._build()}
         self._validators = {
-            t.name: Draft202012Validator(t.input_schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+            t.name: SchemaValidator(t.input_schema)
             for t in self.by_name.values() if t.validate
         }
 

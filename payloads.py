@@ -7,21 +7,18 @@ or a 304 is a lookup plus werkzeug's conditional-request check.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
-import struct
-import threading
-import zlib
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from werkzeug.datastructures import Accept
 from werkzeug.http import HTTP_STATUS_CODES, http_date, parse_accept_header
 from werkzeug.sansio.http import is_resource_modified
 
-from dataset import encode_json, shared_pool
+from dataset import encode_json
 
 JSON = "application/json; charset=utf-8"
 FEED_JSON = "application/feed+json; charset=utf-8"
@@ -60,20 +57,32 @@ class Variant:
 @dataclass(frozen=True)
 class Payload:
     identity: Variant
-    gzipped: "Variant | PendingVariant | None"
+    gzipped: "Variant | LateGzip | None"
     content_type: str
     last_modified: datetime | None
 
-    def variant(self, accept_encoding: str | None) -> "Variant | PendingVariant":
-        if self.gzipped is not None and accept_encoding and accepts_gzip(accept_encoding):
-            return self.gzipped
+    def variant(self, accept_encoding: str | None) -> Variant:
+        gzipped = self.gzipped.variant if isinstance(self.gzipped, LateGzip) else self.gzipped
+        if gzipped is not None and accept_encoding and accepts_gzip(accept_encoding):
+            return gzipped
         return self.identity
 
-    def settled(self) -> "Payload":
-        """This payload with its gzip variant complete (waiting for the compression if still running)."""
-        if isinstance(self.gzipped, PendingVariant):
-            return replace(self, gzipped=self.gzipped.finished())
-        return self
+
+class LateGzip:
+    """A gzip variant made later (`compress()`, on a first start after READY); until then, identity is served.
+
+    Identity answers a request that accepts gzip just as well (RFC 9110 12.5.3), with
+    its own ETag and `Vary: Accept-Encoding`.
+    """
+
+    def __init__(self, body: bytes, etag: str, headers: Headers):
+        self.variant: Variant | None = None
+        self._work: tuple[bytes, str, Headers] | None = (body, etag, headers)
+
+    def compress(self) -> None:
+        if self._work is not None:
+            body, etag, headers = self._work
+            self.variant, self._work = _variant(gzip_body(body), etag, headers), None
 
 
 def strong_etag(body: bytes, suffix: str = "") -> str:
@@ -87,171 +96,31 @@ def make_payload(
     extra_headers: Sequence[tuple[str, str]] = (),
     etag: str | None = None,
     compress: bool = True,
-    precomputed: "Precomputed | None" = None,
-    wait: bool = True,
+    gzip_later: bool = False,
 ) -> Payload:
     """Encode a body once for every request that will ask for it.
 
-    `etag` overrides the hash of the body (for bodies too large to hash per
-    request); the gzip variant gets the same tag with a `-gzip` suffix, because
-    the two codings are different representations (RFC 9110 8.8.3).
-    `precomputed` (for this body) supplies the tag and the gzip bytes; with `wait`
-    False and its compression still running, the gzip variant is a PendingVariant.
+    `etag` overrides the hash of the body; the gzip variant gets the same tag with a
+    `-gzip` suffix, because the two codings are different representations (RFC 9110
+    8.8.3). With `gzip_later`, the gzip variant is a LateGzip to compress afterwards.
     """
-    if precomputed is not None and compress:
-        tag = precomputed.etag()
-        pending = not wait and precomputed.compressing() and len(body) >= GZIP_MIN_BYTES
-        compressed = None if pending else precomputed.compressed()
-    else:
-        tag, pending = etag or strong_etag(body), False
-        compressed = gzip_body(body) if compress else None
+    tag = etag or strong_etag(body)
     common: Headers = [("Content-Type", content_type), *READ_HEADERS, *extra_headers]
     if last_modified is not None:
         common.append(("Last-Modified", http_date(last_modified)))
-    gzipped: Variant | PendingVariant | None = None
+    gzipped: Variant | LateGzip | None = None
     if compress:
         common.append(("Vary", "Accept-Encoding"))
         gzip_tag, gzip_headers = tag[:-1] + '-gzip"', common + [("Content-Encoding", "gzip")]
-        if pending:
-            assert precomputed is not None
-            gzipped = PendingVariant(gzip_tag, gzip_headers, precomputed.compressed)
-        elif compressed is not None:
-            gzipped = _variant(compressed, gzip_tag, gzip_headers)
+        if len(body) >= GZIP_MIN_BYTES:
+            gzipped = (LateGzip(body, gzip_tag, gzip_headers) if gzip_later
+                       else _variant(gzip_body(body), gzip_tag, gzip_headers))
     return Payload(_variant(body, tag, common), gzipped, content_type, last_modified)
 
 
-def gzip_body(body: bytes, pool: ThreadPoolExecutor | None = None) -> bytes | None:
-    """The gzip coding of a body (None below GZIP_MIN_BYTES, where it is not worth it).
-
-    A body over GZIP_BLOCK bytes is compressed block by block, each block with the
-    32 KiB before it as the dictionary and ended by a sync flush, so that the blocks'
-    outputs joined are one deflate stream (as pigz makes it): on a `pool`, the blocks
-    compress in parallel (zlib releases the GIL). About 40 bytes larger per block than
-    one deflate of the whole; a body of one block is exactly zlib's deflate of it.
-    """
-    if len(body) < GZIP_MIN_BYTES:
-        return None
-    level, view = gzip_level(len(body)), memoryview(body)
-    starts = range(0, len(body), GZIP_BLOCK)
-    blocks = [view[at:at + GZIP_BLOCK] for at in starts]
-    dictionaries = [bytes(view[max(0, at - _WINDOW):at]) for at in starts]
-    flushes = [zlib.Z_SYNC_FLUSH] * (len(blocks) - 1) + [zlib.Z_FINISH]
-    deflated = (pool.map if pool is not None else map)(_deflate, blocks, dictionaries, flushes, [level] * len(blocks))
-    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00" + bytes([_XFL.get(level, 0), 255])  # no name, mtime 0, OS unknown
-    return b"".join([header, *deflated, struct.pack("<LL", zlib.crc32(body), len(body) & 0xFFFFFFFF)])
-
-
-GZIP_BLOCK = 4 << 20
-_WINDOW = 32 << 10  # how far back deflate looks: the dictionary a block starts with
-_XFL = {9: 2, 1: 4}  # the gzip header's "extra flags" byte for a level, as zlib and Python's gzip set it
-
-
-def _deflate(block: memoryview, dictionary: bytes, flush: int, level: int) -> bytes:
-    """Raw deflate of one block, primed with the bytes before it."""
-    primed = {"zdict": dictionary} if dictionary else {}
-    coder = zlib.compressobj(level, zlib.DEFLATED, -15, **primed)  # -15: raw deflate, no header of its own
-    return coder.compress(block) + coder.flush(flush)
-
-
-class Precomputed:
-    """A body's strong ETag and gzip coding, computed on threads from the moment the body exists.
-
-    hashlib and zlib release the GIL, so on other cores this overlaps the rest of a data
-    load, and the gzip blocks compress in parallel. The compression waits for
-    `compress_after` when given (see ReviewsApp: a first start's READY need not wait for
-    it). `etag()` waits for the hash only, `compressed()` for the gzip coding too (each
-    computed inline if its thread failed).
-    """
-
-    def __init__(self, body: bytes, compress_after: threading.Event | None = None):
-        self._body: bytes | None = body
-        self._tag: Future[str] = shared_pool().submit(strong_etag, body)
-        self._gzip: Future[bytes | None] = Future()
-        # Its own thread, not the pool's: gzip_body waits for the blocks it gives the pool.
-        threading.Thread(target=self._compress, args=(body, compress_after), name="precompute-body", daemon=True).start()
-
-    @classmethod
-    def finished(cls, etag: str, compressed: bytes | None) -> "Precomputed":
-        """One whose work was done before (read back from the build cache)."""
-        done = cls.__new__(cls)
-        done._body, done._tag, done._gzip = None, Future(), Future()
-        done._tag.set_result(etag)
-        done._gzip.set_result(compressed)
-        return done
-
-    def _compress(self, body: bytes, after: threading.Event | None) -> None:
-        if after is not None:
-            after.wait()
-        try:
-            self._gzip.set_result(gzip_body(body, shared_pool()))
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
-            self._gzip.set_exception(exc)
-
-    def etag(self) -> str:
-        self._tag = _recovered(self._tag, lambda: strong_etag(self._retained_body()))
-        return self._tag.result()
-
-    def compressed(self) -> bytes | None:
-        self._gzip = _recovered(self._gzip, lambda: gzip_body(self._retained_body()))
-        if self._tag.done() and self._tag.exception() is None:
-            self._body = None  # the payload keeps the body; this object need not
-        return self._gzip.result()
-
-    def compressing(self) -> bool:
-        """Whether the gzip coding is still being made."""
-        return not self._gzip.done()
-
-    def result(self) -> tuple[str, bytes | None]:
-        return self.etag(), self.compressed()
-
-    def _retained_body(self) -> bytes:
-        if self._body is None:
-            raise RuntimeError("Precomputed: its work failed after the body was dropped")
-        return self._body
-
-
-def _recovered(future: Future, compute: Callable[[], Any]) -> Future:
-    """`future` once it is done; if it failed, a done one with the value computed here instead."""
-    if future.exception() is None:
-        return future
-    recovered: Future = Future()
-    recovered.set_result(compute())
-    return recovered
-
-
-class PendingVariant:
-    """The gzip variant of a body whose compression is still running (on a first start, after READY).
-
-    Its ETag and 304 headers are known at once, so a conditional request that matches
-    is answered without waiting; a request for the body waits for the compression,
-    and then gets the same bytes and headers as once it has finished.
-    """
-
-    def __init__(self, etag: str, headers: Headers, compressed: Callable[[], bytes | None]):
-        self.etag = etag
-        self.not_modified_headers = _not_modified_headers([*headers, ("ETag", etag)])
-        self._headers = headers
-        self._compressed: Callable[[], bytes | None] | None = compressed
-        self._finished: Variant | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def body(self) -> bytes:
-        return self.finished().body
-
-    @property
-    def headers(self) -> tuple[tuple[str, str], ...]:
-        return self.finished().headers
-
-    def finished(self) -> Variant:
-        """The complete variant, waiting for the compression the first time."""
-        if self._finished is None:
-            with self._lock:
-                if self._finished is None and self._compressed is not None:
-                    compressed = self._compressed()
-                    assert compressed is not None  # only bodies of GZIP_MIN_BYTES or more are pending
-                    self._finished, self._compressed = _variant(compressed, self.etag, self._headers), None
-        return self._finished
+def gzip_body(body: bytes) -> bytes:
+    """The gzip coding of a body (mtime 0, so equal bodies give equal bytes)."""
+    return gzip.compress(body, compresslevel=gzip_level(len(body)), mtime=0)
 
 
 def gzip_level(size: int) -> int:
@@ -288,7 +157,7 @@ def accepts_gzip(accept_encoding: str) -> bool:
     return max(listed or [quality for coding, quality in accept if coding == "*"] or [0]) > 0
 
 
-def is_not_modified(environ: Mapping[str, Any], variant: "Variant | PendingVariant", last_modified: datetime | None) -> bool:
+def is_not_modified(environ: Mapping[str, Any], variant: Variant, last_modified: datetime | None) -> bool:
     """RFC 9110 13.1: If-None-Match (weak comparison, lists, *) wins over If-Modified-Since."""
     inm = environ.get("HTTP_IF_NONE_MATCH")
     ims = environ.get("HTTP_IF_MODIFIED_SINCE")

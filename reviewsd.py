@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import gc
 import gzip
 import ipaddress
 import logging
@@ -18,16 +17,12 @@ import signal
 import sys
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import partial
-from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl
 
-import insights_lane
-from config import (BUILD_CACHE_FILE, Config, HelpFormatter, Network, Parser, env_value, parse_config,
-                    parse_networks)
+from config import Config, HelpFormatter, Network, Parser, env_value, parse_config, parse_networks
 
 
 def serve_argv(argv: list[str]) -> list[str] | None:
@@ -53,32 +48,19 @@ if __name__ == "__main__":
 # seconds) would end the process, its default action: kept for after READY instead.
 _hup_before_serving = threading.Event()
 
-if __name__ == "__main__" and (_argv := serve_argv(sys.argv[1:])) is not None:
+if __name__ == "__main__" and serve_argv(sys.argv[1:]) is not None:
     signal.signal(signal.SIGHUP, lambda signum, frame: _hup_before_serving.set())
-    # Until READY the process makes objects it keeps (modules, the data) and hardly any garbage:
-    # the collector's passes over them cost about a tenth of the imports' time. serve_main
-    # turns it back on before serving.
-    gc.disable()
-    # Until READY, a first start on a large data set keeps both cores busy; started here,
-    # before the imports below (about a fifth of a second of one core), the insights lane
-    # does not leave the second core idle meanwhile.
-    _config = parse_config(_argv)
-    insights_lane.start_early(Path(_config.data_dir),
-                              skip_if=Path(_config.state_dir) / BUILD_CACHE_FILE if _config.build_cache else None)
 
-# The imports that take time (werkzeug, jsonschema, compiling the schemas): after the early start.
 import werkzeug.urls  # noqa: E402,F401  (registers the "werkzeug.url_quote" codec error handler query_args uses)
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound  # noqa: E402
 from werkzeug.routing import BaseConverter, Map, Rule  # noqa: E402
 from werkzeug.wrappers import Response  # noqa: E402
 
 import feeds  # noqa: E402
-from build_cache import BuildCache  # noqa: E402
-from dataset import (INSIGHTS_FILE, REVIEWS_FILE, DataError, DataStore, Dataset, check_data_dir,  # noqa: E402
-                     dataset_from_files, encode_json, release_memory)
+from dataset import DataError, DataStore, Dataset, check_data_dir, encode_json  # noqa: E402
 from logs import configure_logging  # noqa: E402
 from openapi import build_openapi  # noqa: E402
-from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, Payload, Precomputed, Triple, accepts_gzip,  # noqa: E402
+from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, LateGzip, Payload, Triple, Variant, accepts_gzip,  # noqa: E402
                       answer, error_document, make_payload, status_line)
 from search import (InvalidParams, decode_query_args, run_search, search_result_json,  # noqa: E402
                     since_result_json, validate_date)
@@ -129,7 +111,8 @@ class SinceCache:
         return payload
 
     def _size(self) -> int:
-        return sum(len(p.identity.body) + len(p.gzipped.body if p.gzipped else b"") for p in self._entries.values())
+        return sum(len(p.identity.body) + len(p.gzipped.body if isinstance(p.gzipped, Variant) else b"")
+                   for p in self._entries.values())
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,16 +126,18 @@ class Snapshot:
     def topic(self, path: str) -> Payload:
         return self.payloads[path]
 
-    def settled(self) -> "Snapshot":
-        """This snapshot with every payload's compression complete (see PendingVariant)."""
-        return replace(self, payloads={path: payload.settled() for path, payload in self.payloads.items()})
+    def compress_late(self) -> None:
+        """Make the gzip codings built to be made later (see build_snapshot)."""
+        for payload in self.payloads.values():
+            if isinstance(payload.gzipped, LateGzip):
+                payload.gzipped.compress()
 
 
-def build_snapshot(dataset: Dataset, config: Config) -> Snapshot:
+def build_snapshot(dataset: Dataset, config: Config, gzip_later: bool = False) -> Snapshot:
     """Encode and compress every static body of this data version, once.
 
-    The data files' gzip codings may still be compressing when it returns (see
-    PendingVariant): a gzip request for one waits for it, and `settled()` for all.
+    With `gzip_later`, the data files' gzip codings are left to `compress_late()`
+    (identity is served until then).
     """
     now = datetime.now(timezone.utc)
     reviews_modified = last_modified(dataset.reviews_doc["generated_at"], now)
@@ -160,28 +145,17 @@ def build_snapshot(dataset: Dataset, config: Config) -> Snapshot:
     site = feeds.FeedSite(config.public_base_url, dataset.business)
     newest = dataset.reviews[:FEED_LENGTH]
     bodies = {
-        "/reviews.json": (dataset.reviews_document[0], JSON, reviews_modified, _precomputed(dataset, REVIEWS_FILE)),
-        "/insights.json": (dataset.insights_document, JSON, insights_modified, _precomputed(dataset, INSIGHTS_FILE)),
-        "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified, None),
-        "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified, None),
+        "/reviews.json": (dataset.reviews_document[0], JSON, reviews_modified, gzip_later),
+        "/insights.json": (dataset.insights_document, JSON, insights_modified, gzip_later),
+        "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified, False),
+        "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified, False),
     }
     payloads = {
-        path: make_payload(body, ctype, modified,
-                           [("Link", link_header(config, path))] if path in TOPIC_PATHS else [], precomputed=pre,
-                           wait=False)
-        for path, (body, ctype, modified, pre) in bodies.items()
+        path: make_payload(body, ctype, modified, [("Link", link_header(config, path))] if path in TOPIC_PATHS else [],
+                           gzip_later=later)
+        for path, (body, ctype, modified, later) in bodies.items()
     }
     return Snapshot(dataset, payloads)
-
-
-def _precomputed(dataset: Dataset, name: str) -> Precomputed | None:
-    """The ETag and gzip work the load started for a data file's body (see ReviewsApp's DataStore).
-
-    Taken out of the dataset: once the payload holds the result, nothing should keep
-    the object (made mid-build, it would keep that memory from being returned).
-    """
-    found = dataset.prepared.pop(name, None)
-    return found if isinstance(found, Precomputed) else None
 
 
 # --------------------------------------------------------------------------- client addresses
@@ -254,19 +228,14 @@ class ReviewsApp:
         converters={"anything": AnySegmentsConverter},
     )
 
-    def __init__(self, config: Config, store: DataStore[Snapshot] | None = None, release: bool = True):
+    def __init__(self, config: Config, store: DataStore[Snapshot] | None = None, gzip_later: bool = False):
         self.config = config
-        self.build_cache = BuildCache(config.state_dir) if config.build_cache and store is None else None
-        # Precomputed: each data body's ETag and gzip start on threads as soon as it is encoded,
-        # except the first load's gzip, which starts once that load is done (see _build_snapshot).
-        self._first_load_done = threading.Event()
-        try:
-            self.store: DataStore[Snapshot] = store or DataStore(
-                config.data_dir, self._build_snapshot,
-                prepare=partial(Precomputed, compress_after=self._first_load_done),
-                load=self.build_cache.load if self.build_cache else dataset_from_files, release=release)
-        finally:
-            self._first_load_done.set()
+        # With gzip_later, the first snapshot's data files are compressed after it is served (see
+        # compress_late): gzip of 100,000 reviews' files takes about a second. Reloads compress before the swap.
+        self._gzip_later = gzip_later
+        self.store: DataStore[Snapshot] = store or DataStore(config.data_dir, self._build_snapshot,
+                                                             max_bytes=config.max_data_file_bytes)
+        self._gzip_later = False
         self.openapi_document = build_openapi(config.public_base_url)
         self.openapi = make_payload(encode_json(self.openapi_document), JSON)
         self.trusted_proxies = parse_networks(config.trusted_proxies)
@@ -274,16 +243,11 @@ class ReviewsApp:
         self.hub: Any = None  # set by attach_hub (hub.py)
 
     def _build_snapshot(self, dataset: Dataset) -> Snapshot:
-        """The snapshot to serve; on the first load, before the data files' gzip has begun.
+        return build_snapshot(dataset, self.config, gzip_later=self._gzip_later)
 
-        On the first load nothing is served yet, so the two largest compressions (about
-        a second of CPU for 100,000 reviews) start only when it is done, instead of
-        taking cores from it: READY comes that much sooner, and a gzip request that
-        comes first waits for them. A reload swaps only a complete snapshot, while the
-        previous one keeps answering.
-        """
-        snapshot = build_snapshot(dataset, self.config)
-        return snapshot.settled() if self._first_load_done.is_set() else snapshot
+    def compress_late(self) -> None:
+        """Compress the first snapshot's data files on a background thread (see __init__)."""
+        threading.Thread(target=self.store.current.compress_late, name="gzip-after-start", daemon=True).start()
 
     # ----------------------------------------------------------------- WSGI
 
@@ -451,14 +415,14 @@ def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
     return multi
 
 
-def create_app(config: Config | None = None, release: bool = True) -> ReviewsApp:
+def create_app(config: Config | None = None, gzip_later: bool = False) -> ReviewsApp:
     """The WSGI application for `config` (data loaded, MCP and hub attached when available).
 
-    With `release=False` the memory the first load left behind is the caller's to give back
-    (dataset.release_memory): `python reviewsd.py` does it right after READY.
+    With `gzip_later`, the first data files' gzip codings are the caller's to start
+    (`app.compress_late()`); identity is served until they are made.
     """
     config = config or Config()
-    app = ReviewsApp(config, release=release)
+    app = ReviewsApp(config, gzip_later=gzip_later)
     try:
         import mcp_rpc
     except ImportError:
@@ -483,9 +447,11 @@ def check_main(argv: Sequence[str]) -> int:
     parser.add_argument("--data-dir", default=env_value("data_dir", Config.data_dir),
                         help="directory holding reviews.json and insights.json (REVIEWSD_DATA_DIR)")
     args = parser.parse_args(argv)
-    problems = check_data_dir(args.data_dir)
+    problems = check_data_dir(args.data_dir, env_value("max_data_file_bytes", Config.max_data_file_bytes))
     for problem in problems:
         print(problem)
+        if problem.hint:
+            print(f"  fix: {problem.hint}")
     if problems:
         print(f"{args.data_dir}: {len(problems)} problem(s); these files would be refused.", file=sys.stderr)
         return 1
@@ -507,29 +473,24 @@ def serve_main(argv: Sequence[str]) -> int:
     # Absolute URLs must name the port really listened on (--port 0, socket activation).
     config = dataclasses.replace(config, port=sock.getsockname()[1])
     try:
-        app = create_app(config, release=False)  # released after READY (on_ready below): serving does not need it
+        app = create_app(config, gzip_later=True)  # compressed after READY (on_ready below)
     except DataError as exc:
         log.error("cannot start: the data in %s is refused:", config.data_dir)
         for problem in exc.problems:
             log.error("  %s", problem)
         sock.close()
         return 2
-    finally:
-        insights_lane.discard_early()  # one that no load took (the data came from the build cache)
     app.store.start_polling(config.reload_interval)
 
     def on_stop() -> None:
         app.store.stop_polling()
         if app.hub is not None:
             app.hub.stop()
-        if app.build_cache is not None and not app.build_cache.wait_saved(timeout=15):
-            log.warning("stopping before the build cache was written; the next start builds from the data files")
 
     count = len(app.store.current.dataset.reviews)  # not the dataset itself: a reload must be able to free it
-    gc.enable()  # off until now when run as a script (see the imports)
     return server.run(app, host=config.host, port=config.port, threads=config.threads, max_body=config.max_body,
                       send_buffer=config.send_buffer,
-                      on_reload=lambda: app.store.reload(force=True), on_stop=on_stop, on_ready=release_memory,
+                      on_reload=lambda: app.store.reload(force=True), on_stop=on_stop, on_ready=app.compress_late,
                       ready_status=f"serving {count} reviews", sock=sock, reload_pending=_hup_before_serving)
 
 

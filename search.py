@@ -16,19 +16,59 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+import jsonschema_rs
 
 from dataset import (
     DEFAULT_LIMIT,
-    SEARCH_PARAMS_IS_VALID,
+    REGISTRY,
     SEARCH_PARAMS_SCHEMA,
-    SEARCH_PARAMS_VALIDATOR,
     Dataset,
+    schema_keyword,
     fold_text,
     named,
     utf8,
 )
+
+
+@dataclass(frozen=True)
+class SchemaError:
+    """One place a value breaks its schema, named as python-jsonschema names it."""
+
+    absolute_path: tuple[Any, ...]  # where in the value
+    validator: str  # the keyword broken ("type", "format", ...)
+    validator_value: Any  # that keyword's value in the schema (None where the schema path leaves the schema)
+    instance: Any  # the value at absolute_path
+    message: str
+
+
+class SchemaValidator:
+    """A draft 2020-12 validator (jsonschema-rs, formats checked) with python-jsonschema's error fields, for
+    search parameters and tool arguments, whose issues are written from the keyword, its value and the value."""
+
+    def __init__(self, schema: Mapping[str, Any]):
+        self.schema = schema
+        self._validator = jsonschema_rs.Draft202012Validator(schema, registry=REGISTRY, validate_formats=True)
+
+    def is_valid(self, instance: Any) -> bool:
+        return self._validator.is_valid(instance)
+
+    def iter_errors(self, instance: Any) -> Iterator[SchemaError]:
+        for error in self._validator.iter_errors(instance):
+            yield SchemaError(tuple(error.instance_path), schema_keyword(error), _at(self.schema, error.schema_path),
+                              error.instance, error.message)
+
+
+def _at(schema: Any, path: Sequence[Any]) -> Any:
+    """The schema's value at `path`, or None where the path goes through a $ref."""
+    try:
+        for part in path:
+            schema = schema[part]
+        return schema
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+SEARCH_PARAMS_VALIDATOR = SchemaValidator(SEARCH_PARAMS_SCHEMA)
 
 
 class InvalidParams(Exception):
@@ -60,7 +100,7 @@ _TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a strin
 _DATE_PARAMS = {name for name, s in SEARCH_PARAMS_SCHEMA["properties"].items() if s.get("format") == "date"}
 
 
-def _schema_issue(error: ValidationError) -> dict[str, Any]:
+def _schema_issue(error: SchemaError) -> dict[str, Any]:
     """A search-parameter schema error in the shape of the API's `issues` entries."""
     param = str(error.absolute_path[0]) if error.absolute_path else ""
     keyword, value, rule = error.validator, error.instance, error.validator_value
@@ -86,7 +126,7 @@ def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
     ]
     known = {name: value for name, value in args.items() if name in SEARCH_PARAMS_SCHEMA["properties"]}
     seen = set()
-    schema_errors = () if SEARCH_PARAMS_IS_VALID(known) else SEARCH_PARAMS_VALIDATOR.iter_errors(known)
+    schema_errors = () if SEARCH_PARAMS_VALIDATOR.is_valid(known) else SEARCH_PARAMS_VALIDATOR.iter_errors(known)
     for error in sorted(schema_errors, key=lambda e: list(map(str, e.absolute_path))):
         found = _schema_issue(error)
         key = (found["path"][0], found["code"])  # a bad date fails both pattern and format: report it once
@@ -290,9 +330,12 @@ def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int])
     return b'{"matched":%d,"returned":%d,"reviews":[%s]}' % (matched, len(positions), reviews)
 
 
+_DATE = SchemaValidator({"type": "string", "format": "date"})
+
+
 def validate_date(name: str, value: str) -> str:
     """A path or argument date as YYYY-MM-DD, or InvalidParams."""
-    if Draft202012Validator.FORMAT_CHECKER.conforms(value, "date"):
+    if _DATE.is_valid(value):
         return value
     raise InvalidParams([issue(name, "invalid_date", f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}")])
 

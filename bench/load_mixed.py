@@ -174,7 +174,7 @@ def prepare_data(args: argparse.Namespace, work: Path) -> tuple[Path, str]:
     if args.reviews:
         out = work / "data"
         started = time.perf_counter()
-        subprocess.run([sys.executable, str(ROOT / "generate_data.py"), "--reviews", str(args.reviews),
+        subprocess.run([sys.executable, str(ROOT / "tools" / "generate_data.py"), "--reviews", str(args.reviews),
                         "--out", str(out)], check=True, timeout=900, stdout=subprocess.DEVNULL)
         return out, f"generated, {args.reviews} reviews ({time.perf_counter() - started:.1f} s to generate)"
     data_dir = Path(args.data_dir)

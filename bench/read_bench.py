@@ -38,7 +38,7 @@ CASES = [
 
 
 def generate(reviews: int, out: Path) -> None:
-    subprocess.run([sys.executable, str(ROOT / "generate_data.py"), "--reviews", str(reviews), "--out", str(out)],
+    subprocess.run([sys.executable, str(ROOT / "tools" / "generate_data.py"), "--reviews", str(reviews), "--out", str(out)],
                    check=True, timeout=600)
 
 

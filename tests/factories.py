@@ -193,8 +193,5 @@ def plain(value: Any) -> Any:
 
 
 def dataset_state(dataset: Any) -> dict[str, Any]:
-    """Everything a Dataset holds, as plain values; what `prepare` made is compared as its results."""
-    found = {name: plain(value) for name, value in vars(dataset).items() if name != "prepared"}
-    found["prepared"] = {name: value.result() if hasattr(value, "result") else value
-                         for name, value in dataset.prepared.items()}
-    return found
+    """Everything a Dataset holds, as plain values."""
+    return {name: plain(value) for name, value in vars(dataset).items()}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import subprocess
 import sys
 import weakref
 from datetime import date
@@ -21,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dataset as dataset_module
-from dataset import DataError, DataStore, Dataset, RawFile, check_documents, dataset_from_files
-from factories import SERVICES, TECHNICIANS, Spec, make_docs, write_docs
-from schema_compiler import compile_schema
+from dataset import DataError, DataStore, Dataset, RawFile, dataset_from_files, newest_first, parse_json
+from problems import mention_tallies
+from factories import SERVICES, TECHNICIANS, Spec, dataset_state, make_docs, write_docs
 
 SPECS = [
     Spec(rating=5, date="2025-03-01", text="Dr. Maya Patel fixed my back.", technicians=["dr-maya-patel"],
@@ -190,10 +189,10 @@ def test_text_blob_when_texts_hold_control_characters_and_noncharacters() -> Non
     check_indexes(dataset, reviews_doc, insights_doc)
 
 
-def test_text_blob_when_every_joiner_occurs_in_some_text() -> None:
+def test_text_blob_of_texts_with_lone_surrogates_and_empty_texts() -> None:
     texts = ["\x00", "\ufdd0", "\udfff", "\ufdef", "", "Ǆ ß"]
-    blob, starts = dataset_module._fold_and_join(texts)
-    assert (blob, list(dataset_module._array("q", starts))) == reference_blob([{"text": t} for t in texts])
+    blob, starts = dataset_module._text_blob(texts)
+    assert (blob, list(starts)) == reference_blob([{"text": t} for t in texts])
 
 
 SPEC_STRATEGY = st.builds(
@@ -208,49 +207,18 @@ SPEC_STRATEGY = st.builds(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(SPEC_STRATEGY, max_size=12), st.integers(1, 5))
-def test_indexes_equal_plain_references_for_any_reviews(specs: list[Spec], chunk: int) -> None:
-    """Also with reviews encoded and folded a few at a time (as 100,000 are, by _ENCODE_CHUNK)."""
-    default, dataset_module._ENCODE_CHUNK = dataset_module._ENCODE_CHUNK, chunk
-    try:
-        dataset, reviews_doc, insights_doc = built(specs)
-    finally:
-        dataset_module._ENCODE_CHUNK = default
+@given(st.lists(SPEC_STRATEGY, max_size=12))
+def test_indexes_equal_plain_references_for_any_reviews(specs: list[Spec]) -> None:
+    dataset, reviews_doc, insights_doc = built(specs)
+    position_of = {r["id"]: pos for pos, r in enumerate(ordered(reviews_doc))}
+    assert dataset_module._Insights.build(insights_doc, position_of).tallies == mention_tallies(insights_doc)
     check_indexes(dataset, reviews_doc, insights_doc)
     assert list(dataset.reviews) == json.loads(json.dumps(ordered(reviews_doc)))
     head = {k: v for k, v in reviews_doc.items() if k != "reviews"}
     assert dataset.reviews_document[0] == compact({**head, "reviews": ordered(reviews_doc)})
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(SPEC_STRATEGY, max_size=12))
-def test_per_review_in_the_reviews_order_gives_the_part_the_general_mapping_gives(specs: list[Spec]) -> None:
-    """per_review listing every review newest first (as generated) makes entry numbers positions: from_entries
-    then uses the entries as they are, and must give exactly what mapping them gives."""
-    reviews_doc, insights_doc = make_docs(specs)
-    insights_doc["per_review"] = {r["id"]: insights_doc["per_review"][r["id"]] for r in ordered(reviews_doc)}
-    reviews = dataset_module._ReviewsPart.encode(reviews_doc)
-    entries = dataset_module._insights_by_entry(insights_doc)
-    direct = dataset_module._InsightsPart.from_entries(entries, reviews)
-    assert direct == dataset_module._InsightsPart.mapped(entries, reviews, list(range(len(reviews.ids))))
-    dataset = Dataset(json.loads(json.dumps(reviews_doc)), json.loads(json.dumps(insights_doc)), "r", "i")
-    check_indexes(dataset, reviews_doc, insights_doc)
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.text(alphabet=st.characters(max_codepoint=0x80), max_size=6) | st.text(max_size=6), max_size=8))
-def test_lists_of_strings_are_encoded_as_by_the_encoder(values: list[str]) -> None:
-    """The direct join for ids and dates gives encode_json's bytes, escapes and all (or its error)."""
-    try:
-        expected = dataset_module.encode_json(values)
-    except UnicodeEncodeError:
-        with pytest.raises(UnicodeEncodeError):
-            dataset_module._json_strings(values)
-        return
-    assert dataset_module._json_strings(values) == expected
-
-
-# ---------------------------------------------------------------- validation through the fast path
+# ---------------------------------------------------------------- validation
 
 
 def raw(name: str, doc: Any) -> RawFile:
@@ -276,122 +244,28 @@ def damaged(kind: str) -> tuple[dict, dict]:
     return reviews_doc, insights_doc
 
 
-@pytest.mark.parametrize("kind", ["duplicate-id", "reply-before-review", "orphan-mention", "unknown-technician",
-                                  "count", "aggregate"])
-def test_loading_reports_exactly_the_problems_of_the_plain_checks(kind: str) -> None:
+@pytest.mark.parametrize("kind, expected", [
+    ("duplicate-id", [("reviews.json", "$.reviews[1].id", "unique-id")]),
+    ("reply-before-review", [("reviews.json", "$.reviews[0].owner_reply.date", "reply-after-review")]),
+    ("orphan-mention", [("insights.json", '$.per_review["7ZZZZZZZZZZZZZZZZZZZZZZZZZ"]', "review-exists")]),
+    ("count", [("insights.json", "$.aspects[0].mention_count", "counts-agree")] * 2),
+    ("aggregate", [("reviews.json", "$.aggregate_rating.review_count", "aggregate-agrees")]),
+])
+def test_loading_reports_each_cross_file_problem_with_its_place(kind: str, expected: list) -> None:
     reviews_doc, insights_doc = damaged(kind)
-    expected = check_documents(reviews_doc, insights_doc)
-    assert expected, kind
     with pytest.raises(DataError) as refused:
         dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
-    assert refused.value.problems == expected
+    found = [(p.file, p.path, p.rule) for p in refused.value.problems]
+    assert found[:len(expected)] == expected, found
 
 
-def test_data_predicates_keep_no_strings_of_a_validated_document() -> None:
-    schemas = dataset_module.SCHEMAS
-    keeping = compile_schema("reviews.schema.json", schemas)
-    forgetting = compile_schema("reviews.schema.json", schemas, keep_memos=False)
-    reviews_doc, _ = make_docs(SPECS)
-    date = "".join(["2031-", "02-03"])  # a string object of its own, held by this test only
-    reviews_doc["reviews"][0]["date"] = date
-    held = sys.getrefcount(date)
-    assert forgetting(reviews_doc) is True
-    assert sys.getrefcount(date) == held
-    assert keeping(reviews_doc) is True
-    assert sys.getrefcount(date) > held  # the default keeps verdicts keyed by the document's strings
-
-
-def without_malloc_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (*dataset_module._MALLOC_ENVIRONMENT, "GLIBC_TUNABLES"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def mallopt_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
-    """The (parameter, value) of each mallopt call made, none made really; no malloc setting in the environment."""
-    without_malloc_settings(monkeypatch)
-    calls: list[tuple[int, int]] = []
-    monkeypatch.setattr(dataset_module, "_libc_function", lambda name: lambda *args: calls.append(args) or 1)
-    return calls
-
-
-def test_a_build_pause_nests_and_restores(mallopt_calls: list[tuple[int, int]]) -> None:
-    """The collector off and freed memory kept from the first build's start to the last one's end."""
-    calls = mallopt_calls
-    kept = [(dataset_module._M_MMAP_MAX, 0), (dataset_module._M_TRIM_THRESHOLD, 1 << 30)]
-    was = gc.isenabled()
-    try:
-        gc.enable()
-        with dataset_module.building():
-            with dataset_module.building():
-                assert not gc.isenabled()
-            assert not gc.isenabled() and calls == kept
-        assert gc.isenabled()
-        assert calls[2:] == [(dataset_module._M_MMAP_MAX, 65536), (dataset_module._M_MMAP_THRESHOLD, 32 << 20),
-                             (dataset_module._M_TRIM_THRESHOLD, 64 << 20)]
-        gc.disable()
-        with dataset_module.building():
-            pass
-        assert not gc.isenabled() and len(calls) == 10
-    finally:
-        (gc.enable if was else gc.disable)()
-
-
-@pytest.mark.parametrize("name, value", [("MALLOC_TRIM_THRESHOLD_", "131072"), ("MALLOC_MMAP_MAX_", "0"),
-                                         ("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=1048576")])
-def test_malloc_limits_an_operator_set_are_left_alone(name: str, value: str, mallopt_calls: list[tuple[int, int]],
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = mallopt_calls
-    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.rtld.nns=4")  # others than malloc's limits do not count
-    with dataset_module.building():
-        pass
-    assert calls
-    calls.clear()
-    monkeypatch.setenv(name, value)
-    with dataset_module.building():
-        pass
-    assert calls == []
-
-
-PAGES_MAPPED_FOR_A_FREED_BLOCK_AGAIN = """
-import resource, sys
-import dataset
-{setting}
-block = b"x" * ({mb} << 20)  # written, so every page is mapped in
-del block
-before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-block = b"y" * ({mb} << 20)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-"""
-
-
-@pytest.mark.parametrize("setting, mb, kept", [
-    ("", 8, False),
-    ("dataset.keep_freed_memory()", 40, True),
-    ("dataset.keep_freed_memory(); dataset.return_freed_memory()", 40, False),  # over 32 MB: mapped on its own
-])
-def test_freed_memory_is_kept_for_the_next_allocation_only_while_asked(setting: str, mb: int, kept: bool,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """On glibc (the one C library this is for): in a process of its own, whose malloc it sets."""
-    without_malloc_settings(monkeypatch)
-    script = PAGES_MAPPED_FOR_A_FREED_BLOCK_AGAIN.format(setting=setting, mb=mb)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                          cwd=Path(dataset_module.__file__).parent, check=True)
-    pages = (mb << 20) // os.sysconf("SC_PAGE_SIZE")
-    faults = int(done.stdout)
-    assert faults < pages // 10 if kept else faults > pages // 2
-
-
-# ---------------------------------------------------------------- memory across loads
-
-
-def test_prepare_sees_each_served_body_once(tmp_path: Path) -> None:
-    reviews_doc, insights_doc = make_docs(SPECS[:3])
-    seen: list[bytes] = []
-    dataset = dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc),
-                                 prepare=lambda body: seen.append(body) or len(body))
-    assert seen == [dataset.reviews_document[0], dataset.insights_document]
-    assert dataset.prepared == {"reviews.json": len(seen[0]), "insights.json": len(seen[1])}
+def test_an_unknown_technician_is_named_where_it_is_mentioned() -> None:
+    reviews_doc, insights_doc = damaged("unknown-technician")
+    with pytest.raises(DataError) as refused:
+        dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
+    assert ("insights.json", f'$.per_review["{reviews_doc["reviews"][0]["id"]}"].technicians', "known-id",
+            "dr-nobody is not listed in $.entities.technicians") in [(p.file, p.path, p.rule, p.message)
+                                                                  for p in refused.value.problems]
 
 
 def test_a_reload_frees_the_replaced_data(tmp_path: Path) -> None:
@@ -402,16 +276,6 @@ def test_a_reload_frees_the_replaced_data(tmp_path: Path) -> None:
     assert store.reload(force=True)
     assert first() is None  # nothing but the store held it, and the store let it go during reload()
     assert len(store.current.reviews) == len(SPECS) - 1
-
-
-def test_the_precompute_pool_has_a_thread_per_cpu_the_process_may_use() -> None:
-    # Under systemd's CPUAffinity= or a container's cpuset, os.cpu_count() still counts the host's CPUs.
-    one_cpu = min(os.sched_getaffinity(0))
-    script = (f"import os; os.sched_setaffinity(0, {{{one_cpu}}}); import dataset; "
-              "print(os.cpu_count(), dataset.shared_pool()._max_workers)")
-    cpus, workers = subprocess.run([sys.executable, "-c", script], cwd=Path(dataset_module.__file__).parent,
-                                   capture_output=True, text=True, check=True).stdout.split()
-    assert (int(cpus) > 1, int(workers)) == (True, 1)
 
 
 def served_raws(specs: list[Spec]) -> tuple[RawFile, RawFile]:
@@ -438,3 +302,64 @@ def test_a_rating_written_as_a_whole_float_counts_as_that_rating() -> None:
     position = dataset.position_of[reviews_doc["reviews"][0]["id"]]
     assert dataset.ratings[position] == reviews_doc["reviews"][0]["rating"]
     assert position in dataset.positions_by_rating[int(reviews_doc["reviews"][0]["rating"])]
+
+
+KEYED = st.lists(st.fixed_dictionaries({"date": st.sampled_from(["2025-01-01", "2025-01-02"]),
+                                        "id": st.sampled_from(["A", "B", "C"]), "n": st.integers()}), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(KEYED, st.booleans())
+def test_newest_first_is_the_stable_sort(reviews: list, presorted: bool) -> None:
+    if presorted:
+        reviews = sorted(reviews, key=lambda r: (r["date"], r["id"]), reverse=True)
+    expected = sorted(reviews, key=lambda r: (r["date"], r["id"]), reverse=True)
+    assert [id(r) for r in newest_first(reviews)] == [id(r) for r in expected]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"a": "half', "not valid JSON (Unterminated string starting at line 1 column 7); half-written?"),
+    (b'{"a": 1', "not valid JSON (Expecting ',' delimiter at line 1 column 8); half-written?"),
+])
+def test_a_json_error_names_its_place_once(content: bytes, message: str) -> None:
+    with pytest.raises(DataError) as refused:
+        parse_json(RawFile("insights.json", content, "sha"))
+    assert [p.message for p in refused.value.problems] == [message]
+
+
+RECORD_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(),
+                             lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                          max_size=3), max_leaves=8)
+
+
+@settings(max_examples=500, deadline=None)
+@given(RECORD_VALUES)
+def test_records_encode_as_every_other_body(value: Any) -> None:
+    """Reviews and per_review entries (strings, small integers, booleans, null) go through orjson: the same bytes."""
+    try:
+        expected = dataset_module.encode_json(value)
+    except UnicodeEncodeError:  # a lone surrogate: refused either way
+        with pytest.raises(TypeError):
+            dataset_module.encode_record(value)
+        return
+    assert dataset_module.encode_record(value) == expected
+
+
+@pytest.mark.parametrize("text", ["\x00\x01\x1f\x7f", "\u2028\u2029", "\"\\/", "😀 ßΣ", "\ufeff\uffff"])
+def test_records_with_texts_that_need_escapes_encode_alike(text: str) -> None:
+    review = make_docs([Spec(text=text)])[0]["reviews"][0]
+    assert dataset_module.encode_record(review) == compact(review)
+
+
+@pytest.mark.parametrize("n", [0, 1, 499, 500, 501, 1000, 1001])
+def test_fragments_are_joined_and_found_across_batches(n: int) -> None:
+    fragments = [str(i).encode() * (i % 3) for i in range(n)]
+    body, offsets = dataset_module._joined(b"[", iter(fragments), b"]")
+    assert body == b"[" + b",".join(fragments) + b"]" and len(offsets) == n + 1
+    assert [body[offsets[i]:offsets[i + 1] - 1] for i in range(n)] == fragments
+
+
+def test_a_load_from_files_holds_what_a_build_from_the_documents_holds() -> None:
+    reviews_doc, insights_doc = make_docs(SPECS)
+    loaded = dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
+    assert dataset_state(loaded) == dataset_state(Dataset(reviews_doc, insights_doc, "sha", "sha"))

@@ -35,6 +35,8 @@ def test_conditional_get_over_http(live_server: LiveServer) -> None:
         etag = response.getheader("ETag")
         again, empty = get(live_server, path, {"If-None-Match": etag})
         assert again.status == 304 and empty == b"" and again.getheader("ETag") == etag
+        # The data files' gzip is made just after READY; until then identity answers.
+        assert wait_until(lambda: get(live_server, path, {"Accept-Encoding": "gzip"})[0].getheader("Content-Encoding"))
         zipped, zbody = get(live_server, path, {"Accept-Encoding": "gzip"})
         assert zipped.getheader("Content-Encoding") == "gzip" and gzip.decompress(zbody) == body
 

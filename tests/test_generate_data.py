@@ -1,4 +1,4 @@
-"""generate_data.py: schema validity, cross-file agreement, determinism and the bundled sample.
+"""tools/generate_data.py: schema validity, cross-file agreement, determinism and the bundled sample.
 
 The cross-file rules are re-implemented here from scratch (not imported from the
 generator) so that a bug in the generator's bookkeeping cannot hide itself.
@@ -24,8 +24,8 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+if str(ROOT / "tools") not in sys.path:
+    sys.path.insert(0, str(ROOT / "tools"))
 
 import generate_data  # noqa: E402
 from generate_data import generate  # noqa: E402
@@ -283,7 +283,7 @@ def roundtrip(doc: dict) -> dict:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "generate_data.py"), *args],
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "generate_data.py"), *args],
                           capture_output=True, text=True, timeout=120, check=True)
 
 
@@ -386,7 +386,7 @@ def test_cli_arguments(tmp_path: Path) -> None:
     assert len(reviews_doc["reviews"]) == 5 and reviews_doc["reviews"][0]["date"] == "2025-06-30"
     assert_cross_file_rules(reviews_doc, insights_doc)
     for bad in (["--reviews", "-1"], ["--end-date", "2025-13-01"], ["--years", "0"]):
-        result = subprocess.run([sys.executable, str(ROOT / "generate_data.py"), "--out", str(out), *bad],
+        result = subprocess.run([sys.executable, str(ROOT / "tools" / "generate_data.py"), "--out", str(out), *bad],
                                 capture_output=True, text=True, timeout=60)
         assert result.returncode == 2, bad
 

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 from werkzeug.test import Client
 
+import dataset as dataset_module
 import payloads
 import reviewsd
 from dataset import DataError, check_data_dir, load_dataset
 from factories import Spec, make_docs, write_docs
 from conftest import ROOT, SMALL_SPECS
-from payloads import PendingVariant, Variant
+from payloads import Variant
 from test_payloads import GatedCompression
 
 
@@ -208,8 +209,8 @@ def test_check_lists_every_problem_and_fails(small_data_dir: Path) -> None:
     result = run_check(small_data_dir)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert "reviews.json: $.reviews[0].rating: schema:type: 'five' is not of type 'integer'" in lines
-    assert any(line.startswith("insights.json: $: schema:required: 'summary'") for line in lines)
+    assert 'reviews.json: $.reviews[0].rating: schema:type: "five" is not of type "integer"' in lines
+    assert 'insights.json: $: schema:required: "summary" is a required property' in lines
     assert "2 problem(s)" in result.stderr
 
 
@@ -276,7 +277,7 @@ def test_nesting_too_deep_for_the_parser_is_refused_not_a_crash(small_data_dir: 
         ("reviews.json", "$", "json", "not valid JSON for this server (nested too deeply)")]
 
 
-def test_a_value_nested_too_deeply_for_the_schema_explanation_is_refused_not_a_crash(small_data_dir: Path) -> None:
+def test_a_value_nested_too_deeply_for_the_validator_is_refused_not_a_crash(small_data_dir: Path) -> None:
     reviews_doc, insights_doc = make_docs(SMALL_SPECS)
     write_docs(small_data_dir, reviews_doc, insights_doc)
     deep = "[" * 900 + "]" * 900  # two of them: uniqueItems compares them, recursively
@@ -295,31 +296,18 @@ def test_check_reports_missing_and_unparsable_files(tmp_path: Path) -> None:
     assert "insights.json: $: readable: cannot read" in result.stdout
 
 
-def test_the_first_load_serves_before_the_data_files_gzip_is_done(small_data_dir: Path, monkeypatch) -> None:
-    gate = GatedCompression()
-    monkeypatch.setattr(payloads, "gzip_body", gate)
-    build_snapshot, compressing_during_load = reviewsd.build_snapshot, []
-
-    def build_while_watching(*args, **kwargs):
-        # Bounded wait for something that must not happen: the gzip work starting before the load is done.
-        compressing_during_load.append(gate.started.wait(timeout=1))
-        return build_snapshot(*args, **kwargs)
-
-    monkeypatch.setattr(reviewsd, "build_snapshot", build_while_watching)
-    app = small_app(small_data_dir)  # returns with both compressions held
-    assert compressing_during_load == [False] and gate.started.wait(timeout=30)
+def test_with_gzip_later_the_first_load_serves_identity_until_compressed(small_data_dir: Path) -> None:
+    app = reviewsd.create_app(reviewsd.Config(data_dir=str(small_data_dir), state_dir=str(small_data_dir.parent / "state"),
+                                              reload_interval=0, hub=False), gzip_later=True)
     client = Client(app)
     plain = client.get("/reviews.json")
-    gzip_tag = plain.headers["ETag"][:-1] + '-gzip"'
-    not_modified = client.get("/reviews.json", headers={"Accept-Encoding": "gzip", "If-None-Match": gzip_tag})
-    assert plain.status_code == 200 and not_modified.status_code == 304 and not gate.held_too_long
-    assert all(isinstance(p.gzipped, PendingVariant) for p in
-               map(app.store.current.topic, ("/reviews.json", "/insights.json")))
-    gate.release.set()
+    early = client.get("/reviews.json", headers={"Accept-Encoding": "gzip"})
+    assert early.headers.get("Content-Encoding") is None and early.headers["ETag"] == plain.headers["ETag"]
+    assert early.data == plain.data and early.headers["Vary"] == "Accept-Encoding"
+    app.store.current.compress_late()
     zipped = client.get("/reviews.json", headers={"Accept-Encoding": "gzip"})
-    assert zipped.headers["ETag"] == gzip_tag and zipped.headers["Content-Encoding"] == "gzip"
-    assert gzip.decompress(zipped.data) == plain.data
-    assert int(zipped.headers["Content-Length"]) == len(zipped.data) and not gate.held_too_long
+    assert zipped.headers["ETag"] == plain.headers["ETag"][:-1] + '-gzip"' and zipped.headers["Content-Encoding"] == "gzip"
+    assert gzip.decompress(zipped.data) == plain.data and int(zipped.headers["Content-Length"]) == len(zipped.data)
 
 
 def test_a_reload_swaps_only_once_its_gzip_is_done(small_data_dir: Path, monkeypatch) -> None:
@@ -337,3 +325,56 @@ def test_a_reload_swaps_only_once_its_gzip_is_done(small_data_dir: Path, monkeyp
     assert app.store.current is not first and not gate.held_too_long
     assert all(isinstance(p.gzipped, Variant) for p in
                map(app.store.current.topic, ("/reviews.json", "/insights.json")))
+
+
+def test_check_suggests_the_fix_for_the_usual_mistakes(small_data_dir: Path) -> None:
+    reviews_doc, insights_doc = make_docs(SMALL_SPECS)
+    reviews_doc["aggregate_rating"]["review_count"] += 1
+    insights_doc["aspects"][0]["mention_count"] += 1
+    insights_doc["faq"].append({"question": "Q?", "answer": "A.", "review_ids": ["01ZZZZZZZZZZZZZZZZZZZZZZZZ"]})
+    write_docs(small_data_dir, reviews_doc, insights_doc)
+    lines = run_check(small_data_dir).stdout.splitlines()
+    for rule, fix in (("aggregate-agrees", "recount: aggregate_rating"), ("counts-agree", "recount from per_review"),
+                      ("review-exists", "must be an id in reviews.json")):
+        at = next(n for n, line in enumerate(lines) if f": {rule}: " in line)
+        assert lines[at + 1].startswith("  fix: ") and fix in lines[at + 1], lines
+    reviews_doc, insights_doc = make_docs(SMALL_SPECS)
+    reviews_doc["reviews"][0]["date"] = "07/03/2025"
+    write_docs(small_data_dir, reviews_doc, insights_doc)
+    lines = run_check(small_data_dir).stdout.splitlines()
+    at = lines.index('reviews.json: $.reviews[0].date: schema:format: "07/03/2025" is not a "date"')
+    assert lines[at + 1] == "  fix: write a date as YYYY-MM-DD with a real month and day, e.g. 2026-03-07 (not 07/03/2026)"
+
+
+@pytest.mark.parametrize("file", ["reviews.json", "insights.json"])
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(small_data_dir: Path, file: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    size = (small_data_dir / file).stat().st_size
+    limit = max((small_data_dir / name).stat().st_size for name in ("reviews.json", "insights.json"))
+    config = reviewsd.Config(data_dir=str(small_data_dir), state_dir=str(small_data_dir.parent / "state"),
+                             reload_interval=0, hub=False, max_data_file_bytes=limit)
+    app = reviewsd.create_app(config)
+    served = app.store.current
+    (small_data_dir / file).write_bytes((small_data_dir / file).read_bytes() + b" " * (limit + 1 - size))  # valid JSON
+    read: list[int] = []
+    real_read = dataset_module.RawFile
+    monkeypatch.setattr(dataset_module, "RawFile", lambda name, content, *args: read.append(len(content)) or
+                        real_read(name, content, *args))
+    assert app.store.reload() is False and app.store.current is served
+    assert [str(p) for p in app.store.last_error.problems] == [
+        f"{file}: $: size: {limit + 1:,} bytes is over the limit of {limit:,} bytes (--max-data-file-bytes)"]
+    assert len(read) == (1 if file == "insights.json" else 0)  # the oversized file is not read at all
+    monkeypatch.undo()
+    with pytest.raises(DataError) as refused:
+        reviewsd.create_app(config)
+    assert [p.rule for p in refused.value.problems] == ["size"]
+    assert check_data_dir(small_data_dir, max_bytes=limit)[0].rule == "size"
+    assert check_data_dir(small_data_dir) == []
+
+
+def test_a_load_logs_its_files_and_sizes_then_its_reviews_and_time(small_data_dir: Path, caplog) -> None:
+    with caplog.at_level(logging.INFO, logger="reviewsd.data"):
+        small_app(small_data_dir)
+    lines = [r.getMessage() for r in caplog.records if r.name == "reviewsd.data"]
+    assert lines[0].startswith("loading reviews.json (0.0 MB) and insights.json (0.0 MB) from ")
+    assert lines[1].startswith(f"loaded {len(SMALL_SPECS)} reviews in ") and lines[1].endswith(" s")
