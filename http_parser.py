@@ -35,8 +35,9 @@ MAX_HEADER_BYTES = 32768  # all header lines together (and so the trailer sectio
 MAX_HEADER_LINES = 100  # more -> 431
 MAX_CHUNK_LINE = 4096  # a chunk-size line with its extensions; longer -> 400
 
-# RFC 9110 9.1 (and 5789 PATCH): what the app may route. CONNECT needs a tunnel: not implemented.
-METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH"))
+# RFC 9110 9.1, PATCH (RFC 5789) and QUERY (IANA-registered): the app routes them (405 where a path has
+# no such method). CONNECT needs a tunnel: not implemented, like every other method (501).
+METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH", "QUERY"))
 
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _is_token = re.compile(_TOKEN + r"\Z").match
