@@ -136,10 +136,10 @@ class Connection:
         """Serve `request` and any complete requests buffered behind it; sets self.action."""
         self.close_connection = False
         self.linger = False
-        for _ in range(MAX_PIPELINED):
+        for served in range(1, MAX_PIPELINED + 1):
             self.serve(request)
-            if self.close_connection or self.unsent is not None:
-                break
+            if self.close_connection or self.unsent is not None or served == MAX_PIPELINED:
+                break  # the next request, if any, stays in the parser for the selector thread
             next_request = self._next_buffered()
             if next_request is None and not self.close_connection and not self.parser.buf \
                     and self.parser.pending is None and self._await_next():

@@ -226,6 +226,23 @@ def test_pipelined_requests_answered_in_order() -> None:
         assert [json.loads(read_response(f)[2])["path"] for _ in range(2)] == ["/1", "/2"]
 
 
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_many_requests_on_one_connection_are_all_answered(pipelined: bool) -> None:
+    # More than a worker serves in a row (connection.MAX_PIPELINED): the rest go back to the
+    # selector thread, none lost; one at a time, each arrives while the worker waits for the next.
+    requests = [b"GET /%d HTTP/1.1\r\nHost: t\r\n\r\n" % i for i in range(40)]
+    with serving() as srv, connect(srv) as sock:
+        f = sock.makefile("rb")
+        if pipelined:
+            sock.sendall(b"".join(requests))
+        paths = []
+        for request in requests:
+            if not pipelined:
+                sock.sendall(request)
+            paths.append(json.loads(read_response(f)[2])["path"])
+        assert paths == [f"/{i}" for i in range(40)]
+
+
 def test_percent_encoded_path_and_query() -> None:
     with serving() as srv:
         body = json.loads(get(srv.server_address, "/caf%C3%A9/x?q=a%20b").body)
