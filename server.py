@@ -37,22 +37,10 @@ from http_parser import MAX_HEADER_BYTES, MAX_HEADER_LINES, MAX_REQUEST_LINE, HT
 from service import activated_socket, log_listening, notify, notify_ready, notify_reloading, notify_stopping
 
 __all__ = [
-    "Connection",
-    "Server",
-    "make_server",
-    "listen",
-    "run",
-    "error_response",
-    "MAX_REQUEST_LINE",
-    "MAX_HEADER_BYTES",
-    "MAX_HEADER_LINES",
-    # the systemd glue, here too for callers of this module
-    "activated_socket",
-    "log_listening",
-    "notify",
-    "notify_ready",
-    "notify_reloading",
-    "notify_stopping",
+    "Connection", "Server", "make_server", "listen", "run", "error_response",
+    "MAX_REQUEST_LINE", "MAX_HEADER_BYTES", "MAX_HEADER_LINES",
+    # the systemd glue (service.py), here too for callers of this module
+    "activated_socket", "log_listening", "notify", "notify_ready", "notify_reloading", "notify_stopping",
 ]
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
