@@ -33,6 +33,9 @@ class Config:
     mcp_max_sessions: int = 1000
     mcp_session_idle: float = 1800.0
     max_body: int = 1 << 20
+    body_timeout: float = 30.0  # see server.Server: the selector thread reads bodies, 408 past this
+    max_connections: int = 1000
+    max_connections_per_client: int = 100  # per client address; trusted proxies are exempt
     send_buffer: int = 256 * 1024  # see server.Server: bounded, a large body stays in the CPU cache on loopback
     max_data_file_bytes: int = 256 << 20  # about 5x the reviews.json of 100,000 reviews
     # WebSub hub
@@ -73,6 +76,10 @@ HELP = {
     "mcp_max_sessions": "most MCP sessions kept at once",
     "mcp_session_idle": "seconds after which an idle MCP session ends",
     "max_body": "largest request body accepted, in bytes",
+    "body_timeout": "seconds a request body may take to arrive after its head (then 408 and close)",
+    "max_connections": "most client connections open at once (idle keep-alive ones are closed first)",
+    "max_connections_per_client": "most connections open at once from one client address (0: no cap; "
+                                  "--trusted-proxies are exempt; idle keep-alive ones are closed first)",
     "send_buffer": "socket send buffer per client connection, in bytes (0: the kernel sizes it)",
     "max_data_file_bytes": "largest data file loaded, in bytes; a larger one is refused before it is read",
     "hub": "run the WebSub hub (--no-hub on read-only replicas)",
@@ -97,7 +104,8 @@ HELP = {
 # server at once with a message naming the option, instead of a server that cannot work as asked.
 BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "port": (0, 65535), "threads": (1, 1000), "reload_interval": (0, None), "max_body": (1, None),
-    "send_buffer": (0, 1 << 30), "max_data_file_bytes": (1, None),
+    "send_buffer": (0, 1 << 30), "max_data_file_bytes": (1, None), "body_timeout": (0.1, 3600),
+    "max_connections": (1, 1_000_000), "max_connections_per_client": (0, 1_000_000),
     "mcp_max_sessions": (1, None), "mcp_session_idle": (1, None), "hub_retry_delay": (0, None),
     "hub_lease_min": (1, None), "hub_lease_default": (1, None), "hub_lease_max": (1, None),
     "hub_workers": (1, 1000), "hub_max_subscriptions": (0, None), "hub_max_per_topic": (0, None),

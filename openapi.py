@@ -285,7 +285,10 @@ def _paths() -> dict[str, Any]:
                     "404": _json(JSON_RPC_RESPONSE, "Unknown or ended session (-32000): initialize again."),
                     "405": _error("Method not allowed (GET: this server offers no SSE stream); see Allow."),
                     "406": _json(JSON_RPC_RESPONSE, "Accept does not allow application/json (-32000)."),
-                    "413": _json(JSON_RPC_RESPONSE, "Request body too large (-32000)."),
+                    "408": _error("The body did not arrive within `--body-timeout` of the head "
+                                  "(`request_timeout`); the connection is closed."),
+                    "413": _error("Request body over `--max-body` (`body_too_large`), by its Content-Length "
+                                  "or as its chunks arrive; refused by the HTTP server, the connection is closed."),
                     "415": _json(JSON_RPC_RESPONSE, "Content-Type is not application/json (-32000)."),
                 },
             },
@@ -331,14 +334,24 @@ def _paths() -> dict[str, Any]:
     }
 
 
-# Answers any operation can get: the HTTP server refuses the first two before any route runs
-# (see server.py), and a bug is a 500 (logged with its stack trace, which never reaches the client).
+# Answers any operation can get: the HTTP server refuses all but the 500 before any route runs
+# (see http_parser.py and docs/security.md), and a bug is a 500 (logged with its stack trace, which
+# never reaches the client). An operation's own 400 keeps its description.
 SERVER_REFUSALS = {
+    "400": ("BadRequest", "A malformed request (`bad_request`): request line, target, Host, header fields or "
+                          "body framing (RFC 9112); the connection is closed."),
+    "408": ("RequestTimeout", "The request head (or body) did not arrive in time (`request_timeout`); "
+                              "the connection is closed."),
     "414": ("UriTooLong", "Request line over 8 KiB (`uri_too_long`); the connection is closed."),
     "431": ("HeaderFieldsTooLarge", "Headers over 32 KiB or 100 lines (`request_header_fields_too_large`); "
                                     "the connection is closed."),
     "500": ("InternalError", "A bug (`internal_error`); logged on the server."),
+    "505": ("HttpVersionNotSupported", "An HTTP version other than 1.x (`http_version_not_supported`); "
+                                       "the connection is closed."),
 }
+# Not an operation's: a method this server does not implement (case-sensitive: `get` is one) is a 501.
+NOT_IMPLEMENTED = ("NotImplemented", "A method the server does not implement (`not_implemented`); methods are "
+                                     "case-sensitive. The connection is closed.")
 
 
 def _with_server_refusals(paths: dict[str, Any]) -> dict[str, Any]:
@@ -357,7 +370,8 @@ def build_openapi(base_url: str) -> dict[str, Any]:
             "title": "reviewsd: reviews and insights API",
             "version": API_VERSION,
             "description": "Public, read-only API for one business's verified customer reviews and review "
-                           "insights. No authentication. Every error body is the Error schema.",
+                           "insights. No authentication. Every error body is the Error schema. A method the server does "
+                           "not implement gets a 501 (components/responses/NotImplemented).",
             "license": {"name": "MIT", "identifier": "MIT"},
             "contact": {"name": "reviewsd contributors"},
         },
@@ -367,6 +381,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "paths": _with_server_refusals(_paths()),
         "components": {
             "schemas": component_schemas(),
-            "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
+            "responses": {name: _error(description)
+                          for name, description in [*SERVER_REFUSALS.values(), NOT_IMPLEMENTED]},
         },
     }

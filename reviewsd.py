@@ -489,7 +489,10 @@ def serve_main(argv: Sequence[str]) -> int:
 
     count = len(app.store.current.dataset.reviews)  # not the dataset itself: a reload must be able to free it
     return server.run(app, host=config.host, port=config.port, threads=config.threads, max_body=config.max_body,
-                      send_buffer=config.send_buffer,
+                      send_buffer=config.send_buffer, body_timeout=config.body_timeout,
+                      max_connections=config.max_connections,
+                      max_connections_per_client=config.max_connections_per_client,
+                      trusted_proxies=parse_networks(config.trusted_proxies),
                       on_reload=lambda: app.store.reload(force=True), on_stop=on_stop, on_ready=app.compress_late,
                       ready_status=f"serving {count} reviews", sock=sock, reload_pending=_hup_before_serving)
 

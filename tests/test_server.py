@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import server  # noqa: E402
+import service  # noqa: E402
 from polling import wait_until
 
 WAIT = 5.0  # upper bound for anything that should happen "promptly"
@@ -225,6 +226,23 @@ def test_pipelined_requests_answered_in_order() -> None:
         assert [json.loads(read_response(f)[2])["path"] for _ in range(2)] == ["/1", "/2"]
 
 
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_many_requests_on_one_connection_are_all_answered(pipelined: bool) -> None:
+    # More than a worker serves in a row (connection.MAX_PIPELINED): the rest go back to the
+    # selector thread, none lost; one at a time, each arrives while the worker waits for the next.
+    requests = [b"GET /%d HTTP/1.1\r\nHost: t\r\n\r\n" % i for i in range(40)]
+    with serving() as srv, connect(srv) as sock:
+        f = sock.makefile("rb")
+        if pipelined:
+            sock.sendall(b"".join(requests))
+        paths = []
+        for request in requests:
+            if not pipelined:
+                sock.sendall(request)
+            paths.append(json.loads(read_response(f)[2])["path"])
+        assert paths == [f"/{i}" for i in range(40)]
+
+
 def test_percent_encoded_path_and_query() -> None:
     with serving() as srv:
         body = json.loads(get(srv.server_address, "/caf%C3%A9/x?q=a%20b").body)
@@ -381,21 +399,31 @@ def test_a_204_goes_out_without_content_length_even_when_the_app_sets_one() -> N
             assert (code, body, headers["x-kept"], "content-length" in headers) == (204, b"", "yes", False)
 
 
-@pytest.mark.parametrize("framing", [b"Content-Length: 5", b"Transfer-Encoding: chunked"])
-def test_an_answer_before_100_continue_closes_instead_of_sending_it_late(framing: bytes) -> None:
-    # The client holds its body back for a 100 Continue the app never asked for (a 405, say). Sending
-    # the 100 after the final answer, then waiting for the body, used to stall the worker for
-    # socket_timeout and put a stray 100 where the client expects its next answer.
+@pytest.mark.parametrize("framing, body", [
+    (b"Content-Length: 5", b"hello"), (b"Transfer-Encoding: chunked", b"5\r\nhello\r\n0\r\n\r\n"),
+])
+def test_100_continue_comes_from_the_server_before_the_app_runs(framing: bytes, body: bytes) -> None:
+    # The server reads bodies itself, so it asks for the body (100) and the app sees it whole;
+    # the final answer never precedes a 100, whatever the app does.
     def ignore_body(environ: dict, start_response: Any) -> list[bytes]:
         start_response("405 Method Not Allowed", [("Content-Length", "2")])
         return [b"no"]
 
-    with serving(ignore_body, socket_timeout=30) as srv, connect(srv) as sock:
+    with serving(ignore_body) as srv, connect(srv) as sock:
         sock.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n" + framing + b"\r\n\r\n")
         f = sock.makefile("rb")
-        code, headers, body = read_response(f)
-        assert (code, headers.get("connection"), body) == (405, "close", b"no")
-        assert f.read() == b""  # then the end of the connection, with nothing (no 100) before it
+        assert read_response(f)[0] == 100
+        sock.sendall(body)
+        assert read_response(f)[0::2] == (405, b"no")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")  # still in step
+        assert read_response(f)[0::2] == (405, b"no")
+
+
+def test_no_100_continue_for_a_body_over_max_body() -> None:
+    with serving(max_body=10) as srv, connect(srv) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 11\r\n\r\n")
+        f = sock.makefile("rb")
+        assert_json_error(read_response(f), 413, "body_too_large")
 
 
 @pytest.mark.parametrize("request_bytes, code", [
@@ -408,7 +436,8 @@ def test_an_answer_before_100_continue_closes_instead_of_sending_it_late(framing
     (b"GET /  HTTP/1.1\r\nHost: t\r\n\r\n", 400),
     (b"GET nopath HTTP/1.1\r\nHost: t\r\n\r\n", 400),
     (b"GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505),
-    (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+    (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 400),  # chunked is not final
+    (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
 ])
 def test_malformed_requests_get_json_errors(request_bytes: bytes, code: int) -> None:
     with serving() as srv:
@@ -474,7 +503,7 @@ def open_many(srv: server.Server, n: int) -> list[socket.socket]:
 
 def test_slow_clients_do_not_stop_a_normal_client() -> None:
     baseline = threading.active_count()
-    with serving(threads=4) as srv:
+    with serving(threads=4, max_connections_per_client=0) as srv:
         slow = open_many(srv, 200)
         stop = threading.Event()
         head = b"GET /slow-client HTTP/1.1\r\nHost: t\r\nX-Pad: " + b"p" * 200 + b"\r\n\r\n"
@@ -524,7 +553,7 @@ def test_idle_keep_alive_connection_is_closed_after_keepalive_timeout() -> None:
 
 def test_threads_stay_bounded_with_300_idle_connections() -> None:
     baseline = threading.active_count()
-    with serving(threads=4) as srv:
+    with serving(threads=4, max_connections_per_client=0) as srv:
         idle = open_many(srv, 300)
         try:
             for sock in idle[:150]:  # half of them become idle keep-alive connections
@@ -725,10 +754,10 @@ def test_a_large_body_on_a_closing_connection_is_sent_whole_then_closed(request_
 
 
 def test_a_large_body_before_a_linger_is_sent_whole_then_closed() -> None:
-    # A body the app did not read (over the drain limit): the connection closes after the
-    # response, lingering so the client can read it all.
+    # Bytes after a request that closes the connection: it lingers after the response
+    # (discarding them) so the client can read it all.
     with serving(BigApp(), send_buffer=SMALL_BUFFER) as srv, slow_reader(srv) as sock:
-        sock.sendall(b"POST /big HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n")
+        sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\n")
         assert wait_until(lambda: held_by_selector(srv))
         f = sock.makefile("rb")
         code, headers, body = read_response(f)
@@ -965,15 +994,15 @@ def test_socket_activation_uses_fd_3_and_clears_the_environment(tmp_path: Path) 
 
 def test_notify_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
-    assert server.notify("READY=1") is False
+    assert service.notify("READY=1") is False
     path = tmp_path / "n.sock"
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
         sock.bind(str(path))
         sock.settimeout(WAIT)
         monkeypatch.setenv("NOTIFY_SOCKET", str(path))
-        assert server.notify_ready("up") is True
+        assert service.notify_ready("up") is True
         assert sock.recv(4096) == b"READY=1\nSTATUS=up"
-        assert server.notify_stopping() is True
+        assert service.notify_stopping() is True
         assert sock.recv(4096) == b"STOPPING=1"
 
 
@@ -988,10 +1017,10 @@ def test_health_follows_the_selector_loop() -> None:
 def test_watchdog_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WATCHDOG_PID", raising=False)
     monkeypatch.delenv("WATCHDOG_USEC", raising=False)
-    assert server.watchdog_interval() is None
+    assert service.watchdog_interval() is None
     monkeypatch.setenv("WATCHDOG_USEC", "30000000")
-    assert server.watchdog_interval() == 15.0
+    assert service.watchdog_interval() == 15.0
     monkeypatch.setenv("WATCHDOG_PID", str(os.getpid() + 1))
-    assert server.watchdog_interval() is None
+    assert service.watchdog_interval() is None
     monkeypatch.setenv("WATCHDOG_PID", str(os.getpid()))
-    assert server.watchdog_interval() == 15.0
+    assert service.watchdog_interval() == 15.0

@@ -1,0 +1,525 @@
+"""One client connection: its request parser, the WSGI call and the response it writes.
+
+Which thread does what: the selector thread (server.py) reads the socket and
+feeds the connection's parser until a request is complete, head *and* body;
+a worker then calls handle(), which runs the app on that request and on any
+complete requests buffered behind it, and writes each response.  A worker
+never reads a request body from the socket: the body is already here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import select
+import socket
+import time
+from collections.abc import Callable, Iterable
+from email.utils import formatdate
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_to_bytes
+
+from http_parser import HTTPError, Request, RequestParser
+from logs import direct_info_handler
+
+if TYPE_CHECKING:
+    from server import Server
+
+WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
+
+log = logging.getLogger("reviewsd.server")
+access_log = logging.getLogger("reviewsd.access")
+
+SERVER_NAME = "reviewsd"
+MAX_PIPELINED = 16  # requests a worker serves in a row before yielding the connection
+
+# What a worker wants done with a connection when it hands it back.
+KEEP, CLOSED, LINGERING = "keep", "closed", "lingering"
+
+_HOP_BY_HOP = frozenset(
+    ("connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection")
+)
+_REASONS = {
+    400: "Bad Request",
+    408: "Request Timeout",
+    413: "Content Too Large",
+    414: "URI Too Long",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    505: "HTTP Version Not Supported",
+}
+_SLUGS = {
+    400: "bad_request",
+    408: "request_timeout",
+    413: "body_too_large",
+    414: "uri_too_long",
+    431: "request_header_fields_too_large",
+    500: "internal_server_error",
+    501: "not_implemented",
+    505: "http_version_not_supported",
+}
+_CONTROL_CHARS = str.maketrans({c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]})
+_environ_keys: dict[str, str] = {}  # header name as sent -> its WSGI environ key (names repeat across requests)
+
+
+def error_response(code: int, message: str) -> bytes:
+    """A complete `Connection: close` response with the project's JSON error body."""
+    # Compact, like every body of the app (dataset.encode_json), which this module does not import.
+    body = json.dumps({"error": _SLUGS.get(code, "error"), "message": message}, separators=(",", ":"),
+                      ensure_ascii=False).encode("utf-8")
+    head = (
+        f"HTTP/1.1 {code} {_REASONS.get(code, '')}\r\n"
+        f"Date: {http_date()}\r\nServer: {SERVER_NAME}\r\n"
+        "Content-Type: application/json; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
+
+
+def body_size(response: bytes) -> int:
+    return len(response) - response.index(b"\r\n\r\n") - 4
+
+
+_date_cache: tuple[int, str] = (0, "")
+
+
+def http_date() -> str:
+    # formatdate costs a few microseconds: compute it once per second.
+    global _date_cache
+    now = int(time.time())
+    if _date_cache[0] != now:
+        _date_cache = (now, formatdate(now, usegmt=True))
+    return _date_cache[1]
+
+
+def _environ_key(name: str) -> str | None:
+    key = _environ_keys.get(name)
+    if key is None:
+        if "_" in name:
+            return None  # like werkzeug: X_Forwarded_For must not impersonate X-Forwarded-For
+        key = name.upper().replace("-", "_")
+        if key not in ("CONTENT_LENGTH", "CONTENT_TYPE"):
+            key = "HTTP_" + key
+        if len(_environ_keys) < 1024:  # bounded: names are the client's to choose
+            _environ_keys[name] = key
+    return key
+
+
+class Connection:
+    """One client connection; its state and deadlines are the server's to manage."""
+
+    def __init__(self, sock: socket.socket, client_address: Any, server: Server) -> None:
+        self.connection = sock
+        self.client_address = client_address
+        self.client = str(client_address[0]) if isinstance(client_address, tuple) and client_address else ""
+        self.server = server
+        self.parser = RequestParser(server.max_body)
+        self.request: Request | None = None  # the complete request a worker is to serve
+        self.state = ""
+        self.action = KEEP
+        self.registered = 0  # the selector events the socket is registered for; 0: not registered
+        self.close_connection = False
+        self.linger = False
+        self.lingered = 0  # bytes discarded while lingering
+        self.environ: dict | None = None
+        self.command: str | None = None
+        self.unsent: memoryview | None = None  # a response's last bytes, for the selector thread to send
+        self._unsent_log: tuple[int, int, float] | None = None  # its access line's status, size, start
+        self._poll: Any = None
+        self._base_environ = server.base_environ(client_address)
+
+    # -- the connection ----------------------------------------------------
+
+    def handle(self, request: Request) -> None:
+        """Serve `request` and any complete requests buffered behind it; sets self.action."""
+        self.close_connection = False
+        self.linger = False
+        for served in range(1, MAX_PIPELINED + 1):
+            self.serve(request)
+            if self.close_connection or self.unsent is not None or served == MAX_PIPELINED:
+                break  # the next request, if any, stays in the parser for the selector thread
+            next_request = self._next_buffered()
+            if next_request is None and not self.close_connection and not self.parser.buf \
+                    and self.parser.pending is None and self._await_next():
+                next_request = self._next_buffered()
+            if next_request is None:
+                break
+            request = next_request
+        if self.close_connection:
+            self.action = LINGERING if (self.linger or self.parser.buf) else CLOSED
+        else:
+            self.action = KEEP
+
+    def _next_buffered(self) -> Request | None:
+        """The next request if it is complete in the buffer (None otherwise; a refusal is answered)."""
+        try:
+            return self.parser.next_request()
+        except HTTPError as e:
+            self.refuse(e, time.perf_counter())
+            return None
+
+    def serve(self, request: Request) -> None:
+        """Run the app on one request, write the response, log it."""
+        start = time.perf_counter()
+        self.environ = None
+        self.command = request.method
+        self._io_failed = False
+        self.environ = self.make_environ(request)
+        self.close_connection = not request.keep_alive
+        try:
+            self.run_wsgi()
+        except Exception as e:  # run_wsgi only lets errors through when the client's I/O failed
+            if not self._io_failed:
+                raise
+            self._drop(e)
+        if self.unsent is not None:  # logged once the selector thread has sent it (or given up)
+            self._unsent_log = (self._status_code, self._bytes, start)
+        else:
+            self.log_request(self._status_code, self._bytes, start)
+
+    def _await_next(self) -> bool:
+        """Wait briefly for this client's next request; True if bytes arrived.
+
+        A client on keep-alive usually sends its next request within a few
+        hundred microseconds; catching it here skips the hand-back to the
+        selector thread (epoll_ctl, wake-up, queue) that costs more than the
+        request itself.  Server.may_wait_for_next() keeps this from
+        delaying other clients; the wait is a few milliseconds, never a body's.
+        """
+        server = self.server
+        if not server.may_wait_for_next():
+            return False
+        try:
+            if self._poll is None:
+                self._poll = select.poll()
+                self._poll.register(self.connection, select.POLLIN)
+            if not self._poll.poll(server.next_request_wait_ms):
+                return False
+            data = self.connection.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError as e:
+            self._drop(e)
+            return False
+        finally:
+            server.done_waiting()
+        if not data:
+            self.close_connection = True  # the client closed its side
+            return False
+        self.parser.feed(data)
+        return True
+
+    def _drop(self, error: BaseException) -> None:
+        # The client is gone or too slow: close without lingering, nothing left to say.
+        self.close_connection = True
+        self.linger = False
+        self.parser.buf.clear()
+        self.connection_dropped(error)
+
+    def connection_dropped(self, error: BaseException) -> None:
+        """The client went away or stopped reading mid-response (nothing to answer it)."""
+        log.debug("connection from %s dropped: %s", self.client, error)
+
+    def refuse(self, error: HTTPError, start: float) -> None:
+        """Answer a refused request from a worker (the socket is non-blocking: waits up to socket_timeout)."""
+        self.close_connection = self.linger = True
+        self.environ = {"REQUEST_URI": error.target} if error.target else None
+        self.command = error.method
+        response = error_response(error.status, error.message)
+        size = body_size(response)
+        try:
+            self._send(response)
+        except OSError:
+            size = 0
+        self.log_request(error.status, size, start)
+
+    # -- sending -----------------------------------------------------------
+
+    def _send(self, data: bytes, *, head: bytes = b"", last: bool = False) -> None:
+        """Send `head` then `data`; the rest of a response's `last` write goes to the selector thread."""
+        # Non-blocking first: almost always the whole response fits in the
+        # socket buffer and this is a single syscall (a timeout socket would
+        # poll() before every send).
+        sock = self.connection
+        try:
+            try:
+                sent = sock.sendmsg([head, data]) if head else sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            if head:
+                if sent < len(head):
+                    self._send_waiting(memoryview(head)[sent:])
+                    sent = 0
+                else:
+                    sent -= len(head)
+            if sent < len(data):
+                if last and not self.server.stopping:
+                    # The client reads slower than we write (a large body, a slow
+                    # link): the selector thread sends the rest as the client takes
+                    # it, so this worker is free for other requests.
+                    self.unsent = memoryview(data)[sent:]
+                    return
+                self._send_waiting(memoryview(data)[sent:])
+        except OSError:
+            self._io_failed = True
+            raise
+
+    def _send_waiting(self, data: memoryview) -> None:
+        sock = self.connection
+        sock.settimeout(self.server.socket_timeout)
+        try:
+            sock.sendall(data)
+        finally:
+            sock.settimeout(0.0)
+
+    def send_unsent(self) -> int:
+        """Send what the socket takes now of `unsent` (non-blocking); returns the bytes sent.
+
+        Once all of it is sent, `unsent` is None and the access line is written.
+        """
+        unsent = self.unsent
+        if unsent is None:
+            return 0
+        total = len(unsent)
+        try:
+            for _ in range(4):  # bounded: one client must not hold the selector thread
+                unsent = unsent[self.connection.send(unsent):]
+                if not unsent:
+                    break
+        except (BlockingIOError, InterruptedError):
+            pass
+        finally:
+            self.unsent = unsent
+        if not unsent:
+            self.log_unsent()
+            self.unsent = None
+        return total - len(unsent)
+
+    def flush_unsent(self) -> None:
+        """Send `unsent` waiting for the client (on a stop, when no selector loop runs); closes on failure."""
+        if self.unsent is None:
+            return
+        try:
+            self._send_waiting(self.unsent)
+            self.unsent = self.unsent[len(self.unsent):]
+        except OSError as e:
+            self.close_connection = True
+            self.action = CLOSED
+            self.connection_dropped(e)
+        self.log_unsent()
+        self.unsent = None
+
+    def log_unsent(self) -> None:
+        """The access line of a response whose end the selector thread sent (size: the bytes that went)."""
+        if self._unsent_log is not None:
+            code, size, start = self._unsent_log
+            self._unsent_log = None
+            self.log_request(code, size - (len(self.unsent) if self.unsent is not None else 0), start)
+
+    # -- the request -------------------------------------------------------
+
+    def make_environ(self, request: Request) -> dict:
+        """The WSGI environ of a complete request."""
+        environ = self._base_environ.copy()
+        for name, value in request.headers:
+            key = _environ_key(name)
+            if key is None or key == "HTTP_TRANSFER_ENCODING":  # the body is decoded already
+                continue
+            old = environ.get(key)
+            environ[key] = value if old is None or key == "CONTENT_TYPE" else f"{old},{value}"
+        if request.host is not None:
+            environ["HTTP_HOST"] = request.host
+        path = request.path
+        if "%" in path:  # the WSGI "bytes as latin-1" convention, as werkzeug expects
+            path = unquote_to_bytes(path).decode("latin-1")
+        environ["PATH_INFO"] = path
+        environ["QUERY_STRING"] = request.query
+        environ["REQUEST_URI"] = environ["RAW_URI"] = request.target
+        environ["REQUEST_METHOD"] = request.method
+        environ["SERVER_PROTOCOL"] = request.version
+        body = request.body
+        if body is None:
+            environ["wsgi.input"] = io.BytesIO(b"")
+        else:
+            environ["CONTENT_LENGTH"] = str(len(body))
+            environ["wsgi.input"] = io.BytesIO(body)
+        self._v11 = request.version == "HTTP/1.1"
+        return environ
+
+    # -- the response ------------------------------------------------------
+
+    def run_wsgi(self) -> None:
+        """Call the app and write its response (keep-alive aware)."""
+        self._status = self._headers = None
+        self._headers_sent = False
+        self._chunked = False
+        self._left: int | None = None
+        self._bytes = 0
+        self._status_code = 500
+        self._length_hint: int | None = None
+        try:
+            self._execute()
+        except Exception:
+            if self._io_failed:
+                raise
+            log.exception("error in WSGI app for %s %s", self.command, self.environ.get("REQUEST_URI"))
+            self.close_connection = True
+            if not self._headers_sent:
+                self._status_code, self._bytes = 500, 0
+                self._send(error_response(500, "internal server error"))
+
+    def _execute(self) -> None:
+        result = self.server.app(self.environ, self.start_response)
+        try:
+            if type(result) is list and len(result) == 1:
+                self._length_hint = len(result[0])  # frame it with Content-Length, not chunks
+            for data in result:
+                if data:
+                    self.write(data)
+            if not self._headers_sent:
+                self.write(b"")
+            if self._chunked:
+                self._send(b"0\r\n\r\n")
+            elif self._left:
+                self.close_connection = True  # shorter than its Content-Length: framing is lost
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+
+    def start_response(self, status: str, headers: list, exc_info: Any = None) -> Callable[[bytes], None]:
+        """The WSGI start_response callable."""
+        if exc_info:
+            try:
+                if self._headers_sent:
+                    raise exc_info[1].with_traceback(exc_info[2])
+            finally:
+                exc_info = None
+        elif self._status is not None:
+            raise AssertionError("start_response called twice")
+        self._status, self._headers = status, headers
+        return self.write
+
+    def write(self, data: bytes) -> None:
+        """The WSGI write callable: sends one block (with the head, before the first block)."""
+        if not self._headers_sent:
+            head = self._response_head()
+            self._headers_sent = True
+            if len(data) <= 65536:  # one send for head and body: the common case
+                if data:
+                    head += self._frame(data)
+                self._send(head, last=self._left == 0)
+                return
+            # A large body is not worth copying onto the head: one sendmsg takes both.
+            self._send(self._frame(data), head=head, last=self._left == 0)
+            return
+        if data:
+            framed = self._frame(data)
+            if framed:  # nothing after a body that has all its Content-Length
+                self._send(framed, last=self._left == 0)
+
+    def _frame(self, data: bytes) -> bytes:
+        if self._left is not None:
+            if len(data) > self._left:
+                data = data[: self._left]  # never send more than Content-Length promised
+                self.close_connection = True
+            self._left -= len(data)
+        elif not self._body_allowed:
+            return b""
+        self._bytes += len(data)
+        if self._chunked:
+            return b"%x\r\n%b\r\n" % (len(data), data)
+        return data
+
+    def _response_head(self) -> bytes:
+        status = self._status
+        if status is None:
+            raise AssertionError("write() before start_response")
+        code = self._status_code = int(status[:3])
+        parts = ["HTTP/1.1 ", status if len(status) > 3 else status + " ", "\r\n"]
+        length = self._add_response_headers(parts, framed=code >= 200 and code != 204)
+        self._set_framing(code, length, parts)
+        if self.close_connection or self.server.stopping:
+            self.close_connection = True
+            parts.append("Connection: close\r\n")
+        elif not self._v11:
+            parts.append("Connection: keep-alive\r\n")
+        parts.append("\r\n")
+        text = "".join(parts)
+        # One check for the whole head instead of one per header: the only CR
+        # and LF allowed are the line ends we wrote (one per part after the
+        # first two), so a header value cannot inject lines.
+        if text.count("\n") != len(parts) - 2 or text.count("\r") != len(parts) - 2:
+            raise ValueError("CR or LF in a response header")
+        return text.encode("latin-1")
+
+    def _add_response_headers(self, parts: list[str], framed: bool) -> int | None:
+        length = None
+        seen_date = seen_server = False
+        for name, value in self._headers:
+            lname = name.lower()
+            if lname == "content-length":
+                if not framed:  # RFC 9110 8.6: never on a 1xx or 204, whatever the app says
+                    continue
+                length = int(value)
+            elif lname in _HOP_BY_HOP:  # framing and persistence are the server's job
+                if lname == "connection" and "close" in value.lower():
+                    self.close_connection = True
+                continue
+            elif lname == "date":
+                seen_date = True
+            elif lname == "server":
+                seen_server = True
+            parts.append(f"{name}: {value}\r\n")
+        if not seen_date:
+            parts.append(f"Date: {http_date()}\r\n")
+        if not seen_server:
+            parts.append(f"Server: {SERVER_NAME}\r\n")
+        return length
+
+    def _set_framing(self, code: int, length: int | None, parts: list[str]) -> None:
+        self._body_allowed = not (
+            self.command == "HEAD" or code < 200 or code == 204 or code == 304
+        )
+        if not self._body_allowed:
+            return
+        if length is None and self._length_hint is not None:
+            length = self._length_hint
+            parts.append(f"Content-Length: {length}\r\n")
+        if length is not None:
+            self._left = length
+        elif self._v11:
+            self._chunked = True
+            parts.append("Transfer-Encoding: chunked\r\n")
+        else:
+            self.close_connection = True  # HTTP/1.0 without a length: the body ends at close
+
+    # -- logging -----------------------------------------------------------
+
+    def log_request(self, code: int | str = "-", size: int | str = "-", start: float | None = None) -> None:
+        """One access-log line; the fields are also record attributes for structured formatters."""
+        if not access_log.isEnabledFor(logging.INFO):
+            return
+        duration_ms = round((time.perf_counter() - start) * 1000, 3) if start is not None else 0.0
+        environ = self.environ or {}
+        # Read after the app ran: the app may name the client (X-Forwarded-For
+        # from a trusted proxy) in "reviewsd.client" or rewrite REMOTE_ADDR like ProxyFix.
+        client = (environ.get("reviewsd.client") or environ.get("REMOTE_ADDR")
+                  or self._base_environ.get("REMOTE_ADDR", "-"))
+        method = self.command or "-"
+        path = environ.get("REQUEST_URI") or "-"
+        if not path.isprintable():
+            path = path.translate(_CONTROL_CHARS)
+        message = '%s "%s %s" %s %s %.1fms' % (client, method, path, code, size, duration_ms)
+        direct = direct_info_handler(access_log)
+        if direct is not None:  # the same line without a LogRecord: a fifth of a 304's cost otherwise
+            direct.write_info(access_log.name, message, time.time())
+            return
+        # makeRecord + handle is Logger.info without the caller lookup (a stack walk
+        # per request) that no access line prints.
+        extra = {"method": method, "path": path, "status": code, "bytes": size,
+                 "duration_ms": duration_ms, "client": client}
+        access_log.handle(access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, message, (), None,
+                                                extra=extra))

@@ -1,0 +1,243 @@
+"""The systemd glue: socket activation, the notify protocol, the watchdog, signals and graceful stop.
+
+serve() runs a started server the way a systemd service runs: READY=1 once it
+accepts, RELOADING=1/READY=1 around a reload on SIGHUP, STOPPING=1 and a
+graceful drain on SIGTERM/SIGINT, WATCHDOG=1 while the server is healthy.
+Every piece is a no-op outside systemd (no NOTIFY_SOCKET, no LISTEN_FDS).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+log = logging.getLogger("reviewsd.server")
+
+SD_LISTEN_FDS_START = 3
+
+
+class Serving(Protocol):
+    """What serve() needs of a server (server.Server)."""
+
+    server_address: Any
+    threads: int
+
+    def start(self) -> Any: ...
+
+    def healthy(self, max_age: float) -> bool: ...
+
+    def stopped(self) -> bool: ...
+
+    def shutdown(self, grace: float = 10.0) -> None: ...
+
+
+def activated_socket() -> socket.socket | None:
+    """The socket systemd passed us (fd 3) if LISTEN_PID is us; clears the LISTEN_* variables."""
+    pid = os.environ.get("LISTEN_PID", "")
+    fds = os.environ.get("LISTEN_FDS", "")
+    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
+        os.environ.pop(name, None)  # so child processes do not think they were activated
+    if not (pid.isdigit() and int(pid) == os.getpid() and fds.isdigit() and int(fds) >= 1):
+        return None
+    os.set_inheritable(SD_LISTEN_FDS_START, False)
+    return socket.socket(fileno=SD_LISTEN_FDS_START)
+
+
+def notify(message: str) -> bool:
+    """Send one sd_notify datagram to $NOTIFY_SOCKET; False if unset or it failed."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return False
+    if address[0] == "@":
+        address = "\0" + address[1:]  # abstract namespace
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.sendto(message.encode(), address)
+    except OSError as e:
+        log.debug("sd_notify failed: %s", e)
+        return False
+    return True
+
+
+def log_listening(url: str, threads: int, activated: bool = False) -> None:
+    """The READY line, written at once: INFO lines wait up to logs.FLUSH_INTERVAL, which is for the access log."""
+    log.info("listening on %s (%d threads)%s", url, threads, " (socket activation)" if activated else "")
+    for handler in logging.getLogger().handlers:
+        try:
+            handler.flush()
+        except (OSError, ValueError):  # stderr closed or broken: serving goes on, as with the flusher
+            pass
+
+
+def notify_ready(status: str = "") -> bool:
+    """READY=1 with an optional STATUS= line."""
+    return notify("READY=1" + (f"\nSTATUS={status}" if status else ""))
+
+
+def notify_reloading() -> bool:
+    """RELOADING=1 with MONOTONIC_USEC (required by Type=notify-reload on systemd >= 253)."""
+    usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+    return notify(f"RELOADING=1\nMONOTONIC_USEC={usec}")
+
+
+def notify_stopping() -> bool:
+    """STOPPING=1."""
+    return notify("STOPPING=1")
+
+
+def watchdog_interval() -> float | None:
+    """Seconds between WATCHDOG=1 pings (half of WATCHDOG_USEC), or None if not asked for us."""
+    usec = os.environ.get("WATCHDOG_USEC", "")
+    pid = os.environ.get("WATCHDOG_PID", "")
+    if not usec.isdigit() or int(usec) == 0 or (pid and pid != str(os.getpid())):
+        return None
+    return int(usec) / 2e6
+
+
+def start_watchdog(healthy: Callable[[float], bool] | None = None) -> threading.Event | None:
+    """Ping WATCHDOG=1 every WATCHDOG_USEC/2 while healthy(timeout) holds; set the returned Event to stop."""
+    interval = watchdog_interval()
+    if interval is None:
+        return None
+    stop = threading.Event()
+
+    def ping() -> None:
+        while not stop.wait(interval):
+            if healthy is None or healthy(interval * 2):
+                notify("WATCHDOG=1")
+            else:
+                log.error("not healthy: withholding the watchdog ping")
+
+    threading.Thread(target=ping, name="reviewsd-watchdog", daemon=True).start()
+    return stop
+
+
+# -- entry point ---------------------------------------------------------------
+
+def serve(
+    server: Serving,
+    *,
+    activated: bool = False,
+    shutdown_grace: float = 10.0,
+    on_reload: Callable[[], Any] | None = None,
+    on_stop: Callable[[], Any] | None = None,
+    on_ready: Callable[[], Any] | None = None,
+    ready_status: str = "",
+    reload_pending: threading.Event | None = None,
+) -> int:
+    """Start `server` and run it as a systemd service until SIGTERM/SIGINT; returns the exit code.
+
+    Call it from the main thread (signal handling).  0 after a clean stop; 130 after
+    SIGINT (Ctrl-C); 1 if the serve loop died or on_stop raised.  `on_ready` runs once on this thread right
+    after READY=1: work that serving need not wait for.  `reload_pending`, set by
+    the caller's own SIGHUP handler before this took over, reloads after it.
+    """
+    with _SignalPipe((signal.SIGHUP, signal.SIGTERM, signal.SIGINT)) as signals:
+        server.start()
+        url = _url(server.server_address)
+        log_listening(url, server.threads, activated)
+        notify_ready(ready_status or f"listening on {url}")
+        if on_ready is not None:
+            try:
+                on_ready()
+            except Exception:  # serving goes on: what it would have done is not needed to serve
+                log.exception("the work after READY failed")
+        if reload_pending is not None and reload_pending.is_set():
+            log.info("a SIGHUP came during start-up")
+            _reload(on_reload)
+        watchdog = start_watchdog(server.healthy)
+        try:
+            return _wait_for_signals(server, signals, shutdown_grace, on_reload, on_stop)
+        finally:
+            if watchdog is not None:
+                watchdog.set()
+
+
+def _url(address: Any) -> str:
+    if not isinstance(address, tuple):
+        return f"unix:{address}"
+    host = f"[{address[0]}]" if ":" in address[0] else address[0]
+    return f"http://{host}:{address[1]}"
+
+
+def _wait_for_signals(
+    server: Serving, signals: _SignalPipe, grace: float,
+    on_reload: Callable[[], Any] | None, on_stop: Callable[[], Any] | None,
+) -> int:
+    while True:
+        for signum in signals.wait(timeout=1.0):
+            if signum == signal.SIGHUP:
+                _reload(on_reload)
+            elif signum in (signal.SIGTERM, signal.SIGINT):
+                failed = _stop(server, grace, on_stop, signal.Signals(signum).name)
+                return failed or (130 if signum == signal.SIGINT else 0)  # Ctrl-C: the shell's 128 + SIGINT
+        if server.stopped():  # the selector thread died: let systemd restart us
+            log.error("server loop ended unexpectedly")
+            return _stop(server, 0.0, on_stop, "failure") or 1
+
+
+def _reload(on_reload: Callable[[], Any] | None) -> None:
+    notify_reloading()
+    log.info("reloading")
+    status = "reloaded"
+    try:
+        if on_reload is not None:
+            on_reload()
+    except Exception:
+        log.exception("reload failed; still serving the previous state")
+        status = "reload failed, serving the previous state"
+    notify_ready(status)
+
+
+def _stop(server: Serving, grace: float, on_stop: Callable[[], Any] | None, why: str) -> int:
+    notify_stopping()
+    log.info("%s: stopping, up to %.1fs for in-flight requests", why, grace)
+    server.shutdown(grace)
+    try:
+        if on_stop is not None:
+            on_stop()
+    except Exception:
+        log.exception("on_stop failed")
+        return 1
+    log.info("stopped")
+    return 0
+
+
+class _SignalPipe:
+    """Turns signals into bytes on a socketpair (signal.set_wakeup_fd).
+
+    The Python-level handlers do nothing: the work (reload, drain, on_stop)
+    runs in the main thread's normal frame, never inside a signal handler
+    frame where taking a lock the interrupted code holds would deadlock.
+    """
+
+    def __init__(self, signums: tuple[int, ...]) -> None:
+        self._signums = signums
+
+    def __enter__(self) -> _SignalPipe:
+        self._r, self._w = socket.socketpair()
+        self._w.setblocking(False)
+        self._old_fd = signal.set_wakeup_fd(self._w.fileno(), warn_on_full_buffer=False)
+        self._old = {s: signal.signal(s, lambda signum, frame: None) for s in self._signums}
+        return self
+
+    def wait(self, timeout: float) -> bytes:
+        """Signal numbers received, waiting up to `timeout` seconds for the first."""
+        self._r.settimeout(timeout)
+        try:
+            return self._r.recv(64)
+        except TimeoutError:
+            return b""
+
+    def __exit__(self, *exc: Any) -> None:
+        for signum, handler in self._old.items():
+            signal.signal(signum, handler)
+        signal.set_wakeup_fd(self._old_fd)
+        self._r.close()
+        self._w.close()
