@@ -8,12 +8,22 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 from urllib.parse import urlsplit
 
 HERE = Path(__file__).resolve().parent
+# The command's name as the user typed it: `reviewsd` when installed, `reviewsd.py` in a checkout.
+PROG = "reviewsd" if Path(sys.argv[0]).name == "reviewsd" else "reviewsd.py"
+
+
+def default_state_dir() -> Path:
+    """state/ beside the code in a checkout; the user's state directory (XDG) when installed."""
+    if (HERE / "pyproject.toml").exists():
+        return HERE / "state"
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "reviewsd"
 
 
 @dataclass(frozen=True)
@@ -23,7 +33,7 @@ class Config:
     host: str = "127.0.0.1"
     port: int = 8080
     data_dir: str = str(HERE / "data")
-    state_dir: str = str(HERE / "state")
+    state_dir: str = str(default_state_dir())
     base_url: str = ""  # public base URL; default http://HOST:PORT
     threads: int = 8
     reload_interval: float = 2.0
@@ -188,17 +198,17 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-USAGE = """reviewsd.py [serve] [OPTION ...]     serve the API (the default command; `serve` may be left out)
-       reviewsd.py check [--data-dir DIR]   validate a data directory and exit
-       reviewsd.py --version | --help"""
+USAGE = f"""{PROG} [serve] [OPTION ...]     serve the API (the default command; `serve` may be left out)
+       {PROG} check [--data-dir DIR]   validate a data directory and exit
+       {PROG} --version | --help"""
 
 
 def parse_config(argv: Sequence[str]) -> Config:
-    parser = Parser(prog="reviewsd.py", usage=USAGE, formatter_class=HelpFormatter,
+    parser = Parser(prog=PROG, usage=USAGE, formatter_class=HelpFormatter,
                     description="Serve one business's reviews and review insights as a read-only API.",
                     epilog="Every option can also be set as REVIEWSD_<NAME>, e.g. REVIEWSD_PORT=9000; a flag "
                            "wins over its variable, and a default shown above already includes the variable. "
-                           "`reviewsd.py check --help` describes the check command.")
+                           f"`{PROG} check --help` describes the check command.")
     parser.add_argument("--version", action=VersionAction)
     for f in fields(Config):
         option = flag(f.name)

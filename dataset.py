@@ -128,10 +128,10 @@ SCHEMA_FILES = ("reviews.schema.json", "insights.schema.json", "search-params.sc
 def _load_schemas() -> dict[str, dict]:
     schemas = {p.name: json.loads(p.read_text("utf-8")) for p in sorted(SCHEMA_DIR.glob("*.schema.json"))}
     if missing := [name for name in SCHEMA_FILES if name not in schemas]:
-        # What a plain `pip install .` leaves: the modules in site-packages, schemas/ and data/ behind.
+        # The modules copied without schemas/ (an install ships them: pyproject's package-data).
         raise RuntimeError(f"reviewsd's JSON Schemas are missing ({', '.join(missing)} not in {SCHEMA_DIR}): "
-                           "run reviewsd from its source tree, installed with `pip install -e .` "
-                           "as in the README's quick start")
+                           "install reviewsd with `pip install .` (or run it from its source tree) "
+                           "as the README says")
     return schemas
 
 

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl
 
-from config import Config, HelpFormatter, Network, Parser, env_value, parse_config, parse_networks
+from config import PROG, Config, HelpFormatter, Network, Parser, env_value, parse_config, parse_networks
 
 
 def serve_argv(argv: list[str]) -> list[str] | None:
@@ -41,15 +41,20 @@ def _interrupted(signum: int, frame: Any) -> None:
     os._exit(130)
 
 
-if __name__ == "__main__":
-    signal.signal(signal.SIGINT, _interrupted)  # server.run() takes SIGINT over while it serves
-
 # A SIGHUP before the server takes over its signals (during the first load, which can take
 # seconds) would end the process, its default action: kept for after READY instead.
 _hup_before_serving = threading.Event()
 
-if __name__ == "__main__" and serve_argv(sys.argv[1:]) is not None:
-    signal.signal(signal.SIGHUP, lambda signum, frame: _hup_before_serving.set())
+
+def install_early_signals(argv: Sequence[str] | None = None) -> None:
+    """From the process's start until server.run() takes the signals over: Ctrl-C quiet, SIGHUP kept."""
+    signal.signal(signal.SIGINT, _interrupted)
+    if serve_argv(list(sys.argv[1:] if argv is None else argv)) is not None:
+        signal.signal(signal.SIGHUP, lambda signum, frame: _hup_before_serving.set())
+
+
+if __name__ == "__main__":
+    install_early_signals()  # before the imports below, which take a few tenths of a second
 
 import werkzeug.urls  # noqa: E402,F401  (registers the "werkzeug.url_quote" codec error handler query_args uses)
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound  # noqa: E402
@@ -440,7 +445,7 @@ def create_app(config: Config | None = None, gzip_later: bool = False) -> Review
 
 
 def check_main(argv: Sequence[str]) -> int:
-    parser = Parser(prog="reviewsd.py check", formatter_class=HelpFormatter,
+    parser = Parser(prog=f"{PROG} check", formatter_class=HelpFormatter,
                     description="Validate the data files of a directory (reviews.json and insights.json) as the "
                                 "server would, print every problem as `file: JSON path: rule: message`, and exit "
                                 "0 when they would be served, 1 when they would be refused.")

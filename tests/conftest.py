@@ -86,10 +86,10 @@ def client(app: reviewsd.ReviewsApp) -> Client:
 class LiveServer:
     """`python reviewsd.py` in a subprocess on 127.0.0.1, on a port the OS picked."""
 
-    def __init__(self, args: Sequence[str], env: dict[str, str] | None = None):
-        command = [sys.executable, str(ROOT / "reviewsd.py"), "--host", "127.0.0.1", "--port", "0",
-                   "--log-format", "json", *args]
-        self.proc = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    def __init__(self, args: Sequence[str], env: dict[str, str] | None = None,
+                 program: Sequence[str] = (sys.executable, str(ROOT / "reviewsd.py")), cwd: Path = ROOT):
+        command = [*program, "--host", "127.0.0.1", "--port", "0", "--log-format", "json", *args]
+        self.proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
         self.lines: "queue.Queue[dict]" = queue.Queue()
         self.log: list[dict] = []

@@ -1,31 +1,112 @@
-"""The package ships every module the server imports."""
+"""A real install: the wheel of this checkout, installed into a fresh virtualenv, used from elsewhere."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import site
 import subprocess
 import sys
-import tomllib
+import zipfile
 from pathlib import Path
+from urllib.request import urlopen
 
-from conftest import ROOT
+import pytest
+
+from conftest import ROOT, LiveServer
+
+# What the checkout holds that is not the product (never in the wheel).
+NOT_SHIPPED = {".git", ".venv", ".ci", "tests", "bench", "tools", "docs", "state", "build", ".hypothesis",
+               ".pytest_cache", "__pycache__"}
 
 
-def test_every_top_level_module_is_packaged() -> None:
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
-    packaged = set(config["tool"]["setuptools"]["py-modules"])
-    modules = {path.stem for path in ROOT.glob("*.py")}
-    assert packaged == modules
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel `pip install .` builds, from a copy of the checkout (a build leaves build/ behind)."""
+    source = tmp_path_factory.mktemp("source")
+    shutil.copytree(ROOT, source, dirs_exist_ok=True,
+                    ignore=lambda folder, names: [n for n in names if n in NOT_SHIPPED or n.endswith(".egg-info")])
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
+                    str(source)], check=True, capture_output=True, timeout=300)
+    (built,) = out.glob("reviewsd-*.whl")
+    return built
 
 
-def test_modules_without_their_schemas_say_how_to_install(tmp_path: Path) -> None:
-    # The modules alone, as a plain (non-editable) `pip install .` leaves them.
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv with the wheel installed (its dependencies seen from the test environment)."""
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    # The dependencies from the test environment's site-packages, without a download (a .pth line adds a
+    # directory only: that environment's own .pth files, an editable install of this checkout, stay out).
+    (site_packages,) = venv.glob("lib/python*/site-packages")
+    (site_packages / "test-dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "--no-deps", "-q", str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    return venv
+
+
+def run(venv: Path, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([venv / "bin" / "reviewsd", *args], cwd=cwd, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+def test_the_wheel_holds_one_package_with_every_module_and_file_the_server_needs(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {name.split("/")[0] for name in names if not name.startswith("reviewsd-")} == {"reviewsd_app"}
+    modules = {f"reviewsd_app/{path.name}" for path in ROOT.glob("*.py")}
+    files = {f"reviewsd_app/{path.relative_to(ROOT)}" for pattern in ("schemas/*.json", "data/*.json",
+                                                                       "examples/minimal/*.json")
+             for path in ROOT.glob(pattern)}
+    units = {"reviewsd_app/reviewsd.service", "reviewsd_app/reviewsd.socket", "reviewsd_app/LICENSE"}
+    assert modules | files | units <= names
+    assert not [name for name in names if name.startswith(("reviewsd_app/tests/", "reviewsd_app/bench/",
+                                                            "reviewsd_app/tools/"))]
+
+
+def test_installed_command_checks_and_versions_from_any_directory(installed: Path, tmp_path: Path) -> None:
+    version = run(installed, "--version", cwd=tmp_path)
+    assert version.returncode == 0 and version.stdout.startswith("reviewsd ")
+    check = run(installed, "check", cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.strip().endswith("reviewsd_app/data: OK")
+    example = run(installed, "check", "--data-dir", str(ROOT / "examples" / "minimal"), cwd=tmp_path)
+    assert example.returncode == 0, example.stderr
+    bad = run(installed, "--bogus", cwd=tmp_path)
+    assert (bad.returncode, bad.stderr) == (2, "reviewsd: error: unrecognized arguments: --bogus "
+                                               "(see reviewsd --help)\n")
+
+
+def test_installed_command_serves_the_bundled_data_and_stops_on_ctrl_c(installed: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    server = LiveServer([], program=[str(installed / "bin" / "reviewsd")], cwd=tmp_path,
+                        env={"HOME": str(home), "XDG_STATE_HOME": ""})
+    with urlopen(server.base_url + "/api/reviews/since/2026-10-01", timeout=10) as response:
+        assert response.status == 200 and b'"count":9' in response.read()
+    server.signal(signal.SIGINT)
+    assert server.proc.wait(timeout=30) == 130
+    server.stop()
+    # Installed, the state directory is the user's (XDG), never inside site-packages.
+    assert (home / ".local" / "state" / "reviewsd" / "hub.sqlite3").exists()
+    assert not list((installed / "lib").glob("python*/site-packages/reviewsd_app/state"))
+
+
+def test_our_modules_are_not_importable_under_generic_names(installed: Path, tmp_path: Path) -> None:
+    probe = "import importlib.util as u; print([m for m in ('config', 'server', 'dataset', 'hub', 'search') " \
+            "if u.find_spec(m)])"
+    run_probe = subprocess.run([installed / "bin" / "python", "-c", probe], cwd=tmp_path, capture_output=True,
+                               text=True, timeout=60)
+    assert run_probe.stdout.strip() == "[]"
+
+
+def test_modules_without_their_schemas_say_what_is_missing(tmp_path: Path) -> None:
     for module in ROOT.glob("*.py"):
         shutil.copy(module, tmp_path)
-    run = subprocess.run([sys.executable, "reviewsd.py", "check", "--data-dir", str(ROOT / "data")], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 1
-    last_line = run.stderr.strip().splitlines()[-1]
+    run_check = subprocess.run([sys.executable, "reviewsd.py", "check", "--data-dir", str(ROOT / "data")],
+                               cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert run_check.returncode == 1
+    last_line = run_check.stderr.strip().splitlines()[-1]
     assert last_line.startswith("RuntimeError: reviewsd's JSON Schemas are missing (reviews.schema.json, "
                                 "insights.schema.json, search-params.schema.json not in ")
-    assert "pip install -e ." in last_line

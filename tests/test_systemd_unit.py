@@ -41,7 +41,7 @@ def unit_dir(tmp_path: Path) -> Path:
     """The units in a temp dir, ExecStart pointing at executables that exist on this machine."""
     text = SERVICE.read_text()
     exec_start = settings(SERVICE)["ExecStart"][0]
-    args = exec_start.split(" ", 2)[2]  # keep the options, replace interpreter and script
+    args = exec_start.split(" ", 1)[1]  # keep the options, replace the installed command
     local = f"ExecStart={sys.executable} {REPO / 'server.py'} {args}"
     (tmp_path / SERVICE.name).write_text(text.replace(f"ExecStart={exec_start}", local))
     shutil.copy(SOCKET, tmp_path / SOCKET.name)
@@ -80,7 +80,7 @@ def test_service_settings() -> None:
     assert {key: unit.get(key, [None])[0] for key in expected} == expected
     assert unit["SystemCallFilter"] == ["@system-service", "~@privileged @resources"]
     # Only what the unit itself decides is a flag; every site setting is a variable a drop-in can override.
-    assert unit["ExecStart"] == ["/opt/reviewsd/.venv/bin/python /opt/reviewsd/reviewsd.py --state-dir ${STATE_DIRECTORY}"]
+    assert unit["ExecStart"] == ["/opt/reviewsd/bin/reviewsd --state-dir ${STATE_DIRECTORY}"]
     variables = dict(item.split("=", 1) for line in unit["Environment"] for item in line.split())
     assert {name: variables.get(name) for name in ("REVIEWSD_HOST", "REVIEWSD_PORT", "REVIEWSD_DATA_DIR")} == {
         "REVIEWSD_HOST": "127.0.0.1", "REVIEWSD_PORT": "8080", "REVIEWSD_DATA_DIR": unit["ReadOnlyPaths"][0]}
@@ -121,7 +121,7 @@ def test_the_documented_drop_in_sets_the_base_url_and_no_flag_overrides_it() -> 
     assert environment["REVIEWSD_BASE_URL"] == "https://reviews.example.com"
     environment["REVIEWSD_BASE_URL"] = "https://site.example"  # any site's own settings win over the unit's
     environment["REVIEWSD_DATA_DIR"] = "/srv/site/data"
-    flags = settings(SERVICE)["ExecStart"][0].split()[2:]
+    flags = settings(SERVICE)["ExecStart"][0].split()[1:]
     flags = [flag if flag != "${STATE_DIRECTORY}" else "/var/lib/reviewsd" for flag in flags]
     saved = {name: value for name, value in os.environ.items() if name.startswith("REVIEWSD_")}
     try:
