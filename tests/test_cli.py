@@ -105,6 +105,9 @@ def test_ctrl_c_during_the_first_load_exits_quietly_with_130(tmp_path: Path) -> 
     try:
         wait_until(reader_opened, timeout=30)
         proc.send_signal(signal.SIGINT)
+        # End the pipe: a SIGINT that lands while open() returns is acted on at the interpreter's next
+        # step, which a read blocked on an empty pipe would never reach (the load itself then fails).
+        os.close(writer.pop())
         stdout, stderr = proc.communicate(timeout=30)
     finally:
         for fd in writer:

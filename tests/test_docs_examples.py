@@ -203,7 +203,7 @@ def test_the_configuration_page_lists_every_option_of_help_with_its_variable_and
     for flag, (variable, cell) in documented.items():
         assert variable == "REVIEWSD_" + flag[2:].replace("-", "_").upper(), flag
         default = shown[flag]
-        literal = re.fullmatch(r"`([^`]*)`( beside reviewsd\.py)?", cell)
+        literal = re.fullmatch(r"`([^`]*)`( beside reviewsd\.py)?(?:;? \(.*\)|; installed.*)?", cell)
         if default in ("True", "False"):
             assert cell == ("on" if default == "True" else "off"), flag
         elif default is None or not default.strip():
