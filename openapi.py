@@ -346,12 +346,12 @@ SERVER_REFUSALS = {
     "431": ("HeaderFieldsTooLarge", "Headers over 32 KiB or 100 lines (`request_header_fields_too_large`); "
                                     "the connection is closed."),
     "500": ("InternalError", "A bug (`internal_error`); logged on the server."),
+    "501": ("NotImplemented", "A transfer coding other than a final `chunked`, or a method the server does not "
+                              "implement (`not_implemented`; methods are case-sensitive: `get` is one); the "
+                              "connection is closed."),
     "505": ("HttpVersionNotSupported", "An HTTP version other than 1.x (`http_version_not_supported`); "
                                        "the connection is closed."),
 }
-# Not an operation's: a method this server does not implement (case-sensitive: `get` is one) is a 501.
-NOT_IMPLEMENTED = ("NotImplemented", "A method the server does not implement (`not_implemented`); methods are "
-                                     "case-sensitive. The connection is closed.")
 
 
 def _with_server_refusals(paths: dict[str, Any]) -> dict[str, Any]:
@@ -381,7 +381,6 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "paths": _with_server_refusals(_paths()),
         "components": {
             "schemas": component_schemas(),
-            "responses": {name: _error(description)
-                          for name, description in [*SERVER_REFUSALS.values(), NOT_IMPLEMENTED]},
+            "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
         },
     }
