@@ -53,7 +53,7 @@ from werkzeug.wsgi import get_content_length
 
 import reviewsd
 from payloads import status_line
-from hub_store import (DB_FILE, LOCK_FILE, CapReached, Caps, Intent, Key, Store, StoreClosed,  # noqa: F401
+from hub_store import (DB_FILE, CapReached, Caps, Intent, Key, Store, StoreClosed,  # noqa: F401
                        StoreUnavailable, Subscription)
 from reviewsd import client_address, parse_networks  # noqa: F401 (the app's one implementation)
 

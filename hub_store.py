@@ -317,8 +317,7 @@ class Store:
                 conn.close()
                 raise
         except (sqlite3.Error, OSError) as exc:
-            return self._unavailable(Problem(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory),
-                                             self._clock()))
+            return self._failed(exc)
         self._conn, self._identity = conn, self._disk_identity()
         if self._tried and self.problem is not None:  # not the first start: a recovery or a takeover
             log.info("hub store available: %d subscriptions, %d pending verifications (was: %s)",
@@ -401,8 +400,7 @@ class Store:
         log.error("hub state directory %s or its database was removed or replaced; recreating it and writing back "
                   "%d subscriptions and %d pending verifications", self.directory, len(self._subs),
                   len(self._intents), extra={"event": "hub_state_replaced"})
-        self._state_lock.release()
-        if not self._reopen():
+        if not self._reopen():  # keeps the lock when its file is intact: another server cannot slip in
             return False
         log.info("hub state directory %s recreated: %d subscriptions and %d pending verifications written back",
                  self.directory, len(self._subs), len(self._intents), extra={"event": "hub_state_recreated"})
@@ -460,8 +458,8 @@ class Store:
         except (sqlite3.Error, OSError) as exc:
             self._failed(exc)
 
-    def _failed(self, exc: BaseException) -> None:
-        self._unavailable(Problem(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory),
+    def _failed(self, exc: BaseException) -> bool:
+        return self._unavailable(Problem(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory),
                                   self._clock()))
 
     # ----------------------------------------------------------------- intents

@@ -312,17 +312,23 @@ def test_a_delivery_whose_record_fails_is_not_sent_again(make_hub: HubMaker, dis
     assert len(outbound.matching("POST")) == 1 and restarted_outbound.calls == []  # once, even across a restart
 
 
-def test_a_replaced_database_is_noticed_and_written_back(make_hub: HubMaker, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_replaced_database_is_noticed_and_written_back(make_hub: HubMaker, caplog: pytest.LogCaptureFixture,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     caplog.set_level(logging.INFO)
     outbound = FakeOutbound()
     app = make_hub(outbound, hub_state_check=CHECK)
     subscribe_active(app, outbound)
+    released: list[object] = []
+    real_release = hub_store.StateLock.release
+    monkeypatch.setattr(hub_store.StateLock, "release", lambda lock: (released.append(lock), real_release(lock)))
     path = make_hub.state_dir / hub.DB_FILE
     path.rename(path.with_name("old.sqlite3"))
     wait_until(lambda: any(getattr(r, "event", "") == "hub_state_replaced" for r in caplog.records))
     assert [r.levelno for r in caplog.records if getattr(r, "event", "") == "hub_state_replaced"] == [logging.ERROR]
     wait_until(lambda: any(getattr(r, "event", "") == "hub_state_recreated" for r in caplog.records))
     assert db_rows(app.config.state_dir) == [(CALLBACK, "/feed.xml")]
+    # Its lock file untouched, the lock is kept throughout: no other server can take the hub meanwhile.
+    assert released == []
 
 
 def test_a_second_hub_on_one_state_directory_waits_for_the_lock(make_hub: HubMaker,
