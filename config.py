@@ -241,3 +241,12 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 def parse_networks(text: str) -> list[Network]:
     return [ipaddress.ip_network(item.strip(), strict=False) for item in text.split(",") if item.strip()]
+
+
+def is_trusted(address: str, trusted: Sequence[Network]) -> bool:
+    """Whether a client address is in one of the --trusted-proxies networks."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in trusted)  # an address is never in a network of the other version

@@ -15,7 +15,7 @@ import logging
 import select
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from email.utils import formatdate
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
@@ -25,8 +25,6 @@ from logs import direct_info_handler
 
 if TYPE_CHECKING:
     from server import Server
-
-WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 
 log = logging.getLogger("reviewsd.server")
 access_log = logging.getLogger("reviewsd.access")
@@ -132,8 +130,9 @@ class Connection:
 
     # -- the connection ----------------------------------------------------
 
-    def handle(self, request: Request) -> None:
-        """Serve `request` and any complete requests buffered behind it; sets self.action."""
+    def handle(self) -> None:
+        """Serve self.request and any complete requests buffered behind it; sets self.action."""
+        request, self.request = self.request, None  # an idle connection keeps no request (nor its body)
         self.close_connection = False
         self.linger = False
         for served in range(1, MAX_PIPELINED + 1):
@@ -147,6 +146,8 @@ class Connection:
             if next_request is None:
                 break
             request = next_request
+        if self.unsent is None:
+            self.environ = None  # logged: nothing reads it again (log_unsent lets go of a handed-off one)
         if self.close_connection:
             self.action = LINGERING if (self.linger or self.parser.buf) else CLOSED
         else:
@@ -163,7 +164,6 @@ class Connection:
     def serve(self, request: Request) -> None:
         """Run the app on one request, write the response, log it."""
         start = time.perf_counter()
-        self.environ = None
         self.command = request.method
         self._io_failed = False
         self.environ = self.make_environ(request)
@@ -317,6 +317,7 @@ class Connection:
             code, size, start = self._unsent_log
             self._unsent_log = None
             self.log_request(code, size - (len(self.unsent) if self.unsent is not None else 0), start)
+            self.environ = None
 
     # -- the request -------------------------------------------------------
 

@@ -22,7 +22,8 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl
 
-from config import PROG, Config, HelpFormatter, Network, Parser, env_value, parse_config, parse_networks
+from config import (PROG, Config, HelpFormatter, Network, Parser, env_value, is_trusted, parse_config,
+                    parse_networks)
 
 
 def serve_argv(argv: list[str]) -> list[str] | None:
@@ -169,21 +170,13 @@ def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> st
     """REMOTE_ADDR, or behind trusted proxies the right-most X-Forwarded-For entry that is not one of them."""
     address = str(environ.get("REMOTE_ADDR") or "")
     hops = [h.strip() for h in str(environ.get("HTTP_X_FORWARDED_FOR", "")).split(",") if h.strip()]
-    while _is_trusted(address, trusted) and hops:
+    while is_trusted(address, trusted) and hops:
         candidate = hops.pop()
         try:
             address = str(ipaddress.ip_address(candidate))
         except ValueError:
             break
     return address
-
-
-def _is_trusted(address: str, trusted: Sequence[Network]) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return any(ip.version == net.version and ip in net for net in trusted)
 
 
 # --------------------------------------------------------------------------- the application
@@ -497,7 +490,7 @@ def serve_main(argv: Sequence[str]) -> int:
                       send_buffer=config.send_buffer, body_timeout=config.body_timeout,
                       max_connections=config.max_connections,
                       max_connections_per_client=config.max_connections_per_client,
-                      trusted_proxies=parse_networks(config.trusted_proxies),
+                      trusted_proxies=app.trusted_proxies,
                       on_reload=lambda: app.store.reload(force=True), on_stop=on_stop, on_ready=app.compress_late,
                       ready_status=f"serving {count} reviews", sock=sock, reload_pending=_hup_before_serving)
 

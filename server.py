@@ -19,7 +19,6 @@ notify protocol, the watchdog, signals and graceful stop).
 from __future__ import annotations
 
 import collections
-import ipaddress
 import logging
 import os
 import queue
@@ -32,19 +31,19 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import service
+from config import Network, is_trusted
 from connection import CLOSED, KEEP, LINGERING, SERVER_NAME, Connection, body_size, error_response
-from http_parser import MAX_HEADER_BYTES, MAX_HEADER_LINES, MAX_REQUEST_LINE, HTTPError, Request
+from http_parser import MAX_REQUEST_LINE, HTTPError, Request
 from service import activated_socket, log_listening, notify, notify_ready, notify_reloading, notify_stopping
 
 __all__ = [
     "Connection", "Server", "make_server", "listen", "run", "error_response",
-    "MAX_REQUEST_LINE", "MAX_HEADER_BYTES", "MAX_HEADER_LINES",
+    "MAX_REQUEST_LINE",
     # the systemd glue (service.py), here too for callers of this module
     "activated_socket", "log_listening", "notify", "notify_ready", "notify_reloading", "notify_stopping",
 ]
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 log = logging.getLogger("reviewsd.server")
 
@@ -347,22 +346,14 @@ class Server:
 
     def _room_for_client(self, client: str) -> bool:
         """Below the per-client cap, or brought below it by closing that client's longest-idle connection."""
-        if not self.max_per_client or self._per_client[client] < self.max_per_client or self._is_trusted(client):
+        if (not self.max_per_client or self._per_client[client] < self.max_per_client
+                or is_trusted(client, self._trusted)):
             return True
         for conn in self._timers[_IDLE]:  # longest idle first
             if conn.client == client:
                 self._close(conn)
                 return True
         return False
-
-    def _is_trusted(self, client: str) -> bool:
-        if not self._trusted:
-            return False
-        try:
-            address = ipaddress.ip_address(client)
-        except ValueError:
-            return False
-        return any(address in network for network in self._trusted)
 
     def _make_room(self) -> bool:
         idle = self._timers[_IDLE]
@@ -565,7 +556,7 @@ class Server:
                 conn.close_connection, conn.action = True, CLOSED
             else:
                 try:
-                    conn.handle(conn.request)
+                    conn.handle()
                 except Exception:
                     log.exception("error serving %s", conn.client_address)
                     conn.action = CLOSED

@@ -1024,3 +1024,14 @@ def test_watchdog_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     assert service.watchdog_interval() is None
     monkeypatch.setenv("WATCHDOG_PID", str(os.getpid()))
     assert service.watchdog_interval() == 15.0
+
+
+def test_an_idle_keep_alive_connection_keeps_no_request_body() -> None:
+    body = b"x" * 500_000
+    with serving() as srv:
+        with connect(srv) as sock:
+            sock.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            assert read_response(sock.makefile("rb"))[0] == 200
+            assert wait_until(lambda: len(srv._timers[server._IDLE]) == 1)  # handed back, idle
+            conn, = list(srv._conns)
+            assert conn.request is None and conn.environ is None  # neither holds the 500 KB body
