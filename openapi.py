@@ -13,7 +13,8 @@ import re
 from typing import Any, Mapping
 
 from dataset import SCHEMAS
-from payloads import NOT_MODIFIED_HEADERS
+from mcp_rpc import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS
+from payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
 
 API_VERSION = "1.0.0"
 
@@ -78,10 +79,9 @@ READ_HEADERS = {
     "Vary": _header("`Accept-Encoding`."),
     "Access-Control-Allow-Origin": _header("`*`: any web page may read the API."),
     "Access-Control-Expose-Headers": _header("`ETag, Last-Modified, Link`: what a web page may read."),
-    "Content-Encoding": _header("`gzip` when the request's Accept-Encoding allows it; absent otherwise."),
+    "Content-Encoding": _header(f"`gzip` when the request's Accept-Encoding allows it and the body is "
+                                f"{GZIP_MIN_BYTES} bytes or more; absent otherwise."),
 }
-# A single review is small: served uncompressed whatever the request accepts.
-REVIEW_HEADERS = {k: v for k, v in READ_HEADERS.items() if k != "Content-Encoding"}
 TOPIC_HEADERS = {**READ_HEADERS, "Link": _header('WebSub discovery: `<hub>; rel="hub", <topic>; rel="self"`.')}
 # A search answer is made per request: no validators.
 SEARCH_HEADERS = {k: v for k, v in READ_HEADERS.items() if k not in ("ETag", "Last-Modified")}
@@ -195,7 +195,7 @@ def _paths() -> dict[str, Any]:
     search_ok = _json(ref("SearchResult"), "Matching reviews, newest first.")
     search_ok["headers"] = SEARCH_HEADERS
     review_ok = _json(ref("Review"), "The review.")
-    review_ok["headers"] = REVIEW_HEADERS
+    review_ok["headers"] = READ_HEADERS
     openapi_ok = _json({"type": "object"}, "OpenAPI 3.1.0 document.")
     openapi_ok["headers"] = {k: v for k, v in READ_HEADERS.items() if k != "Last-Modified"}
     return {
@@ -239,7 +239,7 @@ def _paths() -> dict[str, Any]:
             "description": "A single review by its id (ULID). Feed items link here.",
             "parameters": [{"name": "id", "in": "path", "required": True, "description": "Review id (ULID).",
                             "schema": ref("Review", "properties", "id")}, *CONDITIONAL_PARAMS],
-            "responses": {"200": review_ok, "304": _not_modified(REVIEW_HEADERS),
+            "responses": {"200": review_ok, "304": _not_modified(READ_HEADERS),
                           "404": _error("No review has this id.")},
         }},
         "/.well-known/openapi.json": {"get": {
@@ -263,14 +263,20 @@ def _paths() -> dict[str, Any]:
             "post": {
                 "operationId": "mcp",
                 "tags": ["mcp"],
-                "summary": "MCP server (JSON-RPC 2.0 over streamable HTTP, protocol 2025-06-18)",
-                "description": "Send `initialize` first; later requests carry the `Mcp-Session-Id` header from its "
-                               "answer. docs/mcp.md describes the tools. Errors are JSON-RPC error objects.",
+                "summary": f"MCP server (JSON-RPC 2.0 over streamable HTTP; protocol {', '.join(SUPPORTED_VERSIONS)})",
+                "description": f"A {MODERN_VERSION} request stands alone: its version and client capabilities in "
+                               "`params._meta`, and the `MCP-Protocol-Version`, `Mcp-Method` and (for a named "
+                               "call) `Mcp-Name` headers; no session. Under the 2025 revisions, send `initialize` "
+                               "first; later requests carry the `Mcp-Session-Id` header from its answer. docs/mcp.md "
+                               "describes the tools, prompts and errors, which are JSON-RPC error objects.",
                 "parameters": [
                     {"name": "Mcp-Session-Id", "in": "header", "required": False, "schema": {"type": "string"},
-                     "description": "Session id from the initialize response; required after initialize."},
+                     "description": "Session id from the initialize response; required after initialize (2025 "
+                                    "revisions)."},
                     {"name": "MCP-Protocol-Version", "in": "header", "required": False,
-                     "schema": {"type": "string"}, "description": "2025-06-18 or 2025-03-26 (the default)."},
+                     "schema": {"type": "string"},
+                     "description": f"One of {', '.join(SUPPORTED_VERSIONS)}; required for {MODERN_VERSION}, "
+                                    f"{HEADER_DEFAULT_VERSION} when absent in a 2025 session."},
                 ],
                 "requestBody": {"required": True, "content": {"application/json": {"schema": {
                     "type": "object", "required": ["jsonrpc", "method"],
