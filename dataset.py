@@ -20,7 +20,6 @@ import json
 import logging
 import operator
 import os
-import re
 import threading
 import time
 import unicodedata
@@ -57,7 +56,6 @@ class RawFile:
     name: str
     content: bytes
     sha256: str
-    path: Path | None = None  # where it was read (None: made in memory)
 
 
 def read_file(data_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> RawFile:
@@ -73,7 +71,7 @@ def read_file(data_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
         raise DataError([Problem(name, "$", "readable", f"cannot read {path}: {exc.strerror or exc}")]) from None
     if len(content) > max_bytes:
         raise DataError([_too_large(name, len(content), max_bytes)])
-    return RawFile(name, content, hashlib.sha256(content).hexdigest(), path)
+    return RawFile(name, content, hashlib.sha256(content).hexdigest())
 
 
 def _too_large(name: str, size: int, limit: int) -> Problem:
@@ -310,7 +308,7 @@ def _text_blob(texts: Iterable[str]) -> tuple[bytes, array]:
     (no character's encoding starts inside another's), and 0xFF never occurs in UTF-8,
     so no match spans two reviews. A rating-only review is an empty segment.
     """
-    return _joined(b"", (text.casefold().encode("utf-8", "surrogatepass") for text in texts), b"", TEXT_SEPARATOR)
+    return _joined(b"", (utf8(fold_text(text)) for text in texts), b"", TEXT_SEPARATOR)
 
 
 # Building from a parsed file yields bytes and arrays only: the objects a Dataset keeps (ids,
