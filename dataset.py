@@ -27,6 +27,7 @@ from array import array
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime, timezone
 from itertools import accumulate, chain, compress, islice, repeat
 from pathlib import Path
@@ -526,6 +527,7 @@ class Dataset:
                   position_of: dict[str, int], reviews_sha256: str, insights_sha256: str) -> None:
         self.reviews_sha256, self.insights_sha256 = reviews_sha256, insights_sha256
         self.position_of: Mapping[str, int] = position_of
+        self.ids: Sequence[str] = ids  # by position
         self.reviews_document: tuple[bytes, array] = (reviews.body, reviews.offsets)
         self.reviews = EncodedReviews(reviews.body, reviews.offsets)
         self.reviews_doc: Mapping[str, Any] = json.loads(reviews.head)
@@ -561,6 +563,11 @@ class Dataset:
         # (technician id, rating) -> positions: a rating plus a technician is one slice.
         self.positions_by_technician_rating = _by_rating(self.positions_by_technician, self.ratings)
         self.positions_by_service_rating = _by_rating(self.positions_by_service, self.ratings)
+
+    @cached_property
+    def replied_positions(self) -> frozenset[int]:
+        """Positions of the reviews with an owner reply (every review decoded once, on first use)."""
+        return frozenset(p for p in range(len(self.reviews)) if self.reviews[p].get("owner_reply"))
 
     @property
     def business(self) -> Mapping[str, Any]:

@@ -266,14 +266,10 @@ def review_ids(dataset: Dataset, prefix: str) -> list[str]:
 
 
 def unanswered_low_rated(dataset: Dataset, prefix: str) -> list[str]:
-    """Ids starting with `prefix` of the reviews of at most LOW_RATING stars without an owner reply, newest first.
-
-    The id is checked first: only those reviews are decoded (15-30 ms on a busy 2-core machine for the
-    low-rated of 10,000 reviews when nothing is typed yet, 2 ms once the id starts "01M").
-    """
-    ids = list(dataset.position_of)
+    """Ids starting with `prefix` of the reviews of at most LOW_RATING stars without an owner reply, newest first."""
+    ids, replied = dataset.ids, dataset.replied_positions
     positions = merge(*(dataset.positions_by_rating.get(star, ()) for star in range(1, LOW_RATING + 1)))
-    return [ids[p] for p in positions if ids[p].startswith(prefix) and not dataset.reviews[p].get("owner_reply")]
+    return [ids[p] for p in positions if p not in replied and ids[p].startswith(prefix)]
 
 
 def candidates(kind: str, dataset: Dataset) -> Iterable[tuple[str, Sequence[str]]]:
