@@ -267,7 +267,7 @@ class RequestParser:
 
     def _take_trailer(self) -> bool:
         while True:
-            line = self._take_line(MAX_HEADER_BYTES - self._trailer, "trailer section")
+            line = self._take_line(MAX_HEADER_BYTES - self._trailer, "trailer section", too_long=431)
             if line is None:
                 return False
             if not line:
@@ -276,13 +276,13 @@ class RequestParser:
             if not _field_line(line):
                 raise HTTPError(400, "malformed trailer field")
 
-    def _take_line(self, limit: int, what: str) -> bytes | None:
+    def _take_line(self, limit: int, what: str, too_long: int = 400) -> bytes | None:
         """The next CRLF-terminated line without its CRLF, or None if it has not all arrived."""
         buf = self.buf
         nl = buf.find(b"\n", 0, limit + 2)
         if nl < 0:
             if len(buf) > limit + 1:
-                raise HTTPError(431 if what == "trailer section" else 400, f"{what} too long")
+                raise HTTPError(too_long, f"{what} too long")
             return None
         if nl == 0 or buf[nl - 1] != 13:
             raise HTTPError(400, f"bare LF in a {what}")
