@@ -140,8 +140,8 @@ class Connection:
             if self.close_connection or self.unsent is not None or served == MAX_PIPELINED:
                 break  # the next request, if any, stays in the parser for the selector thread
             next_request = self._next_buffered()
-            if next_request is None and not self.close_connection and not self.parser.buf \
-                    and self.parser.pending is None and self._await_next():
+            if next_request is None and not self.close_connection and not self.parser.started \
+                    and self._await_next():
                 next_request = self._next_buffered()
             if next_request is None:
                 break

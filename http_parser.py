@@ -114,6 +114,11 @@ class RequestParser:
     def feed(self, data: bytes) -> None:
         self.buf += data
 
+    @property
+    def started(self) -> bool:
+        """Whether some of a next request has arrived (buffered bytes, or a head waiting for its body)."""
+        return bool(self.buf) or self.pending is not None
+
     def next_request(self) -> Request | None:
         """The next complete request, or None if it has not all arrived (HTTPError if it is refused)."""
         if self.pending is None:

@@ -499,7 +499,7 @@ class Server:
         elif conn.action == LINGERING:
             conn.parser.buf.clear()
             self._watch(conn, _LINGER, LINGER_SECONDS)
-        elif conn.parser.buf or conn.parser.pending is not None:  # a partial pipelined request
+        elif conn.parser.started:  # a partial pipelined request
             self._watch(conn, _HEAD, self.header_timeout)
             self._examine(conn)
         else:
