@@ -158,7 +158,7 @@ class Connection:
         try:
             return self.parser.next_request()
         except HTTPError as e:
-            self.refuse(e, time.perf_counter())
+            self.refuse(e)
             return None
 
     def serve(self, request: Request) -> None:
@@ -222,18 +222,22 @@ class Connection:
         """The client went away or stopped reading mid-response (nothing to answer it)."""
         log.debug("connection from %s dropped: %s", self.client, error)
 
-    def refuse(self, error: HTTPError, start: float) -> None:
+    def refuse(self, error: HTTPError) -> None:
         """Answer a refused request from a worker (the socket is non-blocking: waits up to socket_timeout)."""
         self.close_connection = self.linger = True
-        self.environ = {"REQUEST_URI": error.target} if error.target else None
-        self.command = error.method
         response = error_response(error.status, error.message)
         size = body_size(response)
         try:
             self._send(response)
         except OSError:
             size = 0
-        self.log_request(error.status, size, start)
+        self.log_refusal(error, size)
+
+    def log_refusal(self, error: HTTPError, size: int) -> None:
+        """The access line of a request the server refused (its target and method as far as they were read)."""
+        self.environ = {"REQUEST_URI": error.target} if error.target else None
+        self.command = error.method
+        self.log_request(error.status, size)
 
     # -- sending -----------------------------------------------------------
 

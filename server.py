@@ -465,9 +465,7 @@ class Server:
         except OSError:
             self._close(conn)
             return
-        conn.environ = {"REQUEST_URI": error.target} if error.target else None
-        conn.command = error.method
-        conn.log_request(error.status, body_size(response))
+        conn.log_refusal(error, body_size(response))
         conn.parser.buf.clear()
         self._watch(conn, _LINGER, LINGER_SECONDS)
 
