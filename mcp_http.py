@@ -1,31 +1,13 @@
 """MCP over HTTP at POST /mcp: the 2026-07-28 stateless requests beside the 2025 sessions.
 
 `McpEndpoint(app).handle(environ) -> (status, headers, body)` around the pure
-`mcp_rpc.McpServer`. For every POST: Origin (403), Content-Type (415), Accept (406)
-and body size (413), then the era of the message (MCP 2026-07-28 basic/versioning,
-"a dual-era server selects its behavior from how the client opens"):
-
-* 2026-07-28: a request whose `params._meta` names a protocol version
-  (`io.modelcontextprotocol/protocolVersion`) or whose `MCP-Protocol-Version` header is
-  2026-07-28. Served statelessly: no initialize, no session (an `Mcp-Session-Id` is
-  ignored), any replica can answer it. Checked in this order (`check_modern_request`):
-  a method this revision does not have (`initialize`, `ping`, `logging/setLevel`,
-  `resources/subscribe`, unknown ones) is 404 -32601; `_meta` without the version is 400
-  -32602; `MCP-Protocol-Version` missing or not the `_meta` version is 400 -32020
-  (HeaderMismatch); a version other than 2026-07-28 is 400 -32022 with `data.supported`
-  (every version we speak, the 2025 ones included, so a client falls back to initialize)
-  and `data.requested`; `_meta` without the client capabilities is 400 -32602; `Mcp-Method`
-  missing or not the method, and `Mcp-Name` missing or not `params.name` / `params.uri`
-  (for tools/call, prompts/get, resources/read; the `=?base64?...?=` form decoded first)
-  are 400 -32020. Every result gets `resultType: "complete"` and our serverInfo in
-  `_meta`; the cacheable ones (server/discover and the lists, resources/read) get `ttlMs`
-  and `cacheScope` (`CACHE_TTL_MS`). Method errors (unknown tool, resource not found:
-  -32602 with `data.uri`) are answered 200, as in a session. Transport refusals of our
-  own use -32600 instead of the legacy -32000 (the revision reserves -32000..-32019 for
-  old implementations). Notifications are accepted (202) and ignored.
-* Anything else is 2025 (2025-11-25, 2025-06-18, 2025-03-26), exactly as before:
-  `initialize` starts a session under the version the client offered (mcp_rpc), every
-  other message needs its `Mcp-Session-Id`, DELETE ends it, refusals carry -32000.
+`mcp_rpc.McpServer`. Every POST is checked for Origin (403), Content-Type (415), Accept
+(406) and body size (413); then the message picks its era ("a dual-era server selects its
+behavior from how the client opens", MCP 2026-07-28 basic/versioning). A request whose
+`params._meta` names a protocol version, or whose `MCP-Protocol-Version` header is
+2026-07-28, is served statelessly (no initialize, no session: any replica can answer it)
+under the rules docs/mcp.md tables, checked in its order. Anything else is 2025:
+`initialize` starts a session, every other message needs its `Mcp-Session-Id`, DELETE ends it.
 """
 
 from __future__ import annotations
@@ -99,7 +81,7 @@ def decode_header(value: str) -> str | None:
 
 
 def check_modern_request(environ: Mapping[str, Any], message: RpcRequest, methods: Mapping[str, Any]) -> None:
-    """The 2026-07-28 request rules, in the order the module docstring gives; HttpRefusal on the first broken."""
+    """The 2026-07-28 request rules, in the order docs/mcp.md gives; HttpRefusal on the first broken."""
     request_id, method = message.id, message.method
     if method not in methods:
         gone = " (removed in 2026-07-28: send requests with _meta, no initialize)" \
