@@ -46,6 +46,11 @@ CACHE_TTL_MS = {"tools/list": STATIC_TTL_MS, "prompts/list": STATIC_TTL_MS,
                 "resources/templates/list": STATIC_TTL_MS,
                 "server/discover": 0, "resources/list": 0, "resources/read": 0}
 _RESULT_FIELDS = {"resultType": "complete", "_meta": SERVER_META}
+_FIELDS_BY_METHOD = {method: {**_RESULT_FIELDS, "ttlMs": ttl, "cacheScope": "public"}
+                     for method, ttl in CACHE_TTL_MS.items()}
+# The same fields encoded once, as an object's head to splice in front of a pre-encoded result's members.
+_HEADS = {method: encode_message(fields)[:-1] for method, fields in _FIELDS_BY_METHOD.items()}
+_HEAD = encode_message(_RESULT_FIELDS)[:-1]
 
 
 def header_version(environ: Mapping[str, Any]) -> str | None:
@@ -122,13 +127,10 @@ def mismatch(header: str, value: str | None, body: Any, request_id: Any) -> Http
 
 def modern_result(method: str, result: dict[str, Any] | EncodedJson) -> dict[str, Any] | EncodedJson:
     """A result as 2026-07-28 writes it: resultType, serverInfo, and caching hints where the revision wants them."""
-    fields = _RESULT_FIELDS
-    if method in CACHE_TTL_MS:
-        fields = {**fields, "ttlMs": CACHE_TTL_MS[method], "cacheScope": "public"}
     if not isinstance(result, EncodedJson):
-        return {**result, **fields}
-    head = encode_message(fields)  # spliced in front of the pre-encoded result's members
-    return EncodedJson(head if result == b"{}" else head[:-1] + b"," + result[1:])
+        return {**result, **_FIELDS_BY_METHOD.get(method, _RESULT_FIELDS)}
+    head = _HEADS.get(method, _HEAD)
+    return EncodedJson(head + b"}" if result == b"{}" else head + b"," + result[1:])
 
 
 # --------------------------------------------------------------------------- HTTP transport
