@@ -16,7 +16,6 @@ import base64
 import binascii
 import functools
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
@@ -169,48 +168,29 @@ def origin_of(url: str, with_path: bool = False) -> str | None:
     return f"{parts.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
 
 
-@dataclass(frozen=True)
-class OriginPolicy:
-    """Origins allowed to call /mcp: the public base URL's, loopback on any port, and configured extras."""
-
-    exact: frozenset[str]
-    any_origin: bool = False
-
-    @classmethod
-    def from_config(cls, public_base_url: str, extra: str) -> "OriginPolicy":
-        values = [v.strip() for v in extra.split(",") if v.strip()]
-        exact = {o for o in (origin_of(url, with_path=True) for url in [public_base_url, *values]) if o}
-        return cls(frozenset(exact), "*" in values)
-
-    def allows(self, origin: str) -> bool:
-        normal = origin_of(origin)
-        if self.any_origin:
-            return origin.strip() != "null"
-        return normal is not None and (normal in self.exact or urlsplit(normal).hostname in LOOPBACK_HOSTS)
-
-
-@dataclass
 class McpEndpoint:
     """POST/DELETE /mcp for the app: transport rules around `McpServer`."""
 
-    app: Any
-    clock: Callable[[], float] = time.monotonic
-    server: McpServer = field(init=False)
-    sessions: SessionStore = field(init=False)
-    origins: OriginPolicy = field(init=False)
-    max_body: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        config = self.app.config
-        self.server = McpServer(self.app)
-        self.sessions = SessionStore(config.mcp_max_sessions, config.mcp_session_idle, self.clock)
-        self.origins = OriginPolicy.from_config(config.public_base_url, config.mcp_allowed_origins)
+    def __init__(self, app: Any, clock: Callable[[], float] = time.monotonic):
+        config = app.config
+        self.server = McpServer(app)
+        self.sessions = SessionStore(config.mcp_max_sessions, config.mcp_session_idle, clock)
         self.max_body = config.max_body
+        # Origins allowed to call /mcp: the public base URL's, loopback on any port, and configured extras.
+        extra = [v.strip() for v in config.mcp_allowed_origins.split(",") if v.strip()]
+        self.origins = {o for o in (origin_of(url, with_path=True) for url in [config.public_base_url, *extra]) if o}
+        self.any_origin = "*" in extra
+
+    def allows_origin(self, origin: str) -> bool:
+        if self.any_origin:
+            return origin.strip() != "null"
+        normal = origin_of(origin)
+        return normal is not None and (normal in self.origins or urlsplit(normal).hostname in LOOPBACK_HOSTS)
 
     def handle(self, environ: dict) -> Triple:
         try:
             origin = environ.get("HTTP_ORIGIN")
-            if origin is not None and not self.origins.allows(origin):
+            if origin is not None and not self.allows_origin(origin):
                 raise HttpRefusal(403, f"Origin {origin!r} is not allowed to use this MCP endpoint")
             if environ["REQUEST_METHOD"] == "POST":
                 return self.post(environ)
