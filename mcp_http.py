@@ -272,25 +272,30 @@ class McpEndpoint:
     # ----------------------------------------------------------------- sessions
 
     def session_for(self, environ: dict, request_id: Any) -> Session:
-        check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), request_id)
-        session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
-        if not session_id:
-            raise HttpRefusal(400, "Missing Mcp-Session-Id header: send initialize first, then the session id "
-                                   "from its response on every request", request_id)
-        session = self.sessions.get(session_id)
+        session = self.sessions.get(session_header(environ, request_id, "send initialize first, then the session "
+                                                   "id from its response on every request"))
         if session is None:
             raise HttpRefusal(404, "Unknown or ended session: send initialize (without Mcp-Session-Id) to start "
                                    "a new one", request_id)
         return session
 
     def delete(self, environ: dict) -> Triple:
-        check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), None)
-        session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
-        if not session_id:
-            raise HttpRefusal(400, "Missing Mcp-Session-Id header: name the session to end")
-        if not self.sessions.end(session_id):
+        if not self.sessions.end(session_header(environ, None, "name the session to end")):
             raise HttpRefusal(404, "Unknown or ended session")
         return empty_response(204)
+
+
+def session_header(environ: dict, request_id: Any, missing: str) -> str:
+    """A 2025 message's Mcp-Session-Id, once its MCP-Protocol-Version (if any) is one initialize negotiates."""
+    version = header_version(environ)
+    if version is not None and version not in LEGACY_VERSIONS:
+        raise HttpRefusal(400, f"Unsupported MCP-Protocol-Version {version!r} in a session; supported: "
+                               f"{', '.join(LEGACY_VERSIONS)} (2026-07-28 needs no session: send its _meta)",
+                          request_id)
+    session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
+    if not session_id:
+        raise HttpRefusal(400, f"Missing Mcp-Session-Id header: {missing}", request_id)
+    return session_id
 
 
 def read_at_most(stream: Any, limit: int) -> bytes:
@@ -331,14 +336,6 @@ def check_accept(value: str | None) -> None:
     if value is not None and not accepts_json(value):
         raise HttpRefusal(406, "This endpoint answers application/json; include it in Accept "
                                "(MCP clients send: application/json, text/event-stream)")
-
-
-def check_protocol_header(value: str | None, request_id: Any) -> None:
-    """A 2025 session's header: one of the versions initialize negotiates (a 2026-07-28 one goes elsewhere)."""
-    if value is not None and value.strip() not in LEGACY_VERSIONS:
-        raise HttpRefusal(400, f"Unsupported MCP-Protocol-Version {value.strip()!r} in a session; supported: "
-                               f"{', '.join(LEGACY_VERSIONS)} (2026-07-28 needs no session: send its _meta)",
-                          request_id)
 
 
 MCP_HEADERS = [("Cache-Control", "no-store"), ("Access-Control-Allow-Origin", "*"),
