@@ -209,7 +209,7 @@ class McpEndpoint:
 
     def post(self, environ: dict) -> Triple:
         check_content_type(environ.get("CONTENT_TYPE", ""))
-        check_accept(environ.get("HTTP_ACCEPT"))
+        check_accept(environ.get("HTTP_ACCEPT", ""))
         body = self.read_body(environ)
         try:
             message = classify(parse(body))
@@ -310,30 +310,22 @@ def read_at_most(stream: Any, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-# A client sends the same Content-Type and Accept on every request: parsing them is
-# a large share of a small call, so the verdicts are cached (bounded: headers are client input).
+# A client sends the same Content-Type and Accept on every request: parsing them is a large share of
+# a small call, so a value that passes is remembered (bounded: headers are client input; a refusal raises,
+# which lru_cache does not keep).
 
 
 @functools.lru_cache(maxsize=256)
-def is_json_content_type(value: str) -> bool:
-    mimetype, options = parse_options_header(value)
-    return mimetype.lower() == "application/json" and options.get("charset", "utf-8").lower() in ("utf-8", "utf8")
-
-
-@functools.lru_cache(maxsize=256)
-def accepts_json(value: str) -> bool:
-    """Lenient: an empty Accept, */*, application/* or application/json will do (SSE is never used)."""
-    return not value or parse_accept_header(value, MIMEAccept).quality("application/json") > 0
-
-
 def check_content_type(value: str) -> None:
-    if not is_json_content_type(value):
+    mimetype, options = parse_options_header(value)
+    if mimetype.lower() != "application/json" or options.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
         raise HttpRefusal(415, "Content-Type must be application/json (UTF-8)")
 
 
-def check_accept(value: str | None) -> None:
-    """No Accept at all will do too."""
-    if value is not None and not accepts_json(value):
+@functools.lru_cache(maxsize=256)
+def check_accept(value: str) -> None:
+    """Lenient: no or an empty Accept, */*, application/* or application/json will do (SSE is never used)."""
+    if value and parse_accept_header(value, MIMEAccept).quality("application/json") <= 0:
         raise HttpRefusal(406, "This endpoint answers application/json; include it in Accept "
                                "(MCP clients send: application/json, text/event-stream)")
 
