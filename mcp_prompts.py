@@ -20,7 +20,7 @@ from heapq import merge
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlencode
 
-from dataset import Dataset, fold_name
+from dataset import Dataset, fold_name, folded_names
 from search import InvalidParams, run_search, search_result_json, validate_date
 
 MAX_COMPLETIONS = 100  # the spec's cap on `values`
@@ -249,15 +249,11 @@ def get_prompt(context: PromptContext, params: Mapping[str, Any]) -> dict[str, A
 # --------------------------------------------------------------------------- completion
 
 
-def matches(prefix: str, names: Iterable[str]) -> bool:
-    """Whether one of `names` (already folded), or a word of one, starts with `prefix` (folded)."""
-    return any(name.startswith(prefix) or f" {prefix}" in f" {name}" for name in names)
-
-
 def complete_names(prefix: str, candidates: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
-    """The values of (value, raw names) candidates whose names match `prefix` by the search's name rule."""
+    """The values of (value, folded names) candidates with a name, or a word of one, starting with `prefix` folded."""
     folded = fold_name(prefix)
-    return [value for value, names in candidates if matches(folded, [fold_name(n) for n in names if n])]
+    return [value for value, names in candidates
+            if any(name.startswith(folded) or f" {folded}" in f" {name}" for name in names)]
 
 
 def review_ids(dataset: Dataset, prefix: str) -> list[str]:
@@ -273,13 +269,13 @@ def unanswered_low_rated(dataset: Dataset, prefix: str) -> list[str]:
 
 
 def candidates(kind: str, dataset: Dataset) -> Iterable[tuple[str, Sequence[str]]]:
-    """(completion value, the names it can be typed as) for one kind of argument."""
-    if kind == "technician":
-        return ((t["name"], (t["id"], t["name"], t.get("label", ""))) for t in dataset.technicians.values())
+    """(completion value, the folded names it can be typed as) for one kind of argument."""
+    if kind == "technician":  # the Dataset folds their names once, for the search's filters
+        return ((dataset.technicians[tid]["name"], names) for tid, names in dataset.technician_names)
     if kind == "service":
-        return ((s["label"], (s["id"], s["label"])) for s in dataset.business["services"])
+        return ((s["label"], names) for s, names in folded_names(dataset.business["services"], ("id", "label")))
     if kind == "aspect":
-        return ((a["label"], (a["id"], a["label"])) for a in dataset.insights_doc["aspects"])
+        return ((a["label"], names) for a, names in folded_names(dataset.insights_doc["aspects"], ("id", "label")))
     return ((s, (s,)) for s in ("positive", "neutral", "negative"))  # "sentiment"
 
 
