@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from datetime import date, timedelta
 from heapq import merge
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlencode
 
 from dataset import Dataset, fold_name, folded_names
@@ -256,16 +256,11 @@ def complete_names(prefix: str, candidates: Iterable[tuple[str, Sequence[str]]])
             if any(name.startswith(folded) or f" {folded}" in f" {name}" for name in names)]
 
 
-def review_ids(dataset: Dataset, prefix: str) -> list[str]:
-    """Every review id starting with `prefix` (upper case), newest first (position_of is in position order)."""
-    return [review_id for review_id in dataset.position_of if review_id.startswith(prefix)]
-
-
-def unanswered_low_rated(dataset: Dataset, prefix: str) -> list[str]:
-    """Ids starting with `prefix` of the reviews of at most LOW_RATING stars without an owner reply, newest first."""
+def unanswered_low_rated(dataset: Dataset) -> Iterator[str]:
+    """Ids of the reviews of at most LOW_RATING stars without an owner reply, newest first."""
     ids, replied = dataset.ids, dataset.replied_positions
     positions = merge(*(dataset.positions_by_rating.get(star, ()) for star in range(1, LOW_RATING + 1)))
-    return [ids[p] for p in positions if p not in replied and ids[p].startswith(prefix)]
+    return (ids[p] for p in positions if p not in replied)
 
 
 def candidates(kind: str, dataset: Dataset) -> Iterable[tuple[str, Sequence[str]]]:
@@ -293,12 +288,12 @@ def complete(dataset: Dataset, template_uri: str, params: Mapping[str, Any]) -> 
     kind = argument_kind(ref, argument["name"], template_uri)
     if kind is None:
         return completion([])  # an argument that names nothing in the data (a date) has no completions
-    prefix = argument["value"]
-    if kind == "review":  # ids (ULIDs, upper case): a case-insensitive prefix, no words to fold
-        return completion(review_ids(dataset, prefix.strip().upper()))
-    if kind == "reply_review":
-        return completion(unanswered_low_rated(dataset, prefix.strip().upper()))
-    return completion(complete_names(prefix, candidates(kind, dataset)))
+    if kind in ("review", "reply_review"):  # ids (ULIDs, upper case): a case-insensitive prefix, no words to fold
+        prefix = argument["value"].strip().upper()
+        # Newest first, both: position_of is in position order.
+        ids = dataset.position_of if kind == "review" else unanswered_low_rated(dataset)
+        return completion([review_id for review_id in ids if review_id.startswith(prefix)])
+    return completion(complete_names(argument["value"], candidates(kind, dataset)))
 
 
 def argument_kind(ref: Mapping[str, Any], name: str, template_uri: str) -> str | None:
