@@ -20,9 +20,9 @@ from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from werkzeug.datastructures import MIMEAccept
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 from werkzeug.http import parse_accept_header, parse_options_header
-from werkzeug.wsgi import get_content_length
+from werkzeug.wsgi import get_content_length, get_input_stream
 
 from mcp_rpc import (LEGACY_VERSIONS, MODERN_VERSION, SERVER_INFO, SUPPORTED_VERSIONS, EncodedJson, ErrorCode,
                      McpServer, Message, RpcError, RpcNotification, RpcRequest, RpcResponse, Session, SessionStore,
@@ -248,25 +248,23 @@ class McpEndpoint:
         return json_response(reply, 200)
 
     def read_body(self, environ: dict) -> bytes:
-        """At most max_body bytes: Content-Length is checked first, and the read itself is bounded."""
+        """At most max_body bytes: Content-Length is checked first, and the read itself is bounded.
+
+        werkzeug's input stream reads to Content-Length, or, where the server terminates the stream
+        itself (chunked bodies), to its end but at most max_body + 1 bytes; neither, nothing (unsafe).
+        """
         too_large = HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
         length = get_content_length(environ)
         if length is not None and length > self.max_body:
             raise too_large
-        if "wsgi.input_terminated" in environ:
-            # The server terminates the stream itself (chunked bodies): read to its EOF, bounded here.
-            try:
-                body = read_at_most(environ["wsgi.input"], self.max_body + 1)
-            except RequestEntityTooLarge:  # server.py's own bound on the stream went first
-                raise too_large from None
-            if len(body) > self.max_body:
-                raise too_large
-            return body
-        if length is None:
-            return b""  # no length and no terminated stream: nothing can be read safely (as werkzeug does)
-        body = read_at_most(environ["wsgi.input"], length)
-        if len(body) < length:
-            raise HttpRefusal(400, "Request body ended before Content-Length bytes")
+        try:
+            body = get_input_stream(environ, max_content_length=self.max_body + 1).read()
+        except RequestEntityTooLarge:  # a server's own bound on the stream went first
+            raise too_large from None
+        except ClientDisconnected:
+            raise HttpRefusal(400, "Request body ended before Content-Length bytes") from None
+        if len(body) > self.max_body:
+            raise too_large
         return body
 
     # ----------------------------------------------------------------- sessions
@@ -296,18 +294,6 @@ def session_header(environ: dict, request_id: Any, missing: str) -> str:
     if not session_id:
         raise HttpRefusal(400, f"Missing Mcp-Session-Id header: {missing}", request_id)
     return session_id
-
-
-def read_at_most(stream: Any, limit: int) -> bytes:
-    """Read until EOF or `limit` bytes, whichever comes first (a read may return less than asked)."""
-    chunks, remaining = [], limit
-    while remaining > 0:
-        chunk = stream.read(min(remaining, 64 * 1024))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
 
 
 # A client sends the same Content-Type and Accept on every request: parsing them is a large share of
