@@ -112,6 +112,8 @@ def render_digest(context: PromptContext, args: Mapping[str, str]) -> list[dict[
 
 
 def render_reply(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
+    from mcp_rpc import encode_message  # mcp_rpc imports this module: import at call time
+
     dataset = context.dataset
     review_id = args["review_id"].strip().upper()  # ULIDs are case-insensitive
     position = dataset.position_of.get(review_id)
@@ -130,7 +132,7 @@ def render_reply(context: PromptContext, args: Mapping[str, str]) -> list[dict[s
                   "problem they raise without arguing or making excuses, say what the clinic will do, and invite "
                   f"them to call {business.get('telephone') or 'the clinic'} to talk it over. Never confirm that "
                   "they are a patient or mention any health details (privacy). 60 to 120 words, warm and plain. "
-                  f"What the analysis found in the review: {_json_text(mentions)}."),
+                  f"What the analysis found in the review: {encode_message(mentions).decode('utf-8')}."),
     ]
 
 
@@ -175,12 +177,6 @@ def _date_arg(args: Mapping[str, str], name: str) -> str | None:
         return validate_date(name, value)
     except InvalidParams as exc:
         raise PromptError(exc.issues[0]["message"], {"argument": name}) from None
-
-
-def _json_text(value: Any) -> str:
-    from mcp_rpc import encode_message
-
-    return encode_message(value).decode("utf-8")
 
 
 PERIOD_ARGS = (
