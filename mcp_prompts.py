@@ -5,10 +5,9 @@ results the practitioner, service and aspect prompts embed as they are. Errors a
 `PromptError` values, answered as -32602 by `McpServer.handle` (MCP server/prompts and
 server/utilities/completion: unknown prompt, missing or invalid argument).
 
-Completion matches a typed prefix case- and accent-insensitively with the search filters'
-name rule (`dataset.fold_name`): a value is offered when one of its names (id, name or
-label), or a word of one, starts with the folded prefix. At most 100 values, with `total`
-and `hasMore`.
+Completion offers a value when one of its names (id, name or label), or a word of one, starts
+with the typed prefix, case- and accent-insensitively as the search's name filters compare
+(`dataset.fold_name`).
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ class Argument:
     title: str
     description: str
     required: bool = False
-    completes: str | None = None  # the kind of thing it names (a key of Completer.kinds), if any
+    completes: str | None = None  # the kind of thing it names (see `candidates`), if any
 
     def definition(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "description": self.description, "required": self.required}
