@@ -140,9 +140,16 @@ def render_entity(tool: str, argument: str, subject: str, key: str, optional: Se
     """A prompt over one practitioner, service or aspect (`key` in the tool's result): its result as data."""
 
     def render(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
+        from mcp_rpc import ToolError, encoded  # mcp_rpc imports this module: import at call time
+
         tool_args: dict[str, Any] = {argument: args[argument], "limit": 20}
         tool_args.update({k: args[k] for k in optional if args.get(k)})
-        data = _tool_result(context, tool, tool_args)
+        try:
+            data = encoded(context.run_tool(tool, context.dataset, tool_args))
+        except ToolError as exc:
+            raise PromptError(str(exc), {"tool": tool}) from None
+        except InvalidParams as exc:
+            raise PromptError("; ".join(i["message"] for i in exc.issues), {"issues": exc.issues}) from None
         record = json.loads(data)[key]
         return [
             user_text(f"Review how patients of {business_line(context.dataset)} experience {subject} "
@@ -155,17 +162,6 @@ def render_entity(tool: str, argument: str, subject: str, key: str, optional: Se
         ]
 
     return render
-
-
-def _tool_result(context: PromptContext, tool: str, args: dict[str, Any]) -> bytes:
-    from mcp_rpc import ToolError, encoded  # mcp_rpc imports this module: import at call time
-
-    try:
-        return encoded(context.run_tool(tool, context.dataset, args))
-    except ToolError as exc:
-        raise PromptError(str(exc), {"tool": tool}) from None
-    except InvalidParams as exc:
-        raise PromptError("; ".join(i["message"] for i in exc.issues), {"issues": exc.issues}) from None
 
 
 def _date_arg(args: Mapping[str, str], name: str) -> str | None:
