@@ -248,11 +248,8 @@ class McpEndpoint:
         return json_response(reply, 200)
 
     def read_body(self, environ: dict) -> bytes:
-        """At most max_body bytes: Content-Length is checked first, and the read itself is bounded.
-
-        werkzeug's input stream reads to Content-Length, or, where the server terminates the stream
-        itself (chunked bodies), to its end but at most max_body + 1 bytes; neither, nothing (unsafe).
-        """
+        """At most max_body bytes: Content-Length is checked first, and the read itself is bounded (to
+        Content-Length, or to max_body + 1 on a stream the server terminates itself, as for chunked bodies)."""
         too_large = HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
         length = get_content_length(environ)
         if length is not None and length > self.max_body:
