@@ -146,7 +146,6 @@ class HttpRefusal(Exception):
 
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
-ALLOW = "DELETE, OPTIONS, POST"
 
 
 def origin_of(url: str, with_path: bool = False) -> str | None:
@@ -197,7 +196,7 @@ class McpEndpoint:
             if environ["REQUEST_METHOD"] == "DELETE":
                 return self.delete(environ)
             raise HttpRefusal(405, "Method not allowed: POST JSON-RPC messages here, DELETE ends a session "
-                                   "(this server offers no SSE stream)", headers=[("Allow", ALLOW)])
+                                   "(this server offers no SSE stream)", headers=[("Allow", "DELETE, OPTIONS, POST")])
         except HttpRefusal as refusal:
             code = refusal.code
             if code == ErrorCode.TRANSPORT and header_version(environ) == MODERN_VERSION:
