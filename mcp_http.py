@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from werkzeug.datastructures import MIMEAccept
-from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected
 from werkzeug.http import parse_accept_header, parse_options_header
 from werkzeug.wsgi import get_content_length, get_input_stream
 
@@ -255,8 +255,6 @@ class McpEndpoint:
             raise too_large
         try:
             body = get_input_stream(environ, max_content_length=self.max_body + 1).read()
-        except RequestEntityTooLarge:  # a server's own bound on the stream went first
-            raise too_large from None
         except ClientDisconnected:
             raise HttpRefusal(400, "Request body ended before Content-Length bytes") from None
         if len(body) > self.max_body:
