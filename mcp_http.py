@@ -135,14 +135,13 @@ def modern_result(method: str, result: dict[str, Any] | EncodedJson) -> dict[str
 # --------------------------------------------------------------------------- HTTP transport
 
 
-class HttpRefusal(Exception):
-    """A request the transport refuses before dispatch: an HTTP status and a JSON-RPC error body."""
+class HttpRefusal(RpcError):
+    """A request the transport refuses before dispatch: a JSON-RPC error with its HTTP status and headers."""
 
     def __init__(self, status: int, message: str, request_id: Any = None, code: ErrorCode = ErrorCode.TRANSPORT,
                  headers: Sequence[tuple[str, str]] = (), data: Any = None):
-        super().__init__(message)
-        self.status, self.message, self.request_id, self.code, self.headers = status, message, request_id, code, headers
-        self.data = data
+        super().__init__(code, message, data, request_id)
+        self.status, self.headers = status, headers
 
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
