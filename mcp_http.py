@@ -97,9 +97,7 @@ def check_modern_request(environ: Mapping[str, Any], message: RpcRequest, method
     if not isinstance(version, str):
         raise HttpRefusal(400, f"Invalid params: params._meta must carry {META_VERSION} (a string) and "
                                f"{META_CAPABILITIES} (an object)", request_id, ErrorCode.INVALID_PARAMS)
-    header = header_version(environ)
-    if header != version:
-        raise mismatch("MCP-Protocol-Version", header, version, request_id)
+    check_header(environ, "MCP-Protocol-Version", version, request_id)
     if version != MODERN_VERSION:
         legacy = f"; {version} is served through initialize and a session" if version in LEGACY_VERSIONS else ""
         raise HttpRefusal(400, f"Unsupported protocol version {version!r}{legacy}", request_id,
@@ -108,20 +106,20 @@ def check_modern_request(environ: Mapping[str, Any], message: RpcRequest, method
     if not isinstance(meta.get(META_CAPABILITIES), dict):
         raise HttpRefusal(400, f"Invalid params: params._meta must carry {META_CAPABILITIES} (an object)",
                           request_id, ErrorCode.INVALID_PARAMS)
-    raw_method = environ.get("HTTP_MCP_METHOD")
-    if raw_method is None or raw_method.strip() != method:
-        raise mismatch("Mcp-Method", raw_method, method, request_id)
+    check_header(environ, "Mcp-Method", method, request_id)
     if method in NAME_SOURCES:
         body_name = message.params.get(NAME_SOURCES[method]) if isinstance(message.params, dict) else None
-        raw_name = environ.get("HTTP_MCP_NAME")
-        if raw_name is None or decode_header(raw_name.strip()) != body_name:
-            raise mismatch("Mcp-Name", raw_name, body_name, request_id)
+        check_header(environ, "Mcp-Name", body_name, request_id, decode_header)
 
 
-def mismatch(header: str, value: str | None, body: Any, request_id: Any) -> HttpRefusal:
-    said = "missing" if value is None else f"{value.strip()!r}"
-    return HttpRefusal(400, f"Header mismatch: {header} header {said} does not match the body's {body!r}",
-                       request_id, ErrorCode.HEADER_MISMATCH)
+def check_header(environ: Mapping[str, Any], header: str, body: Any, request_id: Any,
+                 decode: Callable[[str], str | None] = str) -> None:
+    """HeaderMismatch unless the header, stripped (and decoded), is the value the body gives."""
+    value = environ.get("HTTP_" + header.upper().replace("-", "_"))
+    if value is None or decode(value.strip()) != body:
+        said = "missing" if value is None else f"{value.strip()!r}"
+        raise HttpRefusal(400, f"Header mismatch: {header} header {said} does not match the body's {body!r}",
+                          request_id, ErrorCode.HEADER_MISMATCH)
 
 
 def modern_result(method: str, result: dict[str, Any] | EncodedJson) -> dict[str, Any] | EncodedJson:
