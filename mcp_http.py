@@ -36,10 +36,9 @@ META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 SERVER_META = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
 NAME_SOURCES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # what Mcp-Name mirrors
 
-# Caching hints (server/utilities/caching). A reload (the data poll or SIGHUP) can swap the data at
-# any moment, so a result built from the data is stale at once (0: ask again); the lists of tools,
-# prompts and templates do not depend on the data (only a new server build changes them). Every
-# result is the same for every caller (public, read-only data): "public".
+# Caching hints (server/utilities/caching; docs/mcp.md): a reload can swap the data at any moment, so a
+# result built from it is stale at once (0); the lists of tools, prompts and templates change only with
+# a new server build. Every result is the same for every caller (public, read-only data): "public".
 STATIC_TTL_MS = 3_600_000
 CACHE_TTL_MS = {"tools/list": STATIC_TTL_MS, "prompts/list": STATIC_TTL_MS,
                 "resources/templates/list": STATIC_TTL_MS,
