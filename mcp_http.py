@@ -56,16 +56,15 @@ def header_version(environ: Mapping[str, Any]) -> str | None:
     return None if value is None else value.strip()
 
 
-def request_meta(message: Message) -> Mapping[str, Any] | None:
+def request_meta(message: Message) -> Mapping[str, Any]:
     params = message.params if isinstance(message, (RpcRequest, RpcNotification)) else None
     meta = params.get("_meta") if isinstance(params, dict) else None
-    return meta if isinstance(meta, dict) else None
+    return meta if isinstance(meta, dict) else {}
 
 
 def is_modern(environ: Mapping[str, Any], message: Message) -> bool:
     """Whether a message is 2026-07-28: its _meta names a version, or its header is 2026-07-28."""
-    meta = request_meta(message)
-    return (meta is not None and META_VERSION in meta) or header_version(environ) == MODERN_VERSION
+    return META_VERSION in request_meta(message) or header_version(environ) == MODERN_VERSION
 
 
 def decode_header(value: str) -> str | None:
@@ -91,7 +90,7 @@ def check_modern_request(environ: Mapping[str, Any], message: RpcRequest, method
             if method in ("initialize", "ping", "logging/setLevel", "resources/subscribe") else ""
         raise HttpRefusal(404, f"Method not found: {method}{gone}", request_id, ErrorCode.METHOD_NOT_FOUND,
                           data={"method": method})
-    meta = request_meta(message) or {}
+    meta = request_meta(message)
     version = meta.get(META_VERSION)
     if not isinstance(version, str):
         raise HttpRefusal(400, f"Invalid params: params._meta must carry {META_VERSION} (a string) and "
