@@ -1,31 +1,13 @@
 """MCP over HTTP at POST /mcp: the 2026-07-28 stateless requests beside the 2025 sessions.
 
 `McpEndpoint(app).handle(environ) -> (status, headers, body)` around the pure
-`mcp_rpc.McpServer`. For every POST: Origin (403), Content-Type (415), Accept (406)
-and body size (413), then the era of the message (MCP 2026-07-28 basic/versioning,
-"a dual-era server selects its behavior from how the client opens"):
-
-* 2026-07-28: a request whose `params._meta` names a protocol version
-  (`io.modelcontextprotocol/protocolVersion`) or whose `MCP-Protocol-Version` header is
-  2026-07-28. Served statelessly: no initialize, no session (an `Mcp-Session-Id` is
-  ignored), any replica can answer it. Checked in this order (`check_modern_request`):
-  a method this revision does not have (`initialize`, `ping`, `logging/setLevel`,
-  `resources/subscribe`, unknown ones) is 404 -32601; `_meta` without the version is 400
-  -32602; `MCP-Protocol-Version` missing or not the `_meta` version is 400 -32020
-  (HeaderMismatch); a version other than 2026-07-28 is 400 -32022 with `data.supported`
-  (every version we speak, the 2025 ones included, so a client falls back to initialize)
-  and `data.requested`; `_meta` without the client capabilities is 400 -32602; `Mcp-Method`
-  missing or not the method, and `Mcp-Name` missing or not `params.name` / `params.uri`
-  (for tools/call, prompts/get, resources/read; the `=?base64?...?=` form decoded first)
-  are 400 -32020. Every result gets `resultType: "complete"` and our serverInfo in
-  `_meta`; the cacheable ones (server/discover and the lists, resources/read) get `ttlMs`
-  and `cacheScope` (`CACHE_TTL_MS`). Method errors (unknown tool, resource not found:
-  -32602 with `data.uri`) are answered 200, as in a session. Transport refusals of our
-  own use -32600 instead of the legacy -32000 (the revision reserves -32000..-32019 for
-  old implementations). Notifications are accepted (202) and ignored.
-* Anything else is 2025 (2025-11-25, 2025-06-18, 2025-03-26), exactly as before:
-  `initialize` starts a session under the version the client offered (mcp_rpc), every
-  other message needs its `Mcp-Session-Id`, DELETE ends it, refusals carry -32000.
+`mcp_rpc.McpServer`. Every POST is checked for Origin (403), Content-Type (415), Accept
+(406) and body size (413); then the message picks its era ("a dual-era server selects its
+behavior from how the client opens", MCP 2026-07-28 basic/versioning). A request whose
+`params._meta` names a protocol version, or whose `MCP-Protocol-Version` header is
+2026-07-28, is served statelessly (no initialize, no session: any replica can answer it)
+under the rules docs/mcp.md tables, checked in its order. Anything else is 2025:
+`initialize` starts a session, every other message needs its `Mcp-Session-Id`, DELETE ends it.
 """
 
 from __future__ import annotations
@@ -34,14 +16,13 @@ import base64
 import binascii
 import functools
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from werkzeug.datastructures import MIMEAccept
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected
 from werkzeug.http import parse_accept_header, parse_options_header
-from werkzeug.wsgi import get_content_length
+from werkzeug.wsgi import get_content_length, get_input_stream
 
 from mcp_rpc import (LEGACY_VERSIONS, MODERN_VERSION, SERVER_INFO, SUPPORTED_VERSIONS, EncodedJson, ErrorCode,
                      McpServer, Message, RpcError, RpcNotification, RpcRequest, RpcResponse, Session, SessionStore,
@@ -55,15 +36,19 @@ META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 SERVER_META = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
 NAME_SOURCES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # what Mcp-Name mirrors
 
-# Caching hints (server/utilities/caching). A reload (the data poll or SIGHUP) can swap the data at
-# any moment, so a result built from the data is stale at once (0: ask again); the lists of tools,
-# prompts and templates do not depend on the data (only a new server build changes them). Every
-# result is the same for every caller (public, read-only data): "public".
+# Caching hints (server/utilities/caching; docs/mcp.md): a reload can swap the data at any moment, so a
+# result built from it is stale at once (0); the lists of tools, prompts and templates change only with
+# a new server build. Every result is the same for every caller (public, read-only data): "public".
 STATIC_TTL_MS = 3_600_000
 CACHE_TTL_MS = {"tools/list": STATIC_TTL_MS, "prompts/list": STATIC_TTL_MS,
                 "resources/templates/list": STATIC_TTL_MS,
                 "server/discover": 0, "resources/list": 0, "resources/read": 0}
 _RESULT_FIELDS = {"resultType": "complete", "_meta": SERVER_META}
+_FIELDS_BY_METHOD = {method: {**_RESULT_FIELDS, "ttlMs": ttl, "cacheScope": "public"}
+                     for method, ttl in CACHE_TTL_MS.items()}
+# The same fields encoded once, as an object's head to splice in front of a pre-encoded result's members.
+_HEADS = {method: encode_message(fields)[:-1] for method, fields in _FIELDS_BY_METHOD.items()}
+_HEAD = encode_message(_RESULT_FIELDS)[:-1]
 
 
 def header_version(environ: Mapping[str, Any]) -> str | None:
@@ -71,16 +56,15 @@ def header_version(environ: Mapping[str, Any]) -> str | None:
     return None if value is None else value.strip()
 
 
-def request_meta(message: Message) -> Mapping[str, Any] | None:
+def request_meta(message: Message) -> Mapping[str, Any]:
     params = message.params if isinstance(message, (RpcRequest, RpcNotification)) else None
     meta = params.get("_meta") if isinstance(params, dict) else None
-    return meta if isinstance(meta, dict) else None
+    return meta if isinstance(meta, dict) else {}
 
 
 def is_modern(environ: Mapping[str, Any], message: Message) -> bool:
     """Whether a message is 2026-07-28: its _meta names a version, or its header is 2026-07-28."""
-    meta = request_meta(message)
-    return (meta is not None and META_VERSION in meta) or header_version(environ) == MODERN_VERSION
+    return META_VERSION in request_meta(message) or header_version(environ) == MODERN_VERSION
 
 
 def decode_header(value: str) -> str | None:
@@ -99,21 +83,19 @@ def decode_header(value: str) -> str | None:
 
 
 def check_modern_request(environ: Mapping[str, Any], message: RpcRequest, methods: Mapping[str, Any]) -> None:
-    """The 2026-07-28 request rules, in the order the module docstring gives; HttpRefusal on the first broken."""
+    """The 2026-07-28 request rules, in the order docs/mcp.md gives; HttpRefusal on the first broken."""
     request_id, method = message.id, message.method
     if method not in methods:
         gone = " (removed in 2026-07-28: send requests with _meta, no initialize)" \
             if method in ("initialize", "ping", "logging/setLevel", "resources/subscribe") else ""
         raise HttpRefusal(404, f"Method not found: {method}{gone}", request_id, ErrorCode.METHOD_NOT_FOUND,
                           data={"method": method})
-    meta = request_meta(message) or {}
+    meta = request_meta(message)
     version = meta.get(META_VERSION)
     if not isinstance(version, str):
         raise HttpRefusal(400, f"Invalid params: params._meta must carry {META_VERSION} (a string) and "
                                f"{META_CAPABILITIES} (an object)", request_id, ErrorCode.INVALID_PARAMS)
-    header = header_version(environ)
-    if header != version:
-        raise mismatch("MCP-Protocol-Version", header, version, request_id)
+    check_header(environ, "MCP-Protocol-Version", version, request_id)
     if version != MODERN_VERSION:
         legacy = f"; {version} is served through initialize and a session" if version in LEGACY_VERSIONS else ""
         raise HttpRefusal(400, f"Unsupported protocol version {version!r}{legacy}", request_id,
@@ -122,48 +104,43 @@ def check_modern_request(environ: Mapping[str, Any], message: RpcRequest, method
     if not isinstance(meta.get(META_CAPABILITIES), dict):
         raise HttpRefusal(400, f"Invalid params: params._meta must carry {META_CAPABILITIES} (an object)",
                           request_id, ErrorCode.INVALID_PARAMS)
-    raw_method = environ.get("HTTP_MCP_METHOD")
-    if raw_method is None or raw_method.strip() != method:
-        raise mismatch("Mcp-Method", raw_method, method, request_id)
+    check_header(environ, "Mcp-Method", method, request_id)
     if method in NAME_SOURCES:
         body_name = message.params.get(NAME_SOURCES[method]) if isinstance(message.params, dict) else None
-        raw_name = environ.get("HTTP_MCP_NAME")
-        if raw_name is None or decode_header(raw_name.strip()) != body_name:
-            raise mismatch("Mcp-Name", raw_name, body_name, request_id)
+        check_header(environ, "Mcp-Name", body_name, request_id, decode_header)
 
 
-def mismatch(header: str, value: str | None, body: Any, request_id: Any) -> HttpRefusal:
-    said = "missing" if value is None else f"{value.strip()!r}"
-    return HttpRefusal(400, f"Header mismatch: {header} header {said} does not match the body's {body!r}",
-                       request_id, ErrorCode.HEADER_MISMATCH)
+def check_header(environ: Mapping[str, Any], header: str, body: Any, request_id: Any,
+                 decode: Callable[[str], str | None] = str) -> None:
+    """HeaderMismatch unless the header, stripped (and decoded), is the value the body gives."""
+    value = environ.get("HTTP_" + header.upper().replace("-", "_"))
+    if value is None or decode(value.strip()) != body:
+        said = "missing" if value is None else f"{value.strip()!r}"
+        raise HttpRefusal(400, f"Header mismatch: {header} header {said} does not match the body's {body!r}",
+                          request_id, ErrorCode.HEADER_MISMATCH)
 
 
 def modern_result(method: str, result: dict[str, Any] | EncodedJson) -> dict[str, Any] | EncodedJson:
     """A result as 2026-07-28 writes it: resultType, serverInfo, and caching hints where the revision wants them."""
-    fields = _RESULT_FIELDS
-    if method in CACHE_TTL_MS:
-        fields = {**fields, "ttlMs": CACHE_TTL_MS[method], "cacheScope": "public"}
     if not isinstance(result, EncodedJson):
-        return {**result, **fields}
-    head = encode_message(fields)  # spliced in front of the pre-encoded result's members
-    return EncodedJson(head if result == b"{}" else head[:-1] + b"," + result[1:])
+        return {**result, **_FIELDS_BY_METHOD.get(method, _RESULT_FIELDS)}
+    head = _HEADS.get(method, _HEAD)
+    return EncodedJson(head + b"}" if result == b"{}" else head + b"," + result[1:])
 
 
 # --------------------------------------------------------------------------- HTTP transport
 
 
-class HttpRefusal(Exception):
-    """A request the transport refuses before dispatch: an HTTP status and a JSON-RPC error body."""
+class HttpRefusal(RpcError):
+    """A request the transport refuses before dispatch: a JSON-RPC error with its HTTP status and headers."""
 
     def __init__(self, status: int, message: str, request_id: Any = None, code: ErrorCode = ErrorCode.TRANSPORT,
                  headers: Sequence[tuple[str, str]] = (), data: Any = None):
-        super().__init__(message)
-        self.status, self.message, self.request_id, self.code, self.headers = status, message, request_id, code, headers
-        self.data = data
+        super().__init__(code, message, data, request_id)
+        self.status, self.headers = status, headers
 
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
-ALLOW = "DELETE, OPTIONS, POST"
 
 
 def origin_of(url: str, with_path: bool = False) -> str | None:
@@ -185,55 +162,36 @@ def origin_of(url: str, with_path: bool = False) -> str | None:
     return f"{parts.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
 
 
-@dataclass(frozen=True)
-class OriginPolicy:
-    """Origins allowed to call /mcp: the public base URL's, loopback on any port, and configured extras."""
-
-    exact: frozenset[str]
-    any_origin: bool = False
-
-    @classmethod
-    def from_config(cls, public_base_url: str, extra: str) -> "OriginPolicy":
-        values = [v.strip() for v in extra.split(",") if v.strip()]
-        exact = {o for o in (origin_of(url, with_path=True) for url in [public_base_url, *values]) if o}
-        return cls(frozenset(exact), "*" in values)
-
-    def allows(self, origin: str) -> bool:
-        normal = origin_of(origin)
-        if self.any_origin:
-            return origin.strip() != "null"
-        return normal is not None and (normal in self.exact or urlsplit(normal).hostname in LOOPBACK_HOSTS)
-
-
-@dataclass
 class McpEndpoint:
     """POST/DELETE /mcp for the app: transport rules around `McpServer`."""
 
-    app: Any
-    clock: Callable[[], float] = time.monotonic
-    server: McpServer = field(init=False)
-    sessions: SessionStore = field(init=False)
-    origins: OriginPolicy = field(init=False)
-    max_body: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        config = self.app.config
-        self.server = McpServer(self.app)
-        self.sessions = SessionStore(config.mcp_max_sessions, config.mcp_session_idle, self.clock)
-        self.origins = OriginPolicy.from_config(config.public_base_url, config.mcp_allowed_origins)
+    def __init__(self, app: Any, clock: Callable[[], float] = time.monotonic):
+        config = app.config
+        self.server = McpServer(app)
+        self.sessions = SessionStore(config.mcp_max_sessions, config.mcp_session_idle, clock)
         self.max_body = config.max_body
+        # Origins allowed to call /mcp: the public base URL's, loopback on any port, and configured extras.
+        extra = [v.strip() for v in config.mcp_allowed_origins.split(",") if v.strip()]
+        self.origins = {o for o in (origin_of(url, with_path=True) for url in [config.public_base_url, *extra]) if o}
+        self.any_origin = "*" in extra
+
+    def allows_origin(self, origin: str) -> bool:
+        if self.any_origin:
+            return origin.strip() != "null"
+        normal = origin_of(origin)
+        return normal is not None and (normal in self.origins or urlsplit(normal).hostname in LOOPBACK_HOSTS)
 
     def handle(self, environ: dict) -> Triple:
         try:
             origin = environ.get("HTTP_ORIGIN")
-            if origin is not None and not self.origins.allows(origin):
+            if origin is not None and not self.allows_origin(origin):
                 raise HttpRefusal(403, f"Origin {origin!r} is not allowed to use this MCP endpoint")
             if environ["REQUEST_METHOD"] == "POST":
                 return self.post(environ)
             if environ["REQUEST_METHOD"] == "DELETE":
                 return self.delete(environ)
             raise HttpRefusal(405, "Method not allowed: POST JSON-RPC messages here, DELETE ends a session "
-                                   "(this server offers no SSE stream)", headers=[("Allow", ALLOW)])
+                                   "(this server offers no SSE stream)", headers=[("Allow", "DELETE, OPTIONS, POST")])
         except HttpRefusal as refusal:
             code = refusal.code
             if code == ErrorCode.TRANSPORT and header_version(environ) == MODERN_VERSION:
@@ -245,7 +203,7 @@ class McpEndpoint:
 
     def post(self, environ: dict) -> Triple:
         check_content_type(environ.get("CONTENT_TYPE", ""))
-        check_accept(environ.get("HTTP_ACCEPT"))
+        check_accept(environ.get("HTTP_ACCEPT", ""))
         body = self.read_body(environ)
         try:
             message = classify(parse(body))
@@ -284,97 +242,67 @@ class McpEndpoint:
         return json_response(reply, 200)
 
     def read_body(self, environ: dict) -> bytes:
-        """At most max_body bytes: Content-Length is checked first, and the read itself is bounded."""
+        """At most max_body bytes: Content-Length is checked first, and the read itself is bounded (to
+        Content-Length, or to max_body + 1 on a stream the server terminates itself, as for chunked bodies)."""
         too_large = HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
         length = get_content_length(environ)
         if length is not None and length > self.max_body:
             raise too_large
-        if "wsgi.input_terminated" in environ:
-            # The server terminates the stream itself (chunked bodies): read to its EOF, bounded here.
-            try:
-                body = read_at_most(environ["wsgi.input"], self.max_body + 1)
-            except RequestEntityTooLarge:  # server.py's own bound on the stream went first
-                raise too_large from None
-            if len(body) > self.max_body:
-                raise too_large
-            return body
-        if length is None:
-            return b""  # no length and no terminated stream: nothing can be read safely (as werkzeug does)
-        body = read_at_most(environ["wsgi.input"], length)
-        if len(body) < length:
-            raise HttpRefusal(400, "Request body ended before Content-Length bytes")
+        try:
+            body = get_input_stream(environ, max_content_length=self.max_body + 1).read()
+        except ClientDisconnected:
+            raise HttpRefusal(400, "Request body ended before Content-Length bytes") from None
+        if len(body) > self.max_body:
+            raise too_large
         return body
 
     # ----------------------------------------------------------------- sessions
 
     def session_for(self, environ: dict, request_id: Any) -> Session:
-        check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), request_id)
-        session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
-        if not session_id:
-            raise HttpRefusal(400, "Missing Mcp-Session-Id header: send initialize first, then the session id "
-                                   "from its response on every request", request_id)
-        session = self.sessions.get(session_id)
+        session = self.sessions.get(session_header(environ, request_id, "send initialize first, then the session "
+                                                   "id from its response on every request"))
         if session is None:
             raise HttpRefusal(404, "Unknown or ended session: send initialize (without Mcp-Session-Id) to start "
                                    "a new one", request_id)
         return session
 
     def delete(self, environ: dict) -> Triple:
-        check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), None)
-        session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
-        if not session_id:
-            raise HttpRefusal(400, "Missing Mcp-Session-Id header: name the session to end")
-        if not self.sessions.end(session_id):
+        if not self.sessions.end(session_header(environ, None, "name the session to end")):
             raise HttpRefusal(404, "Unknown or ended session")
         return empty_response(204)
 
 
-def read_at_most(stream: Any, limit: int) -> bytes:
-    """Read until EOF or `limit` bytes, whichever comes first (a read may return less than asked)."""
-    chunks, remaining = [], limit
-    while remaining > 0:
-        chunk = stream.read(min(remaining, 64 * 1024))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+def session_header(environ: dict, request_id: Any, missing: str) -> str:
+    """A 2025 message's Mcp-Session-Id, once its MCP-Protocol-Version (if any) is one initialize negotiates."""
+    version = header_version(environ)
+    if version is not None and version not in LEGACY_VERSIONS:
+        raise HttpRefusal(400, f"Unsupported MCP-Protocol-Version {version!r} in a session; supported: "
+                               f"{', '.join(LEGACY_VERSIONS)} (2026-07-28 needs no session: send its _meta)",
+                          request_id)
+    session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
+    if not session_id:
+        raise HttpRefusal(400, f"Missing Mcp-Session-Id header: {missing}", request_id)
+    return session_id
 
 
-# A client sends the same Content-Type and Accept on every request: parsing them is
-# a large share of a small call, so the verdicts are cached (bounded: headers are client input).
-
-
-@functools.lru_cache(maxsize=256)
-def is_json_content_type(value: str) -> bool:
-    mimetype, options = parse_options_header(value)
-    return mimetype.lower() == "application/json" and options.get("charset", "utf-8").lower() in ("utf-8", "utf8")
+# A client sends the same Content-Type and Accept on every request: parsing them is a large share of
+# a small call, so a value that passes is remembered (bounded: headers are client input; a refusal raises,
+# which lru_cache does not keep).
 
 
 @functools.lru_cache(maxsize=256)
-def accepts_json(value: str) -> bool:
-    """Lenient: an empty Accept, */*, application/* or application/json will do (SSE is never used)."""
-    return not value or parse_accept_header(value, MIMEAccept).quality("application/json") > 0
-
-
 def check_content_type(value: str) -> None:
-    if not is_json_content_type(value):
+    mimetype, options = parse_options_header(value)
+    if mimetype.lower() != "application/json" or options.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
         raise HttpRefusal(415, "Content-Type must be application/json (UTF-8)")
 
 
-def check_accept(value: str | None) -> None:
-    """No Accept at all will do too."""
-    if value is not None and not accepts_json(value):
+@functools.lru_cache(maxsize=256)
+def check_accept(value: str) -> None:
+    """Lenient: no or an empty Accept, */*, application/* or application/json will do (SSE is never used)."""
+    if value and parse_accept_header(value, MIMEAccept).quality("application/json") <= 0:
         raise HttpRefusal(406, "This endpoint answers application/json; include it in Accept "
                                "(MCP clients send: application/json, text/event-stream)")
-
-
-def check_protocol_header(value: str | None, request_id: Any) -> None:
-    """A 2025 session's header: one of the versions initialize negotiates (a 2026-07-28 one goes elsewhere)."""
-    if value is not None and value.strip() not in LEGACY_VERSIONS:
-        raise HttpRefusal(400, f"Unsupported MCP-Protocol-Version {value.strip()!r} in a session; supported: "
-                               f"{', '.join(LEGACY_VERSIONS)} (2026-07-28 needs no session: send its _meta)",
-                          request_id)
 
 
 MCP_HEADERS = [("Cache-Control", "no-store"), ("Access-Control-Allow-Origin", "*"),

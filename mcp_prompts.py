@@ -5,10 +5,9 @@ results the practitioner, service and aspect prompts embed as they are. Errors a
 `PromptError` values, answered as -32602 by `McpServer.handle` (MCP server/prompts and
 server/utilities/completion: unknown prompt, missing or invalid argument).
 
-Completion matches a typed prefix case- and accent-insensitively with the search filters'
-name rule (`dataset.fold_name`): a value is offered when one of its names (id, name or
-label), or a word of one, starts with the folded prefix. At most 100 values, with `total`
-and `hasMore`.
+Completion offers a value when one of its names (id, name or label), or a word of one, starts
+with the typed prefix, case- and accent-insensitively as the search's name filters compare
+(`dataset.fold_name`).
 """
 
 from __future__ import annotations
@@ -17,10 +16,10 @@ import json
 from dataclasses import dataclass
 from datetime import date, timedelta
 from heapq import merge
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlencode
 
-from dataset import Dataset, fold_name
+from dataset import Dataset, fold_name, folded_names
 from search import InvalidParams, run_search, search_result_json, validate_date
 
 MAX_COMPLETIONS = 100  # the spec's cap on `values`
@@ -36,7 +35,7 @@ class Argument:
     title: str
     description: str
     required: bool = False
-    completes: str | None = None  # the kind of thing it names (a key of Completer.kinds), if any
+    completes: str | None = None  # the kind of thing it names (see `candidates`), if any
 
     def definition(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "description": self.description, "required": self.required}
@@ -112,6 +111,8 @@ def render_digest(context: PromptContext, args: Mapping[str, str]) -> list[dict[
 
 
 def render_reply(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
+    from mcp_rpc import encode_message  # mcp_rpc imports this module: import at call time
+
     dataset = context.dataset
     review_id = args["review_id"].strip().upper()  # ULIDs are case-insensitive
     position = dataset.position_of.get(review_id)
@@ -130,7 +131,7 @@ def render_reply(context: PromptContext, args: Mapping[str, str]) -> list[dict[s
                   "problem they raise without arguing or making excuses, say what the clinic will do, and invite "
                   f"them to call {business.get('telephone') or 'the clinic'} to talk it over. Never confirm that "
                   "they are a patient or mention any health details (privacy). 60 to 120 words, warm and plain. "
-                  f"What the analysis found in the review: {_json_text(mentions)}."),
+                  f"What the analysis found in the review: {encode_message(mentions).decode('utf-8')}."),
     ]
 
 
@@ -139,9 +140,16 @@ def render_entity(tool: str, argument: str, subject: str, key: str, optional: Se
     """A prompt over one practitioner, service or aspect (`key` in the tool's result): its result as data."""
 
     def render(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
+        from mcp_rpc import ToolError, encoded  # mcp_rpc imports this module: import at call time
+
         tool_args: dict[str, Any] = {argument: args[argument], "limit": 20}
         tool_args.update({k: args[k] for k in optional if args.get(k)})
-        data = _tool_result(context, tool, tool_args)
+        try:
+            data = encoded(context.run_tool(tool, context.dataset, tool_args))
+        except ToolError as exc:
+            raise PromptError(str(exc), {"tool": tool}) from None
+        except InvalidParams as exc:
+            raise PromptError("; ".join(i["message"] for i in exc.issues), {"issues": exc.issues}) from None
         record = json.loads(data)[key]
         return [
             user_text(f"Review how patients of {business_line(context.dataset)} experience {subject} "
@@ -156,17 +164,6 @@ def render_entity(tool: str, argument: str, subject: str, key: str, optional: Se
     return render
 
 
-def _tool_result(context: PromptContext, tool: str, args: dict[str, Any]) -> bytes:
-    from mcp_rpc import ToolError, encoded  # mcp_rpc imports this module: import at call time
-
-    try:
-        return encoded(context.run_tool(tool, context.dataset, args))
-    except ToolError as exc:
-        raise PromptError(str(exc), {"tool": tool}) from None
-    except InvalidParams as exc:
-        raise PromptError("; ".join(i["message"] for i in exc.issues), {"issues": exc.issues}) from None
-
-
 def _date_arg(args: Mapping[str, str], name: str) -> str | None:
     value = args.get(name, "").strip()
     if not value:
@@ -175,12 +172,6 @@ def _date_arg(args: Mapping[str, str], name: str) -> str | None:
         return validate_date(name, value)
     except InvalidParams as exc:
         raise PromptError(exc.issues[0]["message"], {"argument": name}) from None
-
-
-def _json_text(value: Any) -> str:
-    from mcp_rpc import encode_message
-
-    return encode_message(value).decode("utf-8")
 
 
 PERIOD_ARGS = (
@@ -249,37 +240,28 @@ def get_prompt(context: PromptContext, params: Mapping[str, Any]) -> dict[str, A
 # --------------------------------------------------------------------------- completion
 
 
-def matches(prefix: str, names: Iterable[str]) -> bool:
-    """Whether one of `names` (already folded), or a word of one, starts with `prefix` (folded)."""
-    return any(name.startswith(prefix) or f" {prefix}" in f" {name}" for name in names)
-
-
 def complete_names(prefix: str, candidates: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
-    """The values of (value, raw names) candidates whose names match `prefix` by the search's name rule."""
+    """The values of (value, folded names) candidates with a name, or a word of one, starting with `prefix` folded."""
     folded = fold_name(prefix)
-    return [value for value, names in candidates if matches(folded, [fold_name(n) for n in names if n])]
+    return [value for value, names in candidates
+            if any(name.startswith(folded) or f" {folded}" in f" {name}" for name in names)]
 
 
-def review_ids(dataset: Dataset, prefix: str) -> list[str]:
-    """Every review id starting with `prefix` (upper case), newest first (position_of is in position order)."""
-    return [review_id for review_id in dataset.position_of if review_id.startswith(prefix)]
-
-
-def unanswered_low_rated(dataset: Dataset, prefix: str) -> list[str]:
-    """Ids starting with `prefix` of the reviews of at most LOW_RATING stars without an owner reply, newest first."""
+def unanswered_low_rated(dataset: Dataset) -> Iterator[str]:
+    """Ids of the reviews of at most LOW_RATING stars without an owner reply, newest first."""
     ids, replied = dataset.ids, dataset.replied_positions
     positions = merge(*(dataset.positions_by_rating.get(star, ()) for star in range(1, LOW_RATING + 1)))
-    return [ids[p] for p in positions if p not in replied and ids[p].startswith(prefix)]
+    return (ids[p] for p in positions if p not in replied)
 
 
 def candidates(kind: str, dataset: Dataset) -> Iterable[tuple[str, Sequence[str]]]:
-    """(completion value, the names it can be typed as) for one kind of argument."""
-    if kind == "technician":
-        return ((t["name"], (t["id"], t["name"], t.get("label", ""))) for t in dataset.technicians.values())
+    """(completion value, the folded names it can be typed as) for one kind of argument."""
+    if kind == "technician":  # the Dataset folds their names once, for the search's filters
+        return ((dataset.technicians[tid]["name"], names) for tid, names in dataset.technician_names)
     if kind == "service":
-        return ((s["label"], (s["id"], s["label"])) for s in dataset.business["services"])
+        return ((s["label"], names) for s, names in folded_names(dataset.business["services"], ("id", "label")))
     if kind == "aspect":
-        return ((a["label"], (a["id"], a["label"])) for a in dataset.insights_doc["aspects"])
+        return ((a["label"], names) for a, names in folded_names(dataset.insights_doc["aspects"], ("id", "label")))
     return ((s, (s,)) for s in ("positive", "neutral", "negative"))  # "sentiment"
 
 
@@ -297,12 +279,12 @@ def complete(dataset: Dataset, template_uri: str, params: Mapping[str, Any]) -> 
     kind = argument_kind(ref, argument["name"], template_uri)
     if kind is None:
         return completion([])  # an argument that names nothing in the data (a date) has no completions
-    prefix = argument["value"]
-    if kind == "review":  # ids (ULIDs, upper case): a case-insensitive prefix, no words to fold
-        return completion(review_ids(dataset, prefix.strip().upper()))
-    if kind == "reply_review":
-        return completion(unanswered_low_rated(dataset, prefix.strip().upper()))
-    return completion(complete_names(prefix, candidates(kind, dataset)))
+    if kind in ("review", "reply_review"):  # ids (ULIDs, upper case): a case-insensitive prefix, no words to fold
+        prefix = argument["value"].strip().upper()
+        # Newest first, both: position_of is in position order.
+        ids = dataset.position_of if kind == "review" else unanswered_low_rated(dataset)
+        return completion([review_id for review_id in ids if review_id.startswith(prefix)])
+    return completion(complete_names(argument["value"], candidates(kind, dataset)))
 
 
 def argument_kind(ref: Mapping[str, Any], name: str, template_uri: str) -> str | None:

@@ -300,6 +300,11 @@ class CountingStream(io.BytesIO):
         self.consumed += len(data)
         return data
 
+    def readinto(self, buffer) -> int:  # what werkzeug's LimitedStream calls when the stream has it
+        count = super().readinto(buffer)
+        self.consumed += count
+        return count
+
 
 
 # --------------------------------------------------------------------------- Origin

@@ -198,7 +198,8 @@ NAME_TEXT = st.text(alphabet="aeioAEIOéÉíñ -.", max_size=12)
 @example(prefix="", names=["x"])
 @example(prefix=" - ", names=["a b"])
 def test_completion_matches_the_plain_rule(prefix, names):
-    assert mcp_prompts.complete_names(prefix, [("v", names)]) == (["v"] if reference_matches(prefix, names) else [])
+    folded = [fold_name(n) for n in names if n]  # as the Dataset folds a record's names (dataset.folded_names)
+    assert mcp_prompts.complete_names(prefix, [("v", folded)]) == (["v"] if reference_matches(prefix, names) else [])
 
 
 # --------------------------------------------------------------------------- header values (2026-07-28)
