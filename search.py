@@ -349,8 +349,3 @@ def since_result_json(dataset: Dataset, since: str) -> bytes:
     positions = since_positions(dataset, since)
     reviews = dataset.reviews_json_range(positions.start, positions.stop)
     return b'{"since":"%s","count":%d,"reviews":[%s]}' % (since.encode(), len(positions), reviews)
-
-
-def since_result(dataset: Dataset, since: str) -> dict[str, Any]:
-    positions = since_positions(dataset, since)
-    return {"since": since, "count": len(positions), "reviews": [dataset.reviews[p] for p in positions]}
