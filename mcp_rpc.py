@@ -67,7 +67,7 @@ from urllib.parse import urljoin
 import mcp_prompts
 from dataset import SCHEMAS, Dataset, encode_json, folded_names, loads_data, named
 from mcp_prompts import REVIEW_PATH, PromptContext, PromptError
-from search import InvalidParams, SchemaError, SchemaValidator, run_search, search_result_json, since_positions
+from search import InvalidParams, SchemaValidator, run_search, search_result_json, since_positions
 
 log = logging.getLogger("reviewsd.mcp")
 
@@ -381,47 +381,6 @@ def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: S
     raise ToolError(f"Unknown {kind} {query!r}. Valid {kind}s: {choices}.")
 
 
-# --------------------------------------------------------------------------- argument validation
-
-
-_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string", "object": "an object"}
-
-
-def argument_issues(validator: SchemaValidator, arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every schema problem with tool arguments, in the API's `issues` shape (one per problem)."""
-    known = list(validator.schema.get("properties", {}))
-    issues = [
-        {"path": [name], "code": "unknown_parameter",
-         "message": f"unknown argument {name!r}; known: {', '.join(known) or 'none (pass {})'}"}
-        for name in arguments if name not in known
-    ]
-    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
-    for found in (_issue(e) for e in errors if e.validator != "additionalProperties"):
-        if all(found["path"] != i["path"] or found["code"] != i["code"] for i in issues):
-            issues.append(found)  # a bad date fails both pattern and format: say it once
-    return issues
-
-
-def _issue(error: SchemaError) -> dict[str, Any]:
-    name = str(error.absolute_path[0]) if error.absolute_path else ""
-    keyword, value, rule = error.validator, error.instance, error.validator_value
-    if keyword == "required":
-        missing = next((name for name in rule if name not in value), "?")
-        return {"path": [missing], "code": "required", "message": f"{missing} is required"}
-    messages = {
-        "type": lambda: f"{name} must be {_TYPE_WORDS.get(rule, rule)}, got {value!r}",
-        "minimum": lambda: f"{name} must be at least {rule}, got {value!r}",
-        "maximum": lambda: f"{name} must be at most {rule}, got {value!r}",
-        "format": lambda: f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}",
-        "pattern": lambda: f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}",
-        "enum": lambda: f"{name} must be one of {', '.join(map(str, rule))}, got {value!r}",
-        "minLength": lambda: f"{name} must not be empty",
-        "maxLength": lambda: f"{name} must be at most {rule} characters long",
-    }
-    code = "invalid_date" if keyword in ("format", "pattern") else keyword
-    return {"path": [name], "code": code, "message": messages.get(keyword, lambda: f"{name}: {error.message}")()}
-
-
 def issues_text(tool: str, issues: Iterable[Mapping[str, Any]]) -> str:
     lines = [f"- {i['message']}" for i in issues]
     return f"Invalid arguments for {tool}; fix these and call again:\n" + "\n".join(lines)
@@ -482,7 +441,7 @@ class Tools:
     def __init__(self) -> None:
         self.by_name: dict[str, Tool] = {tool.name: tool for tool in self._build()}
         self._validators = {
-            t.name: SchemaValidator(t.input_schema)
+            t.name: SchemaValidator(t.input_schema, noun="argument")
             for t in self.by_name.values() if t.validate
         }
 
@@ -490,7 +449,7 @@ class Tools:
         """Run a tool; InvalidParams or ToolError for arguments the model should fix."""
         tool = self.by_name[name]
         if tool.validate:
-            issues = argument_issues(self._validators[name], arguments)
+            issues = self._validators[name].issues(arguments)
             if issues:
                 raise InvalidParams(issues)
         return tool.run(dataset, arguments)
