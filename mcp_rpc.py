@@ -1,53 +1,22 @@
 """MCP server at POST /mcp: hand-rolled JSON-RPC 2.0, protocol 2026-07-28 (stateless) and the 2025 sessions.
 
-Three modules:
+A pure pipeline, `McpServer.dispatch(session, body) -> response dict | None`: parse, check the
+envelope (`classify`), look the method up, call it, wrap the result. No I/O; errors are `RpcError`
+values with named `ErrorCode`s, turned into JSON-RPC error objects in one place (`McpServer.handle`).
+Tools, resources and sessions live here, prompts and completion in mcp_prompts.py, the HTTP layer
+(Origin, media types, body size, sessions by header, the 2026-07-28 per-request rules) in
+mcp_http.py. Every tool and resource reads `app.store.current` when it is called, so after a data
+reload the next call sees the new data. Choices where the specifications leave room are listed
+in docs/internals.md ("MCP"); these two are decided here:
 
-* Here, a pure pipeline, `McpServer.dispatch(session, body) -> response dict | None`:
-  parse (`parse`), check the envelope (`classify`), look the method up, call it,
-  wrap the result. No I/O; errors are `RpcError` values with named `ErrorCode`s,
-  turned into JSON-RPC error objects in one place (`McpServer.handle`). The tools
-  and resources live here; prompts and completions in mcp_prompts.py.
-* mcp_http.py, the HTTP layer, `McpEndpoint(app).handle(environ) -> (status, headers, body)`:
-  Origin, media types, body size, the 2025 sessions and the 2026-07-28 per-request
-  rules (`_meta`, headers, status codes, caching hints). `attach(app)` installs it as `app.mcp`.
-
-Every tool and resource reads `app.store.current` when it is called, so after a
-data reload the next call sees the new data.
-
-Choices where the specifications leave room (also in the README):
-
-* Versions: 2026-07-28 is served statelessly (mcp_http.py says how a request is
-  told apart). Through `initialize`: 2025-11-25, 2025-06-18 and 2025-03-26; asking
-  for one of them gets it, any other value gets the newest, 2025-11-25. After
-  initialize, `MCP-Protocol-Version` must be one of the three (else 400); absent
-  means 2025-03-26. `initialize` itself is exempt from the header check.
-* Request ids are strings or integers. `null`, booleans and numbers with a
-  fraction or exponent (1.5, 1.0, 1e3) are -32600 Invalid Request (JSON-RPC says
-  ids SHOULD NOT have fractions; MCP forbids null).
-* HTTP status: a body that is not a readable JSON-RPC message (-32700, -32600)
-  is 400; a request that was read is answered 200, whether with a result or an
-  error (-32601, -32602, -32603, -32002); 2026-07-28 adds the statuses of its own
-  rules (mcp_http.py). In a 2025 session, transport refusals (400 missing
-  session or bad version header, 403 Origin, 404 session, 406, 413, 415)
-  carry a JSON-RPC error body with code -32000 and the request id when known.
-  Not from here: a Content-Length over max_body is refused by the HTTP server
-  (server.py) before the app, and methods other than POST and DELETE by the
-  app's router (405), both with the error body of every endpoint.
-  Every body is `application/json`; nothing is streamed (no SSE).
-* Tool errors: a `tools/call` whose request is malformed (params not an object,
-  name missing or unknown, arguments not an object) is -32602. Arguments that
-  fail the tool's inputSchema (wrong type, out of range, unknown key, impossible
-  date) and values that name nothing in the data (unknown review id, aspect,
-  technician or service) are tool execution errors: a result with
-  `isError: true` whose text lists every problem and the valid choices, so a
-  model can correct itself (DECISIONS.md: "a tool-level failure is a result
-  with isError"; MCP 2025-11-25 says the same of input validation errors).
-* Sessions live in memory, at most `mcp_max_sessions`; when full, expired
-  sessions go first, then the least recently used one (its client gets 404 and,
-  as the spec requires, initializes again). A session idle for
-  `mcp_session_idle` seconds ends. `initialize` must come without
-  `Mcp-Session-Id` (400 otherwise): it always starts a new session.
-* Unknown notifications are accepted (202) and ignored, as JSON-RPC requires.
+* Request ids are strings or integers. `null`, booleans and numbers with a fraction or exponent
+  (1.5, 1.0, 1e3) are -32600 Invalid Request (JSON-RPC says ids SHOULD NOT have fractions; MCP
+  forbids null).
+* Arguments that fail a tool's inputSchema, and values that name nothing in the data, are tool
+  execution errors: a result with `isError: true` whose text lists every problem and the valid
+  choices, so a model can correct itself (DECISIONS.md; MCP 2025-11-25 says the same of input
+  validation errors). A malformed `tools/call` (params not an object, name missing or unknown,
+  arguments not an object) is -32602.
 """
 
 from __future__ import annotations
