@@ -756,7 +756,7 @@ class McpServer:
             if method is None:
                 raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {message.method}",
                                {"method": message.method})
-            return result_response(message.id, method(session, message.params))
+            return result_response(message.id, method(session, object_params(message.params)))
         except RpcError as error:
             return error_response(message.id, error.code, error.message, error.data)
         except PromptError as error:
@@ -767,8 +767,7 @@ class McpServer:
 
     # ----------------------------------------------------------------- lifecycle
 
-    def initialize(self, session: Session, params: Any) -> dict[str, Any]:
-        params = object_params(params)
+    def initialize(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: protocolVersion must be a string",
@@ -782,13 +781,11 @@ class McpServer:
                 "serverInfo": SERVER_INFO, "instructions": self.instructions()}
 
     @staticmethod
-    def ping(session: Session, params: Any) -> dict[str, Any]:
-        object_params(params)
+    def ping(session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return {}
 
-    def discover(self, session: Session, params: Any) -> dict[str, Any]:
+    def discover(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         """server/discover (2026-07-28): versions, capabilities and instructions; mcp_http adds serverInfo."""
-        object_params(params)
         return {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": MODERN_CAPABILITIES,
                 "instructions": self.instructions()}
 
@@ -801,12 +798,11 @@ class McpServer:
 
     # ----------------------------------------------------------------- tools
 
-    def list_tools(self, session: Session, params: Any) -> dict[str, Any]:
-        _no_cursor(object_params(params))
+    def list_tools(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        _no_cursor(params)
         return {"tools": self.tool_list}
 
-    def call_tool(self, session: Session, params: Any) -> dict[str, Any] | EncodedJson:
-        params = object_params(params)
+    def call_tool(self, session: Session, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: name must be a string naming a tool",
@@ -829,8 +825,8 @@ class McpServer:
 
     # ----------------------------------------------------------------- resources
 
-    def list_resources(self, session: Session, params: Any) -> dict[str, Any]:
-        _no_cursor(object_params(params))
+    def list_resources(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        _no_cursor(params)
         payloads = self.app.store.current.payloads
         return {"resources": [
             {"uri": self.base_url + path, "name": name, "title": title, "description": description,
@@ -838,16 +834,16 @@ class McpServer:
             for path, (name, title, description) in RESOURCES.items()
         ]}
 
-    def list_resource_templates(self, session: Session, params: Any) -> dict[str, Any]:
-        _no_cursor(object_params(params))
+    def list_resource_templates(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        _no_cursor(params)
         return {"resourceTemplates": [{
             "uriTemplate": self.review_template, "name": "review", "title": "One review",
             "description": "A single review by its id (ULID), as served by GET /api/reviews/{id}.",
             "mimeType": "application/json",
         }]}
 
-    def read_resource(self, session: Session, params: Any) -> dict[str, Any]:
-        uri = object_params(params).get("uri")
+    def read_resource(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        uri = params.get("uri")
         if not isinstance(uri, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: uri must be a string")
         body = self._resource_body(uri)
@@ -869,16 +865,16 @@ class McpServer:
 
     # ----------------------------------------------------------------- prompts and completion (mcp_prompts)
 
-    def list_prompts(self, session: Session, params: Any) -> dict[str, Any]:
-        _no_cursor(object_params(params))
+    def list_prompts(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        _no_cursor(params)
         return {"prompts": self.prompt_list}
 
-    def get_prompt(self, session: Session, params: Any) -> dict[str, Any]:
+    def get_prompt(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         context = PromptContext(self.app.store.current.dataset, self.base_url, self.tools.call)
-        return mcp_prompts.get_prompt(context, object_params(params))
+        return mcp_prompts.get_prompt(context, params)
 
-    def complete(self, session: Session, params: Any) -> dict[str, Any]:
-        return mcp_prompts.complete(self.app.store.current.dataset, self.review_template, object_params(params))
+    def complete(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        return mcp_prompts.complete(self.app.store.current.dataset, self.review_template, params)
 
 
 def tool_result(structured: EncodedJson) -> EncodedJson:
