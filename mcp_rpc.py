@@ -209,8 +209,12 @@ def classify(value: Any) -> Message:
 
     if value.get("jsonrpc") != "2.0":
         raise invalid('"jsonrpc" must be exactly "2.0"')
-    if "method" not in value:
-        return _classify_response(value, invalid)
+    if "method" not in value:  # a response from the client
+        if ("result" in value) == ("error" in value):
+            raise invalid('a request needs "method"; a response needs exactly one of "result" and "error"')
+        if "id" not in value or not (value["id"] is None or valid_id(value["id"])):
+            raise invalid('a response needs an "id" that is a string, an integer or null')
+        return RpcResponse(value["id"])
     if not isinstance(value["method"], str):
         raise invalid('"method" must be a string')
     params = value.get("params")
@@ -221,14 +225,6 @@ def classify(value: Any) -> Message:
     if not valid_id(value["id"]):
         raise invalid('"id" must be a string or an integer (not null, a boolean or a fraction)')
     return RpcRequest(value["id"], value["method"], params)
-
-
-def _classify_response(value: dict, invalid: Callable[[str], RpcError]) -> RpcResponse:
-    if ("result" in value) == ("error" in value):
-        raise invalid('a request needs "method"; a response needs exactly one of "result" and "error"')
-    if "id" not in value or not (value["id"] is None or valid_id(value["id"])):
-        raise invalid('a response needs an "id" that is a string, an integer or null')
-    return RpcResponse(value["id"])
 
 
 def object_params(params: Any) -> dict[str, Any]:
