@@ -89,10 +89,6 @@ def error_response(request_id: Any, code: int, message: str, data: Any = None) -
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
-def result_response(request_id: Any, result: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "result": result}
-
-
 def encode_message(message: Any) -> bytes:
     """Compact UTF-8 JSON; \\u escapes when a string holds a lone surrogate (valid JSON, not UTF-8)."""
     try:
@@ -752,7 +748,7 @@ class McpServer:
             if method is None:
                 raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {message.method}",
                                {"method": message.method})
-            return result_response(message.id, method(session, object_params(message.params)))
+            return {"jsonrpc": "2.0", "id": message.id, "result": method(session, object_params(message.params))}
         except RpcError as error:
             return error_response(message.id, error.code, error.message, error.data)
         except PromptError as error:
