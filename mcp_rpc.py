@@ -369,6 +369,9 @@ class Tool:
 REVIEW, REVIEWS, INSIGHTS = "review.schema.json", "reviews.schema.json", "insights.schema.json"
 DATE_ARG = {"type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
 SENTIMENTS = ("positive", "neutral", "negative")
+# The members of insights.json that get_insights_summary returns as they are, beside the entities.
+SUMMARY_KEYS = ("generated_at", "review_count", "date_range", "overall_sentiment", "summary", "pull_quote", "topics",
+                "faq", "aspects")
 
 
 def _limit_arg(maximum: int, default: int, what: str) -> dict[str, Any]:
@@ -525,14 +528,8 @@ class Tools:
 
     @staticmethod
     def _summary_output_schema() -> dict[str, Any]:
-        def insights(name: str) -> dict[str, str]:
-            return ref(INSIGHTS, f"/properties/{name}")
-
         properties = {
-            "generated_at": insights("generated_at"), "review_count": insights("review_count"),
-            "date_range": insights("date_range"), "overall_sentiment": insights("overall_sentiment"),
-            "summary": insights("summary"), "pull_quote": insights("pull_quote"), "topics": insights("topics"),
-            "faq": insights("faq"), "aspects": insights("aspects"),
+            **{key: ref(INSIGHTS, f"/properties/{key}") for key in SUMMARY_KEYS},
             "technicians": ref(INSIGHTS, "/properties/entities/properties/technicians"),
             "services": ref(INSIGHTS, "/properties/entities/properties/services"),
         }
@@ -600,9 +597,7 @@ class Tools:
     @staticmethod
     def get_insights_summary(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
         doc = dataset.insights_doc
-        keys = ("generated_at", "review_count", "date_range", "overall_sentiment", "summary", "pull_quote",
-                "topics", "faq", "aspects")
-        return {**{k: doc[k] for k in keys}, "technicians": doc["entities"]["technicians"],
+        return {**{key: doc[key] for key in SUMMARY_KEYS}, "technicians": doc["entities"]["technicians"],
                 "services": doc["entities"]["services"]}
 
 
