@@ -648,14 +648,11 @@ class SessionStore:
         """The live session with this id (now marked as used), or None if unknown, ended or expired."""
         with self._lock:
             now = self.clock()
+            self._drop_expired(now)
             session = self._sessions.get(session_id)
-            if session is None:
-                return None
-            if now - session.last_used > self.idle_seconds:
-                del self._sessions[session_id]
-                return None
-            session.last_used = now
-            self._sessions.move_to_end(session_id)
+            if session is not None:
+                session.last_used = now
+                self._sessions.move_to_end(session_id)
             return session
 
     def end(self, session_id: str) -> bool:
