@@ -610,8 +610,6 @@ class Session:
 
     id: str = ""
     protocol_version: str = HEADER_DEFAULT_VERSION
-    client_info: Mapping[str, Any] | None = None
-    initialized: bool = False  # the client sent notifications/initialized
     last_used: float = 0.0
 
     @property
@@ -729,11 +727,7 @@ class McpServer:
 
         A result may be EncodedJson; `encode_response` writes the message, `decoded` parses it.
         """
-        if isinstance(message, RpcNotification):
-            if message.method == "notifications/initialized":
-                session.initialized = True
-            return None  # notifications/cancelled and unknown notifications need nothing from a read-only server
-        if isinstance(message, RpcResponse):
+        if not isinstance(message, RpcRequest):  # a notification or a client's response: nothing to answer or do
             return None
         method = (self.modern_methods if session.modern else self.methods).get(message.method)
         try:
@@ -760,7 +754,6 @@ class McpServer:
             if name in params and not isinstance(params[name], dict):
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Invalid params: {name} must be an object")
         session.protocol_version = requested if requested in LEGACY_VERSIONS else LATEST_VERSION
-        session.client_info = params.get("clientInfo")
         return {"protocolVersion": session.protocol_version, "capabilities": CAPABILITIES,
                 "serverInfo": SERVER_INFO, "instructions": self.instructions()}
 
