@@ -191,8 +191,8 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]
     stars = _allowed_ratings(params)
     needle = fold_text(params.query) if params.query is not None else None
     sources = _sources(dataset, params, stars, lo, hi)
-    if not sources and needle is None:
-        return _by_rating_only(dataset, stars, lo, hi, params.limit)
+    if not sources and needle is None:  # every review in the window matches, and the window is newest first
+        return hi - lo, list(range(lo, min(hi, lo + params.limit)))
     if needle is not None:
         sources.append(_text_source(dataset, needle, lo, hi, min((s.size for s in sources), default=hi - lo)))
     sources.sort(key=lambda source: source.size)
@@ -237,21 +237,9 @@ def _windowed(positions: Sequence[int], lo: int, hi: int) -> _Span:
     return _Span(positions, bisect.bisect_left(positions, lo), bisect.bisect_left(positions, hi))
 
 
-def _rating_spans(dataset: Dataset, stars: frozenset[int], lo: int, hi: int) -> list[_Span]:
-    return [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
-
-
 def _merged(spans: Sequence[_Span]) -> Iterator[int]:
     """The positions of several spans in order; one span needs no merge."""
     return iter(spans[0]) if len(spans) == 1 else heapq.merge(*spans)
-
-
-def _by_rating_only(dataset: Dataset, stars: frozenset[int], lo: int, hi: int, limit: int) -> tuple[int, list[int]]:
-    """No other filter: each rating's positions in the window are one span, counted without a loop."""
-    if stars == ALL_RATINGS:  # every review in the window matches, and the window is already newest first
-        return hi - lo, list(range(lo, min(hi, lo + limit)))
-    spans = _rating_spans(dataset, stars, lo, hi)
-    return sum(map(len, spans)), list(itertools.islice(_merged(spans), limit))
 
 
 def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: int, hi: int) -> list[_Source]:
@@ -260,7 +248,7 @@ def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: 
     ratings = dataset.ratings
     given = [params.mentions_technician, params.mentions_service]
     if stars != ALL_RATINGS and all(name is None for name in given):
-        spans = _rating_spans(dataset, stars, lo, hi)
+        spans = [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
         sources.append(_Source(sum(map(len, spans)), lambda: _merged(spans),
                                lambda pos: ratings[pos] in stars))
     # An entity source is cut from per-rating spans of the allowed ratings only, and
