@@ -734,7 +734,11 @@ class McpServer:
             if method is None:
                 raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {message.method}",
                                {"method": message.method})
-            return {"jsonrpc": "2.0", "id": message.id, "result": method(session, object_params(message.params))}
+            params = object_params(message.params)
+            if message.method.endswith("/list") and params.get("cursor") is not None:
+                # Every list fits in one page, so any cursor is one we never issued.
+                raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown cursor (every list has one page)")
+            return {"jsonrpc": "2.0", "id": message.id, "result": method(session, params)}
         except RpcError as error:
             return error_response(message.id, error.code, error.message, error.data)
         except PromptError as error:
@@ -776,7 +780,6 @@ class McpServer:
     # ----------------------------------------------------------------- tools
 
     def list_tools(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        _no_cursor(params)
         return {"tools": self.tool_list}
 
     def call_tool(self, session: Session, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
@@ -803,7 +806,6 @@ class McpServer:
     # ----------------------------------------------------------------- resources
 
     def list_resources(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        _no_cursor(params)
         payloads = self.app.store.current.payloads
         return {"resources": [
             {"uri": self.base_url + path, "name": name, "title": title, "description": description,
@@ -812,7 +814,6 @@ class McpServer:
         ]}
 
     def list_resource_templates(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        _no_cursor(params)
         return {"resourceTemplates": [{
             "uriTemplate": self.review_template, "name": "review", "title": "One review",
             "description": "A single review by its id (ULID), as served by GET /api/reviews/{id}.",
@@ -839,11 +840,9 @@ class McpServer:
             return None if position is None else snapshot.dataset.review_json(position)
         return None
 
-
     # ----------------------------------------------------------------- prompts and completion (mcp_prompts)
 
     def list_prompts(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        _no_cursor(params)
         return {"prompts": self.prompt_list}
 
     def get_prompt(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
@@ -862,12 +861,6 @@ def tool_result(structured: EncodedJson) -> EncodedJson:
 
 def tool_error(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
-
-
-def _no_cursor(params: Mapping[str, Any]) -> None:
-    """Every list fits in one page, so any cursor is one we never issued."""
-    if params.get("cursor") is not None:
-        raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown cursor (every list has one page)")
 
 
 def attach(app: Any, clock: Callable[[], float] = time.monotonic) -> Any:
