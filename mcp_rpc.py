@@ -141,13 +141,6 @@ def encode_response(response: Mapping[str, Any]) -> bytes:
     return b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encoded_id, result)
 
 
-def decoded(response: dict[str, Any] | None) -> dict[str, Any] | None:
-    """`response` with a pre-encoded result parsed: plain JSON values, as a client reads them."""
-    if response is None or not isinstance(response.get("result"), EncodedJson):
-        return response
-    return {**response, "result": json.loads(response["result"])}
-
-
 # --------------------------------------------------------------------------- envelope (pure)
 
 
@@ -720,12 +713,15 @@ class McpServer:
             message = classify(parse(body))
         except RpcError as error:
             return error.response()
-        return decoded(self.handle(session, message))
+        response = self.handle(session, message)
+        if response is not None and isinstance(response.get("result"), EncodedJson):
+            return {**response, "result": json.loads(response["result"])}  # as a client reads it
+        return response
 
     def handle(self, session: Session, message: Message) -> dict[str, Any] | None:
         """The one place where method errors become JSON-RPC error responses.
 
-        A result may be EncodedJson; `encode_response` writes the message, `decoded` parses it.
+        A result may be EncodedJson; `encode_response` writes the message, `dispatch` parses it.
         """
         if not isinstance(message, RpcRequest):  # a notification or a client's response: nothing to answer or do
             return None
