@@ -137,10 +137,8 @@ def decode_query_args(multi: Mapping[str, Sequence[str]]) -> dict[str, Any]:
         if len(values) > 1:
             issues.append(issue(name, "repeated_parameter", f"{name} is given {len(values)} times; give it once"))
             for value in values:  # and what is wrong with each, so every problem is listed at once
-                try:
-                    validate_search_args({name: _decode_value(declared, value)})
-                except InvalidParams as more:
-                    issues += [found for found in more.issues if found not in issues]
+                more = SEARCH_PARAMS_VALIDATOR.issues({name: _decode_value(declared, value)})
+                issues += [found for found in more if found not in issues]
             continue
         args[name] = _decode_value(declared, values[0])
     if issues:
