@@ -38,9 +38,6 @@ class SchemaValidator:
         self.noun = noun
         self._validator = jsonschema_rs.Draft202012Validator(schema, registry=REGISTRY, validate_formats=True)
 
-    def is_valid(self, instance: Any) -> bool:
-        return self._validator.is_valid(instance)
-
     def issues(self, args: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every problem with `args`, one issue each: unknown names first, then the schema's errors by path."""
         properties = self.schema.get("properties", {})
@@ -296,7 +293,7 @@ def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int])
     return b'{"matched":%d,"returned":%d,"reviews":[%s]}' % (matched, len(positions), reviews)
 
 
-_DATE = SchemaValidator({"type": "string", "format": "date"})
+_DATE = jsonschema_rs.Draft202012Validator({"type": "string", "format": "date"}, validate_formats=True)
 
 
 def validate_date(name: str, value: str) -> str:
