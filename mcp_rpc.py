@@ -29,7 +29,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urljoin
 
 
@@ -333,11 +333,6 @@ def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: S
     if found:
         raise ToolError(f"{query!r} matches several {kind}s: {choices}. Ask again with one id or full name.")
     raise ToolError(f"Unknown {kind} {query!r}. Valid {kind}s: {choices}.")
-
-
-def issues_text(tool: str, issues: Iterable[Mapping[str, Any]]) -> str:
-    lines = [f"- {i['message']}" for i in issues]
-    return f"Invalid arguments for {tool}; fix these and call again:\n" + "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- tools
@@ -794,7 +789,8 @@ class McpServer:
         try:
             structured = self.tools.call(name, dataset, arguments)
         except InvalidParams as exc:
-            return tool_error(issues_text(name, exc.issues))
+            lines = "".join(f"\n- {i['message']}" for i in exc.issues)
+            return tool_error(f"Invalid arguments for {name}; fix these and call again:{lines}")
         except ToolError as exc:
             return tool_error(str(exc))
         return tool_result(encoded(structured))
