@@ -362,8 +362,8 @@ SUMMARY_KEYS = ("generated_at", "review_count", "date_range", "overall_sentiment
                 "faq", "aspects")
 
 
-def _limit_arg(maximum: int, default: int, what: str) -> dict[str, Any]:
-    return {"description": f"Most {what} to return (0 to {maximum}, default {default}).",
+def _limit_arg(maximum: int, default: int) -> dict[str, Any]:
+    return {"description": f"Most reviews to return (0 to {maximum}, default {default}).",
             "type": "integer", "minimum": 0, "maximum": maximum, "default": default}
 
 
@@ -446,7 +446,7 @@ class Tools:
                  "(since/until). Use it for 'what's new since ...'. A date after the newest review gives count 0. "
                  "Example: {\"since\": \"2026-10-01\", \"limit\": 20}.",
                  _object_schema({"since": {**DATE_ARG, "description": "First date to include, YYYY-MM-DD."},
-                                 "limit": _limit_arg(500, 50, "reviews")}, ["since"]),
+                                 "limit": _limit_arg(500, 50)}, ["since"]),
                  self._since_output_schema(), self.get_reviews_since),
             Tool("get_aspect_sentiment", "Sentiment about one aspect",
                  "Returns what reviewers think about one aspect of the visit (e.g. pain relief, wait time, "
@@ -458,7 +458,7 @@ class Tools:
                                             "type": "string", "minLength": 1, "maxLength": 200},
                                  "sentiment": {"description": "Only reviews with this sentiment about the aspect.",
                                                "enum": list(SENTIMENTS)},
-                                 "limit": _limit_arg(20, 3, "reviews")}, ["aspect"]),
+                                 "limit": _limit_arg(20, 3)}, ["aspect"]),
                  _reviews_result("aspect", ref(INSIGHTS, "/$defs/aspect"),
                                  {"sentiment": {"oneOf": [{"enum": list(SENTIMENTS)}, {"type": "null"}]}}),
                  self.get_aspect_sentiment),
@@ -469,7 +469,7 @@ class Tools:
                  "works ('Patel'). An unknown name returns the valid ones. Example: {\"name\": \"Dr. Maya Patel\"}.",
                  _object_schema({"name": {"description": "Technician id, name or label (e.g. Dr. Maya Patel).",
                                           "type": "string", "minLength": 1, "maxLength": 200},
-                                 "limit": _limit_arg(20, 5, "reviews")}, ["name"]),
+                                 "limit": _limit_arg(20, 5)}, ["name"]),
                  _reviews_result("technician", ref(INSIGHTS, "/$defs/technician")),
                  self.get_technician),
             Tool("get_service", "One service",
@@ -479,7 +479,7 @@ class Tools:
                  "them. Example: {\"service\": \"spinal adjustment\", \"limit\": 3}.",
                  _object_schema({"service": {"description": "Service id or label (e.g. massage-therapy).",
                                              "type": "string", "minLength": 1, "maxLength": 200},
-                                 "limit": _limit_arg(20, 5, "reviews")}, ["service"]),
+                                 "limit": _limit_arg(20, 5)}, ["service"]),
                  _reviews_result("service", ref(REVIEWS, "/$defs/business/properties/services/items"),
                                  {"insights": {"oneOf": [ref(INSIGHTS, "/$defs/entity"),
                                                          {"type": "null"}]}}),
