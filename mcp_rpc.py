@@ -21,8 +21,10 @@ in docs/internals.md ("MCP"); these two are decided here:
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import operator
 import secrets
 import threading
 import time
@@ -233,10 +235,6 @@ _SCHEMA_BASE_URI = next(iter(SCHEMAS.values()))["$id"].rsplit("/", 1)[0] + "/"
 _DROPPED_KEYS = ("$id", "$schema", "$defs")
 
 
-def _pointer_parts(fragment: str) -> list[str]:
-    return [p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/")[1:]] if fragment else []
-
-
 def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict[str, Any]:
     """`node` with every `$ref` into schemas/ inlined as `#/$defs/<name>`, for clients that cannot fetch refs.
 
@@ -245,21 +243,6 @@ def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict
     """
     defs: dict[str, Any] = {}
     names: dict[tuple[str, str], str] = {}
-
-    def target(file: str, fragment: str) -> Any:
-        node: Any = SCHEMAS[file]
-        for part in _pointer_parts(fragment):
-            node = node[part]
-        return node
-
-    def include(file: str, fragment: str) -> str:
-        if (file, fragment) in names:
-            return names[(file, fragment)]
-        name = _def_name(file, fragment, set(defs))
-        names[(file, fragment)] = name
-        defs[name] = {}  # reserve the name first: a schema may refer to itself
-        defs[name] = rewrite(target(file, fragment), SCHEMAS[file]["$id"], top=True)
-        return name
 
     def rewrite(value: Any, base_uri: str, top: bool = False) -> Any:
         if isinstance(value, list):
@@ -270,11 +253,17 @@ def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict
         if "$ref" in value:
             uri, _, fragment = urljoin(base_uri, value["$ref"]).partition("#")
             file = _SCHEMA_BY_ID[uri]
-            if not _names_definition(fragment):
+            parts = [p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/")[1:]]
+            target = functools.reduce(operator.getitem, parts, SCHEMAS[file])
+            if parts and (len(parts) != 2 or parts[0] != "$defs"):
                 # A part of a schema (insights' `faq`, a business service): copied in place, not worth a name.
-                out.update(rewrite(target(file, fragment), SCHEMAS[file]["$id"]))
-            else:
-                out["$ref"] = "#/$defs/" + include(file, fragment)
+                out.update(rewrite(target, SCHEMAS[file]["$id"]))
+            else:  # a whole file or one of its `$defs`: a `$defs` entry of the bundle
+                if (file, fragment) not in names:
+                    name = names[file, fragment] = _def_name(file, parts, set(defs))
+                    defs[name] = {}  # reserve the name first: a schema may refer to itself
+                    defs[name] = rewrite(target, SCHEMAS[file]["$id"], top=True)
+                out["$ref"] = "#/$defs/" + names[file, fragment]
         for key, item in value.items():
             if key != "$ref" and not (top and key in _DROPPED_KEYS):
                 out[key] = rewrite(item, base_uri)
@@ -286,16 +275,10 @@ def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict
     return root
 
 
-def _names_definition(fragment: str) -> bool:
-    """Whether a ref names a whole file or one of its `$defs` (those become `$defs` of the bundle)."""
-    parts = _pointer_parts(fragment)
-    return not parts or (len(parts) == 2 and parts[0] == "$defs")
-
-
-def _def_name(file: str, fragment: str, taken: set[str]) -> str:
+def _def_name(file: str, parts: Sequence[str], taken: set[str]) -> str:
     """A readable `$defs` key: the file's stem for a whole file, else the definition's name."""
     stem = file.removesuffix(".schema.json").replace("-", "_")
-    name = _pointer_parts(fragment)[-1] if fragment else stem
+    name = parts[-1] if parts else stem
     candidate, n = name, 2
     if candidate in taken:
         candidate = f"{stem}_{name}"
