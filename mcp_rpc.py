@@ -76,9 +76,6 @@ class RpcError(Exception):
         super().__init__(message)
         self.code, self.message, self.data, self.request_id = code, message, data, request_id
 
-    def response(self) -> dict[str, Any]:
-        return error_response(self.request_id, self.code, self.message, self.data)
-
 
 class ToolError(Exception):
     """A tool execution error the model can fix; the message says how."""
@@ -690,7 +687,7 @@ class McpServer:
         try:
             message = classify(parse(body))
         except RpcError as error:
-            return error.response()
+            return error_response(error.request_id, error.code, error.message, error.data)
         response = self.handle(session, message)
         if response is not None and isinstance(response.get("result"), EncodedJson):
             return {**response, "result": json.loads(response["result"])}  # as a client reads it
