@@ -54,9 +54,6 @@ MODERN_CAPABILITIES = {**CAPABILITIES, "resources": {"listChanged": False}}  # 2
 READ_ONLY = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False, "destructiveHint": False}
 
 
-# --------------------------------------------------------------------------- errors
-
-
 class ErrorCode(IntEnum):
     PARSE_ERROR = -32700
     INVALID_REQUEST = -32600
@@ -300,21 +297,6 @@ def _object_schema(properties: Mapping[str, Any], required: Sequence[str] = ()) 
     return schema
 
 
-# --------------------------------------------------------------------------- name matching
-
-
-def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: Sequence[str],
-            describe: Callable[[Mapping[str, Any]], str]) -> Mapping[str, Any]:
-    """The record `query` names (dataset.named: the search's rule), else a ToolError listing the choices."""
-    found = named(query, folded_names(records, keys))
-    if len(found) == 1:
-        return found[0]
-    choices = "; ".join(describe(r) for r in (found or records)) or "none"
-    if found:
-        raise ToolError(f"{query!r} matches several {kind}s: {choices}. Ask again with one id or full name.")
-    raise ToolError(f"Unknown {kind} {query!r}. Valid {kind}s: {choices}.")
-
-
 # --------------------------------------------------------------------------- tools
 
 
@@ -367,6 +349,18 @@ def _newest(dataset: Dataset, fields: Mapping[str, Any], positions: Sequence[int
     return with_reviews({**fields, "matched": len(positions), "returned": len(chosen)}, reviews)
 
 
+def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: Sequence[str],
+            describe: Callable[[Mapping[str, Any]], str]) -> Mapping[str, Any]:
+    """The record `query` names (dataset.named: the search's rule), else a ToolError listing the choices."""
+    found = named(query, folded_names(records, keys))
+    if len(found) == 1:
+        return found[0]
+    choices = "; ".join(describe(r) for r in (found or records)) or "none"
+    if found:
+        raise ToolError(f"{query!r} matches several {kind}s: {choices}. Ask again with one id or full name.")
+    raise ToolError(f"Unknown {kind} {query!r}. Valid {kind}s: {choices}.")
+
+
 class Tools:
     """The nine read-only tools; each `run` takes the dataset current at call time."""
 
@@ -385,8 +379,6 @@ class Tools:
             if issues:
                 raise InvalidParams(issues)
         return tool.run(dataset, arguments)
-
-    # ----------------------------------------------------------------- definitions
 
     def _build(self) -> list[Tool]:
         return [
@@ -567,9 +559,6 @@ class Tools:
         doc = dataset.insights_doc
         return {**{key: doc[key] for key in SUMMARY_KEYS}, "technicians": doc["entities"]["technicians"],
                 "services": doc["entities"]["services"]}
-
-
-# --------------------------------------------------------------------------- sessions
 
 
 @dataclass
