@@ -38,7 +38,7 @@ from urllib.parse import urljoin
 import mcp_prompts
 from dataset import SCHEMAS, Dataset, encode_json, folded_names, loads_data, named
 from mcp_prompts import REVIEW_PATH, PromptContext, PromptError
-from search import InvalidParams, SchemaValidator, run_search, search_result_json, since_positions
+from search import InvalidParams, SchemaValidator, run_search, search_result_json
 
 log = logging.getLogger("reviewsd.mcp")
 
@@ -521,10 +521,10 @@ class Tools:
 
     @staticmethod
     def get_reviews_since(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
-        positions = since_positions(dataset, args["since"])
-        chosen = positions[: int(args.get("limit", 50))]
-        return with_reviews({"since": args["since"], "count": len(positions), "returned": len(chosen)},
-                            dataset.reviews_json_range(chosen.start, chosen.stop))
+        lo, hi = dataset.window(args["since"], None)
+        stop = min(hi, lo + int(args.get("limit", 50)))
+        return with_reviews({"since": args["since"], "count": hi - lo, "returned": stop - lo},
+                            dataset.reviews_json_range(lo, stop))
 
     def get_aspect_sentiment(self, dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
         aspect = resolve("aspect", args["aspect"], dataset.insights_doc["aspects"], ("id", "label"),

@@ -303,12 +303,6 @@ def validate_date(name: str, value: str) -> str:
     raise InvalidParams([issue(name, "invalid_date", f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}")])
 
 
-def since_positions(dataset: Dataset, since: str) -> range:
-    lo, hi = dataset.window(since, None)
-    return range(lo, hi)
-
-
 def since_result_json(dataset: Dataset, since: str) -> bytes:
-    positions = since_positions(dataset, since)
-    reviews = dataset.reviews_json_range(positions.start, positions.stop)
-    return b'{"since":"%s","count":%d,"reviews":[%s]}' % (since.encode(), len(positions), reviews)
+    lo, hi = dataset.window(since, None)
+    return b'{"since":"%s","count":%d,"reviews":[%s]}' % (since.encode(), hi - lo, dataset.reviews_json_range(lo, hi))
