@@ -212,15 +212,6 @@ def classify(value: Any) -> Message:
     return RpcRequest(value["id"], value["method"], params)
 
 
-def object_params(params: Any) -> dict[str, Any]:
-    """MCP methods take named parameters only."""
-    if params is None:
-        return {}
-    if not isinstance(params, dict):
-        raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: params must be an object")
-    return params
-
-
 # --------------------------------------------------------------------------- self-contained schemas
 
 
@@ -683,18 +674,17 @@ class McpServer:
         return response
 
     def handle(self, session: Session, message: Message) -> dict[str, Any] | None:
-        """The one place where method errors become JSON-RPC error responses.
-
-        A result may be EncodedJson; `encode_response` writes the message, `dispatch` parses it.
-        """
+        """The one place where method errors become JSON-RPC error responses; a result may be EncodedJson."""
         if not isinstance(message, RpcRequest):  # a notification or a client's response: nothing to answer or do
             return None
         method = (self.modern_methods if session.modern else self.methods).get(message.method)
+        params = {} if message.params is None else message.params
         try:
             if method is None:
                 raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {message.method}",
                                {"method": message.method})
-            params = object_params(message.params)
+            if not isinstance(params, dict):  # MCP methods take named parameters only
+                raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: params must be an object")
             if message.method.endswith("/list") and params.get("cursor") is not None:
                 # Every list fits in one page, so any cursor is one we never issued.
                 raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown cursor (every list has one page)")
