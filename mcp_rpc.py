@@ -486,8 +486,6 @@ class Tools:
         }
         return bundle_schema(_object_schema(properties, list(properties)))
 
-    # ----------------------------------------------------------------- implementations
-
     @staticmethod
     def get_business(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
         return {"business": dataset.business, "aggregate_rating": dataset.reviews_doc["aggregate_rating"]}
@@ -697,8 +695,6 @@ class McpServer:
             log.exception("MCP method %s failed", message.method, extra={"event": "mcp_internal_error"})
             return error_response(message.id, ErrorCode.INTERNAL_ERROR, "Internal error")
 
-    # ----------------------------------------------------------------- lifecycle
-
     def initialize(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
@@ -727,8 +723,6 @@ class McpServer:
                 "get_business; use search_reviews to find reviews (filters combine with AND, newest first) and "
                 "get_review for one review by id. Nothing can be changed through this server.")
 
-    # ----------------------------------------------------------------- tools
-
     def list_tools(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return {"tools": self.tool_list}
 
@@ -753,8 +747,6 @@ class McpServer:
         except ToolError as exc:
             return tool_error(str(exc))
         return tool_result(encoded(structured))
-
-    # ----------------------------------------------------------------- resources
 
     def list_resources(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         payloads = self.app.store.current.payloads
@@ -790,8 +782,6 @@ class McpServer:
             position = snapshot.dataset.position_of.get(path[len(REVIEW_PATH):])
             return None if position is None else snapshot.dataset.review_json(position)
         return None
-
-    # ----------------------------------------------------------------- prompts and completion (mcp_prompts)
 
     def list_prompts(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return {"prompts": self.prompt_list}
