@@ -554,7 +554,6 @@ class Tools:
 class Session:
     """What the server remembers about one client between requests."""
 
-    id: str = ""
     protocol_version: str = HEADER_DEFAULT_VERSION
     last_used: float = 0.0
 
@@ -575,8 +574,8 @@ class SessionStore:
         self._lock = threading.Lock()
 
     def add(self, session: Session) -> str:
-        """Give `session` a new random id and keep it, making room if the store is full."""
-        session.id = secrets.token_urlsafe(32)  # 43 visible ASCII characters, 256 bits
+        """Keep `session` under a new random id, making room if the store is full."""
+        session_id = secrets.token_urlsafe(32)  # 43 visible ASCII characters, 256 bits
         with self._lock:
             now = self.clock()
             self._drop_expired(now)
@@ -585,8 +584,8 @@ class SessionStore:
                 log.info("MCP session cap (%d) reached: ended the least recently used session %s…",
                          self.max_sessions, evicted[:8], extra={"event": "mcp_session_evicted"})
             session.last_used = now
-            self._sessions[session.id] = session
-        return session.id
+            self._sessions[session_id] = session
+        return session_id
 
     def get(self, session_id: str) -> Session | None:
         """The live session with this id (now marked as used), or None if unknown, ended or expired."""
