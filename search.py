@@ -1,10 +1,5 @@
-"""Searching a loaded dataset: parameters, validation and the indexed filter.
-
-`run_search(dataset, args)` is the one search function behind both
-`GET /api/reviews/search` and the MCP tool `search_reviews`: it validates the
-JSON-typed arguments against `schemas/search-params.schema.json` (the schema the
-OpenAPI document also publishes) and walks the dataset's indexes.
-"""
+"""Searching a loaded dataset: parameters, validation against `schemas/search-params.schema.json` (the schema
+the OpenAPI document also publishes) and the indexed filter. `run_search` is the one path for HTTP and MCP."""
 
 from __future__ import annotations
 
