@@ -6,17 +6,8 @@ values with named `ErrorCode`s, turned into JSON-RPC error objects in one place 
 Tools, resources and sessions live here, prompts and completion in mcp_prompts.py, the HTTP layer
 (Origin, media types, body size, sessions by header, the 2026-07-28 per-request rules) in
 mcp_http.py. Every tool and resource reads `app.store.current` when it is called, so after a data
-reload the next call sees the new data. Choices where the specifications leave room are listed
-in docs/internals.md ("MCP"); these two are decided here:
-
-* Request ids are strings or integers. `null`, booleans and numbers with a fraction or exponent
-  (1.5, 1.0, 1e3) are -32600 Invalid Request (JSON-RPC says ids SHOULD NOT have fractions; MCP
-  forbids null).
-* Arguments that fail a tool's inputSchema, and values that name nothing in the data, are tool
-  execution errors: a result with `isError: true` whose text lists every problem and the valid
-  choices, so a model can correct itself (DECISIONS.md; MCP 2025-11-25 says the same of input
-  validation errors). A malformed `tools/call` (params not an object, name missing or unknown,
-  arguments not an object) is -32602.
+reload the next call sees the new data. Choices where the specifications leave room: docs/internals.md
+("MCP"), `valid_id` (which request ids we take) and `McpServer.call_tool` (which errors are tool results).
 """
 
 from __future__ import annotations
@@ -176,7 +167,8 @@ def parse(body: bytes | Any) -> Any:
 
 
 def valid_id(value: Any) -> bool:
-    """Strings and integers; not null, booleans or numbers with a fraction (see the module docstring)."""
+    """Strings and integers. Not null (MCP forbids it), booleans, or numbers with a fraction or exponent
+    (1.5, 1.0, 1e3: JSON-RPC says ids SHOULD NOT have fractions): those are -32600 Invalid Request."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
@@ -726,6 +718,10 @@ class McpServer:
         return {"tools": self.tool_list}
 
     def call_tool(self, session: Session, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
+        """Arguments that fail the tool's inputSchema, and values that name nothing in the data, are tool execution
+        errors: a result with `isError: true` whose text lists every problem and the valid choices, so a model can
+        correct itself (DECISIONS.md; MCP 2025-11-25 says the same of input validation errors). A malformed
+        request (params not an object, name missing or unknown, arguments not an object) is -32602."""
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: name must be a string naming a tool",
