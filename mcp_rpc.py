@@ -8,6 +8,7 @@ Tools, resources and sessions live here, prompts and completion in mcp_prompts.p
 mcp_http.py. Every tool and resource reads `app.store.current` when it is called, so after a data
 reload the next call sees the new data. Choices where the specifications leave room: docs/internals.md
 ("MCP"), `valid_id` (which request ids we take) and `McpServer.call_tool` (which errors are tool results).
+In order below: errors and encoding, the envelope, self-contained schemas, tools, sessions, the dispatcher.
 """
 
 from __future__ import annotations
@@ -128,9 +129,6 @@ def encode_response(response: Mapping[str, Any]) -> bytes:
     return b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encoded_id, result)
 
 
-# --------------------------------------------------------------------------- envelope (pure)
-
-
 @dataclass(frozen=True)
 class RpcRequest:
     id: str | int
@@ -204,9 +202,6 @@ def classify(value: Any) -> Message:
     return RpcRequest(value["id"], value["method"], params)
 
 
-# --------------------------------------------------------------------------- self-contained schemas
-
-
 _SCHEMA_BY_ID = {schema["$id"]: name for name, schema in SCHEMAS.items()}
 _SCHEMA_BASE_URI = next(iter(SCHEMAS.values()))["$id"].rsplit("/", 1)[0] + "/"
 _DROPPED_KEYS = ("$id", "$schema", "$defs")
@@ -278,9 +273,6 @@ def _object_schema(properties: Mapping[str, Any], required: Sequence[str] = ()) 
     if required:
         schema["required"] = list(required)
     return schema
-
-
-# --------------------------------------------------------------------------- tools
 
 
 @dataclass(frozen=True)
@@ -605,9 +597,6 @@ class SessionStore:
             if now - oldest.last_used <= self.idle_seconds:
                 return
             self._sessions.popitem(last=False)
-
-
-# --------------------------------------------------------------------------- the dispatcher (pure)
 
 
 RESOURCES = {
