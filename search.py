@@ -104,13 +104,12 @@ class SearchParams:
 def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
     """Check decoded arguments against the search-parameter schema; all issues at once."""
     issues = SEARCH_PARAMS_VALIDATOR.issues(args)
-    known = {name: value for name, value in args.items() if name in SEARCH_PARAMS_SCHEMA["properties"]}
     bad = {i["path"][0] for i in issues}
-    if "since" in known and "until" in known and not bad & {"since", "until"} and known["since"] > known["until"]:
-        issues.append(issue("since", "date_order", f"since ({known['since']}) is after until ({known['until']})"))
+    if "since" in args and "until" in args and not bad & {"since", "until"} and args["since"] > args["until"]:
+        issues.append(issue("since", "date_order", f"since ({args['since']}) is after until ({args['until']})"))
     if issues:
         raise InvalidParams(issues)
-    return SearchParams(**{**known, "limit": int(known.get("limit", DEFAULT_LIMIT))})
+    return SearchParams(**{**args, "limit": int(args.get("limit", DEFAULT_LIMIT))})  # no issues: every name is known
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
