@@ -1,73 +1,36 @@
 """MCP server at POST /mcp: hand-rolled JSON-RPC 2.0, protocol 2026-07-28 (stateless) and the 2025 sessions.
 
-Three modules:
-
-* Here, a pure pipeline, `McpServer.dispatch(session, body) -> response dict | None`:
-  parse (`parse`), check the envelope (`classify`), look the method up, call it,
-  wrap the result. No I/O; errors are `RpcError` values with named `ErrorCode`s,
-  turned into JSON-RPC error objects in one place (`McpServer.handle`). The tools
-  and resources live here; prompts and completions in mcp_prompts.py.
-* mcp_http.py, the HTTP layer, `McpEndpoint(app).handle(environ) -> (status, headers, body)`:
-  Origin, media types, body size, the 2025 sessions and the 2026-07-28 per-request
-  rules (`_meta`, headers, status codes, caching hints). `attach(app)` installs it as `app.mcp`.
-
-Every tool and resource reads `app.store.current` when it is called, so after a
-data reload the next call sees the new data.
-
-Choices where the specifications leave room (also in the README):
-
-* Versions: 2026-07-28 is served statelessly (mcp_http.py says how a request is
-  told apart). Through `initialize`: 2025-11-25, 2025-06-18 and 2025-03-26; asking
-  for one of them gets it, any other value gets the newest, 2025-11-25. After
-  initialize, `MCP-Protocol-Version` must be one of the three (else 400); absent
-  means 2025-03-26. `initialize` itself is exempt from the header check.
-* Request ids are strings or integers. `null`, booleans and numbers with a
-  fraction or exponent (1.5, 1.0, 1e3) are -32600 Invalid Request (JSON-RPC says
-  ids SHOULD NOT have fractions; MCP forbids null).
-* HTTP status: a body that is not a readable JSON-RPC message (-32700, -32600)
-  is 400; a request that was read is answered 200, whether with a result or an
-  error (-32601, -32602, -32603, -32002); 2026-07-28 adds the statuses of its own
-  rules (mcp_http.py). In a 2025 session, transport refusals (400 missing
-  session or bad version header, 403 Origin, 404 session, 406, 413, 415)
-  carry a JSON-RPC error body with code -32000 and the request id when known.
-  Not from here: a Content-Length over max_body is refused by the HTTP server
-  (server.py) before the app, and methods other than POST and DELETE by the
-  app's router (405), both with the error body of every endpoint.
-  Every body is `application/json`; nothing is streamed (no SSE).
-* Tool errors: a `tools/call` whose request is malformed (params not an object,
-  name missing or unknown, arguments not an object) is -32602. Arguments that
-  fail the tool's inputSchema (wrong type, out of range, unknown key, impossible
-  date) and values that name nothing in the data (unknown review id, aspect,
-  technician or service) are tool execution errors: a result with
-  `isError: true` whose text lists every problem and the valid choices, so a
-  model can correct itself (DECISIONS.md: "a tool-level failure is a result
-  with isError"; MCP 2025-11-25 says the same of input validation errors).
-* Sessions live in memory, at most `mcp_max_sessions`; when full, expired
-  sessions go first, then the least recently used one (its client gets 404 and,
-  as the spec requires, initializes again). A session idle for
-  `mcp_session_idle` seconds ends. `initialize` must come without
-  `Mcp-Session-Id` (400 otherwise): it always starts a new session.
-* Unknown notifications are accepted (202) and ignored, as JSON-RPC requires.
+A pure pipeline, `McpServer.dispatch(session, body) -> response dict | None`: parse, check the
+envelope (`classify`), look the method up, call it, wrap the result. No I/O; errors are `RpcError`
+values with named `ErrorCode`s, turned into JSON-RPC error objects in one place (`McpServer.handle`).
+Tools, resources and sessions live here, prompts and completion in mcp_prompts.py, the HTTP layer
+(Origin, media types, body size, sessions by header, the 2026-07-28 per-request rules) in
+mcp_http.py. Every tool and resource reads `app.store.current` when it is called, so after a data
+reload the next call sees the new data. Choices where the specifications leave room: docs/internals.md
+("MCP"), `valid_id` (which request ids we take) and `McpServer.call_tool` (which errors are tool results).
+In order below: errors and encoding, the envelope, self-contained schemas, tools, sessions, the dispatcher.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import operator
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urljoin
 
 
 import mcp_prompts
 from dataset import SCHEMAS, Dataset, encode_json, folded_names, loads_data, named
 from mcp_prompts import REVIEW_PATH, PromptContext, PromptError
-from search import InvalidParams, SchemaError, SchemaValidator, run_search, search_result_json, since_positions
+from search import InvalidParams, SchemaValidator, run_search, search_result_json
 
 log = logging.getLogger("reviewsd.mcp")
 
@@ -81,9 +44,6 @@ CAPABILITIES = {"tools": {"listChanged": False}, "resources": {"subscribe": Fals
                 "prompts": {"listChanged": False}, "completions": {}}
 MODERN_CAPABILITIES = {**CAPABILITIES, "resources": {"listChanged": False}}  # 2026-07-28 removed resources/subscribe
 READ_ONLY = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False, "destructiveHint": False}
-
-
-# --------------------------------------------------------------------------- errors
 
 
 class ErrorCode(IntEnum):
@@ -105,9 +65,6 @@ class RpcError(Exception):
         super().__init__(message)
         self.code, self.message, self.data, self.request_id = code, message, data, request_id
 
-    def response(self) -> dict[str, Any]:
-        return error_response(self.request_id, self.code, self.message, self.data)
-
 
 class ToolError(Exception):
     """A tool execution error the model can fix; the message says how."""
@@ -118,10 +75,6 @@ def error_response(request_id: Any, code: int, message: str, data: Any = None) -
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
-
-
-def result_response(request_id: Any, result: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
 def encode_message(message: Any) -> bytes:
@@ -176,16 +129,6 @@ def encode_response(response: Mapping[str, Any]) -> bytes:
     return b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (encoded_id, result)
 
 
-def decoded(response: dict[str, Any] | None) -> dict[str, Any] | None:
-    """`response` with a pre-encoded result parsed: plain JSON values, as a client reads them."""
-    if response is None or not isinstance(response.get("result"), EncodedJson):
-        return response
-    return {**response, "result": json.loads(response["result"])}
-
-
-# --------------------------------------------------------------------------- envelope (pure)
-
-
 @dataclass(frozen=True)
 class RpcRequest:
     id: str | int
@@ -222,7 +165,8 @@ def parse(body: bytes | Any) -> Any:
 
 
 def valid_id(value: Any) -> bool:
-    """Strings and integers; not null, booleans or numbers with a fraction (see the module docstring)."""
+    """Strings and integers. Not null (MCP forbids it), booleans, or numbers with a fraction or exponent
+    (1.5, 1.0, 1e3: JSON-RPC says ids SHOULD NOT have fractions): those are -32600 Invalid Request."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
@@ -240,8 +184,12 @@ def classify(value: Any) -> Message:
 
     if value.get("jsonrpc") != "2.0":
         raise invalid('"jsonrpc" must be exactly "2.0"')
-    if "method" not in value:
-        return _classify_response(value, invalid)
+    if "method" not in value:  # a response from the client
+        if ("result" in value) == ("error" in value):
+            raise invalid('a request needs "method"; a response needs exactly one of "result" and "error"')
+        if "id" not in value or not (value["id"] is None or valid_id(value["id"])):
+            raise invalid('a response needs an "id" that is a string, an integer or null')
+        return RpcResponse(value["id"])
     if not isinstance(value["method"], str):
         raise invalid('"method" must be a string')
     params = value.get("params")
@@ -254,33 +202,9 @@ def classify(value: Any) -> Message:
     return RpcRequest(value["id"], value["method"], params)
 
 
-def _classify_response(value: dict, invalid: Callable[[str], RpcError]) -> RpcResponse:
-    if ("result" in value) == ("error" in value):
-        raise invalid('a request needs "method"; a response needs exactly one of "result" and "error"')
-    if "id" not in value or not (value["id"] is None or valid_id(value["id"])):
-        raise invalid('a response needs an "id" that is a string, an integer or null')
-    return RpcResponse(value["id"])
-
-
-def object_params(params: Any) -> dict[str, Any]:
-    """MCP methods take named parameters only."""
-    if params is None:
-        return {}
-    if not isinstance(params, dict):
-        raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: params must be an object")
-    return params
-
-
-# --------------------------------------------------------------------------- self-contained schemas
-
-
 _SCHEMA_BY_ID = {schema["$id"]: name for name, schema in SCHEMAS.items()}
 _SCHEMA_BASE_URI = next(iter(SCHEMAS.values()))["$id"].rsplit("/", 1)[0] + "/"
 _DROPPED_KEYS = ("$id", "$schema", "$defs")
-
-
-def _pointer_parts(fragment: str) -> list[str]:
-    return [p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/")[1:]] if fragment else []
 
 
 def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict[str, Any]:
@@ -292,21 +216,6 @@ def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict
     defs: dict[str, Any] = {}
     names: dict[tuple[str, str], str] = {}
 
-    def target(file: str, fragment: str) -> Any:
-        node: Any = SCHEMAS[file]
-        for part in _pointer_parts(fragment):
-            node = node[part]
-        return node
-
-    def include(file: str, fragment: str) -> str:
-        if (file, fragment) in names:
-            return names[(file, fragment)]
-        name = _def_name(file, fragment, set(defs))
-        names[(file, fragment)] = name
-        defs[name] = {}  # reserve the name first: a schema may refer to itself
-        defs[name] = rewrite(target(file, fragment), SCHEMAS[file]["$id"], top=True)
-        return name
-
     def rewrite(value: Any, base_uri: str, top: bool = False) -> Any:
         if isinstance(value, list):
             return [rewrite(v, base_uri) for v in value]
@@ -316,11 +225,17 @@ def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict
         if "$ref" in value:
             uri, _, fragment = urljoin(base_uri, value["$ref"]).partition("#")
             file = _SCHEMA_BY_ID[uri]
-            if not _names_definition(fragment):
+            parts = [p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/")[1:]]
+            target = functools.reduce(operator.getitem, parts, SCHEMAS[file])
+            if parts and (len(parts) != 2 or parts[0] != "$defs"):
                 # A part of a schema (insights' `faq`, a business service): copied in place, not worth a name.
-                out.update(rewrite(target(file, fragment), SCHEMAS[file]["$id"]))
-            else:
-                out["$ref"] = "#/$defs/" + include(file, fragment)
+                out.update(rewrite(target, SCHEMAS[file]["$id"]))
+            else:  # a whole file or one of its `$defs`: a `$defs` entry of the bundle
+                if (file, fragment) not in names:
+                    name = names[file, fragment] = _def_name(file, parts, set(defs))
+                    defs[name] = {}  # reserve the name first: a schema may refer to itself
+                    defs[name] = rewrite(target, SCHEMAS[file]["$id"], top=True)
+                out["$ref"] = "#/$defs/" + names[file, fragment]
         for key, item in value.items():
             if key != "$ref" and not (top and key in _DROPPED_KEYS):
                 out[key] = rewrite(item, base_uri)
@@ -332,16 +247,10 @@ def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict
     return root
 
 
-def _names_definition(fragment: str) -> bool:
-    """Whether a ref names a whole file or one of its `$defs` (those become `$defs` of the bundle)."""
-    parts = _pointer_parts(fragment)
-    return not parts or (len(parts) == 2 and parts[0] == "$defs")
-
-
-def _def_name(file: str, fragment: str, taken: set[str]) -> str:
+def _def_name(file: str, parts: Sequence[str], taken: set[str]) -> str:
     """A readable `$defs` key: the file's stem for a whole file, else the definition's name."""
     stem = file.removesuffix(".schema.json").replace("-", "_")
-    name = _pointer_parts(fragment)[-1] if fragment else stem
+    name = parts[-1] if parts else stem
     candidate, n = name, 2
     if candidate in taken:
         candidate = f"{stem}_{name}"
@@ -366,70 +275,6 @@ def _object_schema(properties: Mapping[str, Any], required: Sequence[str] = ()) 
     return schema
 
 
-# --------------------------------------------------------------------------- name matching
-
-
-def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: Sequence[str],
-            describe: Callable[[Mapping[str, Any]], str]) -> Mapping[str, Any]:
-    """The record `query` names (dataset.named: the search's rule), else a ToolError listing the choices."""
-    found = named(query, folded_names(records, keys))
-    if len(found) == 1:
-        return found[0]
-    choices = "; ".join(describe(r) for r in (found or records)) or "none"
-    if found:
-        raise ToolError(f"{query!r} matches several {kind}s: {choices}. Ask again with one id or full name.")
-    raise ToolError(f"Unknown {kind} {query!r}. Valid {kind}s: {choices}.")
-
-
-# --------------------------------------------------------------------------- argument validation
-
-
-_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string", "object": "an object"}
-
-
-def argument_issues(validator: SchemaValidator, arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every schema problem with tool arguments, in the API's `issues` shape (one per problem)."""
-    known = list(validator.schema.get("properties", {}))
-    issues = [
-        {"path": [name], "code": "unknown_parameter",
-         "message": f"unknown argument {name!r}; known: {', '.join(known) or 'none (pass {})'}"}
-        for name in arguments if name not in known
-    ]
-    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
-    for found in (_issue(e) for e in errors if e.validator != "additionalProperties"):
-        if all(found["path"] != i["path"] or found["code"] != i["code"] for i in issues):
-            issues.append(found)  # a bad date fails both pattern and format: say it once
-    return issues
-
-
-def _issue(error: SchemaError) -> dict[str, Any]:
-    name = str(error.absolute_path[0]) if error.absolute_path else ""
-    keyword, value, rule = error.validator, error.instance, error.validator_value
-    if keyword == "required":
-        missing = next((name for name in rule if name not in value), "?")
-        return {"path": [missing], "code": "required", "message": f"{missing} is required"}
-    messages = {
-        "type": lambda: f"{name} must be {_TYPE_WORDS.get(rule, rule)}, got {value!r}",
-        "minimum": lambda: f"{name} must be at least {rule}, got {value!r}",
-        "maximum": lambda: f"{name} must be at most {rule}, got {value!r}",
-        "format": lambda: f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}",
-        "pattern": lambda: f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}",
-        "enum": lambda: f"{name} must be one of {', '.join(map(str, rule))}, got {value!r}",
-        "minLength": lambda: f"{name} must not be empty",
-        "maxLength": lambda: f"{name} must be at most {rule} characters long",
-    }
-    code = "invalid_date" if keyword in ("format", "pattern") else keyword
-    return {"path": [name], "code": code, "message": messages.get(keyword, lambda: f"{name}: {error.message}")()}
-
-
-def issues_text(tool: str, issues: Iterable[Mapping[str, Any]]) -> str:
-    lines = [f"- {i['message']}" for i in issues]
-    return f"Invalid arguments for {tool}; fix these and call again:\n" + "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- tools
-
-
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -449,10 +294,13 @@ class Tool:
 REVIEW, REVIEWS, INSIGHTS = "review.schema.json", "reviews.schema.json", "insights.schema.json"
 DATE_ARG = {"type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
 SENTIMENTS = ("positive", "neutral", "negative")
+# The members of insights.json that get_insights_summary returns as they are, beside the entities.
+SUMMARY_KEYS = ("generated_at", "review_count", "date_range", "overall_sentiment", "summary", "pull_quote", "topics",
+                "faq", "aspects")
 
 
-def _limit_arg(maximum: int, default: int, what: str) -> dict[str, Any]:
-    return {"description": f"Most {what} to return (0 to {maximum}, default {default}).",
+def _limit_arg(maximum: int, default: int) -> dict[str, Any]:
+    return {"description": f"Most reviews to return (0 to {maximum}, default {default}).",
             "type": "integer", "minimum": 0, "maximum": maximum, "default": default}
 
 
@@ -476,13 +324,25 @@ def _newest(dataset: Dataset, fields: Mapping[str, Any], positions: Sequence[int
     return with_reviews({**fields, "matched": len(positions), "returned": len(chosen)}, reviews)
 
 
+def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: Sequence[str],
+            describe: Callable[[Mapping[str, Any]], str]) -> Mapping[str, Any]:
+    """The record `query` names (dataset.named: the search's rule), else a ToolError listing the choices."""
+    found = named(query, folded_names(records, keys))
+    if len(found) == 1:
+        return found[0]
+    choices = "; ".join(describe(r) for r in (found or records)) or "none"
+    if found:
+        raise ToolError(f"{query!r} matches several {kind}s: {choices}. Ask again with one id or full name.")
+    raise ToolError(f"Unknown {kind} {query!r}. Valid {kind}s: {choices}.")
+
+
 class Tools:
     """The nine read-only tools; each `run` takes the dataset current at call time."""
 
     def __init__(self) -> None:
         self.by_name: dict[str, Tool] = {tool.name: tool for tool in self._build()}
         self._validators = {
-            t.name: SchemaValidator(t.input_schema)
+            t.name: SchemaValidator(t.input_schema, noun="argument")
             for t in self.by_name.values() if t.validate
         }
 
@@ -490,12 +350,10 @@ class Tools:
         """Run a tool; InvalidParams or ToolError for arguments the model should fix."""
         tool = self.by_name[name]
         if tool.validate:
-            issues = argument_issues(self._validators[name], arguments)
+            issues = self._validators[name].issues(arguments)
             if issues:
                 raise InvalidParams(issues)
         return tool.run(dataset, arguments)
-
-    # ----------------------------------------------------------------- definitions
 
     def _build(self) -> list[Tool]:
         return [
@@ -535,7 +393,7 @@ class Tools:
                  "(since/until). Use it for 'what's new since ...'. A date after the newest review gives count 0. "
                  "Example: {\"since\": \"2026-10-01\", \"limit\": 20}.",
                  _object_schema({"since": {**DATE_ARG, "description": "First date to include, YYYY-MM-DD."},
-                                 "limit": _limit_arg(500, 50, "reviews")}, ["since"]),
+                                 "limit": _limit_arg(500, 50)}, ["since"]),
                  self._since_output_schema(), self.get_reviews_since),
             Tool("get_aspect_sentiment", "Sentiment about one aspect",
                  "Returns what reviewers think about one aspect of the visit (e.g. pain relief, wait time, "
@@ -547,7 +405,7 @@ class Tools:
                                             "type": "string", "minLength": 1, "maxLength": 200},
                                  "sentiment": {"description": "Only reviews with this sentiment about the aspect.",
                                                "enum": list(SENTIMENTS)},
-                                 "limit": _limit_arg(20, 3, "reviews")}, ["aspect"]),
+                                 "limit": _limit_arg(20, 3)}, ["aspect"]),
                  _reviews_result("aspect", ref(INSIGHTS, "/$defs/aspect"),
                                  {"sentiment": {"oneOf": [{"enum": list(SENTIMENTS)}, {"type": "null"}]}}),
                  self.get_aspect_sentiment),
@@ -558,7 +416,7 @@ class Tools:
                  "works ('Patel'). An unknown name returns the valid ones. Example: {\"name\": \"Dr. Maya Patel\"}.",
                  _object_schema({"name": {"description": "Technician id, name or label (e.g. Dr. Maya Patel).",
                                           "type": "string", "minLength": 1, "maxLength": 200},
-                                 "limit": _limit_arg(20, 5, "reviews")}, ["name"]),
+                                 "limit": _limit_arg(20, 5)}, ["name"]),
                  _reviews_result("technician", ref(INSIGHTS, "/$defs/technician")),
                  self.get_technician),
             Tool("get_service", "One service",
@@ -568,7 +426,7 @@ class Tools:
                  "them. Example: {\"service\": \"spinal adjustment\", \"limit\": 3}.",
                  _object_schema({"service": {"description": "Service id or label (e.g. massage-therapy).",
                                              "type": "string", "minLength": 1, "maxLength": 200},
-                                 "limit": _limit_arg(20, 5, "reviews")}, ["service"]),
+                                 "limit": _limit_arg(20, 5)}, ["service"]),
                  _reviews_result("service", ref(REVIEWS, "/$defs/business/properties/services/items"),
                                  {"insights": {"oneOf": [ref(INSIGHTS, "/$defs/entity"),
                                                          {"type": "null"}]}}),
@@ -605,20 +463,12 @@ class Tools:
 
     @staticmethod
     def _summary_output_schema() -> dict[str, Any]:
-        def insights(name: str) -> dict[str, str]:
-            return ref(INSIGHTS, f"/properties/{name}")
-
         properties = {
-            "generated_at": insights("generated_at"), "review_count": insights("review_count"),
-            "date_range": insights("date_range"), "overall_sentiment": insights("overall_sentiment"),
-            "summary": insights("summary"), "pull_quote": insights("pull_quote"), "topics": insights("topics"),
-            "faq": insights("faq"), "aspects": insights("aspects"),
+            **{key: ref(INSIGHTS, f"/properties/{key}") for key in SUMMARY_KEYS},
             "technicians": ref(INSIGHTS, "/properties/entities/properties/technicians"),
             "services": ref(INSIGHTS, "/properties/entities/properties/services"),
         }
         return bundle_schema(_object_schema(properties, list(properties)))
-
-    # ----------------------------------------------------------------- implementations
 
     @staticmethod
     def get_business(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
@@ -644,10 +494,10 @@ class Tools:
 
     @staticmethod
     def get_reviews_since(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
-        positions = since_positions(dataset, args["since"])
-        chosen = positions[: int(args.get("limit", 50))]
-        return with_reviews({"since": args["since"], "count": len(positions), "returned": len(chosen)},
-                            dataset.reviews_json_range(chosen.start, chosen.stop))
+        lo, hi = dataset.window(args["since"], None)
+        stop = min(hi, lo + int(args.get("limit", 50)))
+        return with_reviews({"since": args["since"], "count": hi - lo, "returned": stop - lo},
+                            dataset.reviews_json_range(lo, stop))
 
     def get_aspect_sentiment(self, dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
         aspect = resolve("aspect", args["aspect"], dataset.insights_doc["aspects"], ("id", "label"),
@@ -680,23 +530,15 @@ class Tools:
     @staticmethod
     def get_insights_summary(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
         doc = dataset.insights_doc
-        keys = ("generated_at", "review_count", "date_range", "overall_sentiment", "summary", "pull_quote",
-                "topics", "faq", "aspects")
-        return {**{k: doc[k] for k in keys}, "technicians": doc["entities"]["technicians"],
+        return {**{key: doc[key] for key in SUMMARY_KEYS}, "technicians": doc["entities"]["technicians"],
                 "services": doc["entities"]["services"]}
-
-
-# --------------------------------------------------------------------------- sessions
 
 
 @dataclass
 class Session:
     """What the server remembers about one client between requests."""
 
-    id: str = ""
     protocol_version: str = HEADER_DEFAULT_VERSION
-    client_info: Mapping[str, Any] | None = None
-    initialized: bool = False  # the client sent notifications/initialized
     last_used: float = 0.0
 
     @property
@@ -716,8 +558,8 @@ class SessionStore:
         self._lock = threading.Lock()
 
     def add(self, session: Session) -> str:
-        """Give `session` a new random id and keep it, making room if the store is full."""
-        session.id = secrets.token_urlsafe(32)  # 43 visible ASCII characters, 256 bits
+        """Keep `session` under a new random id, making room if the store is full."""
+        session_id = secrets.token_urlsafe(32)  # 43 visible ASCII characters, 256 bits
         with self._lock:
             now = self.clock()
             self._drop_expired(now)
@@ -726,21 +568,18 @@ class SessionStore:
                 log.info("MCP session cap (%d) reached: ended the least recently used session %s…",
                          self.max_sessions, evicted[:8], extra={"event": "mcp_session_evicted"})
             session.last_used = now
-            self._sessions[session.id] = session
-        return session.id
+            self._sessions[session_id] = session
+        return session_id
 
     def get(self, session_id: str) -> Session | None:
         """The live session with this id (now marked as used), or None if unknown, ended or expired."""
         with self._lock:
             now = self.clock()
+            self._drop_expired(now)
             session = self._sessions.get(session_id)
-            if session is None:
-                return None
-            if now - session.last_used > self.idle_seconds:
-                del self._sessions[session_id]
-                return None
-            session.last_used = now
-            self._sessions.move_to_end(session_id)
+            if session is not None:
+                session.last_used = now
+                self._sessions.move_to_end(session_id)
             return session
 
     def end(self, session_id: str) -> bool:
@@ -758,9 +597,6 @@ class SessionStore:
             if now - oldest.last_used <= self.idle_seconds:
                 return
             self._sessions.popitem(last=False)
-
-
-# --------------------------------------------------------------------------- the dispatcher (pure)
 
 
 RESOURCES = {
@@ -809,26 +645,28 @@ class McpServer:
         try:
             message = classify(parse(body))
         except RpcError as error:
-            return error.response()
-        return decoded(self.handle(session, message))
+            return error_response(error.request_id, error.code, error.message, error.data)
+        response = self.handle(session, message)
+        if response is not None and isinstance(response.get("result"), EncodedJson):
+            return {**response, "result": json.loads(response["result"])}  # as a client reads it
+        return response
 
     def handle(self, session: Session, message: Message) -> dict[str, Any] | None:
-        """The one place where method errors become JSON-RPC error responses.
-
-        A result may be EncodedJson; `encode_response` writes the message, `decoded` parses it.
-        """
-        if isinstance(message, RpcNotification):
-            if message.method == "notifications/initialized":
-                session.initialized = True
-            return None  # notifications/cancelled and unknown notifications need nothing from a read-only server
-        if isinstance(message, RpcResponse):
+        """The one place where method errors become JSON-RPC error responses; a result may be EncodedJson."""
+        if not isinstance(message, RpcRequest):  # a notification or a client's response: nothing to answer or do
             return None
         method = (self.modern_methods if session.modern else self.methods).get(message.method)
+        params = {} if message.params is None else message.params
         try:
             if method is None:
                 raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {message.method}",
                                {"method": message.method})
-            return result_response(message.id, method(session, message.params))
+            if not isinstance(params, dict):  # MCP methods take named parameters only
+                raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: params must be an object")
+            if message.method.endswith("/list") and params.get("cursor") is not None:
+                # Every list fits in one page, so any cursor is one we never issued.
+                raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown cursor (every list has one page)")
+            return {"jsonrpc": "2.0", "id": message.id, "result": method(session, params)}
         except RpcError as error:
             return error_response(message.id, error.code, error.message, error.data)
         except PromptError as error:
@@ -837,10 +675,7 @@ class McpServer:
             log.exception("MCP method %s failed", message.method, extra={"event": "mcp_internal_error"})
             return error_response(message.id, ErrorCode.INTERNAL_ERROR, "Internal error")
 
-    # ----------------------------------------------------------------- lifecycle
-
-    def initialize(self, session: Session, params: Any) -> dict[str, Any]:
-        params = object_params(params)
+    def initialize(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: protocolVersion must be a string",
@@ -849,18 +684,15 @@ class McpServer:
             if name in params and not isinstance(params[name], dict):
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Invalid params: {name} must be an object")
         session.protocol_version = requested if requested in LEGACY_VERSIONS else LATEST_VERSION
-        session.client_info = params.get("clientInfo")
         return {"protocolVersion": session.protocol_version, "capabilities": CAPABILITIES,
                 "serverInfo": SERVER_INFO, "instructions": self.instructions()}
 
     @staticmethod
-    def ping(session: Session, params: Any) -> dict[str, Any]:
-        object_params(params)
+    def ping(session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return {}
 
-    def discover(self, session: Session, params: Any) -> dict[str, Any]:
+    def discover(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         """server/discover (2026-07-28): versions, capabilities and instructions; mcp_http adds serverInfo."""
-        object_params(params)
         return {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": MODERN_CAPABILITIES,
                 "instructions": self.instructions()}
 
@@ -871,14 +703,14 @@ class McpServer:
                 "get_business; use search_reviews to find reviews (filters combine with AND, newest first) and "
                 "get_review for one review by id. Nothing can be changed through this server.")
 
-    # ----------------------------------------------------------------- tools
-
-    def list_tools(self, session: Session, params: Any) -> dict[str, Any]:
-        _no_cursor(object_params(params))
+    def list_tools(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return {"tools": self.tool_list}
 
-    def call_tool(self, session: Session, params: Any) -> dict[str, Any] | EncodedJson:
-        params = object_params(params)
+    def call_tool(self, session: Session, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
+        """Arguments that fail the tool's inputSchema, and values that name nothing in the data, are tool execution
+        errors: a result with `isError: true` whose text lists every problem and the valid choices, so a model can
+        correct itself (DECISIONS.md; MCP 2025-11-25 says the same of input validation errors). A malformed
+        request (params not an object, name missing or unknown, arguments not an object) is -32602."""
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: name must be a string naming a tool",
@@ -894,15 +726,13 @@ class McpServer:
         try:
             structured = self.tools.call(name, dataset, arguments)
         except InvalidParams as exc:
-            return tool_error(issues_text(name, exc.issues))
+            lines = "".join(f"\n- {i['message']}" for i in exc.issues)
+            return tool_error(f"Invalid arguments for {name}; fix these and call again:{lines}")
         except ToolError as exc:
             return tool_error(str(exc))
         return tool_result(encoded(structured))
 
-    # ----------------------------------------------------------------- resources
-
-    def list_resources(self, session: Session, params: Any) -> dict[str, Any]:
-        _no_cursor(object_params(params))
+    def list_resources(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         payloads = self.app.store.current.payloads
         return {"resources": [
             {"uri": self.base_url + path, "name": name, "title": title, "description": description,
@@ -910,16 +740,15 @@ class McpServer:
             for path, (name, title, description) in RESOURCES.items()
         ]}
 
-    def list_resource_templates(self, session: Session, params: Any) -> dict[str, Any]:
-        _no_cursor(object_params(params))
+    def list_resource_templates(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return {"resourceTemplates": [{
             "uriTemplate": self.review_template, "name": "review", "title": "One review",
             "description": "A single review by its id (ULID), as served by GET /api/reviews/{id}.",
             "mimeType": "application/json",
         }]}
 
-    def read_resource(self, session: Session, params: Any) -> dict[str, Any]:
-        uri = object_params(params).get("uri")
+    def read_resource(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        uri = params.get("uri")
         if not isinstance(uri, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: uri must be a string")
         body = self._resource_body(uri)
@@ -938,19 +767,15 @@ class McpServer:
             return None if position is None else snapshot.dataset.review_json(position)
         return None
 
-
-    # ----------------------------------------------------------------- prompts and completion (mcp_prompts)
-
-    def list_prompts(self, session: Session, params: Any) -> dict[str, Any]:
-        _no_cursor(object_params(params))
+    def list_prompts(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return {"prompts": self.prompt_list}
 
-    def get_prompt(self, session: Session, params: Any) -> dict[str, Any]:
+    def get_prompt(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         context = PromptContext(self.app.store.current.dataset, self.base_url, self.tools.call)
-        return mcp_prompts.get_prompt(context, object_params(params))
+        return mcp_prompts.get_prompt(context, params)
 
-    def complete(self, session: Session, params: Any) -> dict[str, Any]:
-        return mcp_prompts.complete(self.app.store.current.dataset, self.review_template, object_params(params))
+    def complete(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        return mcp_prompts.complete(self.app.store.current.dataset, self.review_template, params)
 
 
 def tool_result(structured: EncodedJson) -> EncodedJson:
@@ -961,12 +786,6 @@ def tool_result(structured: EncodedJson) -> EncodedJson:
 
 def tool_error(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
-
-
-def _no_cursor(params: Mapping[str, Any]) -> None:
-    """Every list fits in one page, so any cursor is one we never issued."""
-    if params.get("cursor") is not None:
-        raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown cursor (every list has one page)")
 
 
 def attach(app: Any, clock: Callable[[], float] = time.monotonic) -> Any:

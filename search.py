@@ -1,10 +1,5 @@
-"""Searching a loaded dataset: parameters, validation and the indexed filter.
-
-`run_search(dataset, args)` is the one search function behind both
-`GET /api/reviews/search` and the MCP tool `search_reviews`: it validates the
-JSON-typed arguments against `schemas/search-params.schema.json` (the schema the
-OpenAPI document also publishes) and walks the dataset's indexes.
-"""
+"""Searching a loaded dataset: parameters, validation against `schemas/search-params.schema.json` (the schema
+the OpenAPI document also publishes) and the indexed filter. `run_search` is the one path for HTTP and MCP."""
 
 from __future__ import annotations
 
@@ -23,49 +18,60 @@ from dataset import (
     REGISTRY,
     SEARCH_PARAMS_SCHEMA,
     Dataset,
-    schema_keyword,
     fold_text,
     named,
     utf8,
 )
 
 
-@dataclass(frozen=True)
-class SchemaError:
-    """One place a value breaks its schema, named as python-jsonschema names it."""
-
-    absolute_path: tuple[Any, ...]  # where in the value
-    validator: str  # the keyword broken ("type", "format", ...)
-    validator_value: Any  # that keyword's value in the schema (None where the schema path leaves the schema)
-    instance: Any  # the value at absolute_path
-    message: str
-
-
 class SchemaValidator:
-    """A draft 2020-12 validator (jsonschema-rs, formats checked) with python-jsonschema's error fields, for
-    search parameters and tool arguments, whose issues are written from the keyword, its value and the value."""
+    """A draft 2020-12 validator (jsonschema-rs, formats checked) whose errors become the API's `issues`: search
+    parameters and tool arguments (`noun` names them in the message about an unknown one)."""
 
-    def __init__(self, schema: Mapping[str, Any]):
+    def __init__(self, schema: Mapping[str, Any], noun: str = "parameter"):
         self.schema = schema
+        self.noun = noun
         self._validator = jsonschema_rs.Draft202012Validator(schema, registry=REGISTRY, validate_formats=True)
 
-    def is_valid(self, instance: Any) -> bool:
-        return self._validator.is_valid(instance)
+    def issues(self, args: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Every problem with `args`, one issue each: unknown names first, then the schema's errors by path."""
+        properties = self.schema.get("properties", {})
+        known = ", ".join(properties) or "none (pass {})"
+        issues = [
+            issue(name, "unknown_parameter", f"unknown {self.noun} {name!r}; known: {known}")
+            for name in args
+            if name not in properties
+        ]
+        if self._validator.is_valid(args):
+            return issues
+        for error in sorted(self._validator.iter_errors(args), key=lambda e: list(map(str, e.instance_path))):
+            found = self._issue(error)
+            if found and all(found["path"] != i["path"] or found["code"] != i["code"] for i in issues):
+                issues.append(found)  # a bad date fails both pattern and format: say it once
+        return issues
 
-    def iter_errors(self, instance: Any) -> Iterator[SchemaError]:
-        for error in self._validator.iter_errors(instance):
-            yield SchemaError(tuple(error.instance_path), schema_keyword(error), _at(self.schema, error.schema_path),
-                              error.instance, error.message)
+    @staticmethod
+    def _issue(error: jsonschema_rs.ValidationError) -> dict[str, Any] | None:
+        name = str(error.instance_path[0]) if error.instance_path else ""
+        keyword, kind, value = error.kind.name, error.kind, error.instance
+        if keyword == "additionalProperties":  # reported above, with the known names
+            return None
+        if keyword == "required":
+            return issue(kind.property, "required", f"{kind.property} is required")
+        if keyword in ("format", "pattern"):  # every format and pattern in these schemas is a date's
+            return issue(name, "invalid_date", f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}")
+        messages = {
+            "type": lambda: f"{name} must be {_TYPE_WORDS.get(kind.types[0], kind.types[0])}, got {value!r}",
+            "minimum": lambda: f"{name} must be at least {kind.limit}, got {value!r}",
+            "maximum": lambda: f"{name} must be at most {kind.limit}, got {value!r}",
+            "enum": lambda: f"{name} must be one of {', '.join(map(str, kind.options))}, got {value!r}",
+            "minLength": lambda: f"{name} must not be empty",
+            "maxLength": lambda: f"{name} must be at most {kind.limit} characters long",
+        }
+        return issue(name, keyword, messages.get(keyword, lambda: f"{name}: {error.message}")())
 
 
-def _at(schema: Any, path: Sequence[Any]) -> Any:
-    """The schema's value at `path`, or None where the path goes through a $ref."""
-    try:
-        for part in path:
-            schema = schema[part]
-        return schema
-    except (KeyError, IndexError, TypeError):
-        return None
+_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string", "object": "an object"}
 
 
 SEARCH_PARAMS_VALIDATOR = SchemaValidator(SEARCH_PARAMS_SCHEMA)
@@ -95,50 +101,15 @@ class SearchParams:
     limit: int = DEFAULT_LIMIT
 
 
-SEARCH_PARAM_NAMES = tuple(SEARCH_PARAMS_SCHEMA["properties"])
-_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string"}
-_DATE_PARAMS = {name for name, s in SEARCH_PARAMS_SCHEMA["properties"].items() if s.get("format") == "date"}
-
-
-def _schema_issue(error: SchemaError) -> dict[str, Any]:
-    """A search-parameter schema error in the shape of the API's `issues` entries."""
-    param = str(error.absolute_path[0]) if error.absolute_path else ""
-    keyword, value, rule = error.validator, error.instance, error.validator_value
-    if param in _DATE_PARAMS and keyword in ("format", "pattern"):
-        return issue(param, "invalid_date", f"{param} must be a real calendar date as YYYY-MM-DD, got {value!r}")
-    messages = {
-        "type": lambda: f"{param} must be {_TYPE_WORDS.get(rule, rule)}, got {value!r}",
-        "minimum": lambda: f"{param} must be at least {rule}, got {value!r}",
-        "maximum": lambda: f"{param} must be at most {rule}, got {value!r}",
-        "minLength": lambda: f"{param} must not be empty",
-        "maxLength": lambda: f"{param} must be at most {rule} characters long",
-    }
-    message = messages.get(keyword, lambda: f"{param}: {error.message}")()
-    return issue(param, keyword, message)
-
-
 def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
     """Check decoded arguments against the search-parameter schema; all issues at once."""
-    issues = [
-        issue(name, "unknown_parameter", f"unknown parameter {name!r}; known: {', '.join(SEARCH_PARAM_NAMES)}")
-        for name in args
-        if name not in SEARCH_PARAMS_SCHEMA["properties"]
-    ]
-    known = {name: value for name, value in args.items() if name in SEARCH_PARAMS_SCHEMA["properties"]}
-    seen = set()
-    schema_errors = () if SEARCH_PARAMS_VALIDATOR.is_valid(known) else SEARCH_PARAMS_VALIDATOR.iter_errors(known)
-    for error in sorted(schema_errors, key=lambda e: list(map(str, e.absolute_path))):
-        found = _schema_issue(error)
-        key = (found["path"][0], found["code"])  # a bad date fails both pattern and format: report it once
-        if key not in seen:
-            seen.add(key)
-            issues.append(found)
+    issues = SEARCH_PARAMS_VALIDATOR.issues(args)
     bad = {i["path"][0] for i in issues}
-    if "since" in known and "until" in known and not bad & {"since", "until"} and known["since"] > known["until"]:
-        issues.append(issue("since", "date_order", f"since ({known['since']}) is after until ({known['until']})"))
+    if "since" in args and "until" in args and not bad & {"since", "until"} and args["since"] > args["until"]:
+        issues.append(issue("since", "date_order", f"since ({args['since']}) is after until ({args['until']})"))
     if issues:
         raise InvalidParams(issues)
-    return SearchParams(**{**known, "limit": int(known.get("limit", DEFAULT_LIMIT))})
+    return SearchParams(**{**args, "limit": int(args.get("limit", DEFAULT_LIMIT))})  # no issues: every name is known
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -157,10 +128,8 @@ def decode_query_args(multi: Mapping[str, Sequence[str]]) -> dict[str, Any]:
         if len(values) > 1:
             issues.append(issue(name, "repeated_parameter", f"{name} is given {len(values)} times; give it once"))
             for value in values:  # and what is wrong with each, so every problem is listed at once
-                try:
-                    validate_search_args({name: _decode_value(declared, value)})
-                except InvalidParams as more:
-                    issues += [found for found in more.issues if found not in issues]
+                more = SEARCH_PARAMS_VALIDATOR.issues({name: _decode_value(declared, value)})
+                issues += [found for found in more if found not in issues]
             continue
         args[name] = _decode_value(declared, values[0])
     if issues:
@@ -211,8 +180,8 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]
     stars = _allowed_ratings(params)
     needle = fold_text(params.query) if params.query is not None else None
     sources = _sources(dataset, params, stars, lo, hi)
-    if not sources and needle is None:
-        return _by_rating_only(dataset, stars, lo, hi, params.limit)
+    if not sources and needle is None:  # every review in the window matches, and the window is newest first
+        return hi - lo, list(range(lo, min(hi, lo + params.limit)))
     if needle is not None:
         sources.append(_text_source(dataset, needle, lo, hi, min((s.size for s in sources), default=hi - lo)))
     sources.sort(key=lambda source: source.size)
@@ -257,21 +226,9 @@ def _windowed(positions: Sequence[int], lo: int, hi: int) -> _Span:
     return _Span(positions, bisect.bisect_left(positions, lo), bisect.bisect_left(positions, hi))
 
 
-def _rating_spans(dataset: Dataset, stars: frozenset[int], lo: int, hi: int) -> list[_Span]:
-    return [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
-
-
 def _merged(spans: Sequence[_Span]) -> Iterator[int]:
     """The positions of several spans in order; one span needs no merge."""
     return iter(spans[0]) if len(spans) == 1 else heapq.merge(*spans)
-
-
-def _by_rating_only(dataset: Dataset, stars: frozenset[int], lo: int, hi: int, limit: int) -> tuple[int, list[int]]:
-    """No other filter: each rating's positions in the window are one span, counted without a loop."""
-    if stars == ALL_RATINGS:  # every review in the window matches, and the window is already newest first
-        return hi - lo, list(range(lo, min(hi, lo + limit)))
-    spans = _rating_spans(dataset, stars, lo, hi)
-    return sum(map(len, spans)), list(itertools.islice(_merged(spans), limit))
 
 
 def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: int, hi: int) -> list[_Source]:
@@ -280,7 +237,7 @@ def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: 
     ratings = dataset.ratings
     given = [params.mentions_technician, params.mentions_service]
     if stars != ALL_RATINGS and all(name is None for name in given):
-        spans = _rating_spans(dataset, stars, lo, hi)
+        spans = [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
         sources.append(_Source(sum(map(len, spans)), lambda: _merged(spans),
                                lambda pos: ratings[pos] in stars))
     # An entity source is cut from per-rating spans of the allowed ratings only, and
@@ -330,7 +287,7 @@ def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int])
     return b'{"matched":%d,"returned":%d,"reviews":[%s]}' % (matched, len(positions), reviews)
 
 
-_DATE = SchemaValidator({"type": "string", "format": "date"})
+_DATE = jsonschema_rs.Draft202012Validator({"type": "string", "format": "date"}, validate_formats=True)
 
 
 def validate_date(name: str, value: str) -> str:
@@ -340,17 +297,6 @@ def validate_date(name: str, value: str) -> str:
     raise InvalidParams([issue(name, "invalid_date", f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}")])
 
 
-def since_positions(dataset: Dataset, since: str) -> range:
-    lo, hi = dataset.window(since, None)
-    return range(lo, hi)
-
-
 def since_result_json(dataset: Dataset, since: str) -> bytes:
-    positions = since_positions(dataset, since)
-    reviews = dataset.reviews_json_range(positions.start, positions.stop)
-    return b'{"since":"%s","count":%d,"reviews":[%s]}' % (since.encode(), len(positions), reviews)
-
-
-def since_result(dataset: Dataset, since: str) -> dict[str, Any]:
-    positions = since_positions(dataset, since)
-    return {"since": since, "count": len(positions), "reviews": [dataset.reviews[p] for p in positions]}
+    lo, hi = dataset.window(since, None)
+    return b'{"since":"%s","count":%d,"reviews":[%s]}' % (since.encode(), hi - lo, dataset.reviews_json_range(lo, hi))
