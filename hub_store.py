@@ -241,11 +241,10 @@ class Store:
     moment; a power loss may lose the last commits (a delivery is then sent again).
     """
 
-    def __init__(self, state_dir: str, retry_every: float = 5.0, clock: Callable[[], float] = time.time):
+    def __init__(self, state_dir: str, retry_every: float = 5.0):
         self.directory = Path(state_dir)
         self.path = self.directory / DB_FILE
         self._retry_every = retry_every
-        self._clock = clock
         self._state_lock = StateLock(self.directory)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
@@ -256,7 +255,7 @@ class Store:
         self._loaded = False  # memory holds the database's content (else it is read at the next open)
         self._tried = False  # an open was attempted (the next success is a recovery or a takeover)
         self._closed = False
-        self.problem: Problem | None = Problem("the hub's store has not been opened yet", "", clock())
+        self.problem: Problem | None = Problem("the hub's store has not been opened yet", "", time.time())
 
     # ----------------------------------------------------------------- opening and recovery
 
@@ -306,7 +305,7 @@ class Store:
                     return self._unavailable(Problem(
                         f"another reviewsd runs the hub on {self.directory} ({holder})",
                         "this server serves reads and MCP and takes the hub over when that one stops",
-                        self._clock(), held=True))
+                        time.time(), held=True))
             conn = self._connect()
             try:
                 if self._loaded:
@@ -460,7 +459,7 @@ class Store:
 
     def _failed(self, exc: BaseException) -> bool:
         return self._unavailable(Problem(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory),
-                                  self._clock()))
+                                  time.time()))
 
     # ----------------------------------------------------------------- intents
 
