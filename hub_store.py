@@ -35,7 +35,6 @@ import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 log = logging.getLogger("reviewsd.hub")
 
@@ -143,6 +142,8 @@ _SUB_COLUMNS = ("callback, topic, topic_url, host, secret, lease_seconds, expire
 _INTENT_COLUMNS = "id, callback, topic, topic_url, host, mode, lease_seconds, secret, created_at"
 _INSERT_SUB = f"INSERT OR REPLACE INTO subscriptions ({_SUB_COLUMNS}) VALUES ({', '.join('?' * 12)})"
 _INSERT_INTENT = f"INSERT INTO intents ({_INTENT_COLUMNS}) VALUES ({', '.join('?' * 9)})"
+_DELETE_SUB = "DELETE FROM subscriptions WHERE callback = ? AND topic = ?"
+_DELETE_INTENT = "DELETE FROM intents WHERE id = ?"
 _CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
@@ -433,29 +434,21 @@ class Store:
         if self._closed:
             raise StoreClosed()
 
-    def _commit(self, work: Callable[[sqlite3.Connection], object]) -> None:
-        """(Lock held.) Commit `work` before memory changes; StoreUnavailable when it cannot be."""
-        if self.problem is not None or (not self._intact() and not self._replaced()):
-            raise StoreUnavailable(self.problem.reason if self.problem else "the hub's store is unavailable")
-        try:
-            with self._conn:  # type: ignore[union-attr]
-                work(self._conn)  # type: ignore[arg-type]
-        except (sqlite3.Error, OSError) as exc:
-            self._failed(exc)
-            raise StoreUnavailable(self.problem.reason if self.problem else str(exc)) from None
+    def _write(self, *statements: tuple[str, tuple]) -> bool:
+        """(Lock held.) Run `statements` in one transaction: False, the store unavailable, when they cannot be.
 
-    def _persist(self, work: Callable[[sqlite3.Connection], object]) -> None:
-        """(Lock held; memory already changed.) Write the change through; a failure leaves it to write-back."""
-        if self.problem is not None:
-            return
-        if not self._intact():
-            self._replaced()  # writes back memory, this change included
-            return
+        A removed or replaced state directory is recreated first, from memory (which may
+        already hold the change: the statements only write it again).
+        """
+        if self.problem is not None or (not self._intact() and not self._replaced()):
+            return False
         try:
             with self._conn:  # type: ignore[union-attr]
-                work(self._conn)  # type: ignore[arg-type]
+                for sql, args in statements:
+                    self._conn.execute(sql, args)  # type: ignore[union-attr]
         except (sqlite3.Error, OSError) as exc:
-            self._failed(exc)
+            return self._failed(exc)
+        return True
 
     def _failed(self, exc: BaseException) -> bool:
         return self._unavailable(Problem(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory),
@@ -480,11 +473,9 @@ class Store:
             if intent.mode == "subscribe" and not known:
                 self._check_caps(intent, caps)
             intent = replace(intent, id=self._next_id)
-
-            def work(c: sqlite3.Connection) -> None:
-                c.execute("DELETE FROM intents WHERE callback = ? AND topic = ?", intent.key)
-                c.execute(_INSERT_INTENT, _row(intent))
-            self._commit(work)
+            if not self._write(("DELETE FROM intents WHERE callback = ? AND topic = ?", intent.key),
+                               (_INSERT_INTENT, _row(intent))):
+                raise StoreUnavailable(self.problem.reason)  # type: ignore[union-attr]
             self._drop_pair_intents(intent.key)
             self._intents[intent.id] = intent
             self._next_id += 1
@@ -513,7 +504,7 @@ class Store:
         with self._lock:
             self._check()
             self._intents.pop(intent_id, None)
-            self._persist(lambda c: c.execute("DELETE FROM intents WHERE id = ?", (intent_id,)))
+            self._write((_DELETE_INTENT, (intent_id,)))
 
     def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
         """The verified subscription: new, or a renewal that changes lease and secret and keeps its progress."""
@@ -526,22 +517,14 @@ class Store:
                                old.last_etag if old else baseline_etag)
             self._subs[sub.key] = sub
             self._intents.pop(intent.id, None)
-
-            def work(c: sqlite3.Connection) -> None:
-                c.execute(_INSERT_SUB, _row(sub))
-                c.execute("DELETE FROM intents WHERE id = ?", (intent.id,))
-            self._persist(work)
+            self._write((_INSERT_SUB, _row(sub)), (_DELETE_INTENT, (intent.id,)))
 
     def apply_unsubscribe(self, intent: Intent) -> None:
         with self._lock:
             self._check()
             self._subs.pop(intent.key, None)
             self._intents.pop(intent.id, None)
-
-            def work(c: sqlite3.Connection) -> None:
-                c.execute("DELETE FROM subscriptions WHERE callback = ? AND topic = ?", intent.key)
-                c.execute("DELETE FROM intents WHERE id = ?", (intent.id,))
-            self._persist(work)
+            self._write((_DELETE_SUB, intent.key), (_DELETE_INTENT, (intent.id,)))
 
     # ----------------------------------------------------------------- subscriptions
 
@@ -557,7 +540,7 @@ class Store:
             if sub is None:
                 return
             self._subs[key] = replace(sub, **changes)  # type: ignore[arg-type]
-            self._persist(lambda c: c.execute(sql, (*args, *key)))
+            self._write((sql, (*args, *key)))
 
     def record_delivery(self, key: Key, etag: str) -> None:
         self._update(key, "UPDATE subscriptions SET last_etag = ?, failures = 0, next_attempt = 0"
@@ -571,7 +554,7 @@ class Store:
         with self._lock:
             self._check()
             if self._subs.pop(key, None) is not None:
-                self._persist(lambda c: c.execute("DELETE FROM subscriptions WHERE callback = ? AND topic = ?", key))
+                self._write((_DELETE_SUB, key))
 
     def expire(self, now: float) -> int:
         with self._lock:
@@ -580,7 +563,7 @@ class Store:
             for key in ended:
                 del self._subs[key]
             if ended:
-                self._persist(lambda c: c.execute("DELETE FROM subscriptions WHERE expires_at <= ?", (now,)))
+                self._write(("DELETE FROM subscriptions WHERE expires_at <= ?", (now,)))
             return len(ended)
 
     def outdated(self, topic: str, etag: str) -> list[Key]:
