@@ -533,22 +533,19 @@ class Store:
             self._check()
             return self._subs.get(key)
 
-    def _update(self, key: Key, sql: str, args: tuple, **changes: object) -> None:
+    def _update(self, key: Key, **changes: object) -> None:
         with self._lock:
             self._check()
             sub = self._subs.get(key)
-            if sub is None:
-                return
-            self._subs[key] = replace(sub, **changes)  # type: ignore[arg-type]
-            self._write((sql, (*args, *key)))
+            if sub is not None:
+                self._subs[key] = sub = replace(sub, **changes)  # type: ignore[arg-type]
+                self._write((_INSERT_SUB, _row(sub)))
 
     def record_delivery(self, key: Key, etag: str) -> None:
-        self._update(key, "UPDATE subscriptions SET last_etag = ?, failures = 0, next_attempt = 0"
-                          " WHERE callback = ? AND topic = ?", (etag,), last_etag=etag, failures=0, next_attempt=0.0)
+        self._update(key, last_etag=etag, failures=0, next_attempt=0.0)
 
     def record_failure(self, key: Key, failures: int, next_attempt: float) -> None:
-        self._update(key, "UPDATE subscriptions SET failures = ?, next_attempt = ? WHERE callback = ? AND topic = ?",
-                     (failures, next_attempt), failures=failures, next_attempt=next_attempt)
+        self._update(key, failures=failures, next_attempt=next_attempt)
 
     def remove(self, key: Key) -> None:
         with self._lock:
