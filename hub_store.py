@@ -251,7 +251,7 @@ class Store:
         self._conn: sqlite3.Connection | None = None
         self._identity: tuple[int, ...] | None = None
         self._subs: dict[Key, Subscription] = {}
-        self._intents: dict[int, Intent] = {}  # in id order
+        self._intents: dict[Key, Intent] = {}  # a pair's one pending intent (a new one replaces it)
         self._next_id = 1
         self._loaded = False  # memory holds the database's content (else it is read at the next open)
         self._tried = False  # an open was attempted (the next success is a recovery or a takeover)
@@ -370,11 +370,11 @@ class Store:
                   extra={"event": "hub_store_corrupt", "moved_to": str(target)})
 
     def _load(self, conn: sqlite3.Connection) -> None:
-        subs = conn.execute(f"SELECT {_SUB_COLUMNS} FROM subscriptions").fetchall()
-        intents = conn.execute(f"SELECT {_INTENT_COLUMNS} FROM intents ORDER BY id").fetchall()
-        self._subs = {(row[0], row[1]): Subscription(*row) for row in subs}
-        self._intents = {row[0]: Intent(*row) for row in intents}
-        self._next_id = max(self._intents, default=0) + 1
+        subs = [Subscription(*row) for row in conn.execute(f"SELECT {_SUB_COLUMNS} FROM subscriptions")]
+        intents = [Intent(*row) for row in conn.execute(f"SELECT {_INTENT_COLUMNS} FROM intents")]
+        self._subs = {sub.key: sub for sub in subs}
+        self._intents = {intent.key: intent for intent in intents}
+        self._next_id = max((intent.id for intent in intents), default=0) + 1
 
     def _write_back(self, conn: sqlite3.Connection) -> None:
         """Make the database hold exactly what memory holds (one transaction)."""
@@ -467,7 +467,7 @@ class Store:
             self._check()
             if self.problem is not None:
                 raise StoreUnavailable(self.problem.reason)
-            known = intent.key in self._subs or any(i.key == intent.key for i in self._intents.values())
+            known = intent.key in self._subs or intent.key in self._intents
             if intent.mode == "unsubscribe" and not known:
                 return False
             if intent.mode == "subscribe" and not known:
@@ -476,18 +476,13 @@ class Store:
             if not self._write(("DELETE FROM intents WHERE callback = ? AND topic = ?", intent.key),
                                (_INSERT_INTENT, _row(intent))):
                 raise StoreUnavailable(self.problem.reason)  # type: ignore[union-attr]
-            self._drop_pair_intents(intent.key)
-            self._intents[intent.id] = intent
+            self._intents[intent.key] = intent
             self._next_id += 1
             return True
 
-    def _drop_pair_intents(self, key: Key) -> None:
-        for stale in [i.id for i in self._intents.values() if i.key == key]:
-            del self._intents[stale]
-
     def _check_caps(self, intent: Intent, caps: Caps) -> None:
         pairs = {key: sub.host for key, sub in self._subs.items()}
-        pairs.update((i.key, i.host) for i in self._intents.values() if i.mode == "subscribe")
+        pairs.update((key, i.host) for key, i in self._intents.items() if i.mode == "subscribe")
         for what, counts, limit in (("in total", lambda k, h: True, caps.total),
                                     ("for this topic", lambda k, h: k[1] == intent.topic, caps.per_topic),
                                     ("for this callback host", lambda k, h: h == intent.host, caps.per_host)):
@@ -498,13 +493,17 @@ class Store:
     def next_intent(self, key: Key) -> Intent | None:
         with self._lock:
             self._check()
-            return next((i for i in self._intents.values() if i.key == key), None)
+            return self._intents.get(key)
 
     def drop_intent(self, intent_id: int) -> None:
         with self._lock:
             self._check()
-            self._intents.pop(intent_id, None)
-            self._write((_DELETE_INTENT, (intent_id,)))
+            self._settle(intent_id)
+
+    def _settle(self, intent_id: int, *statements: tuple[str, tuple]) -> None:
+        """(Lock held.) Forget a verified or dropped intent (not a newer one for its pair) and write `statements`."""
+        self._intents = {key: i for key, i in self._intents.items() if i.id != intent_id}
+        self._write(*statements, (_DELETE_INTENT, (intent_id,)))
 
     def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
         """The verified subscription: new, or a renewal that changes lease and secret and keeps its progress."""
@@ -516,15 +515,13 @@ class Store:
                                old.created_at if old else verified_at, verified_at,
                                old.last_etag if old else baseline_etag)
             self._subs[sub.key] = sub
-            self._intents.pop(intent.id, None)
-            self._write((_INSERT_SUB, _row(sub)), (_DELETE_INTENT, (intent.id,)))
+            self._settle(intent.id, (_INSERT_SUB, _row(sub)))
 
     def apply_unsubscribe(self, intent: Intent) -> None:
         with self._lock:
             self._check()
             self._subs.pop(intent.key, None)
-            self._intents.pop(intent.id, None)
-            self._write((_DELETE_SUB, intent.key), (_DELETE_INTENT, (intent.id,)))
+            self._settle(intent.id, (_DELETE_SUB, intent.key))
 
     # ----------------------------------------------------------------- subscriptions
 
@@ -573,7 +570,7 @@ class Store:
         with self._lock:
             self._check()
             subs = [(key, s.last_etag, s.next_attempt, s.expires_at) for key, s in self._subs.items()]
-            return subs, list(dict.fromkeys(i.key for i in self._intents.values()))
+            return subs, list(self._intents)
 
     def counts(self) -> tuple[list[tuple[str, str | None, int]], int]:
         """(topic, last ETag, count) groups of subscriptions, and the number of pending intents."""
