@@ -32,9 +32,11 @@ import socket
 import sqlite3
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 log = logging.getLogger("reviewsd.hub")
 
@@ -430,9 +432,13 @@ class Store:
 
     # ----------------------------------------------------------------- writing
 
-    def _check(self) -> None:
-        if self._closed:
-            raise StoreClosed()
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the store's lock; StoreClosed once the store is closed."""
+        with self._lock:
+            if self._closed:
+                raise StoreClosed()
+            yield
 
     def _write(self, *statements: tuple[str, tuple]) -> bool:
         """(Lock held.) Run `statements` in one transaction: False, the store unavailable, when they cannot be.
@@ -463,8 +469,7 @@ class Store:
         raises CapReached when a new pair would exceed a cap, StoreUnavailable when
         it cannot be recorded.
         """
-        with self._lock:
-            self._check()
+        with self._locked():
             if self.problem is not None:
                 raise StoreUnavailable(self.problem.reason)
             known = intent.key in self._subs or intent.key in self._intents
@@ -491,13 +496,11 @@ class Store:
                 raise CapReached(f"the hub already holds {count} subscriptions {what}, its limit")
 
     def next_intent(self, key: Key) -> Intent | None:
-        with self._lock:
-            self._check()
+        with self._locked():
             return self._intents.get(key)
 
     def drop_intent(self, intent_id: int) -> None:
-        with self._lock:
-            self._check()
+        with self._locked():
             self._settle(intent_id)
 
     def _settle(self, intent_id: int, *statements: tuple[str, tuple]) -> None:
@@ -507,8 +510,7 @@ class Store:
 
     def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
         """The verified subscription: new, or a renewal that changes lease and secret and keeps its progress."""
-        with self._lock:
-            self._check()
+        with self._locked():
             old = self._subs.get(intent.key)
             sub = Subscription(intent.callback, intent.topic, intent.topic_url, intent.host, intent.secret,
                                intent.lease_seconds, verified_at + intent.lease_seconds,
@@ -518,21 +520,18 @@ class Store:
             self._settle(intent.id, (_INSERT_SUB, _row(sub)))
 
     def apply_unsubscribe(self, intent: Intent) -> None:
-        with self._lock:
-            self._check()
+        with self._locked():
             self._subs.pop(intent.key, None)
             self._settle(intent.id, (_DELETE_SUB, intent.key))
 
     # ----------------------------------------------------------------- subscriptions
 
     def subscription(self, key: Key) -> Subscription | None:
-        with self._lock:
-            self._check()
+        with self._locked():
             return self._subs.get(key)
 
     def _update(self, key: Key, **changes: object) -> None:
-        with self._lock:
-            self._check()
+        with self._locked():
             sub = self._subs.get(key)
             if sub is not None:
                 self._subs[key] = sub = replace(sub, **changes)  # type: ignore[arg-type]
@@ -545,14 +544,12 @@ class Store:
         self._update(key, failures=failures, next_attempt=next_attempt)
 
     def remove(self, key: Key) -> None:
-        with self._lock:
-            self._check()
+        with self._locked():
             if self._subs.pop(key, None) is not None:
                 self._write((_DELETE_SUB, key))
 
     def expire(self, now: float) -> int:
-        with self._lock:
-            self._check()
+        with self._locked():
             ended = [key for key, sub in self._subs.items() if sub.expires_at <= now]
             for key in ended:
                 del self._subs[key]
@@ -561,21 +558,18 @@ class Store:
             return len(ended)
 
     def outdated(self, topic: str, etag: str) -> list[Key]:
-        with self._lock:
-            self._check()
+        with self._locked():
             return [key for key, sub in self._subs.items() if sub.topic == topic and sub.last_etag != etag]
 
     def all_work(self) -> tuple[list[tuple[Key, str | None, float, float]], list[Key]]:
         """Every subscription (key, last ETag, next attempt, expiry) and every pair with a pending intent."""
-        with self._lock:
-            self._check()
+        with self._locked():
             subs = [(key, s.last_etag, s.next_attempt, s.expires_at) for key, s in self._subs.items()]
             return subs, list(self._intents)
 
     def counts(self) -> tuple[list[tuple[str, str | None, int]], int]:
         """(topic, last ETag, count) groups of subscriptions, and the number of pending intents."""
-        with self._lock:
-            self._check()
+        with self._locked():
             groups: dict[tuple[str, str | None], int] = {}
             for sub in self._subs.values():
                 groups[sub.topic, sub.last_etag] = groups.get((sub.topic, sub.last_etag), 0) + 1
