@@ -256,7 +256,6 @@ class Store:
         self._intents: dict[Key, Intent] = {}  # a pair's one pending intent (a new one replaces it)
         self._next_id = 1
         self._loaded = False  # memory holds the database's content (else it is read at the next open)
-        self._tried = False  # an open was attempted (the next success is a recovery or a takeover)
         self._closed = False
         self.problem: Problem | None = Problem("the hub's store has not been opened yet", "", time.time())
 
@@ -276,14 +275,14 @@ class Store:
                 if not self._intact():
                     self._replaced()
                 return False
-            return self._reopen()
+            return self._recover()
 
     def close(self) -> None:
         """Write back what a failed store holds (one last try), close the database and release the lock."""
         with self._lock:
             if self._closed:
                 return
-            if self.problem is not None and self._loaded and not self.problem.held and not self._reopen():
+            if self.problem is not None and self._loaded and not self.problem.held and not self._recover():
                 log.error("hub stopping with changes its store could not take (%s): subscriptions verified since "
                           "then are lost; pending verifications in the database are verified again at the next start",
                           self.problem.reason, extra={"event": "hub_store_unsaved"})
@@ -291,14 +290,18 @@ class Store:
             self._disconnect()
             self._state_lock.release()
 
+    def _recover(self) -> bool:
+        """(Lock held.) Reopen a store that failed or that another server held; log it when that works."""
+        was = self.problem
+        if not self._reopen():
+            return False
+        log.info("hub store available: %d subscriptions, %d pending verifications (was: %s)",
+                 len(self._subs), len(self._intents), was.reason,  # type: ignore[union-attr]
+                 extra={"event": "hub_store_available"})
+        return True
+
     def _reopen(self) -> bool:
         """(Lock held.) Lock, connect, then load the database (first time) or write memory back into it."""
-        try:
-            return self._try_reopen()
-        finally:
-            self._tried = True
-
-    def _try_reopen(self) -> bool:
         self._disconnect()
         try:
             if not self._state_lock.intact():
@@ -321,10 +324,6 @@ class Store:
         except (sqlite3.Error, OSError) as exc:
             return self._failed(exc)
         self._conn, self._identity = conn, self._disk_identity()
-        if self._tried and self.problem is not None:  # not the first start: a recovery or a takeover
-            log.info("hub store available: %d subscriptions, %d pending verifications (was: %s)",
-                     len(self._subs), len(self._intents), self.problem.reason,
-                     extra={"event": "hub_store_available"})
         self._loaded = True
         self.problem = None
         return True
