@@ -166,8 +166,8 @@ class Problem:
     held: bool = False  # another process holds the lock (not a fault of this one)
 
 
-class Corrupt(Exception):
-    """The database file is not a sound SQLite database."""
+class Corrupt(sqlite3.DatabaseError):
+    """PRAGMA quick_check found the database file unsound."""
 
 
 def is_corrupt(exc: BaseException) -> bool:
@@ -313,44 +313,38 @@ class Store:
                         "this server serves reads and MCP and takes the hub over when that one stops",
                         time.time(), held=True))
             conn = self._connect()
-            try:
-                if self._loaded:
-                    self._write_back(conn)
-                else:
-                    self._load(conn)
-            except BaseException:
-                conn.close()
-                raise
+            if self._loaded:
+                self._write_back(conn)
+            else:
+                self._load(conn)
+            self._identity = self._disk_identity()
         except (sqlite3.Error, OSError) as exc:
-            return self._failed(exc)
-        self._conn, self._identity = conn, self._disk_identity()
+            return self._failed(exc)  # which closes the connection
         self._loaded = True
         self.problem = None
         return True
 
     def _connect(self) -> sqlite3.Connection:
-        """A connection to a sound database (a corrupt one is moved aside first). Raises sqlite3.Error, OSError."""
+        """Connect to a sound database (a corrupt one is moved aside first). Raises sqlite3.Error, OSError."""
         try:
-            return self._open_database(check=True)
-        except (sqlite3.Error, Corrupt) as exc:
+            return self._open_database()
+        except sqlite3.Error as exc:
             if not is_corrupt(exc):
                 raise
+            self._disconnect()
             self._move_aside(exc)
-        return self._open_database(check=False)
+        return self._open_database()
 
-    def _open_database(self, check: bool) -> sqlite3.Connection:
+    def _open_database(self) -> sqlite3.Connection:
+        """(Lock held.) Open and check the database as self._conn, which a failure's _disconnect closes."""
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))  # the file holds subscribers' secrets
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
-        try:
-            if check and (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
-                raise Corrupt(found)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(SCHEMA)
-        except BaseException:
-            conn.close()
-            raise
+        self._conn = conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
+        if (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
+            raise Corrupt(found)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(SCHEMA)
         return conn
 
     def _move_aside(self, exc: BaseException) -> None:
