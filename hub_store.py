@@ -170,13 +170,6 @@ class Corrupt(sqlite3.DatabaseError):
     """PRAGMA quick_check found the database file unsound."""
 
 
-def is_corrupt(exc: BaseException) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return isinstance(exc, Corrupt) or (code is not None and code & 0xFF in _CORRUPT_CODES) or (
-        isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)
-        and any(text in str(exc) for text in ("not a database", "malformed")))
-
-
 def remedy_for(exc: BaseException, directory: Path) -> str:
     """What an operator should do about `exc` (for the log)."""
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
@@ -329,7 +322,8 @@ class Store:
         try:
             return self._open_database()
         except sqlite3.Error as exc:
-            if not is_corrupt(exc):
+            code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # every error SQLite raises has one
+            if not isinstance(exc, Corrupt) and code not in _CORRUPT_CODES:
                 raise
             self._disconnect()
             self._move_aside(exc)
