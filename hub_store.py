@@ -12,9 +12,9 @@ check it:
   memory at once and written through; when the write fails the store becomes
   unavailable and `maintain()` later writes everything it holds back, so nothing
   already accepted or delivered is lost or sent twice while the process lives;
-* before each write and at each `maintain()` the directory, database and lock
-  file are compared (device and inode) with what was opened: one removed or
-  replaced is recreated and written back, with an ERROR in the log;
+* before each write and at each `maintain()` the database and lock file are
+  compared (device and inode) with what was opened: a state directory or file
+  removed or replaced is recreated and written back, with an ERROR in the log;
 * a corrupt database is moved aside as `hub.sqlite3.corrupt-<UTC time>Z`, never
   deleted, and the store starts empty.
 
@@ -153,6 +153,12 @@ def _row(record: Subscription | Intent) -> tuple:
     return tuple(vars(record).values())
 
 
+def _file_id(file: Path | int) -> tuple[int, int]:
+    """A file's device and inode, by path or descriptor: equal only for the same file."""
+    info = os.stat(file)
+    return info.st_dev, info.st_ino
+
+
 # --------------------------------------------------------------------------- faults
 
 
@@ -213,13 +219,10 @@ class StateLock:
 
     def intact(self) -> bool:
         """Held here, and the file at its path is the one locked."""
-        if self._fd is None:
-            return False
         try:
-            on_disk, held = os.stat(self.path), os.fstat(self._fd)
+            return self._fd is not None and _file_id(self.path) == _file_id(self._fd)
         except OSError:
             return False
-        return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
 
     def release(self) -> None:
         if self._fd is not None:
@@ -244,7 +247,7 @@ class Store:
         self._state_lock = StateLock(self.directory)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
-        self._identity: tuple[int, ...] | None = None
+        self._identity: tuple[int, int] | None = None  # the database file, by device and inode
         self._subs: dict[Key, Subscription] = {}
         self._intents: dict[Key, Intent] = {}  # a pair's one pending intent (a new one replaces it)
         self._next_id = 1
@@ -310,7 +313,7 @@ class Store:
                 self._write_back(conn)
             else:
                 self._load(conn)
-            self._identity = self._disk_identity()
+            self._identity = _file_id(self.path)
         except (sqlite3.Error, OSError) as exc:
             return self._failed(exc)  # which closes the connection
         self._loaded = True
@@ -373,14 +376,10 @@ class Store:
             conn.executemany(_INSERT_SUB, [_row(s) for s in self._subs.values()])
             conn.executemany(_INSERT_INTENT, [_row(i) for i in self._intents.values()])
 
-    def _disk_identity(self) -> tuple[int, ...]:
-        directory, database = os.stat(self.directory), os.stat(self.path)
-        return directory.st_dev, directory.st_ino, database.st_dev, database.st_ino
-
     def _intact(self) -> bool:
-        """The directory, database and lock file are the ones opened (not removed or replaced)."""
+        """The database and lock file are the ones opened (a state directory removed or replaced has neither)."""
         try:
-            return self._disk_identity() == self._identity and self._state_lock.intact()
+            return _file_id(self.path) == self._identity and self._state_lock.intact()
         except OSError:
             return False
 
