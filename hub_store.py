@@ -122,8 +122,6 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     next_attempt REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (callback, topic)
 );
-CREATE INDEX IF NOT EXISTS subscriptions_topic ON subscriptions (topic);
-CREATE INDEX IF NOT EXISTS subscriptions_host ON subscriptions (host);
 CREATE TABLE IF NOT EXISTS intents (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     callback TEXT NOT NULL,
@@ -136,7 +134,6 @@ CREATE TABLE IF NOT EXISTS intents (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS intents_pair ON intents (callback, topic);
-CREATE INDEX IF NOT EXISTS intents_host ON intents (host);
 PRAGMA user_version = 1;
 """
 _SUB_COLUMNS = ("callback, topic, topic_url, host, secret, lease_seconds, expires_at, created_at, verified_at,"
