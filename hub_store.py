@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import itertools
 import logging
 import os
 import socket
@@ -345,9 +344,9 @@ class Store:
         """Keep a corrupt database under a name that says when and why; the store then starts empty."""
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         target = self.path.with_name(f"{DB_FILE}.corrupt-{stamp}")
-        for n in itertools.count(1):  # never over an earlier one
-            if not target.exists():
-                break
+        n = 0
+        while target.exists():  # never over an earlier one
+            n += 1
             target = self.path.with_name(f"{DB_FILE}.corrupt-{stamp}-{n}")
         for suffix in ("", "-wal", "-shm"):
             source = Path(str(self.path) + suffix)
