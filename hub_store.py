@@ -31,6 +31,7 @@ import socket
 import sqlite3
 import threading
 import time
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -552,8 +553,6 @@ class Store:
     def counts(self) -> tuple[list[tuple[str, str | None, int]], int]:
         """(topic, last ETag, count) groups of subscriptions, and the number of pending intents."""
         with self._locked():
-            groups: dict[tuple[str, str | None], int] = {}
-            for sub in self._subs.values():
-                groups[sub.topic, sub.last_etag] = groups.get((sub.topic, sub.last_etag), 0) + 1
+            groups = Counter((sub.topic, sub.last_etag) for sub in self._subs.values())
             return [(topic, etag, n) for (topic, etag), n in groups.items()], len(self._intents)
 
