@@ -161,10 +161,9 @@ def _file_id(file: Path | int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Problem:
-    """Why the store cannot be used: `reason` for 503s and /healthz, `remedy` for the log."""
+    """Why the store cannot be used (for 503s and /healthz), since when."""
 
     reason: str
-    remedy: str
     since: float
     held: bool = False  # another process holds the lock (not a fault of this one)
 
@@ -250,7 +249,7 @@ class Store:
         self._next_id = 1
         self._loaded = False  # memory holds the database's content (else it is read at the next open)
         self._closed = False
-        self.problem: Problem | None = Problem("the hub's store has not been opened yet", "", time.time())
+        self.problem: Problem | None = Problem("the hub's store has not been opened yet", time.time())
 
     # ----------------------------------------------------------------- opening and recovery
 
@@ -301,10 +300,9 @@ class Store:
                 self._state_lock.release()
                 holder = self._state_lock.acquire()
                 if holder is not None:
-                    return self._unavailable(Problem(
+                    return self._unavailable(
                         f"another reviewsd runs the hub on {self.directory} ({holder})",
-                        "this server serves reads and MCP and takes the hub over when that one stops",
-                        time.time(), held=True))
+                        "this server serves reads and MCP and takes the hub over when that one stops", held=True)
             conn = self._connect()
             if self._loaded:
                 self._write_back(conn)
@@ -391,17 +389,16 @@ class Store:
                  self.directory, len(self._subs), len(self._intents), extra={"event": "hub_state_recreated"})
         return True
 
-    def _unavailable(self, problem: Problem) -> bool:
-        """(Lock held.) Record why the store cannot be used; log it when that changes."""
-        if self.problem is None or self.problem.reason != problem.reason:
-            if problem.held:
-                log.warning("hub not running: %s; %s", problem.reason, problem.remedy,
-                            extra={"event": "hub_lock_held"})
+    def _unavailable(self, reason: str, remedy: str, held: bool = False) -> bool:
+        """(Lock held.) Record why the store cannot be used; log it, and what to do, when that changes."""
+        if self.problem is None or self.problem.reason != reason:
+            if held:
+                log.warning("hub not running: %s; %s", reason, remedy, extra={"event": "hub_lock_held"})
             else:
                 log.error("hub store unavailable: %s; the hub accepts no subscriptions and sends nothing until it "
-                          "works again (retried every %g s): %s", problem.reason, self._retry_every, problem.remedy,
+                          "works again (retried every %g s): %s", reason, self._retry_every, remedy,
                           extra={"event": "hub_store_unavailable"})
-            self.problem = problem
+            self.problem = Problem(reason, time.time(), held)
         self._disconnect()
         return False
 
@@ -440,8 +437,7 @@ class Store:
         return True
 
     def _failed(self, exc: BaseException) -> bool:
-        return self._unavailable(Problem(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory),
-                                  time.time()))
+        return self._unavailable(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory))
 
     # ----------------------------------------------------------------- intents
 
