@@ -32,7 +32,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -404,10 +404,8 @@ class Store:
 
     def _disconnect(self) -> None:
         if self._conn is not None:
-            try:
+            with suppress(sqlite3.Error):
                 self._conn.close()
-            except sqlite3.Error:
-                pass
             self._conn = None
 
     # ----------------------------------------------------------------- writing
