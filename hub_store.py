@@ -329,7 +329,6 @@ class Store:
 
     def _open_database(self) -> sqlite3.Connection:
         """(Lock held.) Open and check the database as self._conn, which a failure's _disconnect closes."""
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))  # the file holds subscribers' secrets
         self._conn = conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
         if (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
