@@ -1,24 +1,9 @@
 """The hub's state: subscriptions and pending intents, held in memory and written through to SQLite.
 
-Memory is what the running hub reads; SQLite under `--state-dir` is the durable
-copy a restart reads back. The store trusts the directory only as far as it can
-check it:
-
-* one hub per state directory: an exclusive `flock` on `hub.lock`, held for the
-  process's life and naming its holder (pid and host) for whoever finds it taken;
-* a change that must be durable before it is acknowledged (a new intent: its 202)
-  is committed first and refused (StoreUnavailable, a 503) when it cannot be;
-* every other change (a verification applied, a delivery recorded) is made in
-  memory at once and written through; when the write fails the store becomes
-  unavailable and `maintain()` later writes everything it holds back, so nothing
-  already accepted or delivered is lost or sent twice while the process lives;
-* before each write and at each `maintain()` the database and lock file are
-  compared (device and inode) with what was opened: a state directory or file
-  removed or replaced is recreated and written back, with an ERROR in the log;
-* a corrupt database is moved aside as `hub.sqlite3.corrupt-<UTC time>Z`, never
-  deleted, and the store starts empty.
-
-Every method is thread-safe (one lock); `maintain()` runs on the hub's keeper thread.
+Memory is what the running hub reads; SQLite under `--state-dir` is the durable copy a restart
+reads back. How the store survives its directory failing (the lock, commit before a 202, write-back,
+recreation, corrupt files moved aside): docs/internals.md, "The hub's store". Every method is
+thread-safe (one lock); `maintain()` runs on the hub's keeper thread.
 """
 
 from __future__ import annotations
@@ -230,11 +215,7 @@ class StateLock:
 
 
 class Store:
-    """Subscriptions and intents in memory, written through to STATE_DIR/hub.sqlite3 (see the module docstring).
-
-    WAL with synchronous=NORMAL: a commit survives the process being killed at any
-    moment; a power loss may lose the last commits (a delivery is then sent again).
-    """
+    """Subscriptions and intents in memory, written through to STATE_DIR/hub.sqlite3 (see the module docstring)."""
 
     def __init__(self, state_dir: str, retry_every: float = 5.0):
         self.directory = Path(state_dir)
@@ -334,7 +315,7 @@ class Store:
         if (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
             raise Corrupt(found)
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA synchronous=NORMAL")  # a commit survives a kill; a power loss may lose the last ones
         conn.executescript(SCHEMA)
         return conn
 
