@@ -160,10 +160,9 @@ class Corrupt(sqlite3.DatabaseError):
 def remedy_for(exc: BaseException, directory: Path) -> str:
     """What an operator should do about `exc` (for the log)."""
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-    text = str(exc).lower()
-    if code == 13 or getattr(exc, "errno", None) == errno.ENOSPC or "disk is full" in text:
+    if code == 13 or getattr(exc, "errno", None) == errno.ENOSPC:  # SQLITE_FULL
         return f"free space on the file system of {directory}"
-    if code == 8 or getattr(exc, "errno", None) == errno.EROFS or "read-only" in text or "readonly" in text:
+    if code == 8 or getattr(exc, "errno", None) == errno.EROFS:  # SQLITE_READONLY
         return f"make {directory} writable by this service"
     if isinstance(exc, (NotADirectoryError, FileExistsError)):
         return f"{directory} must be a directory: move what is there aside"
