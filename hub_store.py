@@ -18,10 +18,10 @@ import threading
 import time
 from collections import Counter
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 log = logging.getLogger("reviewsd.hub")
 
@@ -50,9 +50,8 @@ class Caps:
     per_host: int
 
 
-@dataclass(frozen=True)
-class Intent:
-    """A subscribe or unsubscribe request accepted (202) and waiting for verification."""
+class Intent(NamedTuple):
+    """A subscribe or unsubscribe request accepted (202) and waiting for verification: a row of the intents table."""
 
     id: int
     callback: str
@@ -69,8 +68,7 @@ class Intent:
         return self.callback, self.topic
 
 
-@dataclass(frozen=True)
-class Subscription:
+class Subscription(NamedTuple):
     """One verified subscription: a row of the subscriptions table."""
 
     callback: str
@@ -121,18 +119,14 @@ CREATE TABLE IF NOT EXISTS intents (
 CREATE INDEX IF NOT EXISTS intents_pair ON intents (callback, topic);
 PRAGMA user_version = 1;
 """
-_SUB_COLUMNS = ("callback, topic, topic_url, host, secret, lease_seconds, expires_at, created_at, verified_at,"
-                " last_etag, failures, next_attempt")
-_INTENT_COLUMNS = "id, callback, topic, topic_url, host, mode, lease_seconds, secret, created_at"
-_INSERT_SUB = f"INSERT OR REPLACE INTO subscriptions ({_SUB_COLUMNS}) VALUES ({', '.join('?' * 12)})"
-_INSERT_INTENT = f"INSERT INTO intents ({_INTENT_COLUMNS}) VALUES ({', '.join('?' * 9)})"
+_SUB_COLUMNS = ", ".join(Subscription._fields)
+_INTENT_COLUMNS = ", ".join(Intent._fields)
+_INSERT_SUB = (f"INSERT OR REPLACE INTO subscriptions ({_SUB_COLUMNS})"
+               f" VALUES ({', '.join('?' * len(Subscription._fields))})")
+_INSERT_INTENT = f"INSERT INTO intents ({_INTENT_COLUMNS}) VALUES ({', '.join('?' * len(Intent._fields))})"
 _DELETE_SUB = "DELETE FROM subscriptions WHERE callback = ? AND topic = ?"
 _DELETE_INTENT = "DELETE FROM intents WHERE id = ?"
 _CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
-
-
-def _row(record: Subscription | Intent) -> tuple:
-    return tuple(vars(record).values())
 
 
 def _file_id(file: Path | int) -> tuple[int, int]:
@@ -347,8 +341,8 @@ class Store:
         with conn:
             conn.execute("DELETE FROM subscriptions")
             conn.execute("DELETE FROM intents")
-            conn.executemany(_INSERT_SUB, [_row(s) for s in self._subs.values()])
-            conn.executemany(_INSERT_INTENT, [_row(i) for i in self._intents.values()])
+            conn.executemany(_INSERT_SUB, self._subs.values())
+            conn.executemany(_INSERT_INTENT, self._intents.values())
 
     def _intact(self) -> bool:
         """The database and lock file are the ones opened (a state directory removed or replaced has neither)."""
@@ -433,9 +427,9 @@ class Store:
                 return False
             if intent.mode == "subscribe" and not known:
                 self._check_caps(intent, caps)
-            intent = replace(intent, id=self._next_id)
+            intent = intent._replace(id=self._next_id)
             if not self._write(("DELETE FROM intents WHERE callback = ? AND topic = ?", intent.key),
-                               (_INSERT_INTENT, _row(intent))):
+                               (_INSERT_INTENT, intent)):
                 raise StoreUnavailable(self.problem.reason)  # type: ignore[union-attr]
             self._intents[intent.key] = intent
             self._next_id += 1
@@ -473,7 +467,7 @@ class Store:
                                old.created_at if old else verified_at, verified_at,
                                old.last_etag if old else baseline_etag)
             self._subs[sub.key] = sub
-            self._settle(intent.id, (_INSERT_SUB, _row(sub)))
+            self._settle(intent.id, (_INSERT_SUB, sub))
 
     def apply_unsubscribe(self, intent: Intent) -> None:
         with self._locked():
@@ -490,8 +484,8 @@ class Store:
         with self._locked():
             sub = self._subs.get(key)
             if sub is not None:
-                self._subs[key] = sub = replace(sub, **changes)  # type: ignore[arg-type]
-                self._write((_INSERT_SUB, _row(sub)))
+                self._subs[key] = sub = sub._replace(**changes)
+                self._write((_INSERT_SUB, sub))
 
     def record_delivery(self, key: Key, etag: str) -> None:
         self._update(key, last_etag=etag, failures=0, next_attempt=0.0)
