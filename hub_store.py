@@ -238,8 +238,7 @@ class Store:
             if self._closed:
                 return False
             if self.problem is None:
-                if not self._intact():
-                    self._replaced()
+                self._ensure_intact()
                 return False
             return self._recover()
 
@@ -344,15 +343,11 @@ class Store:
             conn.executemany(_INSERT_SUB, self._subs.values())
             conn.executemany(_INSERT_INTENT, self._intents.values())
 
-    def _intact(self) -> bool:
-        """The database and lock file are the ones opened (a state directory removed or replaced has neither)."""
-        try:
-            return _file_id(self.path) == self._identity and self._state_lock.intact()
-        except OSError:
-            return False
-
-    def _replaced(self) -> bool:
-        """(Lock held.) The directory or database was removed or replaced: recreate it from memory."""
+    def _ensure_intact(self) -> bool:
+        """(Lock held.) The database and lock file opened are in place, or (removed, replaced) recreated from memory."""
+        with suppress(OSError):
+            if _file_id(self.path) == self._identity and self._state_lock.intact():
+                return True
         log.error("hub state directory %s or its database was removed or replaced; recreating it and writing back "
                   "%d subscriptions and %d pending verifications", self.directory, len(self._subs),
                   len(self._intents), extra={"event": "hub_state_replaced"})
@@ -397,7 +392,7 @@ class Store:
         A removed or replaced state directory is recreated first, from memory (which may
         already hold the change: the statements only write it again).
         """
-        if self.problem is not None or (not self._intact() and not self._replaced()):
+        if self.problem is not None or not self._ensure_intact():
             return False
         try:
             with self._conn:  # type: ignore[union-attr]
