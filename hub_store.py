@@ -431,12 +431,11 @@ class Store:
             return True
 
     def _check_caps(self, intent: Intent, caps: Caps) -> None:
-        pairs = {key: sub.host for key, sub in self._subs.items()}
-        pairs.update((key, i.host) for key, i in self._intents.items() if i.mode == "subscribe")
-        for what, counts, limit in (("in total", lambda k, h: True, caps.total),
-                                    ("for this topic", lambda k, h: k[1] == intent.topic, caps.per_topic),
-                                    ("for this callback host", lambda k, h: h == intent.host, caps.per_host)):
-            count = sum(1 for key, host in pairs.items() if counts(key, host))
+        hosts = {key: sub.host for key, sub in self._subs.items()}  # of every pair held or waiting for verification
+        hosts.update((key, i.host) for key, i in self._intents.items() if i.mode == "subscribe")
+        for what, count, limit in (("in total", len(hosts), caps.total),
+                                   ("for this topic", sum(topic == intent.topic for _, topic in hosts), caps.per_topic),
+                                   ("for this callback host", list(hosts.values()).count(intent.host), caps.per_host)):
             if count >= limit:
                 raise CapReached(f"the hub already holds {count} subscriptions {what}, its limit")
 
