@@ -230,7 +230,7 @@ class Store:
     def open(self) -> bool:
         """Take the lock and open the database: True when the store can be used."""
         with self._lock:
-            return self._reopen()
+            return self._reopen(first=True)
 
     def maintain(self) -> bool:
         """Check the directory, or retry a store that failed: True when it has just become usable."""
@@ -240,14 +240,14 @@ class Store:
             if self.problem is None:
                 self._ensure_intact()
                 return False
-            return self._recover()
+            return self._reopen()
 
     def close(self) -> None:
         """Write back what a failed store holds (one last try), close the database and release the lock."""
         with self._lock:
             if self._closed:
                 return
-            if self.problem is not None and self._loaded and not self.problem.held and not self._recover():
+            if self.problem is not None and self._loaded and not self.problem.held and not self._reopen():
                 log.error("hub stopping with changes its store could not take (%s): subscriptions verified since "
                           "then are lost; pending verifications in the database are verified again at the next start",
                           self.problem.reason, extra={"event": "hub_store_unsaved"})
@@ -255,18 +255,9 @@ class Store:
             self._disconnect()
             self._state_lock.release()
 
-    def _recover(self) -> bool:
-        """(Lock held.) Reopen a store that failed or that another server held; log it when that works."""
-        was = self.problem
-        if not self._reopen():
-            return False
-        log.info("hub store available: %d subscriptions, %d pending verifications (was: %s)",
-                 len(self._subs), len(self._intents), was.reason,  # type: ignore[union-attr]
-                 extra={"event": "hub_store_available"})
-        return True
-
-    def _reopen(self) -> bool:
+    def _reopen(self, first: bool = False) -> bool:
         """(Lock held.) Lock, connect, then load the database (first time) or write memory back into it."""
+        was = self.problem
         self._disconnect()
         try:
             if not self._state_lock.intact():
@@ -284,6 +275,9 @@ class Store:
             self._identity = _file_id(self.path)
         except (sqlite3.Error, OSError) as exc:
             return self._failed(exc)  # which closes the connection
+        if was is not None and not first:  # a recovery or a takeover
+            log.info("hub store available: %d subscriptions, %d pending verifications (was: %s)",
+                     len(self._subs), len(self._intents), was.reason, extra={"event": "hub_store_available"})
         self._loaded = True
         self.problem = None
         return True
