@@ -135,9 +135,6 @@ def _file_id(file: Path | int) -> tuple[int, int]:
     return info.st_dev, info.st_ino
 
 
-# --------------------------------------------------------------------------- faults
-
-
 @dataclass(frozen=True)
 class Problem:
     """Why the store cannot be used (for 503s and /healthz), since when."""
@@ -161,9 +158,6 @@ def remedy_for(exc: BaseException, directory: Path) -> str:
     if isinstance(exc, (NotADirectoryError, FileExistsError)):
         return f"{directory} must be a directory: move what is there aside"
     return f"check {directory} and the disk holding it"
-
-
-# --------------------------------------------------------------------------- the lock
 
 
 class StateLock:
@@ -204,9 +198,6 @@ class StateLock:
             self._fd = None
 
 
-# --------------------------------------------------------------------------- the store
-
-
 class Store:
     """Subscriptions and intents in memory, written through to STATE_DIR/hub.sqlite3 (see the module docstring)."""
 
@@ -224,8 +215,6 @@ class Store:
         self._loaded = False  # memory holds the database's content (else it is read at the next open)
         self._closed = False
         self.problem: Problem | None = Problem("the hub's store has not been opened yet", time.time())
-
-    # ----------------------------------------------------------------- opening and recovery
 
     def open(self) -> bool:
         """Take the lock and open the database: True when the store can be used."""
@@ -370,8 +359,6 @@ class Store:
                 self._conn.close()
             self._conn = None
 
-    # ----------------------------------------------------------------- writing
-
     @contextmanager
     def _locked(self) -> Iterator[None]:
         """Hold the store's lock; StoreClosed once the store is closed."""
@@ -398,8 +385,6 @@ class Store:
 
     def _failed(self, exc: BaseException) -> bool:
         return self._unavailable(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory))
-
-    # ----------------------------------------------------------------- intents
 
     def add_intent(self, intent: Intent, caps: Caps) -> bool:
         """Queue a request for verification, durably (it replaces any not yet verified for the pair).
@@ -461,8 +446,6 @@ class Store:
         with self._locked():
             self._subs.pop(intent.key, None)
             self._settle(intent.id, (_DELETE_SUB, intent.key))
-
-    # ----------------------------------------------------------------- subscriptions
 
     def subscription(self, key: Key) -> Subscription | None:
         with self._locked():
