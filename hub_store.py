@@ -125,8 +125,6 @@ _INSERT_SUB = (f"INSERT OR REPLACE INTO subscriptions ({_SUB_COLUMNS})"
                f" VALUES ({', '.join('?' * len(Subscription._fields))})")
 _INSERT_INTENT = f"INSERT INTO intents ({_INTENT_COLUMNS}) VALUES ({', '.join('?' * len(Intent._fields))})"
 _DELETE_SUB = "DELETE FROM subscriptions WHERE callback = ? AND topic = ?"
-_DELETE_INTENT = "DELETE FROM intents WHERE id = ?"
-_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
 def _file_id(file: Path | int) -> tuple[int, int]:
@@ -277,7 +275,7 @@ class Store:
             return self._open_database()
         except sqlite3.Error as exc:
             code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # every error SQLite raises has one
-            if not isinstance(exc, Corrupt) and code not in _CORRUPT_CODES:
+            if not isinstance(exc, Corrupt) and code not in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB
                 raise
             self._disconnect()
             self._move_aside(exc)
@@ -429,7 +427,7 @@ class Store:
     def _settle(self, intent_id: int, *statements: tuple[str, tuple]) -> None:
         """(Lock held.) Forget a verified or dropped intent (not a newer one for its pair) and write `statements`."""
         self._intents = {key: i for key, i in self._intents.items() if i.id != intent_id}
-        self._write(*statements, (_DELETE_INTENT, (intent_id,)))
+        self._write(*statements, ("DELETE FROM intents WHERE id = ?", (intent_id,)))
 
     def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
         """The verified subscription: new, or a renewal that changes lease and secret and keeps its progress."""
