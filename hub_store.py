@@ -368,8 +368,7 @@ class Store:
     def _write(self, *statements: tuple[str, tuple]) -> bool:
         """(Lock held.) Run `statements` in one transaction: False, the store unavailable, when they cannot be.
 
-        A removed or replaced state directory is recreated first, from memory (which may
-        already hold the change: the statements only write it again).
+        A removed or replaced state directory is first recreated from memory, which may already hold the change.
         """
         if self.problem is not None or not self._ensure_intact():
             return False
