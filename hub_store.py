@@ -1,41 +1,27 @@
 """The hub's state: subscriptions and pending intents, held in memory and written through to SQLite.
 
-Memory is what the running hub reads; SQLite under `--state-dir` is the durable
-copy a restart reads back. The store trusts the directory only as far as it can
-check it:
-
-* one hub per state directory: an exclusive `flock` on `hub.lock`, held for the
-  process's life and naming its holder (pid and host) for whoever finds it taken;
-* a change that must be durable before it is acknowledged (a new intent: its 202)
-  is committed first and refused (StoreUnavailable, a 503) when it cannot be;
-* every other change (a verification applied, a delivery recorded) is made in
-  memory at once and written through; when the write fails the store becomes
-  unavailable and `maintain()` later writes everything it holds back, so nothing
-  already accepted or delivered is lost or sent twice while the process lives;
-* before each write and at each `maintain()` the directory, database and lock
-  file are compared (device and inode) with what was opened: one removed or
-  replaced is recreated and written back, with an ERROR in the log;
-* a corrupt database is moved aside as `hub.sqlite3.corrupt-<UTC time>Z`, never
-  deleted, and the store starts empty.
-
-Every method is thread-safe (one lock); `maintain()` runs on the hub's keeper thread.
+Memory is what the running hub reads; SQLite under `--state-dir` is the durable copy a restart
+reads back. How the store survives its directory failing (the lock, commit before a 202, write-back,
+recreation, corrupt files moved aside): docs/internals.md, "The hub's store". Every method is
+thread-safe (one lock); `maintain()` runs on the hub's keeper thread.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
-import itertools
 import logging
 import os
 import socket
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, replace
+from collections import Counter
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Iterator, NamedTuple
 
 log = logging.getLogger("reviewsd.hub")
 
@@ -64,9 +50,8 @@ class Caps:
     per_host: int
 
 
-@dataclass(frozen=True)
-class Intent:
-    """A subscribe or unsubscribe request accepted (202) and waiting for verification."""
+class Intent(NamedTuple):
+    """A subscribe or unsubscribe request accepted (202) and waiting for verification: a row of the intents table."""
 
     id: int
     callback: str
@@ -83,8 +68,7 @@ class Intent:
         return self.callback, self.topic
 
 
-@dataclass(frozen=True)
-class Subscription:
+class Subscription(NamedTuple):
     """One verified subscription: a row of the subscriptions table."""
 
     callback: str
@@ -121,8 +105,6 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     next_attempt REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (callback, topic)
 );
-CREATE INDEX IF NOT EXISTS subscriptions_topic ON subscriptions (topic);
-CREATE INDEX IF NOT EXISTS subscriptions_host ON subscriptions (host);
 CREATE TABLE IF NOT EXISTS intents (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     callback TEXT NOT NULL,
@@ -135,59 +117,45 @@ CREATE TABLE IF NOT EXISTS intents (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS intents_pair ON intents (callback, topic);
-CREATE INDEX IF NOT EXISTS intents_host ON intents (host);
 PRAGMA user_version = 1;
 """
-_SUB_COLUMNS = ("callback, topic, topic_url, host, secret, lease_seconds, expires_at, created_at, verified_at,"
-                " last_etag, failures, next_attempt")
-_INTENT_COLUMNS = "id, callback, topic, topic_url, host, mode, lease_seconds, secret, created_at"
-_INSERT_SUB = f"INSERT OR REPLACE INTO subscriptions ({_SUB_COLUMNS}) VALUES ({', '.join('?' * 12)})"
-_INSERT_INTENT = f"INSERT INTO intents ({_INTENT_COLUMNS}) VALUES ({', '.join('?' * 9)})"
-_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+_SUB_COLUMNS = ", ".join(Subscription._fields)
+_INTENT_COLUMNS = ", ".join(Intent._fields)
+_INSERT_SUB = (f"INSERT OR REPLACE INTO subscriptions ({_SUB_COLUMNS})"
+               f" VALUES ({', '.join('?' * len(Subscription._fields))})")
+_INSERT_INTENT = f"INSERT INTO intents ({_INTENT_COLUMNS}) VALUES ({', '.join('?' * len(Intent._fields))})"
+_DELETE_SUB = "DELETE FROM subscriptions WHERE callback = ? AND topic = ?"
 
 
-def _row(record: Subscription | Intent) -> tuple:
-    return tuple(vars(record).values())
-
-
-# --------------------------------------------------------------------------- faults
+def _file_id(file: Path | int) -> tuple[int, int]:
+    """A file's device and inode, by path or descriptor: equal only for the same file."""
+    info = os.stat(file)
+    return info.st_dev, info.st_ino
 
 
 @dataclass(frozen=True)
 class Problem:
-    """Why the store cannot be used: `reason` for 503s and /healthz, `remedy` for the log."""
+    """Why the store cannot be used (for 503s and /healthz), since when."""
 
     reason: str
-    remedy: str
     since: float
     held: bool = False  # another process holds the lock (not a fault of this one)
 
 
-class Corrupt(Exception):
-    """The database file is not a sound SQLite database."""
-
-
-def is_corrupt(exc: BaseException) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return isinstance(exc, Corrupt) or (code is not None and code & 0xFF in _CORRUPT_CODES) or (
-        isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)
-        and any(text in str(exc) for text in ("not a database", "malformed")))
+class Corrupt(sqlite3.DatabaseError):
+    """PRAGMA quick_check found the database file unsound."""
 
 
 def remedy_for(exc: BaseException, directory: Path) -> str:
     """What an operator should do about `exc` (for the log)."""
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-    text = str(exc).lower()
-    if code == 13 or getattr(exc, "errno", None) == errno.ENOSPC or "disk is full" in text:
+    if code == 13 or getattr(exc, "errno", None) == errno.ENOSPC:  # SQLITE_FULL
         return f"free space on the file system of {directory}"
-    if code == 8 or getattr(exc, "errno", None) == errno.EROFS or "read-only" in text or "readonly" in text:
+    if code == 8 or getattr(exc, "errno", None) == errno.EROFS:  # SQLITE_READONLY
         return f"make {directory} writable by this service"
     if isinstance(exc, (NotADirectoryError, FileExistsError)):
         return f"{directory} must be a directory: move what is there aside"
     return f"check {directory} and the disk holding it"
-
-
-# --------------------------------------------------------------------------- the lock
 
 
 class StateLock:
@@ -217,13 +185,10 @@ class StateLock:
 
     def intact(self) -> bool:
         """Held here, and the file at its path is the one locked."""
-        if self._fd is None:
-            return False
         try:
-            on_disk, held = os.stat(self.path), os.fstat(self._fd)
+            return self._fd is not None and _file_id(self.path) == _file_id(self._fd)
         except OSError:
             return False
-        return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
 
     def release(self) -> None:
         if self._fd is not None:
@@ -231,39 +196,28 @@ class StateLock:
             self._fd = None
 
 
-# --------------------------------------------------------------------------- the store
-
-
 class Store:
-    """Subscriptions and intents in memory, written through to STATE_DIR/hub.sqlite3 (see the module docstring).
+    """Subscriptions and intents in memory, written through to STATE_DIR/hub.sqlite3 (see the module docstring)."""
 
-    WAL with synchronous=NORMAL: a commit survives the process being killed at any
-    moment; a power loss may lose the last commits (a delivery is then sent again).
-    """
-
-    def __init__(self, state_dir: str, retry_every: float = 5.0, clock: Callable[[], float] = time.time):
+    def __init__(self, state_dir: str, retry_every: float = 5.0):
         self.directory = Path(state_dir)
         self.path = self.directory / DB_FILE
         self._retry_every = retry_every
-        self._clock = clock
         self._state_lock = StateLock(self.directory)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
-        self._identity: tuple[int, ...] | None = None
+        self._identity: tuple[int, int] | None = None  # the database file, by device and inode
         self._subs: dict[Key, Subscription] = {}
-        self._intents: dict[int, Intent] = {}  # in id order
+        self._intents: dict[Key, Intent] = {}  # a pair's one pending intent (a new one replaces it)
         self._next_id = 1
         self._loaded = False  # memory holds the database's content (else it is read at the next open)
-        self._tried = False  # an open was attempted (the next success is a recovery or a takeover)
         self._closed = False
-        self.problem: Problem | None = Problem("the hub's store has not been opened yet", "", clock())
-
-    # ----------------------------------------------------------------- opening and recovery
+        self.problem: Problem | None = Problem("the hub's store has not been opened yet", time.time())
 
     def open(self) -> bool:
         """Take the lock and open the database: True when the store can be used."""
         with self._lock:
-            return self._reopen()
+            return self._reopen(first=True)
 
     def maintain(self) -> bool:
         """Check the directory, or retry a store that failed: True when it has just become usable."""
@@ -271,8 +225,7 @@ class Store:
             if self._closed:
                 return False
             if self.problem is None:
-                if not self._intact():
-                    self._replaced()
+                self._ensure_intact()
                 return False
             return self._reopen()
 
@@ -289,76 +242,63 @@ class Store:
             self._disconnect()
             self._state_lock.release()
 
-    def _reopen(self) -> bool:
+    def _reopen(self, first: bool = False) -> bool:
         """(Lock held.) Lock, connect, then load the database (first time) or write memory back into it."""
-        try:
-            return self._try_reopen()
-        finally:
-            self._tried = True
-
-    def _try_reopen(self) -> bool:
+        was = self.problem
         self._disconnect()
         try:
             if not self._state_lock.intact():
                 self._state_lock.release()
                 holder = self._state_lock.acquire()
                 if holder is not None:
-                    return self._unavailable(Problem(
+                    return self._unavailable(
                         f"another reviewsd runs the hub on {self.directory} ({holder})",
-                        "this server serves reads and MCP and takes the hub over when that one stops",
-                        self._clock(), held=True))
+                        "this server serves reads and MCP and takes the hub over when that one stops", held=True)
             conn = self._connect()
-            try:
-                if self._loaded:
-                    self._write_back(conn)
-                else:
-                    self._load(conn)
-            except BaseException:
-                conn.close()
-                raise
+            if self._loaded:
+                self._write_back(conn)
+            else:
+                self._load(conn)
+            self._identity = _file_id(self.path)
         except (sqlite3.Error, OSError) as exc:
-            return self._failed(exc)
-        self._conn, self._identity = conn, self._disk_identity()
-        if self._tried and self.problem is not None:  # not the first start: a recovery or a takeover
+            return self._failed(exc)  # which closes the connection
+        if was is not None and not first:  # a recovery or a takeover
             log.info("hub store available: %d subscriptions, %d pending verifications (was: %s)",
-                     len(self._subs), len(self._intents), self.problem.reason,
-                     extra={"event": "hub_store_available"})
+                     len(self._subs), len(self._intents), was.reason, extra={"event": "hub_store_available"})
         self._loaded = True
         self.problem = None
         return True
 
     def _connect(self) -> sqlite3.Connection:
-        """A connection to a sound database (a corrupt one is moved aside first). Raises sqlite3.Error, OSError."""
+        """Connect to a sound database (a corrupt one is moved aside first). Raises sqlite3.Error, OSError."""
         try:
-            return self._open_database(check=True)
-        except (sqlite3.Error, Corrupt) as exc:
-            if not is_corrupt(exc):
+            return self._open_database()
+        except sqlite3.Error as exc:
+            code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # every error SQLite raises has one
+            if not isinstance(exc, Corrupt) and code not in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB
                 raise
+            self._disconnect()
             self._move_aside(exc)
-        return self._open_database(check=False)
+        return self._open_database()
 
-    def _open_database(self, check: bool) -> sqlite3.Connection:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    def _open_database(self) -> sqlite3.Connection:
+        """(Lock held.) Open and check the database as self._conn, which a failure's _disconnect closes."""
         os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))  # the file holds subscribers' secrets
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
-        try:
-            if check and (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
-                raise Corrupt(found)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(SCHEMA)
-        except BaseException:
-            conn.close()
-            raise
+        self._conn = conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
+        if (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
+            raise Corrupt(found)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")  # a commit survives a kill; a power loss may lose the last ones
+        conn.executescript(SCHEMA)
         return conn
 
     def _move_aside(self, exc: BaseException) -> None:
         """Keep a corrupt database under a name that says when and why; the store then starts empty."""
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         target = self.path.with_name(f"{DB_FILE}.corrupt-{stamp}")
-        for n in itertools.count(1):  # never over an earlier one
-            if not target.exists():
-                break
+        n = 0
+        while target.exists():  # never over an earlier one
+            n += 1
             target = self.path.with_name(f"{DB_FILE}.corrupt-{stamp}-{n}")
         for suffix in ("", "-wal", "-shm"):
             source = Path(str(self.path) + suffix)
@@ -370,33 +310,25 @@ class Store:
                   extra={"event": "hub_store_corrupt", "moved_to": str(target)})
 
     def _load(self, conn: sqlite3.Connection) -> None:
-        subs = conn.execute(f"SELECT {_SUB_COLUMNS} FROM subscriptions").fetchall()
-        intents = conn.execute(f"SELECT {_INTENT_COLUMNS} FROM intents ORDER BY id").fetchall()
-        self._subs = {(row[0], row[1]): Subscription(*row) for row in subs}
-        self._intents = {row[0]: Intent(*row) for row in intents}
-        self._next_id = max(self._intents, default=0) + 1
+        subs = [Subscription(*row) for row in conn.execute(f"SELECT {_SUB_COLUMNS} FROM subscriptions")]
+        intents = [Intent(*row) for row in conn.execute(f"SELECT {_INTENT_COLUMNS} FROM intents")]
+        self._subs = {sub.key: sub for sub in subs}
+        self._intents = {intent.key: intent for intent in intents}
+        self._next_id = max((intent.id for intent in intents), default=0) + 1
 
     def _write_back(self, conn: sqlite3.Connection) -> None:
         """Make the database hold exactly what memory holds (one transaction)."""
         with conn:
             conn.execute("DELETE FROM subscriptions")
             conn.execute("DELETE FROM intents")
-            conn.executemany(_INSERT_SUB, [_row(s) for s in self._subs.values()])
-            conn.executemany(_INSERT_INTENT, [_row(i) for i in self._intents.values()])
+            conn.executemany(_INSERT_SUB, self._subs.values())
+            conn.executemany(_INSERT_INTENT, self._intents.values())
 
-    def _disk_identity(self) -> tuple[int, ...]:
-        directory, database = os.stat(self.directory), os.stat(self.path)
-        return directory.st_dev, directory.st_ino, database.st_dev, database.st_ino
-
-    def _intact(self) -> bool:
-        """The directory, database and lock file are the ones opened (not removed or replaced)."""
-        try:
-            return self._disk_identity() == self._identity and self._state_lock.intact()
-        except OSError:
-            return False
-
-    def _replaced(self) -> bool:
-        """(Lock held.) The directory or database was removed or replaced: recreate it from memory."""
+    def _ensure_intact(self) -> bool:
+        """(Lock held.) The database and lock file opened are in place, or (removed, replaced) recreated from memory."""
+        with suppress(OSError):
+            if _file_id(self.path) == self._identity and self._state_lock.intact():
+                return True
         log.error("hub state directory %s or its database was removed or replaced; recreating it and writing back "
                   "%d subscriptions and %d pending verifications", self.directory, len(self._subs),
                   len(self._intents), extra={"event": "hub_state_replaced"})
@@ -406,63 +338,50 @@ class Store:
                  self.directory, len(self._subs), len(self._intents), extra={"event": "hub_state_recreated"})
         return True
 
-    def _unavailable(self, problem: Problem) -> bool:
-        """(Lock held.) Record why the store cannot be used; log it when that changes."""
-        if self.problem is None or self.problem.reason != problem.reason:
-            if problem.held:
-                log.warning("hub not running: %s; %s", problem.reason, problem.remedy,
-                            extra={"event": "hub_lock_held"})
+    def _unavailable(self, reason: str, remedy: str, held: bool = False) -> bool:
+        """(Lock held.) Record why the store cannot be used; log it, and what to do, when that changes."""
+        if self.problem is None or self.problem.reason != reason:
+            if held:
+                log.warning("hub not running: %s; %s", reason, remedy, extra={"event": "hub_lock_held"})
             else:
                 log.error("hub store unavailable: %s; the hub accepts no subscriptions and sends nothing until it "
-                          "works again (retried every %g s): %s", problem.reason, self._retry_every, problem.remedy,
+                          "works again (retried every %g s): %s", reason, self._retry_every, remedy,
                           extra={"event": "hub_store_unavailable"})
-            self.problem = problem
+            self.problem = Problem(reason, time.time(), held)
         self._disconnect()
         return False
 
     def _disconnect(self) -> None:
         if self._conn is not None:
-            try:
+            with suppress(sqlite3.Error):
                 self._conn.close()
-            except sqlite3.Error:
-                pass
             self._conn = None
 
-    # ----------------------------------------------------------------- writing
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the store's lock; StoreClosed once the store is closed."""
+        with self._lock:
+            if self._closed:
+                raise StoreClosed()
+            yield
 
-    def _check(self) -> None:
-        if self._closed:
-            raise StoreClosed()
+    def _write(self, *statements: tuple[str, tuple]) -> bool:
+        """(Lock held.) Run `statements` in one transaction: False, the store unavailable, when they cannot be.
 
-    def _commit(self, work: Callable[[sqlite3.Connection], object]) -> None:
-        """(Lock held.) Commit `work` before memory changes; StoreUnavailable when it cannot be."""
-        if self.problem is not None or (not self._intact() and not self._replaced()):
-            raise StoreUnavailable(self.problem.reason if self.problem else "the hub's store is unavailable")
+        A removed or replaced state directory is first recreated from memory, which may already hold the change.
+        """
+        if self.problem is not None or not self._ensure_intact():
+            return False
         try:
             with self._conn:  # type: ignore[union-attr]
-                work(self._conn)  # type: ignore[arg-type]
+                for sql, args in statements:
+                    self._conn.execute(sql, args)  # type: ignore[union-attr]
         except (sqlite3.Error, OSError) as exc:
-            self._failed(exc)
-            raise StoreUnavailable(self.problem.reason if self.problem else str(exc)) from None
-
-    def _persist(self, work: Callable[[sqlite3.Connection], object]) -> None:
-        """(Lock held; memory already changed.) Write the change through; a failure leaves it to write-back."""
-        if self.problem is not None:
-            return
-        if not self._intact():
-            self._replaced()  # writes back memory, this change included
-            return
-        try:
-            with self._conn:  # type: ignore[union-attr]
-                work(self._conn)  # type: ignore[arg-type]
-        except (sqlite3.Error, OSError) as exc:
-            self._failed(exc)
+            return self._failed(exc)
+        return True
 
     def _failed(self, exc: BaseException) -> bool:
-        return self._unavailable(Problem(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory),
-                                  self._clock()))
-
-    # ----------------------------------------------------------------- intents
+        return self._unavailable(f"cannot use {self.path}: {exc}", remedy_for(exc, self.directory))
 
     def add_intent(self, intent: Intent, caps: Caps) -> bool:
         """Queue a request for verification, durably (it replaces any not yet verified for the pair).
@@ -471,137 +390,104 @@ class Store:
         raises CapReached when a new pair would exceed a cap, StoreUnavailable when
         it cannot be recorded.
         """
-        with self._lock:
-            self._check()
+        with self._locked():
             if self.problem is not None:
                 raise StoreUnavailable(self.problem.reason)
-            known = intent.key in self._subs or any(i.key == intent.key for i in self._intents.values())
+            known = intent.key in self._subs or intent.key in self._intents
             if intent.mode == "unsubscribe" and not known:
                 return False
             if intent.mode == "subscribe" and not known:
                 self._check_caps(intent, caps)
-            intent = replace(intent, id=self._next_id)
-
-            def work(c: sqlite3.Connection) -> None:
-                c.execute("DELETE FROM intents WHERE callback = ? AND topic = ?", intent.key)
-                c.execute(_INSERT_INTENT, _row(intent))
-            self._commit(work)
-            self._drop_pair_intents(intent.key)
-            self._intents[intent.id] = intent
+            intent = intent._replace(id=self._next_id)
+            if not self._write(("DELETE FROM intents WHERE callback = ? AND topic = ?", intent.key),
+                               (_INSERT_INTENT, intent)):
+                raise StoreUnavailable(self.problem.reason)  # type: ignore[union-attr]
+            self._intents[intent.key] = intent
             self._next_id += 1
             return True
 
-    def _drop_pair_intents(self, key: Key) -> None:
-        for stale in [i.id for i in self._intents.values() if i.key == key]:
-            del self._intents[stale]
-
     def _check_caps(self, intent: Intent, caps: Caps) -> None:
-        pairs = {key: sub.host for key, sub in self._subs.items()}
-        pairs.update((i.key, i.host) for i in self._intents.values() if i.mode == "subscribe")
-        for what, counts, limit in (("in total", lambda k, h: True, caps.total),
-                                    ("for this topic", lambda k, h: k[1] == intent.topic, caps.per_topic),
-                                    ("for this callback host", lambda k, h: h == intent.host, caps.per_host)):
-            count = sum(1 for key, host in pairs.items() if counts(key, host))
+        hosts = {key: sub.host for key, sub in self._subs.items()}  # of every pair held or waiting for verification
+        hosts.update((key, i.host) for key, i in self._intents.items() if i.mode == "subscribe")
+        for what, count, limit in (("in total", len(hosts), caps.total),
+                                   ("for this topic", sum(topic == intent.topic for _, topic in hosts), caps.per_topic),
+                                   ("for this callback host", list(hosts.values()).count(intent.host), caps.per_host)):
             if count >= limit:
                 raise CapReached(f"the hub already holds {count} subscriptions {what}, its limit")
 
     def next_intent(self, key: Key) -> Intent | None:
-        with self._lock:
-            self._check()
-            return next((i for i in self._intents.values() if i.key == key), None)
+        with self._locked():
+            return self._intents.get(key)
 
     def drop_intent(self, intent_id: int) -> None:
-        with self._lock:
-            self._check()
-            self._intents.pop(intent_id, None)
-            self._persist(lambda c: c.execute("DELETE FROM intents WHERE id = ?", (intent_id,)))
+        with self._locked():
+            self._settle(intent_id)
+
+    def _settle(self, intent_id: int, *statements: tuple[str, tuple]) -> None:
+        """(Lock held.) Forget a verified or dropped intent (not a newer one for its pair) and write `statements`."""
+        self._intents = {key: i for key, i in self._intents.items() if i.id != intent_id}
+        self._write(*statements, ("DELETE FROM intents WHERE id = ?", (intent_id,)))
 
     def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
         """The verified subscription: new, or a renewal that changes lease and secret and keeps its progress."""
-        with self._lock:
-            self._check()
+        with self._locked():
             old = self._subs.get(intent.key)
             sub = Subscription(intent.callback, intent.topic, intent.topic_url, intent.host, intent.secret,
                                intent.lease_seconds, verified_at + intent.lease_seconds,
                                old.created_at if old else verified_at, verified_at,
                                old.last_etag if old else baseline_etag)
             self._subs[sub.key] = sub
-            self._intents.pop(intent.id, None)
-
-            def work(c: sqlite3.Connection) -> None:
-                c.execute(_INSERT_SUB, _row(sub))
-                c.execute("DELETE FROM intents WHERE id = ?", (intent.id,))
-            self._persist(work)
+            self._settle(intent.id, (_INSERT_SUB, sub))
 
     def apply_unsubscribe(self, intent: Intent) -> None:
-        with self._lock:
-            self._check()
+        with self._locked():
             self._subs.pop(intent.key, None)
-            self._intents.pop(intent.id, None)
-
-            def work(c: sqlite3.Connection) -> None:
-                c.execute("DELETE FROM subscriptions WHERE callback = ? AND topic = ?", intent.key)
-                c.execute("DELETE FROM intents WHERE id = ?", (intent.id,))
-            self._persist(work)
-
-    # ----------------------------------------------------------------- subscriptions
+            self._settle(intent.id, (_DELETE_SUB, intent.key))
 
     def subscription(self, key: Key) -> Subscription | None:
-        with self._lock:
-            self._check()
+        with self._locked():
             return self._subs.get(key)
 
-    def _update(self, key: Key, sql: str, args: tuple, **changes: object) -> None:
-        with self._lock:
-            self._check()
+    def _update(self, key: Key, **changes: object) -> None:
+        with self._locked():
             sub = self._subs.get(key)
-            if sub is None:
-                return
-            self._subs[key] = replace(sub, **changes)  # type: ignore[arg-type]
-            self._persist(lambda c: c.execute(sql, (*args, *key)))
+            if sub is not None:
+                self._subs[key] = sub = sub._replace(**changes)
+                self._write((_INSERT_SUB, sub))
 
     def record_delivery(self, key: Key, etag: str) -> None:
-        self._update(key, "UPDATE subscriptions SET last_etag = ?, failures = 0, next_attempt = 0"
-                          " WHERE callback = ? AND topic = ?", (etag,), last_etag=etag, failures=0, next_attempt=0.0)
+        self._update(key, last_etag=etag, failures=0, next_attempt=0.0)
 
     def record_failure(self, key: Key, failures: int, next_attempt: float) -> None:
-        self._update(key, "UPDATE subscriptions SET failures = ?, next_attempt = ? WHERE callback = ? AND topic = ?",
-                     (failures, next_attempt), failures=failures, next_attempt=next_attempt)
+        self._update(key, failures=failures, next_attempt=next_attempt)
 
     def remove(self, key: Key) -> None:
-        with self._lock:
-            self._check()
+        with self._locked():
             if self._subs.pop(key, None) is not None:
-                self._persist(lambda c: c.execute("DELETE FROM subscriptions WHERE callback = ? AND topic = ?", key))
+                self._write((_DELETE_SUB, key))
 
     def expire(self, now: float) -> int:
-        with self._lock:
-            self._check()
+        with self._locked():
             ended = [key for key, sub in self._subs.items() if sub.expires_at <= now]
             for key in ended:
                 del self._subs[key]
             if ended:
-                self._persist(lambda c: c.execute("DELETE FROM subscriptions WHERE expires_at <= ?", (now,)))
+                self._write(("DELETE FROM subscriptions WHERE expires_at <= ?", (now,)))
             return len(ended)
 
     def outdated(self, topic: str, etag: str) -> list[Key]:
-        with self._lock:
-            self._check()
+        with self._locked():
             return [key for key, sub in self._subs.items() if sub.topic == topic and sub.last_etag != etag]
 
     def all_work(self) -> tuple[list[tuple[Key, str | None, float, float]], list[Key]]:
         """Every subscription (key, last ETag, next attempt, expiry) and every pair with a pending intent."""
-        with self._lock:
-            self._check()
+        with self._locked():
             subs = [(key, s.last_etag, s.next_attempt, s.expires_at) for key, s in self._subs.items()]
-            return subs, list(dict.fromkeys(i.key for i in self._intents.values()))
+            return subs, list(self._intents)
 
     def counts(self) -> tuple[list[tuple[str, str | None, int]], int]:
         """(topic, last ETag, count) groups of subscriptions, and the number of pending intents."""
-        with self._lock:
-            self._check()
-            groups: dict[tuple[str, str | None], int] = {}
-            for sub in self._subs.values():
-                groups[sub.topic, sub.last_etag] = groups.get((sub.topic, sub.last_etag), 0) + 1
+        with self._locked():
+            groups = Counter((sub.topic, sub.last_etag) for sub in self._subs.values())
             return [(topic, etag, n) for (topic, etag), n in groups.items()], len(self._intents)
 
