@@ -573,11 +573,6 @@ class Dataset:
     def business(self) -> Mapping[str, Any]:
         return self.reviews_doc["business"]
 
-    @property
-    def fingerprint(self) -> str:
-        """Changes whenever either file's bytes change."""
-        return hashlib.sha256(f"{self.reviews_sha256}:{self.insights_sha256}".encode()).hexdigest()
-
     def review_by_id(self, review_id: str) -> Mapping[str, Any] | None:
         position = self.position_of.get(review_id)
         return None if position is None else self.reviews[position]
