@@ -744,22 +744,16 @@ def check_data_dir(data_dir: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
 S = TypeVar("S")
 
 
-@dataclass(frozen=True)
-class FileStamp:
+def file_stamp(data_dir: Path) -> list[tuple[int, int, int, int]]:
     """What a cheap stat says about the data files; a change means "read them again"."""
-
-    stats: tuple[tuple[int, int, int, int], ...]
-
-    @classmethod
-    def of(cls, data_dir: Path) -> "FileStamp":
-        stats = []
-        for name in DATA_FILES:
-            try:
-                st = os.stat(Path(data_dir) / name)
-                stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-            except OSError:
-                stats.append((0, -1, 0, 0))
-        return cls(tuple(stats))
+    stats = []
+    for name in DATA_FILES:
+        try:
+            st = os.stat(data_dir / name)
+            stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        except OSError:
+            stats.append((0, -1, 0, 0))
+    return stats
 
 
 Listener = Callable[[Any, Any], None]
@@ -782,7 +776,7 @@ class DataStore(Generic[S]):
         self._build = build
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
-        self._stamp = FileStamp.of(self.data_dir)
+        self._stamp = file_stamp(self.data_dir)
         raws = self._read()
         self._hashes = (raws[0].sha256, raws[1].sha256)
         self.current: S = build(self._load(raws))
@@ -821,7 +815,7 @@ class DataStore(Generic[S]):
         changed since the last attempt are not read again.
         """
         with self._lock:
-            stamp = FileStamp.of(self.data_dir)
+            stamp = file_stamp(self.data_dir)
             if stamp == self._stamp and not force:
                 return False
             self._stamp = stamp
