@@ -204,12 +204,10 @@ review_sort_key = operator.itemgetter("date", "id")  # the served order: by this
 
 def newest_first(reviews: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The reviews sorted by (date, id), newest first: the list itself when it already is (as files are written)."""
-    return reviews if is_newest_first(reviews) else sorted(reviews, key=review_sort_key, reverse=True)
-
-
-def is_newest_first(reviews: list[Mapping[str, Any]]) -> bool:
     keys = list(map(review_sort_key, reviews))
-    return all(map(operator.ge, keys, islice(keys, 1, None)))
+    if all(map(operator.ge, keys, islice(keys, 1, None))):
+        return reviews
+    return sorted(reviews, key=review_sort_key, reverse=True)
 
 
 def fold_name(text: str) -> str:
