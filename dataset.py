@@ -501,31 +501,17 @@ class Dataset:
     its rank, so every index is a sorted list of positions and results come out newest
     first without sorting. Reviews and per_review entries are kept as encoded JSON (see
     EncodedReviews); `reviews_doc` holds every key of reviews.json but "reviews", and
-    `insights_doc["per_review"]` is an EncodedMentions.
-
-    `Dataset(reviews_doc, insights_doc, ...)` builds from parsed documents, which it does
-    not check; `dataset_from_files` validates and drops each parsed file as soon as it can.
+    `insights_doc["per_review"]` is an EncodedMentions. `dataset_from_files` validates the
+    files and drops each parse as soon as it can; `from_documents` builds from parsed
+    documents, which it does not check.
     """
 
-    def __init__(self, reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
+    def __init__(self, reviews: _Reviews, insights: _Insights, review_ids: tuple[list[str], list[int], dict[str, int]],
                  reviews_sha256: str, insights_sha256: str):
-        reviews = _Reviews.build(reviews_doc)
-        ids, numbers, position_of = _review_ids(reviews)
-        self._assemble(reviews, _Insights.build(insights_doc, position_of), ids, numbers, position_of,
-                       reviews_sha256, insights_sha256)
-
-    @classmethod
-    def from_parts(cls, reviews: _Reviews, insights: _Insights, ids: tuple[list[str], list[int], dict[str, int]],
-                   reviews_sha256: str, insights_sha256: str) -> "Dataset":
-        dataset = cls.__new__(cls)
-        dataset._assemble(reviews, insights, *ids, reviews_sha256, insights_sha256)
-        return dataset
-
-    def _assemble(self, reviews: _Reviews, insights: _Insights, ids: list[str], numbers: list[int],
-                  position_of: dict[str, int], reviews_sha256: str, insights_sha256: str) -> None:
+        ids, numbers, position_of = review_ids  # see _review_ids
         self.reviews_sha256, self.insights_sha256 = reviews_sha256, insights_sha256
         self.position_of: Mapping[str, int] = position_of
-        self.ids: Sequence[str] = ids  # by position
+        self.ids: Sequence[str] = ids
         self.reviews_document: tuple[bytes, array] = (reviews.body, reviews.offsets)
         self.reviews = EncodedReviews(reviews.body, reviews.offsets)
         self.reviews_doc: Mapping[str, Any] = json.loads(reviews.head)
@@ -544,9 +530,6 @@ class Dataset:
         self.positions_by_service: Mapping[str, list[int]] = services
         # (aspect id, sentiment or None) -> positions of the reviews mentioning it.
         self.positions_by_aspect: Mapping[tuple[str, str | None], list[int]] = aspects
-        self._entity_indexes()
-
-    def _entity_indexes(self) -> None:
         self.technicians: Mapping[str, Mapping[str, Any]] = {
             t["id"]: t for t in self.insights_doc["entities"]["technicians"]}
         self.services: Mapping[str, Mapping[str, Any]] = {s["id"]: s for s in self.insights_doc["entities"]["services"]}
@@ -561,6 +544,13 @@ class Dataset:
         # (technician id, rating) -> positions: a rating plus a technician is one slice.
         self.positions_by_technician_rating = _by_rating(self.positions_by_technician, self.ratings)
         self.positions_by_service_rating = _by_rating(self.positions_by_service, self.ratings)
+
+    @classmethod
+    def from_documents(cls, reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
+                       reviews_sha256: str, insights_sha256: str) -> "Dataset":
+        reviews = _Reviews.build(reviews_doc)
+        ids = _review_ids(reviews)
+        return cls(reviews, _Insights.build(insights_doc, ids[2]), ids, reviews_sha256, insights_sha256)
 
     @cached_property
     def replied_positions(self) -> frozenset[int]:
@@ -686,7 +676,7 @@ def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
     if problems:
         raise DataError(problems)
     del insights_doc
-    return Dataset.from_parts(reviews, insights, ids, *hashes)
+    return Dataset(reviews, insights, ids, *hashes)
 
 
 def _checked_document(raw: RawFile, schema_validator: jsonschema_rs.Validator, problems: list[Problem]) -> Any:
