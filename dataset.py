@@ -27,7 +27,7 @@ from array import array
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from datetime import datetime, timezone
 from itertools import accumulate, chain, compress, islice, repeat
 from pathlib import Path
@@ -350,7 +350,6 @@ class _Insights:
 
     head: bytes  # insights.json with per_review empty, encoded
     body: bytes
-    per_review: tuple[int, int] | None  # where per_review's value is in body
     starts: array  # per review position, where its per_review entry's value starts in body (-1: none)
     ends: array
     order: array  # the positions in per_review's order
@@ -362,11 +361,12 @@ class _Insights:
     def build(cls, doc: Mapping[str, Any], position_of: Mapping[str, int]) -> "_Insights":
         n = max(position_of.values(), default=-1) + 1  # the reviews (position_of has one of an id written twice)
         starts, ends, order = array("q", [-1]) * n, array("q", [-1]) * n, array("i")
-        technicians: dict[str, array] = defaultdict(_positions)
-        services: dict[str, array] = defaultdict(_positions)
-        aspects: dict[tuple[str, str | None], array] = defaultdict(_positions)
+        positions = partial(array, "i")
+        technicians: dict[str, array] = defaultdict(positions)
+        services: dict[str, array] = defaultdict(positions)
+        aspects: dict[tuple[str, str | None], array] = defaultdict(positions)
         others: dict[str, list[str]] = {"problems": [], "service_areas": [], "topics": []}
-        per_review = doc.get("per_review", {})
+        per_review = doc["per_review"]
         for review_id, mentions in per_review.items():
             pos = position_of.get(review_id)
             if pos is None:
@@ -390,8 +390,6 @@ class _Insights:
             **{group: dict(Counter(listed)) for group, listed in others.items()}}
         head = encode_json({key: ({} if key == "per_review" else value) for key, value in doc.items()})
         indexes = [_frozen(index) for index in (technicians, services, aspects)]
-        if "per_review" not in doc:
-            return cls(head, head, None, starts, ends, order, indexes, tallies)
         keys = list(doc)
         at = keys.index("per_review")
         opening = b"{" + b"".join(_member(key, doc[key]) + b"," for key in keys[:at]) + b'"per_review":{'
@@ -401,15 +399,11 @@ class _Insights:
         for key, lo, hi in zip(per_review, offsets, offsets[1:]):
             if (pos := position_of.get(key)) is not None:
                 starts[pos], ends[pos] = lo + len(encode_record(key)) + 1, hi - 1
-        return cls(head, body, (len(opening) - 1, len(body) - len(closing) + 1), starts, ends, order, indexes, tallies)
+        return cls(head, body, starts, ends, order, indexes, tallies)
 
 
 def _member(key: str, value: Any) -> bytes:
     return encode_json(key) + b":" + encode_json(value)
-
-
-def _positions() -> array:
-    return array("i")
 
 
 def _frozen(index: Mapping[Any, array]) -> tuple[bytes, list[array]]:
@@ -517,9 +511,8 @@ class Dataset:
         self.reviews_doc: Mapping[str, Any] = json.loads(reviews.head)
         self.insights_document: bytes = insights.body
         self.insights_doc: Mapping[str, Any] = json.loads(insights.head)
-        if insights.per_review is not None:
-            self.insights_doc["per_review"] = EncodedMentions(insights.body, insights.starts, insights.ends,
-                                                              insights.order, ids, position_of)
+        self.insights_doc["per_review"] = EncodedMentions(insights.body, insights.starts, insights.ends,
+                                                          insights.order, ids, position_of)
         self.ratings: bytes = reviews.ratings
         self.dates_ascending: list[str] = _shared_strings(json.loads(reviews.dates)[::-1])
         self.text_blob: tuple[bytes, array] = reviews.text_blob
