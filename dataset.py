@@ -220,6 +220,7 @@ def fold_name(text: str) -> str:
 
 
 Named = TypeVar("Named")
+Built = TypeVar("Built")
 
 
 def named(name: str, candidates: Sequence[tuple[Named, Sequence[str]]]) -> list[Named]:
@@ -651,20 +652,17 @@ def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
     hashes = (reviews_raw.sha256, insights_raw.sha256)
     reviews_doc = _checked_document(reviews_raw, REVIEWS_VALIDATOR, problems)
     del reviews_raw
-    reviews = None if reviews_doc is None else _built_reviews(reviews_doc, problems)
+    reviews = None if reviews_doc is None else _built(_Reviews.build, REVIEWS_FILE, reviews_doc, problems)
     del reviews_doc
     ids = _review_ids(reviews) if reviews is not None else None  # made after reviews.json's parse is freed
     insights_doc = _checked_document(insights_raw, INSIGHTS_VALIDATOR, problems)
     del insights_raw
     if problems or reviews is None or ids is None:
         raise DataError(problems)
-    position_of = ids[2]
-    try:
-        insights = _Insights.build(insights_doc, position_of)
-    except (UnicodeEncodeError, ValueError, TypeError):
-        raise DataError(unencodable_problems(INSIGHTS_FILE, insights_doc) or [
-            Problem(INSIGHTS_FILE, "$", "json", "cannot be encoded as JSON")]) from None
-    problems = reviews.record_problems + cross_file_problems(json.loads(reviews.head), reviews.ratings, position_of,
+    insights = _built(_Insights.build, INSIGHTS_FILE, insights_doc, problems, ids[2])
+    if insights is None:
+        raise DataError(problems)
+    problems = reviews.record_problems + cross_file_problems(json.loads(reviews.head), reviews.ratings, ids[2],
                                                              insights_doc, insights.tallies)
     if problems:
         raise DataError(problems)
@@ -687,12 +685,12 @@ def _checked_document(raw: RawFile, schema_validator: jsonschema_rs.Validator, p
     return None if found else doc
 
 
-def _built_reviews(doc: Any, problems: list[Problem]) -> _Reviews | None:
+def _built(build: Callable[..., Built], file: str, doc: Any, problems: list[Problem], *args: Any) -> Built | None:
+    """build(doc, *args), or None with why `doc` cannot be encoded added to `problems`."""
     try:
-        return _Reviews.build(doc)
-    except (UnicodeEncodeError, ValueError, TypeError):
-        problems += unencodable_problems(REVIEWS_FILE, doc) or [
-            Problem(REVIEWS_FILE, "$", "json", "cannot be encoded as JSON")]
+        return build(doc, *args)
+    except (UnicodeEncodeError, ValueError, TypeError):  # a lone surrogate; a number beyond a float
+        problems += unencodable_problems(file, doc) or [Problem(file, "$", "json", "cannot be encoded as JSON")]
         return None
 
 
