@@ -437,21 +437,13 @@ class EncodedReviews(Sequence[Mapping[str, Any]]):
         return len(self._offsets) - 1
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            lo, hi, step = index.indices(len(self))
-            if step != 1:
-                return tuple(self[i] for i in range(lo, hi, step))
-            return tuple(json.loads(b"[" + self._body[self._offsets[lo]:self._offsets[hi] - 1] + b"]")) if lo < hi else ()
-        position = operator.index(index)
-        if position < 0:
-            position += len(self)
-        if not 0 <= position < len(self):
-            raise IndexError("review position out of range")
-        return json.loads(self._body[self._offsets[position]:self._offsets[position + 1] - 1])
-
-    def __iter__(self) -> Iterator[Mapping[str, Any]]:
-        for position in range(len(self)):
-            yield self[position]
+        positions = range(len(self))[index]  # a position (IndexError out of range), or a slice's clipped range
+        body, offsets = self._body, self._offsets
+        if isinstance(positions, int):
+            return json.loads(body[offsets[positions]:offsets[positions + 1] - 1])
+        if positions.step != 1 or not positions:
+            return tuple(map(self.__getitem__, positions))
+        return tuple(json.loads(b"[" + body[offsets[positions.start]:offsets[positions.stop] - 1] + b"]"))
 
 
 class EncodedMentions(Mapping[str, Mapping[str, Any]]):
