@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property, partial
 from datetime import datetime, timezone
-from itertools import accumulate, chain, compress, islice, repeat
+from itertools import accumulate, compress, islice, repeat
 from pathlib import Path
 from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
 
@@ -280,19 +280,13 @@ def _joined(opening: bytes, fragments: Iterable[bytes], closing: bytes, separato
     Appended a few hundred at a time as they are made, each batch freed before the next:
     a list of them all, joined, left 330 MB of freed memory to the process at 100,000 reviews.
     """
-    out, offsets, batch = bytearray(opening), array("q"), []
-    for fragment in chain(fragments, [None]):
-        if fragment is not None:
-            batch.append(fragment)
-            if len(batch) < 500:
-                continue
-        if not batch:
-            break
+    out, offsets, fragments = bytearray(opening), array("q"), iter(fragments)
+    while batch := list(islice(fragments, 500)):
         # Each fragment starts where the one before it ended, plus the separator (C loops, no call per fragment).
         offsets.extend(accumulate(map(operator.add, map(len, batch), repeat(len(separator))), initial=len(out)))
+        del offsets[-1]
         out += separator.join(batch)
         out += separator
-        del offsets[-1], batch[:]
     offsets.append(len(out))
     if len(offsets) > 1:
         del out[-len(separator):]
