@@ -383,7 +383,6 @@ class _Insights:
             "technicians": {key: len(found) for key, found in technicians.items()},
             "services": {key: len(found) for key, found in services.items()},
             **{group: dict(Counter(listed)) for group, listed in others.items()}}
-        head = encode_json({key: ({} if key == "per_review" else value) for key, value in doc.items()})
         indexes = [_frozen(index) for index in (technicians, services, aspects)]
         keys = list(doc)
         at = keys.index("per_review")
@@ -394,7 +393,7 @@ class _Insights:
         for key, lo, hi in zip(per_review, offsets, offsets[1:]):
             if (pos := position_of.get(key)) is not None:
                 starts[pos], ends[pos] = lo + len(encode_record(key)) + 1, hi - 1
-        return cls(head, body, starts, ends, order, indexes, tallies)
+        return cls(opening + closing, body, starts, ends, order, indexes, tallies)
 
 
 def _member(key: str, value: Any) -> bytes:
