@@ -85,8 +85,8 @@ class LateGzip:
             self.variant, self._work = _variant(gzip_body(body), etag, headers), None
 
 
-def strong_etag(body: bytes, suffix: str = "") -> str:
-    return '"' + hashlib.sha256(body).hexdigest()[:32] + suffix + '"'
+def strong_etag(body: bytes) -> str:
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
 
 
 def make_payload(
@@ -94,27 +94,24 @@ def make_payload(
     content_type: str,
     last_modified: datetime | None = None,
     extra_headers: Sequence[tuple[str, str]] = (),
-    etag: str | None = None,
-    compress: bool = True,
     gzip_later: bool = False,
 ) -> Payload:
     """Encode a body once for every request that will ask for it.
 
-    `etag` overrides the hash of the body; the gzip variant gets the same tag with a
-    `-gzip` suffix, because the two codings are different representations (RFC 9110
-    8.8.3). With `gzip_later`, the gzip variant is a LateGzip to compress afterwards.
+    The gzip variant's ETag is the body's with a `-gzip` suffix, because the two codings
+    are different representations (RFC 9110 8.8.3). With `gzip_later`, the gzip variant
+    is a LateGzip to compress afterwards.
     """
-    tag = etag or strong_etag(body)
+    tag = strong_etag(body)
     common: Headers = [("Content-Type", content_type), *READ_HEADERS, *extra_headers]
     if last_modified is not None:
         common.append(("Last-Modified", http_date(last_modified)))
+    common.append(("Vary", "Accept-Encoding"))
     gzipped: Variant | LateGzip | None = None
-    if compress:
-        common.append(("Vary", "Accept-Encoding"))
+    if len(body) >= GZIP_MIN_BYTES:
         gzip_tag, gzip_headers = tag[:-1] + '-gzip"', common + [("Content-Encoding", "gzip")]
-        if len(body) >= GZIP_MIN_BYTES:
-            gzipped = (LateGzip(body, gzip_tag, gzip_headers) if gzip_later
-                       else _variant(gzip_body(body), gzip_tag, gzip_headers))
+        gzipped = (LateGzip(body, gzip_tag, gzip_headers) if gzip_later
+                   else _variant(gzip_body(body), gzip_tag, gzip_headers))
     return Payload(_variant(body, tag, common), gzipped, content_type, last_modified)
 
 
