@@ -128,18 +128,15 @@ def gzip_level(size: int) -> int:
     return 9 if size < 64 << 10 else 6
 
 
-def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
-    with_tag = [*headers, ("ETag", etag)]
-    return Variant(body, etag, tuple(with_tag + [("Content-Length", str(len(body)))]), _not_modified_headers(with_tag))
-
-
+# What a 304 repeats of a 200's headers.
 NOT_MODIFIED_HEADERS = frozenset({"Cache-Control", "Vary", "ETag", "Last-Modified", "Access-Control-Allow-Origin",
                                    "Access-Control-Expose-Headers", "Link"})
 
 
-def _not_modified_headers(headers: Headers) -> tuple[tuple[str, str], ...]:
-    """What a 304 repeats of a 200's headers."""
-    return tuple((k, v) for k, v in headers if k in NOT_MODIFIED_HEADERS)
+def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
+    with_tag = [*headers, ("ETag", etag)]
+    return Variant(body, etag, tuple(with_tag + [("Content-Length", str(len(body)))]),
+                   tuple((k, v) for k, v in with_tag if k in NOT_MODIFIED_HEADERS))
 
 
 @lru_cache(maxsize=512)
