@@ -68,6 +68,7 @@ class Payload:
         return self.identity
 
 
+@dataclass(eq=False)
 class LateGzip:
     """A gzip variant made later (`compress()`, on a first start after READY); until then, identity is served.
 
@@ -75,14 +76,14 @@ class LateGzip:
     its own ETag and `Vary: Accept-Encoding`.
     """
 
-    def __init__(self, body: bytes, etag: str, headers: Headers):
-        self.variant: Variant | None = None
-        self._work: tuple[bytes, str, Headers] | None = (body, etag, headers)
+    body: bytes  # the identity body, to compress
+    etag: str
+    headers: Headers
+    variant: Variant | None = None
 
     def compress(self) -> None:
-        if self._work is not None:
-            body, etag, headers = self._work
-            self.variant, self._work = _variant(gzip_body(body), etag, headers), None
+        if self.variant is None:
+            self.variant = _variant(gzip_body(self.body), self.etag, self.headers)
 
 
 def strong_etag(body: bytes) -> str:
