@@ -23,10 +23,9 @@ from dataset import encode_json
 JSON = "application/json; charset=utf-8"
 FEED_JSON = "application/feed+json; charset=utf-8"
 ATOM = "application/atom+xml; charset=utf-8"
-CACHE_CONTROL = "public, max-age=60"
 # Headers every read response carries (CORS and caching), added in this one place.
 READ_HEADERS: tuple[tuple[str, str], ...] = (
-    ("Cache-Control", CACHE_CONTROL),
+    ("Cache-Control", "public, max-age=60"),
     ("Access-Control-Allow-Origin", "*"),
     ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link"),
 )
