@@ -115,7 +115,8 @@ def cross_file_problems(reviews_head: Mapping, ratings: Sequence[int], review_id
     agreeing counts; from what they read of reviews.json (its other keys, the ratings, the ids).
     `tallies`: mention_tallies(insights_doc), where already counted."""
     problems = _aggregate_problems(reviews_head["aggregate_rating"], ratings)
-    problems += _insights_reference_problems(insights_doc, review_ids)
+    problems += [Problem(INSIGHTS_FILE, path, "review-exists", f"review {review_id} is not in {REVIEWS_FILE}")
+                 for path, review_id in _referenced_review_ids(insights_doc) if review_id not in review_ids]
     problems += _insights_count_problems(insights_doc, tallies or mention_tallies(insights_doc))
     problems += _insights_business_problems(insights_doc, reviews_head["business"])
     return problems
@@ -168,14 +169,6 @@ def _referenced_review_ids(doc: Mapping) -> Iterator[tuple[str, str]]:
             yield f"$.faq[{i}].review_ids[{j}]", review_id
     if doc["pull_quote"] is not None:
         yield "$.pull_quote.review_id", doc["pull_quote"]["review_id"]
-
-
-def _insights_reference_problems(doc: Mapping, review_ids: Container[str]) -> list[Problem]:
-    return [
-        Problem(INSIGHTS_FILE, path, "review-exists", f"review {review_id} is not in {REVIEWS_FILE}")
-        for path, review_id in _referenced_review_ids(doc)
-        if review_id not in review_ids
-    ]
 
 
 MENTION_GROUPS = {
