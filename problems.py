@@ -181,13 +181,6 @@ MENTION_GROUPS = {
 }
 
 
-def _records(doc: Mapping, dotted: str) -> list[Mapping]:
-    node: Any = doc
-    for key in dotted.split("."):
-        node = node[key]
-    return node
-
-
 def mention_tallies(doc: Mapping) -> dict[str, dict[str, int]]:
     """Per group, how many per_review entries list each id (aspects also per sentiment, as "id#sentiment")."""
     tallies: dict[str, dict[str, int]] = {group: defaultdict(int) for group in MENTION_GROUPS}
@@ -211,7 +204,8 @@ def _insights_count_problems(doc: Mapping, tallies: Mapping[str, Mapping[str, in
                                 f"says {doc['review_count']}, per_review has {len(doc['per_review'])} entries"))
     for group, dotted in MENTION_GROUPS.items():
         known = set()
-        for i, record in enumerate(_records(doc, dotted)):
+        records = doc["entities"][group] if dotted.startswith("entities.") else doc[group]
+        for i, record in enumerate(records):
             path = f"$.{dotted}[{i}]"
             if record["id"] in known:
                 problems.append(Problem(INSIGHTS_FILE, f"{path}.id", "unique-id", f"id {record['id']} is repeated"))
