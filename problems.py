@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Container, Iterable, Iterator, Mapping, Sequence
 
@@ -181,19 +181,14 @@ MENTION_GROUPS = {
 }
 
 
-def mention_tallies(doc: Mapping) -> dict[str, dict[str, int]]:
+def mention_tallies(doc: Mapping) -> dict[str, Counter[str]]:
     """Per group, how many per_review entries list each id (aspects also per sentiment, as "id#sentiment")."""
-    tallies: dict[str, dict[str, int]] = {group: defaultdict(int) for group in MENTION_GROUPS}
-    others = [group for group in MENTION_GROUPS if group != "aspects"]
-    aspects = tallies["aspects"]
+    tallies: dict[str, Counter[str]] = {group: Counter() for group in MENTION_GROUPS}
     for mentions in doc["per_review"].values():
         for aspect in mentions["aspects"]:
-            aspects[aspect["id"]] += 1
-            aspects[f"{aspect['id']}#{aspect['sentiment']}"] += 1
-        for group in others:
-            tally = tallies[group]
-            for entity_id in mentions[group]:
-                tally[entity_id] += 1
+            tallies["aspects"].update((aspect["id"], f"{aspect['id']}#{aspect['sentiment']}"))
+        for group in MENTION_GROUPS.keys() - {"aspects"}:
+            tallies[group].update(mentions[group])
     return tallies
 
 
