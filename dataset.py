@@ -1,14 +1,10 @@
-"""Loading, validating and indexing the two data files.
+"""Loading, validating and indexing the two data files, in sections that follow a load.
 
-`load_dataset(data_dir)` reads `reviews.json` and `insights.json`, validates them against
-the JSON Schemas in `schemas/` (jsonschema-rs, draft 2020-12) and the cross-file rules,
-and returns an immutable `Dataset`: each file's response body encoded once, the reviews
-and per-review mentions kept as slices of those bodies, and the indexes `search.py` walks.
-`DataStore` holds the current snapshot, reloads it when the files change (polled, or on
-request) and tells listeners about every swap.
-
-The sections follow a load: read and parse, validate, cross-file rules, build the
-Dataset and its indexes, the reloading store.
+`dataset_from_files` parses `reviews.json` and `insights.json`, validates them against the
+JSON Schemas in `schemas/` (jsonschema-rs, draft 2020-12) and the cross-file rules, and
+returns an immutable `Dataset`: each file's response body encoded once, the reviews and
+per-review mentions kept as slices of those bodies, and the indexes `search.py` walks.
+`DataStore` holds the current snapshot and swaps in a new one when the files change.
 """
 
 from __future__ import annotations
@@ -481,9 +477,7 @@ class Dataset:
     its rank, so every index is a sorted list of positions and results come out newest
     first without sorting. Reviews and per_review entries are kept as encoded JSON (see
     EncodedReviews); `reviews_doc` holds every key of reviews.json but "reviews", and
-    `insights_doc["per_review"]` is an EncodedMentions. `dataset_from_files` validates the
-    files and drops each parse as soon as it can; `from_documents` builds from parsed
-    documents, which it does not check.
+    `insights_doc["per_review"]` is an EncodedMentions.
     """
 
     def __init__(self, reviews: _Reviews, insights: _Insights, review_ids: tuple[list[str], list[int], dict[str, int]],
@@ -527,6 +521,7 @@ class Dataset:
     @classmethod
     def from_documents(cls, reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
                        reviews_sha256: str, insights_sha256: str) -> "Dataset":
+        """From parsed documents, which it does not check (`dataset_from_files` validates the files)."""
         reviews = _Reviews.build(reviews_doc)
         ids = _review_ids(reviews)
         return cls(reviews, _Insights.build(insights_doc, ids[2]), ids, reviews_sha256, insights_sha256)
