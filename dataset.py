@@ -745,12 +745,9 @@ class DataStore(Generic[S]):
         self._stop = threading.Event()
 
     def _read(self) -> list[RawFile]:
-        sizes = []
-        for name in DATA_FILES:
-            try:
-                sizes.append(f"{name} ({os.stat(self.data_dir / name).st_size / 1e6:.1f} MB)")
-            except OSError:
-                sizes.append(f"{name} (missing)")
+        """The files of the last stamp taken (whose sizes the log line gives)."""
+        sizes = [f"{name} ({size / 1e6:.1f} MB)" if size >= 0 else f"{name} (missing)"
+                 for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)]
         log.info("loading %s from %s", " and ".join(sizes), self.data_dir, extra={"event": "load_started"})
         return list(read_data_dir(self.data_dir, self.max_bytes))
 
