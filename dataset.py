@@ -322,8 +322,6 @@ class _Reviews:
 
     @classmethod
     def build(cls, doc: Mapping[str, Any]) -> "_Reviews":
-        """From a valid document (TypeError or UnicodeEncodeError: a lone surrogate; ValueError: a number beyond
-        a float)."""
         head = encode_json({key: value for key, value in doc.items() if key != "reviews"})
         ordered = newest_first(doc["reviews"])
         opening = head[:-1] + (b',"reviews":[' if len(head) > 2 else b'"reviews":[')
@@ -669,7 +667,7 @@ def _built(build: Callable[..., Built], file: str, doc: Any, problems: list[Prob
     """build(doc, *args), or None with why `doc` cannot be encoded added to `problems`."""
     try:
         return build(doc, *args)
-    except (UnicodeEncodeError, ValueError, TypeError):  # a lone surrogate; a number beyond a float
+    except (UnicodeEncodeError, ValueError, TypeError):  # a lone surrogate (orjson: TypeError), a number beyond a float
         problems += unencodable_problems(file, doc) or [Problem(file, "$", "json", "cannot be encoded as JSON")]
         return None
 
