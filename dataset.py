@@ -192,7 +192,7 @@ def _short(message: str, limit: int = 300) -> str:
 # files are read; dataset_from_files below reports them all at once.
 
 
-# --------------------------------------------------------------------------- names and text
+# --------------------------------------------------------------------------- build the Dataset and its indexes
 
 
 review_sort_key = operator.itemgetter("date", "id")  # the served order: by this, newest first
@@ -261,9 +261,6 @@ def encode_json(value: Any) -> bytes:
 # instead of 0.31 s (a third of a 10,000-review load). Other values (floats) go through encode_json.
 # orjson.JSONEncodeError (a TypeError): a lone surrogate.
 encode_record: Callable[[Any], bytes] = orjson.dumps
-
-
-# --------------------------------------------------------------------------- build the Dataset and its indexes
 
 
 TEXT_SEPARATOR = b"\xff"  # never occurs in UTF-8
