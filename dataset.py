@@ -277,9 +277,9 @@ def _joined(opening: bytes, fragments: Iterable[bytes], closing: bytes, separato
     while batch := list(islice(fragments, 500)):
         # Each fragment starts where the one before it ended, plus the separator (C loops, no call per fragment).
         offsets.extend(accumulate(map(operator.add, map(len, batch), repeat(len(separator))), initial=len(out)))
-        del offsets[-1]
         out += separator.join(batch)
         out += separator
+        del offsets[-1], batch[:]
     offsets.append(len(out))
     if len(offsets) > 1:
         del out[-len(separator):]
