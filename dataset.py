@@ -263,9 +263,6 @@ def encode_json(value: Any) -> bytes:
 encode_record: Callable[[Any], bytes] = orjson.dumps
 
 
-TEXT_SEPARATOR = b"\xff"  # never occurs in UTF-8
-
-
 def _joined(opening: bytes, fragments: Iterable[bytes], closing: bytes, separator: bytes = b",") -> tuple[bytes, array]:
     """opening + the fragments joined by `separator` + closing, and where each fragment starts (plus one past
     the last, +1: fragment i is body[offsets[i]:offsets[i + 1] - 1]).
@@ -295,7 +292,7 @@ def _text_blob(texts: Iterable[str]) -> tuple[bytes, array]:
     (no character's encoding starts inside another's), and 0xFF never occurs in UTF-8,
     so no match spans two reviews. A rating-only review is an empty segment.
     """
-    return _joined(b"", (utf8(fold_text(text)) for text in texts), b"", TEXT_SEPARATOR)
+    return _joined(b"", (utf8(fold_text(text)) for text in texts), b"", b"\xff")
 
 
 # Building from a parsed file yields bytes and arrays only: the objects a Dataset keeps (ids,
