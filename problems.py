@@ -1,10 +1,6 @@
-"""Why data files are refused: the Problem each reason is, and the rules across the two files.
-
-A Problem names the file, the JSON path and the rule broken (`schema:<keyword>` for the
-JSON Schemas, checked in dataset.py; the cross-file rules here: unique ids, references to
-reviews that exist, counts that agree). `hint` is what `reviewsd check` suggests for the
-usual mistakes.
-"""
+"""Why data files are refused: the Problem each reason is (rule `schema:<keyword>` for the JSON
+Schemas, checked in dataset.py), and the rules a schema cannot express: unique ids, references
+to reviews that exist, counts that agree."""
 
 from __future__ import annotations
 
