@@ -99,8 +99,7 @@ def make_payload(
     """Encode a body once for every request that will ask for it.
 
     The gzip variant's ETag is the body's with a `-gzip` suffix, because the two codings
-    are different representations (RFC 9110 8.8.3). With `gzip_later`, the gzip variant
-    is a LateGzip to compress afterwards.
+    are different representations (RFC 9110 8.8.3).
     """
     tag = strong_etag(body)
     common: Headers = [("Content-Type", content_type), *READ_HEADERS, *extra_headers]
