@@ -1,14 +1,10 @@
-"""Loading, validating and indexing the two data files.
+"""Loading, validating and indexing the two data files, in sections that follow a load.
 
-`load_dataset(data_dir)` reads `reviews.json` and `insights.json`, validates them against
-the JSON Schemas in `schemas/` (jsonschema-rs, draft 2020-12) and the cross-file rules,
-and returns an immutable `Dataset`: each file's response body encoded once, the reviews
-and per-review mentions kept as slices of those bodies, and the indexes `search.py` walks.
-`DataStore` holds the current snapshot, reloads it when the files change (polled, or on
-request) and tells listeners about every swap.
-
-The sections follow a load: read and parse, validate, cross-file rules, build the
-Dataset and its indexes, the reloading store.
+`dataset_from_files` parses `reviews.json` and `insights.json`, validates them against the
+JSON Schemas in `schemas/` (jsonschema-rs, draft 2020-12) and the cross-file rules, and
+returns an immutable `Dataset`: each file's response body encoded once, the reviews and
+per-review mentions kept as slices of those bodies, and the indexes `search.py` walks.
+`DataStore` holds the current snapshot and swaps in a new one when the files change.
 """
 
 from __future__ import annotations
@@ -27,9 +23,9 @@ from array import array
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from datetime import datetime, timezone
-from itertools import accumulate, chain, compress, islice, repeat
+from itertools import accumulate, compress, islice, repeat
 from pathlib import Path
 from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
 
@@ -196,7 +192,7 @@ def _short(message: str, limit: int = 300) -> str:
 # files are read; dataset_from_files below reports them all at once.
 
 
-# --------------------------------------------------------------------------- names and text
+# --------------------------------------------------------------------------- build the Dataset and its indexes
 
 
 review_sort_key = operator.itemgetter("date", "id")  # the served order: by this, newest first
@@ -204,12 +200,10 @@ review_sort_key = operator.itemgetter("date", "id")  # the served order: by this
 
 def newest_first(reviews: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The reviews sorted by (date, id), newest first: the list itself when it already is (as files are written)."""
-    return reviews if is_newest_first(reviews) else sorted(reviews, key=review_sort_key, reverse=True)
-
-
-def is_newest_first(reviews: list[Mapping[str, Any]]) -> bool:
     keys = list(map(review_sort_key, reviews))
-    return all(map(operator.ge, keys, islice(keys, 1, None)))
+    if all(map(operator.ge, keys, islice(keys, 1, None))):
+        return reviews
+    return sorted(reviews, key=review_sort_key, reverse=True)
 
 
 def fold_name(text: str) -> str:
@@ -222,6 +216,7 @@ def fold_name(text: str) -> str:
 
 
 Named = TypeVar("Named")
+Built = TypeVar("Built")
 
 
 def named(name: str, candidates: Sequence[tuple[Named, Sequence[str]]]) -> list[Named]:
@@ -268,12 +263,6 @@ def encode_json(value: Any) -> bytes:
 encode_record: Callable[[Any], bytes] = orjson.dumps
 
 
-# --------------------------------------------------------------------------- build the Dataset and its indexes
-
-
-TEXT_SEPARATOR = b"\xff"  # never occurs in UTF-8
-
-
 def _joined(opening: bytes, fragments: Iterable[bytes], closing: bytes, separator: bytes = b",") -> tuple[bytes, array]:
     """opening + the fragments joined by `separator` + closing, and where each fragment starts (plus one past
     the last, +1: fragment i is body[offsets[i]:offsets[i + 1] - 1]).
@@ -281,14 +270,8 @@ def _joined(opening: bytes, fragments: Iterable[bytes], closing: bytes, separato
     Appended a few hundred at a time as they are made, each batch freed before the next:
     a list of them all, joined, left 330 MB of freed memory to the process at 100,000 reviews.
     """
-    out, offsets, batch = bytearray(opening), array("q"), []
-    for fragment in chain(fragments, [None]):
-        if fragment is not None:
-            batch.append(fragment)
-            if len(batch) < 500:
-                continue
-        if not batch:
-            break
+    out, offsets, fragments = bytearray(opening), array("q"), iter(fragments)
+    while batch := list(islice(fragments, 500)):
         # Each fragment starts where the one before it ended, plus the separator (C loops, no call per fragment).
         offsets.extend(accumulate(map(operator.add, map(len, batch), repeat(len(separator))), initial=len(out)))
         out += separator.join(batch)
@@ -309,7 +292,7 @@ def _text_blob(texts: Iterable[str]) -> tuple[bytes, array]:
     (no character's encoding starts inside another's), and 0xFF never occurs in UTF-8,
     so no match spans two reviews. A rating-only review is an empty segment.
     """
-    return _joined(b"", (utf8(fold_text(text)) for text in texts), b"", TEXT_SEPARATOR)
+    return _joined(b"", (utf8(fold_text(text)) for text in texts), b"", b"\xff")
 
 
 # Building from a parsed file yields bytes and arrays only: the objects a Dataset keeps (ids,
@@ -333,8 +316,6 @@ class _Reviews:
 
     @classmethod
     def build(cls, doc: Mapping[str, Any]) -> "_Reviews":
-        """From a valid document (TypeError or UnicodeEncodeError: a lone surrogate; ValueError: a number beyond
-        a float)."""
         head = encode_json({key: value for key, value in doc.items() if key != "reviews"})
         ordered = newest_first(doc["reviews"])
         opening = head[:-1] + (b',"reviews":[' if len(head) > 2 else b'"reviews":[')
@@ -352,7 +333,6 @@ class _Insights:
 
     head: bytes  # insights.json with per_review empty, encoded
     body: bytes
-    per_review: tuple[int, int] | None  # where per_review's value is in body
     starts: array  # per review position, where its per_review entry's value starts in body (-1: none)
     ends: array
     order: array  # the positions in per_review's order
@@ -364,11 +344,12 @@ class _Insights:
     def build(cls, doc: Mapping[str, Any], position_of: Mapping[str, int]) -> "_Insights":
         n = max(position_of.values(), default=-1) + 1  # the reviews (position_of has one of an id written twice)
         starts, ends, order = array("q", [-1]) * n, array("q", [-1]) * n, array("i")
-        technicians: dict[str, array] = defaultdict(_positions)
-        services: dict[str, array] = defaultdict(_positions)
-        aspects: dict[tuple[str, str | None], array] = defaultdict(_positions)
+        positions = partial(array, "i")
+        technicians: dict[str, array] = defaultdict(positions)
+        services: dict[str, array] = defaultdict(positions)
+        aspects: dict[tuple[str, str | None], array] = defaultdict(positions)
         others: dict[str, list[str]] = {"problems": [], "service_areas": [], "topics": []}
-        per_review = doc.get("per_review", {})
+        per_review = doc["per_review"]
         for review_id, mentions in per_review.items():
             pos = position_of.get(review_id)
             if pos is None:
@@ -390,10 +371,7 @@ class _Insights:
             "technicians": {key: len(found) for key, found in technicians.items()},
             "services": {key: len(found) for key, found in services.items()},
             **{group: dict(Counter(listed)) for group, listed in others.items()}}
-        head = encode_json({key: ({} if key == "per_review" else value) for key, value in doc.items()})
         indexes = [_frozen(index) for index in (technicians, services, aspects)]
-        if "per_review" not in doc:
-            return cls(head, head, None, starts, ends, order, indexes, tallies)
         keys = list(doc)
         at = keys.index("per_review")
         opening = b"{" + b"".join(_member(key, doc[key]) + b"," for key in keys[:at]) + b'"per_review":{'
@@ -403,15 +381,11 @@ class _Insights:
         for key, lo, hi in zip(per_review, offsets, offsets[1:]):
             if (pos := position_of.get(key)) is not None:
                 starts[pos], ends[pos] = lo + len(encode_record(key)) + 1, hi - 1
-        return cls(head, body, (len(opening) - 1, len(body) - len(closing) + 1), starts, ends, order, indexes, tallies)
+        return cls(opening + closing, body, starts, ends, order, indexes, tallies)
 
 
 def _member(key: str, value: Any) -> bytes:
     return encode_json(key) + b":" + encode_json(value)
-
-
-def _positions() -> array:
-    return array("i")
 
 
 def _frozen(index: Mapping[Any, array]) -> tuple[bytes, list[array]]:
@@ -444,21 +418,13 @@ class EncodedReviews(Sequence[Mapping[str, Any]]):
         return len(self._offsets) - 1
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            lo, hi, step = index.indices(len(self))
-            if step != 1:
-                return tuple(self[i] for i in range(lo, hi, step))
-            return tuple(json.loads(b"[" + self._body[self._offsets[lo]:self._offsets[hi] - 1] + b"]")) if lo < hi else ()
-        position = operator.index(index)
-        if position < 0:
-            position += len(self)
-        if not 0 <= position < len(self):
-            raise IndexError("review position out of range")
-        return json.loads(self._body[self._offsets[position]:self._offsets[position + 1] - 1])
-
-    def __iter__(self) -> Iterator[Mapping[str, Any]]:
-        for position in range(len(self)):
-            yield self[position]
+        positions = range(len(self))[index]  # a position (IndexError out of range), or a slice's clipped range
+        body, offsets = self._body, self._offsets
+        if isinstance(positions, int):
+            return json.loads(body[offsets[positions]:offsets[positions + 1] - 1])
+        if positions.step != 1 or not positions:
+            return tuple(map(self.__getitem__, positions))
+        return tuple(json.loads(b"[" + body[offsets[positions.start]:offsets[positions.stop] - 1] + b"]"))
 
 
 class EncodedMentions(Mapping[str, Mapping[str, Any]]):
@@ -504,38 +470,21 @@ class Dataset:
     first without sorting. Reviews and per_review entries are kept as encoded JSON (see
     EncodedReviews); `reviews_doc` holds every key of reviews.json but "reviews", and
     `insights_doc["per_review"]` is an EncodedMentions.
-
-    `Dataset(reviews_doc, insights_doc, ...)` builds from parsed documents, which it does
-    not check; `dataset_from_files` validates and drops each parsed file as soon as it can.
     """
 
-    def __init__(self, reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
+    def __init__(self, reviews: _Reviews, insights: _Insights, review_ids: tuple[list[str], list[int], dict[str, int]],
                  reviews_sha256: str, insights_sha256: str):
-        reviews = _Reviews.build(reviews_doc)
-        ids, numbers, position_of = _review_ids(reviews)
-        self._assemble(reviews, _Insights.build(insights_doc, position_of), ids, numbers, position_of,
-                       reviews_sha256, insights_sha256)
-
-    @classmethod
-    def from_parts(cls, reviews: _Reviews, insights: _Insights, ids: tuple[list[str], list[int], dict[str, int]],
-                   reviews_sha256: str, insights_sha256: str) -> "Dataset":
-        dataset = cls.__new__(cls)
-        dataset._assemble(reviews, insights, *ids, reviews_sha256, insights_sha256)
-        return dataset
-
-    def _assemble(self, reviews: _Reviews, insights: _Insights, ids: list[str], numbers: list[int],
-                  position_of: dict[str, int], reviews_sha256: str, insights_sha256: str) -> None:
+        ids, numbers, position_of = review_ids  # see _review_ids
         self.reviews_sha256, self.insights_sha256 = reviews_sha256, insights_sha256
         self.position_of: Mapping[str, int] = position_of
-        self.ids: Sequence[str] = ids  # by position
+        self.ids: Sequence[str] = ids
         self.reviews_document: tuple[bytes, array] = (reviews.body, reviews.offsets)
         self.reviews = EncodedReviews(reviews.body, reviews.offsets)
         self.reviews_doc: Mapping[str, Any] = json.loads(reviews.head)
         self.insights_document: bytes = insights.body
         self.insights_doc: Mapping[str, Any] = json.loads(insights.head)
-        if insights.per_review is not None:
-            self.insights_doc["per_review"] = EncodedMentions(insights.body, insights.starts, insights.ends,
-                                                              insights.order, ids, position_of)
+        self.insights_doc["per_review"] = EncodedMentions(insights.body, insights.starts, insights.ends,
+                                                          insights.order, ids, position_of)
         self.ratings: bytes = reviews.ratings
         self.dates_ascending: list[str] = _shared_strings(json.loads(reviews.dates)[::-1])
         self.text_blob: tuple[bytes, array] = reviews.text_blob
@@ -546,9 +495,6 @@ class Dataset:
         self.positions_by_service: Mapping[str, list[int]] = services
         # (aspect id, sentiment or None) -> positions of the reviews mentioning it.
         self.positions_by_aspect: Mapping[tuple[str, str | None], list[int]] = aspects
-        self._entity_indexes()
-
-    def _entity_indexes(self) -> None:
         self.technicians: Mapping[str, Mapping[str, Any]] = {
             t["id"]: t for t in self.insights_doc["entities"]["technicians"]}
         self.services: Mapping[str, Mapping[str, Any]] = {s["id"]: s for s in self.insights_doc["entities"]["services"]}
@@ -564,6 +510,14 @@ class Dataset:
         self.positions_by_technician_rating = _by_rating(self.positions_by_technician, self.ratings)
         self.positions_by_service_rating = _by_rating(self.positions_by_service, self.ratings)
 
+    @classmethod
+    def from_documents(cls, reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
+                       reviews_sha256: str, insights_sha256: str) -> "Dataset":
+        """From parsed documents, which it does not check (`dataset_from_files` validates the files)."""
+        reviews = _Reviews.build(reviews_doc)
+        ids = _review_ids(reviews)
+        return cls(reviews, _Insights.build(insights_doc, ids[2]), ids, reviews_sha256, insights_sha256)
+
     @cached_property
     def replied_positions(self) -> frozenset[int]:
         """Positions of the reviews with an owner reply (every review decoded once, on first use)."""
@@ -572,11 +526,6 @@ class Dataset:
     @property
     def business(self) -> Mapping[str, Any]:
         return self.reviews_doc["business"]
-
-    @property
-    def fingerprint(self) -> str:
-        """Changes whenever either file's bytes change."""
-        return hashlib.sha256(f"{self.reviews_sha256}:{self.insights_sha256}".encode()).hexdigest()
 
     def review_by_id(self, review_id: str) -> Mapping[str, Any] | None:
         position = self.position_of.get(review_id)
@@ -675,25 +624,22 @@ def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
     hashes = (reviews_raw.sha256, insights_raw.sha256)
     reviews_doc = _checked_document(reviews_raw, REVIEWS_VALIDATOR, problems)
     del reviews_raw
-    reviews = None if reviews_doc is None else _built_reviews(reviews_doc, problems)
+    reviews = None if reviews_doc is None else _built(_Reviews.build, REVIEWS_FILE, reviews_doc, problems)
     del reviews_doc
     ids = _review_ids(reviews) if reviews is not None else None  # made after reviews.json's parse is freed
     insights_doc = _checked_document(insights_raw, INSIGHTS_VALIDATOR, problems)
     del insights_raw
     if problems or reviews is None or ids is None:
         raise DataError(problems)
-    position_of = ids[2]
-    try:
-        insights = _Insights.build(insights_doc, position_of)
-    except (UnicodeEncodeError, ValueError, TypeError):
-        raise DataError(unencodable_problems(INSIGHTS_FILE, insights_doc) or [
-            Problem(INSIGHTS_FILE, "$", "json", "cannot be encoded as JSON")]) from None
-    problems = reviews.record_problems + cross_file_problems(json.loads(reviews.head), reviews.ratings, position_of,
+    insights = _built(_Insights.build, INSIGHTS_FILE, insights_doc, problems, ids[2])
+    if insights is None:
+        raise DataError(problems)
+    problems = reviews.record_problems + cross_file_problems(json.loads(reviews.head), reviews.ratings, ids[2],
                                                              insights_doc, insights.tallies)
     if problems:
         raise DataError(problems)
     del insights_doc
-    return Dataset.from_parts(reviews, insights, ids, *hashes)
+    return Dataset(reviews, insights, ids, *hashes)
 
 
 def _checked_document(raw: RawFile, schema_validator: jsonschema_rs.Validator, problems: list[Problem]) -> Any:
@@ -711,12 +657,12 @@ def _checked_document(raw: RawFile, schema_validator: jsonschema_rs.Validator, p
     return None if found else doc
 
 
-def _built_reviews(doc: Any, problems: list[Problem]) -> _Reviews | None:
+def _built(build: Callable[..., Built], file: str, doc: Any, problems: list[Problem], *args: Any) -> Built | None:
+    """build(doc, *args), or None with why `doc` cannot be encoded added to `problems`."""
     try:
-        return _Reviews.build(doc)
-    except (UnicodeEncodeError, ValueError, TypeError):
-        problems += unencodable_problems(REVIEWS_FILE, doc) or [
-            Problem(REVIEWS_FILE, "$", "json", "cannot be encoded as JSON")]
+        return build(doc, *args)
+    except (UnicodeEncodeError, ValueError, TypeError):  # a lone surrogate (orjson: TypeError), a number beyond a float
+        problems += unencodable_problems(file, doc) or [Problem(file, "$", "json", "cannot be encoded as JSON")]
         return None
 
 
@@ -749,22 +695,16 @@ def check_data_dir(data_dir: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
 S = TypeVar("S")
 
 
-@dataclass(frozen=True)
-class FileStamp:
+def file_stamp(data_dir: Path) -> list[tuple[int, int, int, int]]:
     """What a cheap stat says about the data files; a change means "read them again"."""
-
-    stats: tuple[tuple[int, int, int, int], ...]
-
-    @classmethod
-    def of(cls, data_dir: Path) -> "FileStamp":
-        stats = []
-        for name in DATA_FILES:
-            try:
-                st = os.stat(Path(data_dir) / name)
-                stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-            except OSError:
-                stats.append((0, -1, 0, 0))
-        return cls(tuple(stats))
+    stats = []
+    for name in DATA_FILES:
+        try:
+            st = os.stat(data_dir / name)
+            stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        except OSError:
+            stats.append((0, -1, 0, 0))
+    return stats
 
 
 Listener = Callable[[Any, Any], None]
@@ -787,7 +727,7 @@ class DataStore(Generic[S]):
         self._build = build
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
-        self._stamp = FileStamp.of(self.data_dir)
+        self._stamp = file_stamp(self.data_dir)
         raws = self._read()
         self._hashes = (raws[0].sha256, raws[1].sha256)
         self.current: S = build(self._load(raws))
@@ -797,12 +737,9 @@ class DataStore(Generic[S]):
         self._stop = threading.Event()
 
     def _read(self) -> list[RawFile]:
-        sizes = []
-        for name in DATA_FILES:
-            try:
-                sizes.append(f"{name} ({os.stat(self.data_dir / name).st_size / 1e6:.1f} MB)")
-            except OSError:
-                sizes.append(f"{name} (missing)")
+        """The files of the last stamp taken (whose sizes the log line gives)."""
+        sizes = [f"{name} ({size / 1e6:.1f} MB)" if size >= 0 else f"{name} (missing)"
+                 for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)]
         log.info("loading %s from %s", " and ".join(sizes), self.data_dir, extra={"event": "load_started"})
         return list(read_data_dir(self.data_dir, self.max_bytes))
 
@@ -826,7 +763,7 @@ class DataStore(Generic[S]):
         changed since the last attempt are not read again.
         """
         with self._lock:
-            stamp = FileStamp.of(self.data_dir)
+            stamp = file_stamp(self.data_dir)
             if stamp == self._stamp and not force:
                 return False
             self._stamp = stamp

@@ -23,10 +23,9 @@ from dataset import encode_json
 JSON = "application/json; charset=utf-8"
 FEED_JSON = "application/feed+json; charset=utf-8"
 ATOM = "application/atom+xml; charset=utf-8"
-CACHE_CONTROL = "public, max-age=60"
 # Headers every read response carries (CORS and caching), added in this one place.
 READ_HEADERS: tuple[tuple[str, str], ...] = (
-    ("Cache-Control", CACHE_CONTROL),
+    ("Cache-Control", "public, max-age=60"),
     ("Access-Control-Allow-Origin", "*"),
     ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link"),
 )
@@ -68,6 +67,7 @@ class Payload:
         return self.identity
 
 
+@dataclass(eq=False)
 class LateGzip:
     """A gzip variant made later (`compress()`, on a first start after READY); until then, identity is served.
 
@@ -75,18 +75,18 @@ class LateGzip:
     its own ETag and `Vary: Accept-Encoding`.
     """
 
-    def __init__(self, body: bytes, etag: str, headers: Headers):
-        self.variant: Variant | None = None
-        self._work: tuple[bytes, str, Headers] | None = (body, etag, headers)
+    body: bytes  # the identity body, to compress
+    etag: str
+    headers: Headers
+    variant: Variant | None = None
 
     def compress(self) -> None:
-        if self._work is not None:
-            body, etag, headers = self._work
-            self.variant, self._work = _variant(gzip_body(body), etag, headers), None
+        if self.variant is None:
+            self.variant = _variant(gzip_body(self.body), self.etag, self.headers)
 
 
-def strong_etag(body: bytes, suffix: str = "") -> str:
-    return '"' + hashlib.sha256(body).hexdigest()[:32] + suffix + '"'
+def strong_etag(body: bytes) -> str:
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
 
 
 def make_payload(
@@ -94,27 +94,23 @@ def make_payload(
     content_type: str,
     last_modified: datetime | None = None,
     extra_headers: Sequence[tuple[str, str]] = (),
-    etag: str | None = None,
-    compress: bool = True,
     gzip_later: bool = False,
 ) -> Payload:
     """Encode a body once for every request that will ask for it.
 
-    `etag` overrides the hash of the body; the gzip variant gets the same tag with a
-    `-gzip` suffix, because the two codings are different representations (RFC 9110
-    8.8.3). With `gzip_later`, the gzip variant is a LateGzip to compress afterwards.
+    The gzip variant's ETag is the body's with a `-gzip` suffix, because the two codings
+    are different representations (RFC 9110 8.8.3).
     """
-    tag = etag or strong_etag(body)
+    tag = strong_etag(body)
     common: Headers = [("Content-Type", content_type), *READ_HEADERS, *extra_headers]
     if last_modified is not None:
         common.append(("Last-Modified", http_date(last_modified)))
+    common.append(("Vary", "Accept-Encoding"))
     gzipped: Variant | LateGzip | None = None
-    if compress:
-        common.append(("Vary", "Accept-Encoding"))
+    if len(body) >= GZIP_MIN_BYTES:
         gzip_tag, gzip_headers = tag[:-1] + '-gzip"', common + [("Content-Encoding", "gzip")]
-        if len(body) >= GZIP_MIN_BYTES:
-            gzipped = (LateGzip(body, gzip_tag, gzip_headers) if gzip_later
-                       else _variant(gzip_body(body), gzip_tag, gzip_headers))
+        gzipped = (LateGzip(body, gzip_tag, gzip_headers) if gzip_later
+                   else _variant(gzip_body(body), gzip_tag, gzip_headers))
     return Payload(_variant(body, tag, common), gzipped, content_type, last_modified)
 
 
@@ -131,18 +127,15 @@ def gzip_level(size: int) -> int:
     return 9 if size < 64 << 10 else 6
 
 
-def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
-    with_tag = [*headers, ("ETag", etag)]
-    return Variant(body, etag, tuple(with_tag + [("Content-Length", str(len(body)))]), _not_modified_headers(with_tag))
-
-
+# What a 304 repeats of a 200's headers.
 NOT_MODIFIED_HEADERS = frozenset({"Cache-Control", "Vary", "ETag", "Last-Modified", "Access-Control-Allow-Origin",
                                    "Access-Control-Expose-Headers", "Link"})
 
 
-def _not_modified_headers(headers: Headers) -> tuple[tuple[str, str], ...]:
-    """What a 304 repeats of a 200's headers."""
-    return tuple((k, v) for k, v in headers if k in NOT_MODIFIED_HEADERS)
+def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
+    with_tag = [*headers, ("ETag", etag)]
+    return Variant(body, etag, tuple(with_tag + [("Content-Length", str(len(body)))]),
+                   tuple((k, v) for k, v in with_tag if k in NOT_MODIFIED_HEADERS))
 
 
 @lru_cache(maxsize=512)

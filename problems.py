@@ -1,17 +1,13 @@
-"""Why data files are refused: the Problem each reason is, and the rules across the two files.
-
-A Problem names the file, the JSON path and the rule broken (`schema:<keyword>` for the
-JSON Schemas, checked in dataset.py; the cross-file rules here: unique ids, references to
-reviews that exist, counts that agree). `hint` is what `reviewsd check` suggests for the
-usual mistakes.
-"""
+"""Why data files are refused: the Problem each reason is (rule `schema:<keyword>` for the JSON
+Schemas, checked in dataset.py), and the rules a schema cannot express: unique ids, references
+to reviews that exist, counts that agree."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from collections import defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Container, Iterable, Iterator, Mapping, Sequence
 
@@ -115,7 +111,8 @@ def cross_file_problems(reviews_head: Mapping, ratings: Sequence[int], review_id
     agreeing counts; from what they read of reviews.json (its other keys, the ratings, the ids).
     `tallies`: mention_tallies(insights_doc), where already counted."""
     problems = _aggregate_problems(reviews_head["aggregate_rating"], ratings)
-    problems += _insights_reference_problems(insights_doc, review_ids)
+    problems += [Problem(INSIGHTS_FILE, path, "review-exists", f"review {review_id} is not in {REVIEWS_FILE}")
+                 for path, review_id in _referenced_review_ids(insights_doc) if review_id not in review_ids]
     problems += _insights_count_problems(insights_doc, tallies or mention_tallies(insights_doc))
     problems += _insights_business_problems(insights_doc, reviews_head["business"])
     return problems
@@ -170,14 +167,6 @@ def _referenced_review_ids(doc: Mapping) -> Iterator[tuple[str, str]]:
         yield "$.pull_quote.review_id", doc["pull_quote"]["review_id"]
 
 
-def _insights_reference_problems(doc: Mapping, review_ids: Container[str]) -> list[Problem]:
-    return [
-        Problem(INSIGHTS_FILE, path, "review-exists", f"review {review_id} is not in {REVIEWS_FILE}")
-        for path, review_id in _referenced_review_ids(doc)
-        if review_id not in review_ids
-    ]
-
-
 MENTION_GROUPS = {
     "aspects": "aspects",
     "technicians": "entities.technicians",
@@ -188,26 +177,14 @@ MENTION_GROUPS = {
 }
 
 
-def _records(doc: Mapping, dotted: str) -> list[Mapping]:
-    node: Any = doc
-    for key in dotted.split("."):
-        node = node[key]
-    return node
-
-
-def mention_tallies(doc: Mapping) -> dict[str, dict[str, int]]:
+def mention_tallies(doc: Mapping) -> dict[str, Counter[str]]:
     """Per group, how many per_review entries list each id (aspects also per sentiment, as "id#sentiment")."""
-    tallies: dict[str, dict[str, int]] = {group: defaultdict(int) for group in MENTION_GROUPS}
-    others = [group for group in MENTION_GROUPS if group != "aspects"]
-    aspects = tallies["aspects"]
+    tallies: dict[str, Counter[str]] = {group: Counter() for group in MENTION_GROUPS}
     for mentions in doc["per_review"].values():
         for aspect in mentions["aspects"]:
-            aspects[aspect["id"]] += 1
-            aspects[f"{aspect['id']}#{aspect['sentiment']}"] += 1
-        for group in others:
-            tally = tallies[group]
-            for entity_id in mentions[group]:
-                tally[entity_id] += 1
+            tallies["aspects"].update((aspect["id"], f"{aspect['id']}#{aspect['sentiment']}"))
+        for group in MENTION_GROUPS.keys() - {"aspects"}:
+            tallies[group].update(mentions[group])
     return tallies
 
 
@@ -218,7 +195,8 @@ def _insights_count_problems(doc: Mapping, tallies: Mapping[str, Mapping[str, in
                                 f"says {doc['review_count']}, per_review has {len(doc['per_review'])} entries"))
     for group, dotted in MENTION_GROUPS.items():
         known = set()
-        for i, record in enumerate(_records(doc, dotted)):
+        records = doc["entities"][group] if dotted.startswith("entities.") else doc[group]
+        for i, record in enumerate(records):
             path = f"$.{dotted}[{i}]"
             if record["id"] in known:
                 problems.append(Problem(INSIGHTS_FILE, f"{path}.id", "unique-id", f"id {record['id']} is repeated"))

@@ -45,8 +45,8 @@ def compact(value: Any) -> bytes:
 
 def built(specs: list[Spec]) -> tuple[Dataset, dict, dict]:
     reviews_doc, insights_doc = make_docs(specs)
-    # What Dataset() is given is only read: keep a pristine copy to compare with.
-    return (Dataset(json.loads(json.dumps(reviews_doc)), json.loads(json.dumps(insights_doc)), "r", "i"),
+    # What Dataset.from_documents() is given is only read: keep a pristine copy to compare with.
+    return (Dataset.from_documents(json.loads(json.dumps(reviews_doc)), json.loads(json.dumps(insights_doc)), "r", "i"),
             reviews_doc, insights_doc)
 
 
@@ -110,13 +110,13 @@ def test_bodies_are_the_compact_encoding_of_the_documents() -> None:
 
 
 def test_mention_keys_that_are_not_plain_ids_are_found_too() -> None:
-    """Dataset() does not validate: ids of any shape still get their per_review slices."""
+    """Dataset.from_documents() does not validate: ids of any shape still get their per_review slices."""
     reviews_doc, insights_doc = make_docs(SPECS[:3])
     renamed = {r["id"]: f"id \"{n}\"\n" for n, r in enumerate(reviews_doc["reviews"])}
     for review in reviews_doc["reviews"]:
         review["id"] = renamed[review["id"]]
     insights_doc["per_review"] = {renamed[k]: v for k, v in insights_doc["per_review"].items()}
-    dataset = Dataset(reviews_doc, insights_doc, "r", "i")
+    dataset = Dataset.from_documents(reviews_doc, insights_doc, "r", "i")
     assert dict(dataset.insights_doc["per_review"].items()) == insights_doc["per_review"]
 
 
@@ -362,7 +362,7 @@ def test_fragments_are_joined_and_found_across_batches(n: int) -> None:
 def test_a_load_from_files_holds_what_a_build_from_the_documents_holds() -> None:
     reviews_doc, insights_doc = make_docs(SPECS)
     loaded = dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
-    assert dataset_state(loaded) == dataset_state(Dataset(reviews_doc, insights_doc, "sha", "sha"))
+    assert dataset_state(loaded) == dataset_state(Dataset.from_documents(reviews_doc, insights_doc, "sha", "sha"))
 
 
 def test_a_parse_pauses_the_collector_and_leaves_it_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:

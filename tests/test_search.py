@@ -77,7 +77,7 @@ def reference_search(reviews_doc: dict, insights_doc: dict, params: SearchParams
 
 def dataset_of(specs: list[Spec]) -> tuple[Dataset, dict, dict]:
     reviews_doc, insights_doc = make_docs(specs)
-    return Dataset(reviews_doc, insights_doc, "r", "i"), reviews_doc, insights_doc
+    return Dataset.from_documents(reviews_doc, insights_doc, "r", "i"), reviews_doc, insights_doc
 
 
 # ---------------------------------------------------------------- strategies
