@@ -34,12 +34,8 @@ def serve_argv(argv: list[str]) -> list[str] | None:
 
 
 def _interrupted(signum: int, frame: Any) -> None:
-    """Ctrl-C before the server serves (imports, the first load) or during `check`: quiet, status 130.
-
-    Nothing is half-done that a restart would need (the data files are only read), so
-    the process ends at once, without a traceback from wherever the load was.
-    """
-    os._exit(130)
+    """Ctrl-C before the server serves (imports, the first load) or during `check`: quiet, status 130."""
+    os._exit(130)  # at once, no traceback: the data files are only read, nothing is half-done
 
 
 # A SIGHUP before the server takes over its signals (during the first load, which can take
@@ -47,10 +43,10 @@ def _interrupted(signum: int, frame: Any) -> None:
 _hup_before_serving = threading.Event()
 
 
-def install_early_signals(argv: Sequence[str] | None = None) -> None:
+def install_early_signals() -> None:
     """From the process's start until server.run() takes the signals over: Ctrl-C quiet, SIGHUP kept."""
     signal.signal(signal.SIGINT, _interrupted)
-    if serve_argv(list(sys.argv[1:] if argv is None else argv)) is not None:
+    if serve_argv(sys.argv[1:]) is not None:
         signal.signal(signal.SIGHUP, lambda signum, frame: _hup_before_serving.set())
 
 
