@@ -59,6 +59,7 @@ from werkzeug.routing import BaseConverter, Map, Rule  # noqa: E402
 from werkzeug.wrappers import Response  # noqa: E402
 
 import feeds  # noqa: E402
+import mcp_rpc  # noqa: E402
 from dataset import DataError, DataStore, Dataset, check_data_dir, encode_json  # noqa: E402
 from logs import configure_logging  # noqa: E402
 from openapi import build_openapi  # noqa: E402
@@ -410,19 +411,14 @@ def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 def create_app(config: Config | None = None, gzip_later: bool = False) -> ReviewsApp:
-    """The WSGI application for `config` (data loaded, MCP and hub attached when available).
+    """The WSGI application for `config`: data loaded, MCP and (unless --no-hub) the hub attached.
 
     With `gzip_later`, the first data files' gzip codings are the caller's to start
     (`app.compress_late()`); identity is served until they are made.
     """
     config = config or Config()
     app = ReviewsApp(config, gzip_later=gzip_later)
-    try:
-        import mcp_rpc
-    except ImportError:
-        mcp_rpc = None  # type: ignore[assignment]
-    if mcp_rpc is not None and hasattr(mcp_rpc, "attach"):
-        mcp_rpc.attach(app)
+    mcp_rpc.attach(app)
     if config.hub:
         import hub  # here, not at the top: hub imports this module
 
