@@ -107,9 +107,8 @@ class SinceCache:
         payload = make()
         with self._lock:
             self._entries[since] = payload
-            while len(self._entries) > SINCE_CACHE_ENTRIES or self._size() > SINCE_CACHE_BYTES:
-                if len(self._entries) == 1:
-                    break
+            while len(self._entries) > 1 and (len(self._entries) > SINCE_CACHE_ENTRIES
+                                              or self._size() > SINCE_CACHE_BYTES):
                 self._entries.popitem(last=False)
         return payload
 
