@@ -177,9 +177,6 @@ def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> st
 
 # --------------------------------------------------------------------------- the application
 
-JSON_HEADERS = [("Content-Type", JSON), *READ_HEADERS]
-
-
 def json_error(status: int, code: str, message: str, issues: Iterable[Mapping[str, Any]] | None = None,
                headers: Sequence[tuple[str, str]] = ()) -> Triple:
     body = error_document(code, message, issues)
@@ -205,17 +202,15 @@ class ReviewsApp:
 
     url_map = Map(
         [
-            Rule("/reviews.json", endpoint="payload", methods=GET),
-            Rule("/insights.json", endpoint="payload", methods=GET),
-            Rule("/api/feed.json", endpoint="payload", methods=GET),
-            Rule("/feed.xml", endpoint="payload", methods=GET),
+            *(Rule(path, endpoint="payload", methods=GET)
+              for path in ("/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", OPENAPI_PATH)),
             Rule(SEARCH_PATH, endpoint="search", methods=GET),
             Rule("/api/reviews/since/<anything:date>", endpoint="since", methods=GET),
             Rule("/api/reviews/<review_id>", endpoint="review", methods=GET),
-            Rule(OPENAPI_PATH, endpoint="payload", methods=GET),
             Rule("/healthz", endpoint="healthz", methods=GET),
-            Rule("/mcp", endpoint="mcp", methods=["POST", "DELETE"]),
-            Rule(HUB_PATH, endpoint="hub", methods=["POST"]),
+            # the parts create_app attaches (mcp_rpc.py, hub.py)
+            Rule("/mcp", endpoint="attached", defaults={"part": "mcp"}, methods=["POST", "DELETE"]),
+            Rule(HUB_PATH, endpoint="attached", defaults={"part": "hub"}, methods=["POST"]),
         ],
         merge_slashes=False,
         strict_slashes=False,
@@ -372,19 +367,14 @@ class ReviewsApp:
         return status, [("Content-Type", JSON), ("Cache-Control", "no-store"),
                         ("Content-Length", str(len(body)))], body
 
-    def on_mcp(self, environ: dict) -> Any:
-        if self.mcp is None:
+    def on_attached(self, environ: dict, part: str) -> Any:
+        if getattr(self, part) is None:
             raise NotFound()
-        return self.mcp.handle(environ)
-
-    def on_hub(self, environ: dict) -> Any:
-        if self.hub is None:
-            raise NotFound()
-        return self.hub.handle(environ)
+        return getattr(self, part).handle(environ)
 
     def dynamic(self, environ: Mapping[str, Any], body: bytes) -> Triple:
         """A JSON body computed for this request: gzip only when asked, at a cheap level."""
-        headers = [*JSON_HEADERS, ("Vary", "Accept-Encoding")]
+        headers = [("Content-Type", JSON), *READ_HEADERS, ("Vary", "Accept-Encoding")]
         encoding = environ.get("HTTP_ACCEPT_ENCODING")
         if encoding and len(body) >= 512 and accepts_gzip(encoding):
             body = gzip.compress(body, compresslevel=5, mtime=0)
