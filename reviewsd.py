@@ -184,9 +184,6 @@ def json_error(status: int, code: str, message: str, issues: Iterable[Mapping[st
                                   ("Content-Length", str(len(body)))], body
 
 
-ERROR_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large", 400: "bad_request"}
-
-
 GET = ["GET"]  # werkzeug adds HEAD
 
 
@@ -287,7 +284,8 @@ class ReviewsApp:
                               headers=[("Allow", ", ".join(allowed))])
         if isinstance(exc, NotFound):
             return json_error(404, "not_found", "no such path; see /.well-known/openapi.json")
-        return json_error(code, ERROR_CODES.get(code, exc.name.lower().replace(" ", "_")), exc.description or exc.name)
+        name = "body_too_large" if code == 413 else exc.name.lower().replace(" ", "_")  # werkzeug's name, but 413's
+        return json_error(code, name, exc.description or exc.name)
 
     def preflight(self, environ: Mapping[str, Any], allowed: list[str]) -> Triple:
         """CORS preflight (and plain OPTIONS) for any path that exists."""
