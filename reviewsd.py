@@ -219,17 +219,14 @@ class ReviewsApp:
         # With gzip_later, the first snapshot's data files are compressed after it is served (see
         # compress_late): gzip of 100,000 reviews' files takes about a second. Reloads compress before the swap.
         self._gzip_later = gzip_later
-        self.store: DataStore[Snapshot] = store or DataStore(config.data_dir, self._build_snapshot,
-                                                             max_bytes=config.max_data_file_bytes)
+        self.store: DataStore[Snapshot] = store or DataStore(
+            config.data_dir, lambda dataset: build_snapshot(dataset, config, self._gzip_later),
+            max_bytes=config.max_data_file_bytes)
         self._gzip_later = False
-        self.openapi_document = build_openapi(config.public_base_url)
-        self.openapi = make_payload(encode_json(self.openapi_document), JSON)
+        self.openapi = make_payload(encode_json(build_openapi(config.public_base_url)), JSON)
         self.trusted_proxies = parse_networks(config.trusted_proxies)
-        self.mcp: Any = None  # set by attach_mcp (mcp_rpc.py)
-        self.hub: Any = None  # set by attach_hub (hub.py)
-
-    def _build_snapshot(self, dataset: Dataset) -> Snapshot:
-        return build_snapshot(dataset, self.config, gzip_later=self._gzip_later)
+        self.mcp: Any = None  # set by mcp_rpc.attach
+        self.hub: Any = None  # set by hub.attach
 
     def compress_late(self) -> None:
         """Compress the first snapshot's data files on a background thread (see __init__)."""
