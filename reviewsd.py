@@ -238,29 +238,26 @@ class ReviewsApp:
         method = environ["REQUEST_METHOD"]
         if self.trusted_proxies:  # the access log and the hub's rate limit use the real client
             environ["reviewsd.client"] = client_address(environ, self.trusted_proxies)
-        if method in ("GET", "HEAD"):
-            # Precomputed payloads skip routing, a large share of their cost; their
-            # rules stay in url_map for OPTIONS, 405 and the route listing.
-            payload = self.static_payload(environ.get("PATH_INFO", ""))
+        reading = method in ("GET", "HEAD")
+        path = environ.get("PATH_INFO", "")
+        try:
+            # The precomputed payloads and search, the busiest routes, skip routing, a large share
+            # of their cost; their rules stay in url_map for OPTIONS, 405 and the route listing.
+            payload = self.static_payload(path) if reading else None
             if payload is not None:
                 status, headers, body = answer(environ, payload)
-                start_response(status, headers)
-                return [b"" if method == "HEAD" else body]
-        try:
-            if method in ("GET", "HEAD") and environ.get("PATH_INFO") == SEARCH_PATH:
-                # The busiest dynamic route, found without binding the Map (its rule stays there too).
+            elif reading and path == SEARCH_PATH:
                 status, headers, body = self.on_search(environ)
-                start_response(status, headers)
-                return [b"" if method == "HEAD" else body]
-            adapter = self.url_map.bind_to_environ(environ)
-            if method == "OPTIONS":
-                status, headers, body = self.preflight(environ, adapter.allowed_methods())
             else:
-                endpoint, args = adapter.match()
-                result = getattr(self, f"on_{endpoint}")(environ, **args)
-                if isinstance(result, Response):
-                    return result(environ, start_response)
-                status, headers, body = result
+                adapter = self.url_map.bind_to_environ(environ)
+                if method == "OPTIONS":
+                    status, headers, body = self.preflight(environ, adapter.allowed_methods())
+                else:
+                    endpoint, args = adapter.match()
+                    result = getattr(self, f"on_{endpoint}")(environ, **args)
+                    if isinstance(result, Response):
+                        return result(environ, start_response)
+                    status, headers, body = result
         except HTTPException as exc:
             status, headers, body = self.http_error(exc)
         except InvalidParams as exc:
@@ -307,10 +304,7 @@ class ReviewsApp:
         return self.store.current.payloads.get(path) or (self.openapi if path == OPENAPI_PATH else None)
 
     def on_payload(self, environ: Mapping[str, Any]) -> Triple:
-        """The routed twin of the fast path in __call__ (which answers GET and HEAD first).
-
-        Routed here: the path with a trailing slash, which the Map matches (strict_slashes=False).
-        """
+        """The routed twin of the fast path in __call__: the path with a trailing slash (strict_slashes=False)."""
         payload = self.static_payload(environ["PATH_INFO"].rstrip("/"))
         if payload is None:
             raise NotFound()
