@@ -180,11 +180,7 @@ class Parser(argparse.ArgumentParser):
 class VersionAction(argparse.Action):
     """--version: prints `reviewsd VERSION` and exits; the version is looked up only then (not at every start)."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any):
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
-                         help="show reviewsd's version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: str | None = None) -> None:
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
         print(f"reviewsd {version()}")
         parser.exit()
 
@@ -209,20 +205,18 @@ def parse_config(argv: Sequence[str]) -> Config:
                     epilog="Every option can also be set as REVIEWSD_<NAME>, e.g. REVIEWSD_PORT=9000; a flag "
                            "wins over its variable, and a default shown above already includes the variable. "
                            f"`{PROG} check --help` describes the check command.")
-    parser.add_argument("--version", action=VersionAction)
+    parser.add_argument("--version", action=VersionAction, nargs=0, default=argparse.SUPPRESS,
+                        help="show reviewsd's version and exit")
     for f in fields(Config):
-        option = flag(f.name)
         try:
             default = env_value(f.name, f.default)
         except ValueError as exc:
             parser.error(str(exc))
-        if isinstance(f.default, bool):
-            parser.add_argument(option, dest=f.name, default=default, action=argparse.BooleanOptionalAction,
-                                help=HELP[f.name])
-        elif f.name == "log_format":
-            parser.add_argument(option, dest=f.name, default=default, choices=("text", "json"), help=HELP[f.name])
-        else:
-            parser.add_argument(option, dest=f.name, default=default, type=type(f.default), help=HELP[f.name])
+        kind: dict[str, Any] = ({"action": argparse.BooleanOptionalAction} if isinstance(f.default, bool)
+                                else {"type": type(f.default)})
+        if f.name == "log_format":
+            kind["choices"] = ("text", "json")
+        parser.add_argument(flag(f.name), dest=f.name, default=default, help=HELP[f.name], **kind)
     args = parser.parse_args(argv)
     config = Config(**vars(args))
     if problems := range_problems(config):
