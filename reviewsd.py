@@ -135,8 +135,8 @@ class Snapshot:
                 payload.gzipped.compress()
 
 
-def build_snapshot(dataset: Dataset, config: Config, gzip_later: bool = False) -> Snapshot:
-    """Encode and compress every static body of this data version, once.
+def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_later: bool = False) -> Snapshot:
+    """Encode and compress every static body of this data version, once; the OpenAPI document's is the same for all.
 
     With `gzip_later`, the data files' gzip codings are left to `compress_late()`
     (identity is served until then).
@@ -157,7 +157,7 @@ def build_snapshot(dataset: Dataset, config: Config, gzip_later: bool = False) -
                            gzip_later=later)
         for path, (body, ctype, modified, later) in bodies.items()
     }
-    return Snapshot(dataset, payloads)
+    return Snapshot(dataset, {**payloads, OPENAPI_PATH: openapi})
 
 
 # --------------------------------------------------------------------------- client addresses
@@ -214,16 +214,16 @@ class ReviewsApp:
         converters={"anything": AnySegmentsConverter},
     )
 
-    def __init__(self, config: Config, store: DataStore[Snapshot] | None = None, gzip_later: bool = False):
+    def __init__(self, config: Config, gzip_later: bool = False):
         self.config = config
+        openapi = make_payload(encode_json(build_openapi(config.public_base_url)), JSON)
         # With gzip_later, the first snapshot's data files are compressed after it is served (see
         # compress_late): gzip of 100,000 reviews' files takes about a second. Reloads compress before the swap.
         self._gzip_later = gzip_later
-        self.store: DataStore[Snapshot] = store or DataStore(
-            config.data_dir, lambda dataset: build_snapshot(dataset, config, self._gzip_later),
+        self.store: DataStore[Snapshot] = DataStore(
+            config.data_dir, lambda dataset: build_snapshot(dataset, config, openapi, self._gzip_later),
             max_bytes=config.max_data_file_bytes)
         self._gzip_later = False
-        self.openapi = make_payload(encode_json(build_openapi(config.public_base_url)), JSON)
         self.trusted_proxies = parse_networks(config.trusted_proxies)
         self.mcp: Any = None  # set by mcp_rpc.attach
         self.hub: Any = None  # set by hub.attach
@@ -243,7 +243,7 @@ class ReviewsApp:
         try:
             # The precomputed payloads and search, the busiest routes, skip routing, a large share
             # of their cost; their rules stay in url_map for OPTIONS, 405 and the route listing.
-            payload = self.static_payload(path) if reading else None
+            payload = self.store.current.payloads.get(path) if reading else None
             if payload is not None:
                 status, headers, body = answer(environ, payload)
             elif reading and path == SEARCH_PATH:
@@ -299,13 +299,9 @@ class ReviewsApp:
 
     # ----------------------------------------------------------------- handlers
 
-    def static_payload(self, path: str) -> Payload | None:
-        """The precomputed payload served at `path` (datasets, feeds, OpenAPI), if any."""
-        return self.store.current.payloads.get(path) or (self.openapi if path == OPENAPI_PATH else None)
-
     def on_payload(self, environ: Mapping[str, Any]) -> Triple:
         """The routed twin of the fast path in __call__: the path with a trailing slash (strict_slashes=False)."""
-        payload = self.static_payload(environ["PATH_INFO"].rstrip("/"))
+        payload = self.store.current.payloads.get(environ["PATH_INFO"].rstrip("/"))
         if payload is None:
             raise NotFound()
         return answer(environ, payload)
