@@ -322,10 +322,9 @@ class ReviewsApp:
 
     def on_review(self, environ: Mapping[str, Any], review_id: str) -> Triple:
         snapshot = self.store.current
-        review = snapshot.dataset.review_by_id(review_id)
-        if review is None:
+        position = snapshot.dataset.position_of.get(review_id)
+        if position is None:
             raise NotFound()
-        position = snapshot.dataset.position_of[review_id]
         return answer(environ, make_payload(snapshot.dataset.review_json(position), JSON,
                                             snapshot.payloads["/reviews.json"].last_modified))
 
