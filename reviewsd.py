@@ -460,10 +460,9 @@ def serve_main(argv: Sequence[str]) -> int:
                       ready_status=f"serving {count} reviews", sock=sock, reload_pending=_hup_before_serving)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    options = serve_argv(argv)
-    return check_main(argv[1:]) if options is None else serve_main(options)
+def main() -> int:
+    options = serve_argv(sys.argv[1:])
+    return check_main(sys.argv[2:]) if options is None else serve_main(options)
 
 
 if __name__ == "__main__":
