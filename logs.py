@@ -1,12 +1,9 @@
 """Log output for the server process: text or JSON lines on stderr (journald), written in batches.
 
-An access line per request is the largest per-request cost after the app itself
-when every line is formatted with a fresh timestamp and written with its own
-`write` + `flush` (a system call per request).  Here records are formatted with
-a timestamp computed once per second and queued; a flusher thread writes the
-queue every FLUSH_INTERVAL seconds.  Records of WARNING and above, and every
-record while the queue is full, are written at once, after what was queued, so
-lines keep their order and problems are never held back.
+A `write` + `flush` per access line (a system call per request) was the largest per-request cost after
+the app itself: INFO lines are queued and a flusher thread writes the queue every FLUSH_INTERVAL. WARNING
+and above, and a full queue, are written at once, after what was queued, so lines keep their order and
+problems are never held back.
 """
 
 from __future__ import annotations
