@@ -19,16 +19,12 @@ from payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
 API_VERSION = "1.0.0"
 
 
-def component_name(schema_file: str) -> str:
-    return SCHEMAS[schema_file]["title"]
-
-
 def _rewrite_ref(ref: str, own_name: str) -> str:
     match = re.fullmatch(r"([A-Za-z0-9._-]+\.schema\.json)?(#.*)?", ref)
     if not match:
         raise ValueError(f"unexpected $ref {ref!r}")
     file, pointer = match.group(1), (match.group(2) or "#")[1:]
-    name = component_name(file) if file else own_name
+    name = SCHEMAS[file]["title"] if file else own_name
     return f"#/components/schemas/{name}{pointer}"
 
 
@@ -51,7 +47,7 @@ SEARCH_PARAMS = "search-params.schema.json"
 
 
 def component_schemas() -> dict[str, Any]:
-    return {component_name(f): _embed(s, component_name(f)) for f, s in SCHEMAS.items() if f != SEARCH_PARAMS}
+    return {s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f != SEARCH_PARAMS}
 
 
 def ref(name: str, *pointer: str) -> dict[str, str]:
@@ -106,12 +102,14 @@ CONDITIONAL_PARAMS = [
 def _operation(operation_id: str, tag: str, summary: str, description: str, responses: dict[str, Any],
                parameters: list[dict[str, Any]] | None = CONDITIONAL_PARAMS,
                body: tuple[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """An operation; `body` is the media type and schema of its required request body."""
+    """An operation, its `responses` completed with SERVER_REFUSALS; `body`: its request body's media type and schema."""
     operation = {"operationId": operation_id, "tags": [tag], "summary": summary, "description": description}
     if parameters is not None:
         operation["parameters"] = parameters
     if body is not None:
         operation["requestBody"] = {"required": True, "content": {body[0]: {"schema": body[1]}}}
+    for status, (name, _) in SERVER_REFUSALS.items():
+        responses.setdefault(status, {"$ref": f"#/components/responses/{name}"})
     return {**operation, "responses": responses}
 
 
@@ -160,11 +158,6 @@ JSON_RPC_RESPONSE = {
                   "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}},
     },
 }
-
-
-def _search_parameters() -> list[dict[str, Any]]:
-    return [{"name": name, "in": "query", "required": False, "description": spec.get("description", ""),
-             "schema": copy.deepcopy(spec)} for name, spec in SCHEMAS[SEARCH_PARAMS]["properties"].items()]
 
 
 TAGS = [
@@ -219,7 +212,8 @@ def _paths() -> dict[str, Any]:
             {"200": _json(ref("SearchResult"), "Matching reviews, newest first.", headers=SEARCH_HEADERS),
              "400": _error("Invalid parameters: `issues` lists every problem at once (unknown or repeated "
                            "parameter, wrong type, out of range, impossible date, since after until).")},
-            _search_parameters())},
+            [{"name": name, "in": "query", "required": False, "description": spec.get("description", ""),
+              "schema": copy.deepcopy(spec)} for name, spec in SCHEMAS[SEARCH_PARAMS]["properties"].items()])},
         "/api/reviews/since/{date}": {"get": _operation(
             "getReviewsSince", "reviews", "Reviews since a date",
             "Every review dated on or after `date`, newest first; for incremental sync.",
@@ -322,14 +316,6 @@ SERVER_REFUSALS = {
 }
 
 
-def _with_server_refusals(paths: dict[str, Any]) -> dict[str, Any]:
-    for operations in paths.values():
-        for operation in operations.values():
-            for status, (name, _) in SERVER_REFUSALS.items():
-                operation["responses"].setdefault(status, {"$ref": f"#/components/responses/{name}"})
-    return paths
-
-
 def build_openapi(base_url: str) -> dict[str, Any]:
     """The whole OpenAPI 3.1.0 document for a service published at `base_url`."""
     return {
@@ -346,7 +332,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "servers": [{"url": base_url}],
         "security": [],  # public: no operation needs credentials
         "tags": TAGS,
-        "paths": _with_server_refusals(_paths()),
+        "paths": _paths(),
         "components": {
             "schemas": component_schemas(),
             "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
