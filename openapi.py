@@ -102,7 +102,7 @@ CONDITIONAL_PARAMS = [
 def _operation(operation_id: str, tag: str, summary: str, description: str, responses: dict[str, Any],
                parameters: list[dict[str, Any]] | None = CONDITIONAL_PARAMS,
                body: tuple[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """An operation, its `responses` completed with SERVER_REFUSALS; `body`: its request body's media type and schema."""
+    """An operation, its `responses` completed with SERVER_REFUSALS; `body` is its request's media type and schema."""
     operation = {"operationId": operation_id, "tags": [tag], "summary": summary, "description": description}
     if parameters is not None:
         operation["parameters"] = parameters
