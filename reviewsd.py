@@ -330,8 +330,7 @@ class ReviewsApp:
 
     def on_healthz(self, environ: Mapping[str, Any]) -> Triple:
         """200 while reads are served ("degraded" when the hub's store is unavailable); 503 once the hub stopped."""
-        snapshot = self.store.current
-        dataset = snapshot.dataset
+        dataset = self.store.current.dataset
         hub_status = self.hub.status() if self.hub is not None else {"enabled": False}
         ready = self.hub is None or bool(hub_status.get("running"))
         document = {
@@ -383,13 +382,12 @@ def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
     return multi
 
 
-def create_app(config: Config | None = None, gzip_later: bool = False) -> ReviewsApp:
+def create_app(config: Config, gzip_later: bool = False) -> ReviewsApp:
     """The WSGI application for `config`: data loaded, MCP and (unless --no-hub) the hub attached.
 
     With `gzip_later`, the first data files' gzip codings are the caller's to start
     (`app.compress_late()`); identity is served until they are made.
     """
-    config = config or Config()
     app = ReviewsApp(config, gzip_later=gzip_later)
     mcp_rpc.attach(app)
     if config.hub:
