@@ -20,10 +20,7 @@ ATOM_FEED_PATH = "/feed.xml"
 HUB_PATH = "/api/websub/hub"
 OPENAPI_PATH = "/.well-known/openapi.json"
 ATOM_NS = "http://www.w3.org/2005/Atom"
-XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>\n'
 LANGUAGE = "en"
-GENERATOR = "reviewsd"
-ANONYMOUS = "Anonymous"
 # Atom requires feed-level <updated>; with no reviews there is no date in the
 # data, so an empty feed uses the Unix epoch (fixed, so output stays stable).
 EMPTY_FEED_UPDATED = "1970-01-01T00:00:00Z"
@@ -66,7 +63,7 @@ def _item(review: Mapping, base_url: str) -> dict:
     """One JSON Feed item; every string taken from the data goes through xml_safe()."""
     rating = int(review["rating"])
     author = xml_safe(review["author"])
-    author = author if author.strip() else ANONYMOUS
+    author = author if author.strip() else "Anonymous"
     review_id = xml_safe(review["id"])
     url = review_url(base_url, review_id)
     text = xml_safe(review.get("text") or "")
@@ -156,10 +153,10 @@ def render_atom_feed(reviews: Sequence[Mapping], site: FeedSite) -> bytes:
     _sub(feed, "link", rel="self", type="application/atom+xml", href=atom_url)
     _sub(feed, "link", rel="hub", href=doc["hubs"][0]["url"])
     _sub(feed, "link", rel="alternate", type="text/html", href=doc["home_page_url"])
-    _sub(feed, "generator", GENERATOR)
+    _sub(feed, "generator", "reviewsd")
     for item in doc["items"]:
         _atom_entry(feed, item)
     body = ET.tostring(feed, encoding="unicode")
     # ElementTree leaves CR raw in text, which parsers would read back as LF;
     # it never writes a CR of its own, so every raw CR here comes from the data.
-    return (XML_DECLARATION + body.replace("\r", "&#13;")).encode("utf-8")
+    return ('<?xml version="1.0" encoding="utf-8"?>\n' + body.replace("\r", "&#13;")).encode("utf-8")
