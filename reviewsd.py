@@ -59,6 +59,7 @@ from werkzeug.routing import BaseConverter, Map, Rule  # noqa: E402
 from werkzeug.wrappers import Response  # noqa: E402
 
 import feeds  # noqa: E402
+from feeds import HUB_PATH, OPENAPI_PATH  # noqa: E402  (the URLs the feeds name)
 import mcp_rpc  # noqa: E402
 from dataset import DataError, DataStore, Dataset, check_data_dir, encode_json  # noqa: E402
 from logs import configure_logging  # noqa: E402
@@ -71,9 +72,7 @@ from search import (InvalidParams, decode_query_args, run_search, search_result_
 log = logging.getLogger("reviewsd")
 
 FEED_LENGTH = 50
-HUB_PATH = "/api/websub/hub"
 TOPIC_PATHS = ("/feed.xml", "/api/feed.json", "/reviews.json")
-OPENAPI_PATH = "/.well-known/openapi.json"
 SEARCH_PATH = "/api/reviews/search"
 SINCE_CACHE_ENTRIES = 64
 SINCE_CACHE_BYTES = 64 << 20
