@@ -59,9 +59,9 @@ from werkzeug.routing import BaseConverter, Map, Rule  # noqa: E402
 from werkzeug.wrappers import Response  # noqa: E402
 
 import feeds  # noqa: E402
-from feeds import HUB_PATH, OPENAPI_PATH  # noqa: E402  (the URLs the feeds name)
 import mcp_rpc  # noqa: E402
 from dataset import DataError, DataStore, Dataset, check_data_dir, encode_json  # noqa: E402
+from feeds import HUB_PATH, OPENAPI_PATH  # noqa: E402  (the URLs the feeds name)
 from logs import configure_logging  # noqa: E402
 from openapi import build_openapi  # noqa: E402
 from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, LateGzip, Payload, Triple, Variant, accepts_gzip,  # noqa: E402
