@@ -33,11 +33,6 @@ def serve_argv(argv: list[str]) -> list[str] | None:
     return argv[1:] if argv[:1] == ["serve"] else argv
 
 
-def _interrupted(signum: int, frame: Any) -> None:
-    """Ctrl-C before the server serves (imports, the first load) or during `check`: quiet, status 130."""
-    os._exit(130)  # at once, no traceback: the data files are only read, nothing is half-done
-
-
 # A SIGHUP before the server takes over its signals (during the first load, which can take
 # seconds) would end the process, its default action: kept for after READY instead.
 _hup_before_serving = threading.Event()
@@ -45,7 +40,9 @@ _hup_before_serving = threading.Event()
 
 def install_early_signals() -> None:
     """From the process's start until server.run() takes the signals over: Ctrl-C quiet, SIGHUP kept."""
-    signal.signal(signal.SIGINT, _interrupted)
+    # Ctrl-C during the imports, the first load or `check`: status 130 at once, without a traceback
+    # (the data files are only read, nothing is half-done)
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
     if serve_argv(sys.argv[1:]) is not None:
         signal.signal(signal.SIGHUP, lambda signum, frame: _hup_before_serving.set())
 
