@@ -17,7 +17,6 @@ from typing import IO
 
 FLUSH_INTERVAL = 0.05  # seconds an INFO line may wait before it reaches stderr
 MAX_QUEUED = 512  # lines; a burst beyond this is written at once
-DEFAULT_DATE_FORMAT = "%Y-%m-%d %H:%M:%S"  # logging.Formatter's
 
 
 class _CachedTime(logging.Formatter):
@@ -26,7 +25,7 @@ class _CachedTime(logging.Formatter):
     _stamp: tuple[int, str] = (-1, "")  # (second, its text), one attribute so threads never pair them wrongly
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
-        text = self._second_text(int(record.created), datefmt or DEFAULT_DATE_FORMAT)
+        text = self._second_text(int(record.created), datefmt or self.default_time_format)
         return text if datefmt else self.default_msec_format % (text, record.msecs)
 
     def _second_text(self, second: int, datefmt: str) -> str:
@@ -46,7 +45,7 @@ class TextFormatter(_CachedTime):
     def line(self, created: float, level: str, name: str, message: str) -> str:
         """The formatted line of a record without an exception, from its fields alone."""
         second = int(created)
-        text = self._second_text(second, DEFAULT_DATE_FORMAT)
+        text = self._second_text(second, self.default_time_format)
         return "%s,%03d %s %s: %s" % (text, (created - second) * 1000, level, name, message)
 
 
