@@ -9,7 +9,7 @@ import argparse
 import ipaddress
 import os
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 from urllib.parse import urlsplit
@@ -26,44 +26,60 @@ def default_state_dir() -> Path:
     return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "reviewsd"
 
 
+def option(default: Any, description: str) -> Any:
+    """A Config field: its default and its --help text."""
+    return field(default=default, metadata={"help": description})
+
+
 @dataclass(frozen=True)
 class Config:
     """Every option; each is a flag `--name-with-dashes` and a variable `REVIEWSD_NAME`."""
 
-    host: str = "127.0.0.1"
-    port: int = 8080
-    data_dir: str = str(HERE / "data")
-    state_dir: str = str(default_state_dir())
-    base_url: str = ""  # public base URL; default http://HOST:PORT
-    threads: int = 8
-    reload_interval: float = 2.0
-    log_format: str = "text"
-    # MCP
-    mcp_allowed_origins: str = ""  # comma-separated; the base URL's origin and localhost are always allowed
-    mcp_max_sessions: int = 1000
-    mcp_session_idle: float = 1800.0
-    max_body: int = 1 << 20
-    body_timeout: float = 30.0  # see server.Server: the selector thread reads bodies, 408 past this
-    max_connections: int = 1000
-    max_connections_per_client: int = 100  # per client address; trusted proxies are exempt
-    send_buffer: int = 256 * 1024  # see server.Server: bounded, a large body stays in the CPU cache on loopback
-    max_data_file_bytes: int = 256 << 20  # about 5x the reviews.json of 100,000 reviews
+    host: str = option("127.0.0.1", "address to listen on")
+    port: int = option(8080, "port to listen on")
+    data_dir: str = option(str(HERE / "data"), "directory holding reviews.json and insights.json")
+    state_dir: str = option(str(default_state_dir()), "directory for the hub's SQLite database")
+    base_url: str = option("", "public base URL used in every absolute URL (empty: http://HOST:PORT)")
+    threads: int = option(8, "worker threads serving requests")
+    reload_interval: float = option(
+        2.0, "seconds between checks of the data files (0 disables polling; SIGHUP always reloads)")
+    log_format: str = option("text", "text or json log lines on stderr")
+    # MCP (besides these origins, the base URL's origin and localhost are always allowed)
+    mcp_allowed_origins: str = option("", "extra Origin values allowed on /mcp, comma-separated")
+    mcp_max_sessions: int = option(1000, "most MCP sessions kept at once")
+    mcp_session_idle: float = option(1800.0, "seconds after which an idle MCP session ends")
+    max_body: int = option(1 << 20, "largest request body accepted, in bytes")
+    body_timeout: float = option(  # see server.Server: the selector thread reads bodies
+        30.0, "seconds a request body may take to arrive after its head (then 408 and close)")
+    max_connections: int = option(
+        1000, "most client connections open at once (idle keep-alive ones are closed first)")
+    max_connections_per_client: int = option(
+        100, "most connections open at once from one client address (0: no cap; --trusted-proxies are exempt; "
+             "idle keep-alive ones are closed first)")
+    send_buffer: int = option(  # see server.Server: bounded, a large body stays in the CPU cache on loopback
+        256 * 1024, "socket send buffer per client connection, in bytes (0: the kernel sizes it)")
+    max_data_file_bytes: int = option(  # the default: about 5x the reviews.json of 100,000 reviews
+        256 << 20, "largest data file loaded, in bytes; a larger one is refused before it is read")
     # WebSub hub
-    hub: bool = True
-    allow_private_callbacks: bool = False
-    ca_file: str = ""
-    hub_retry_delay: float = 30.0
-    hub_lease_min: int = 300
-    hub_lease_default: int = 86400
-    hub_lease_max: int = 30 * 86400
-    hub_workers: int = 32
-    hub_max_subscriptions: int = 10000
-    hub_max_per_topic: int = 5000
-    hub_max_per_host: int = 50
-    hub_rate_limit: float = 60.0  # hub requests per client per minute
-    hub_state_check: float = 5.0  # seconds between checks of the state directory and retries of its store
+    hub: bool = option(True, "run the WebSub hub (--no-hub on read-only replicas)")
+    allow_private_callbacks: bool = option(
+        False, "allow hub callbacks on loopback/private addresses (development and tests only)")
+    ca_file: str = option(
+        "", "CA bundle for verifying subscribers' HTTPS certificates (empty: the system store, or SSL_CERT_FILE)")
+    hub_retry_delay: float = option(30.0, "first delay before retrying a failed delivery, seconds (doubles after)")
+    hub_lease_min: int = option(300, "shortest lease granted, seconds")
+    hub_lease_default: int = option(86400, "lease granted when none is asked for, seconds")
+    hub_lease_max: int = option(30 * 86400, "longest lease granted, seconds")
+    hub_workers: int = option(32, "concurrent outbound hub requests")
+    hub_max_subscriptions: int = option(10000, "most subscriptions in total")
+    hub_max_per_topic: int = option(5000, "most subscriptions per topic")
+    hub_max_per_host: int = option(50, "most subscriptions per callback host")
+    hub_rate_limit: float = option(60.0, "hub requests allowed per client per minute (0: no limit)")
+    hub_state_check: float = option(
+        5.0, "seconds between checks that the state directory is intact, retries of a hub store that failed, and "
+             "attempts to take the hub over from another server on the same directory")
     # Behind a reverse proxy
-    trusted_proxies: str = ""  # comma-separated addresses whose X-Forwarded-For is believed
+    trusted_proxies: str = option("", "reverse-proxy addresses whose X-Forwarded-For is trusted, comma-separated")
 
     @property
     def public_base_url(self) -> str:
@@ -71,43 +87,6 @@ class Config:
 
     def url(self, path: str) -> str:
         return self.public_base_url + path
-
-
-HELP = {
-    "host": "address to listen on",
-    "port": "port to listen on",
-    "data_dir": "directory holding reviews.json and insights.json",
-    "state_dir": "directory for the hub's SQLite database",
-    "base_url": "public base URL used in every absolute URL (empty: http://HOST:PORT)",
-    "threads": "worker threads serving requests",
-    "reload_interval": "seconds between checks of the data files (0 disables polling; SIGHUP always reloads)",
-    "log_format": "text or json log lines on stderr",
-    "mcp_allowed_origins": "extra Origin values allowed on /mcp, comma-separated",
-    "mcp_max_sessions": "most MCP sessions kept at once",
-    "mcp_session_idle": "seconds after which an idle MCP session ends",
-    "max_body": "largest request body accepted, in bytes",
-    "body_timeout": "seconds a request body may take to arrive after its head (then 408 and close)",
-    "max_connections": "most client connections open at once (idle keep-alive ones are closed first)",
-    "max_connections_per_client": "most connections open at once from one client address (0: no cap; "
-                                  "--trusted-proxies are exempt; idle keep-alive ones are closed first)",
-    "send_buffer": "socket send buffer per client connection, in bytes (0: the kernel sizes it)",
-    "max_data_file_bytes": "largest data file loaded, in bytes; a larger one is refused before it is read",
-    "hub": "run the WebSub hub (--no-hub on read-only replicas)",
-    "allow_private_callbacks": "allow hub callbacks on loopback/private addresses (development and tests only)",
-    "ca_file": "CA bundle for verifying subscribers' HTTPS certificates (empty: the system store, or SSL_CERT_FILE)",
-    "hub_retry_delay": "first delay before retrying a failed delivery, seconds (doubles after)",
-    "hub_lease_min": "shortest lease granted, seconds",
-    "hub_lease_default": "lease granted when none is asked for, seconds",
-    "hub_lease_max": "longest lease granted, seconds",
-    "hub_workers": "concurrent outbound hub requests",
-    "hub_max_subscriptions": "most subscriptions in total",
-    "hub_max_per_topic": "most subscriptions per topic",
-    "hub_max_per_host": "most subscriptions per callback host",
-    "hub_rate_limit": "hub requests allowed per client per minute (0: no limit)",
-    "hub_state_check": "seconds between checks that the state directory is intact, retries of a hub store that "
-                       "failed, and attempts to take the hub over from another server on the same directory",
-    "trusted_proxies": "reverse-proxy addresses whose X-Forwarded-For is trusted, comma-separated",
-}
 
 
 # The range of each numeric option (None: unbounded on that side). Anything outside stops the
@@ -180,11 +159,7 @@ class Parser(argparse.ArgumentParser):
 class VersionAction(argparse.Action):
     """--version: prints `reviewsd VERSION` and exits; the version is looked up only then (not at every start)."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any):
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
-                         help="show reviewsd's version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: str | None = None) -> None:
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
         print(f"reviewsd {version()}")
         parser.exit()
 
@@ -209,20 +184,18 @@ def parse_config(argv: Sequence[str]) -> Config:
                     epilog="Every option can also be set as REVIEWSD_<NAME>, e.g. REVIEWSD_PORT=9000; a flag "
                            "wins over its variable, and a default shown above already includes the variable. "
                            f"`{PROG} check --help` describes the check command.")
-    parser.add_argument("--version", action=VersionAction)
+    parser.add_argument("--version", action=VersionAction, nargs=0, default=argparse.SUPPRESS,
+                        help="show reviewsd's version and exit")
     for f in fields(Config):
-        option = flag(f.name)
         try:
             default = env_value(f.name, f.default)
         except ValueError as exc:
             parser.error(str(exc))
-        if isinstance(f.default, bool):
-            parser.add_argument(option, dest=f.name, default=default, action=argparse.BooleanOptionalAction,
-                                help=HELP[f.name])
-        elif f.name == "log_format":
-            parser.add_argument(option, dest=f.name, default=default, choices=("text", "json"), help=HELP[f.name])
-        else:
-            parser.add_argument(option, dest=f.name, default=default, type=type(f.default), help=HELP[f.name])
+        kind: dict[str, Any] = ({"action": argparse.BooleanOptionalAction} if isinstance(f.default, bool)
+                                else {"type": type(f.default)})
+        if f.name == "log_format":
+            kind["choices"] = ("text", "json")
+        parser.add_argument(flag(f.name), dest=f.name, default=default, help=f.metadata["help"], **kind)
     args = parser.parse_args(argv)
     config = Config(**vars(args))
     if problems := range_problems(config):

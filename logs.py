@@ -1,12 +1,9 @@
 """Log output for the server process: text or JSON lines on stderr (journald), written in batches.
 
-An access line per request is the largest per-request cost after the app itself
-when every line is formatted with a fresh timestamp and written with its own
-`write` + `flush` (a system call per request).  Here records are formatted with
-a timestamp computed once per second and queued; a flusher thread writes the
-queue every FLUSH_INTERVAL seconds.  Records of WARNING and above, and every
-record while the queue is full, are written at once, after what was queued, so
-lines keep their order and problems are never held back.
+A `write` + `flush` per access line (a system call per request) was the largest per-request cost after
+the app itself: INFO lines are queued and a flusher thread writes the queue every FLUSH_INTERVAL. WARNING
+and above, and a full queue, are written at once, after what was queued, so lines keep their order and
+problems are never held back.
 """
 
 from __future__ import annotations
@@ -20,28 +17,26 @@ from typing import IO
 
 FLUSH_INTERVAL = 0.05  # seconds an INFO line may wait before it reaches stderr
 MAX_QUEUED = 512  # lines; a burst beyond this is written at once
-DEFAULT_DATE_FORMAT = "%Y-%m-%d %H:%M:%S"  # logging.Formatter's
 
 
-class _CachedTime:
+class _CachedTime(logging.Formatter):
     """formatTime that renders each second once (the access log asks thousands of times a second)."""
 
-    default_msec_format = "%s,%03d"
     _stamp: tuple[int, str] = (-1, "")  # (second, its text), one attribute so threads never pair them wrongly
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
-        text = self._second_text(int(record.created), datefmt or DEFAULT_DATE_FORMAT)
+        text = self._second_text(int(record.created), datefmt or self.default_time_format)
         return text if datefmt else self.default_msec_format % (text, record.msecs)
 
     def _second_text(self, second: int, datefmt: str) -> str:
         cached, text = self._stamp
         if cached != second:
-            text = time.strftime(datefmt, self.converter(second))  # type: ignore[attr-defined]
+            text = time.strftime(datefmt, self.converter(second))
             self._stamp = (second, text)
         return text
 
 
-class TextFormatter(_CachedTime, logging.Formatter):
+class TextFormatter(_CachedTime):
     """`2026-11-22 12:00:00,123 INFO reviewsd.access: message`."""
 
     def __init__(self) -> None:
@@ -50,11 +45,11 @@ class TextFormatter(_CachedTime, logging.Formatter):
     def line(self, created: float, level: str, name: str, message: str) -> str:
         """The formatted line of a record without an exception, from its fields alone."""
         second = int(created)
-        text = self._second_text(second, DEFAULT_DATE_FORMAT)
+        text = self._second_text(second, self.default_time_format)
         return "%s,%03d %s %s: %s" % (text, (created - second) * 1000, level, name, message)
 
 
-class JsonFormatter(_CachedTime, logging.Formatter):
+class JsonFormatter(_CachedTime):
     """One JSON object per line, with any structured `extra` fields of the record."""
 
     SKIP = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
@@ -90,11 +85,8 @@ class BatchingStreamHandler(logging.StreamHandler):
     def write_info(self, name: str, message: str, created: float) -> None:
         """Queue an INFO line formatted as for a record, without making one (see `direct_info_handler`)."""
         line = self.formatter.line(created, "INFO", name, message) + self.terminator  # type: ignore[union-attr]
-        self.acquire()
-        try:
+        with self.lock:  # type: ignore[union-attr]
             self._enqueue(line, at_once=False)
-        finally:
-            self.release()
 
     def _enqueue(self, line: str, at_once: bool) -> None:
         """Queue a line (with the lock held); write the queue now if asked or full."""
@@ -102,14 +94,12 @@ class BatchingStreamHandler(logging.StreamHandler):
         if at_once or len(self._queued) >= MAX_QUEUED:
             self._write_queued()
         elif self._flusher is None:
-            self._start_flusher()
+            self._flusher = threading.Thread(target=self._flush_periodically, name="log-flusher", daemon=True)
+            self._flusher.start()
 
     def flush(self) -> None:
-        self.acquire()
-        try:
+        with self.lock:  # type: ignore[union-attr]
             self._write_queued()
-        finally:
-            self.release()
 
     def close(self) -> None:
         self._stop_flusher.set()
@@ -123,10 +113,6 @@ class BatchingStreamHandler(logging.StreamHandler):
             self.stream.write(text)
         if self.stream and hasattr(self.stream, "flush"):
             self.stream.flush()
-
-    def _start_flusher(self) -> None:
-        self._flusher = threading.Thread(target=self._flush_periodically, name="log-flusher", daemon=True)
-        self._flusher.start()
 
     def _flush_periodically(self) -> None:
         while not self._stop_flusher.wait(self._interval):
@@ -151,12 +137,8 @@ def configure_logging(log_format: str, stream: IO[str] | None = None) -> logging
 def direct_info_handler(logger: logging.Logger) -> BatchingStreamHandler | None:
     """The handler whose `write_info` may stand in for `logger.info(message)`, or None where it would differ.
 
-    It applies only when the record would reach exactly one handler, a
-    BatchingStreamHandler with a TextFormatter, and no filter could see it, as
-    `configure_logging("text")` sets up; then the line is formatted straight
-    into the handler's queue, identical to what the record would give (the
-    tests compare them).  Anything else (a JSON format, a test capturing
-    records, an added handler or filter) makes this None, and records are used.
+    Only a lone BatchingStreamHandler with a TextFormatter and no filter on the way (what
+    `configure_logging("text")` sets up) writes the line the record would give; the tests compare them.
     """
     if not logger.isEnabledFor(logging.INFO):
         return None

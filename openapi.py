@@ -19,16 +19,12 @@ from payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
 API_VERSION = "1.0.0"
 
 
-def component_name(schema_file: str) -> str:
-    return SCHEMAS[schema_file]["title"]
-
-
 def _rewrite_ref(ref: str, own_name: str) -> str:
     match = re.fullmatch(r"([A-Za-z0-9._-]+\.schema\.json)?(#.*)?", ref)
     if not match:
         raise ValueError(f"unexpected $ref {ref!r}")
     file, pointer = match.group(1), (match.group(2) or "#")[1:]
-    name = component_name(file) if file else own_name
+    name = SCHEMAS[file]["title"] if file else own_name
     return f"#/components/schemas/{name}{pointer}"
 
 
@@ -47,29 +43,40 @@ def _embed(node: Any, own_name: str) -> Any:
 
 # The search parameters are published as the parameters themselves (each with its schema from
 # this file), not as a component schema that no operation would reference as a whole.
-PARAMETER_SCHEMAS = ("search-params.schema.json",)
+SEARCH_PARAMS = "search-params.schema.json"
 
 
 def component_schemas() -> dict[str, Any]:
-    return {component_name(f): _embed(copy.deepcopy(s), component_name(f)) for f, s in SCHEMAS.items()
-            if f not in PARAMETER_SCHEMAS}
-
-
-def search_param_schema(name: str) -> dict[str, Any]:
-    """The schema of one search parameter, from search-params.schema.json (no $ref inside)."""
-    return copy.deepcopy(SCHEMAS["search-params.schema.json"]["properties"][name])
+    return {s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f != SEARCH_PARAMS}
 
 
 def ref(name: str, *pointer: str) -> dict[str, str]:
     return {"$ref": "/".join(["#/components/schemas", name, *pointer])}
 
 
-def _json(schema: Mapping[str, Any], description: str, media: str = "application/json") -> dict[str, Any]:
-    return {"description": description, "content": {media: {"schema": dict(schema)}}}
+def _json(schema: Mapping[str, Any], description: str, media: str = "application/json",
+          headers: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    response: dict[str, Any] = {"description": description, "content": {media: {"schema": dict(schema)}}}
+    if headers is not None:
+        response["headers"] = headers
+    return response
 
 
-def _header(description: str, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    return {"description": description, "schema": dict(schema or {"type": "string"})}
+def _error(description: str) -> dict[str, Any]:
+    return _json(ref("Error"), description)
+
+
+def _rpc(description: str) -> dict[str, Any]:
+    return _json(JSON_RPC_RESPONSE, description)
+
+
+def _header(description: str) -> dict[str, Any]:
+    return {"description": description, "schema": {"type": "string"}}
+
+
+def _header_param(name: str, description: str = "", required: bool = False) -> dict[str, Any]:
+    param = {"name": name, "in": "header", "required": required, "schema": {"type": "string"}}
+    return {**param, "description": description} if description else param
 
 
 READ_HEADERS = {
@@ -86,35 +93,36 @@ TOPIC_HEADERS = {**READ_HEADERS, "Link": _header('WebSub discovery: `<hub>; rel=
 # A search answer is made per request: no validators.
 SEARCH_HEADERS = {k: v for k, v in READ_HEADERS.items() if k not in ("ETag", "Last-Modified")}
 CONDITIONAL_PARAMS = [
-    {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
-     "description": "ETag(s) the client holds; a match (weak comparison, lists and `*` allowed) gives 304."},
-    {"name": "If-Modified-Since", "in": "header", "required": False, "schema": {"type": "string"},
-     "description": "HTTP date; ignored when If-None-Match is present."},
+    _header_param("If-None-Match",
+                  "ETag(s) the client holds; a match (weak comparison, lists and `*` allowed) gives 304."),
+    _header_param("If-Modified-Since", "HTTP date; ignored when If-None-Match is present."),
 ]
 
 
-def _error(description: str) -> dict[str, Any]:
-    return _json(ref("Error"), description)
+def _operation(operation_id: str, tag: str, summary: str, description: str, responses: dict[str, Any],
+               parameters: list[dict[str, Any]] | None = CONDITIONAL_PARAMS,
+               body: tuple[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """An operation, its `responses` completed with SERVER_REFUSALS; `body` is its request's media type and schema."""
+    operation = {"operationId": operation_id, "tags": [tag], "summary": summary, "description": description}
+    if parameters is not None:
+        operation["parameters"] = parameters
+    if body is not None:
+        operation["requestBody"] = {"required": True, "content": {body[0]: {"schema": body[1]}}}
+    for status, (name, _) in SERVER_REFUSALS.items():
+        responses.setdefault(status, {"$ref": f"#/components/responses/{name}"})
+    return {**operation, "responses": responses}
 
 
-def _not_modified(headers: Mapping[str, Any]) -> dict[str, Any]:
-    """The 304 of a representation with these headers: the ones a 304 repeats (payloads.py)."""
-    return {"description": "Not modified: the ETag (or date) still matches. Empty body.",
-            "headers": {k: v for k, v in headers.items() if k in NOT_MODIFIED_HEADERS}}
+def _representation(ok: dict[str, Any]) -> dict[str, Any]:
+    """The 200 `ok` and its 304, with the headers a 304 repeats (payloads.py)."""
+    return {"200": ok, "304": {"description": "Not modified: the ETag (or date) still matches. Empty body.",
+                               "headers": {k: v for k, v in ok["headers"].items() if k in NOT_MODIFIED_HEADERS}}}
 
 
-def _read(summary: str, description: str, schema: Mapping[str, Any], media: str = "application/json",
-          topic: bool = False, operation_id: str = "", tag: str = "data") -> dict[str, Any]:
-    ok = _json(schema, "The current representation.", media)
-    ok["headers"] = TOPIC_HEADERS if topic else READ_HEADERS
-    return {"get": {
-        "operationId": operation_id,
-        "tags": [tag],
-        "summary": summary,
-        "description": description,
-        "parameters": CONDITIONAL_PARAMS,
-        "responses": {"200": ok, "304": _not_modified(ok["headers"])},
-    }}
+def _read(operation_id: str, tag: str, summary: str, description: str, schema: Mapping[str, Any],
+          media: str = "application/json", headers: Mapping[str, Any] = READ_HEADERS) -> dict[str, Any]:
+    ok = _json(schema, "The current representation.", media, headers)
+    return {"get": _operation(operation_id, tag, summary, description, _representation(ok))}
 
 
 JSON_FEED_SCHEMA = {
@@ -152,15 +160,6 @@ JSON_RPC_RESPONSE = {
 }
 
 
-def _search_parameters() -> list[dict[str, Any]]:
-    params = SCHEMAS["search-params.schema.json"]["properties"]
-    return [
-        {"name": name, "in": "query", "required": False, "description": spec.get("description", ""),
-         "schema": search_param_schema(name)}
-        for name, spec in params.items()
-    ]
-
-
 TAGS = [
     {"name": "data", "description": "The two datasets, as the data files hold them."},
     {"name": "feeds", "description": "The newest reviews as JSON Feed 1.1 and Atom; WebSub topics."},
@@ -179,141 +178,112 @@ HEALTH_SCHEMA = {
         "hub": {"type": "object", "description": "The WebSub hub's state and counts."},
     },
 }
-
-
-def _health(description: str) -> dict[str, Any]:
-    answer = _json(HEALTH_SCHEMA, description)
-    answer["headers"] = {"Cache-Control": _header("`no-store`: never cached.")}
-    return answer
+NO_STORE = {"Cache-Control": _header("`no-store`: never cached.")}
+HUB_ANSWERS = {  # each with a plain-text body (hub.py)
+    "202": "Accepted; verification follows.",
+    "400": "Refused, with a plain-text reason.",
+    "403": "A cap is reached (total, per topic or per callback host).",
+    "413": "Request body too large.",
+    "415": "Not a UTF-8 application/x-www-form-urlencoded body.",
+    "429": "Too many hub requests; see Retry-After.",
+    "503": "The hub is stopping, its state store is unusable, or another server's hub holds the state directory: "
+           "a plain-text reason; see Retry-After.",
+}
 
 
 def _paths() -> dict[str, Any]:
-    bad_request = _error("Invalid parameters: `issues` lists every problem at once (unknown or repeated "
-                         "parameter, wrong type, out of range, impossible date, since after until).")
-    since_ok = _json(ref("SinceResult"), "Reviews dated on or after `date`, newest first.")
-    since_ok["headers"] = READ_HEADERS
-    search_ok = _json(ref("SearchResult"), "Matching reviews, newest first.")
-    search_ok["headers"] = SEARCH_HEADERS
-    review_ok = _json(ref("Review"), "The review.")
-    review_ok["headers"] = READ_HEADERS
-    openapi_ok = _json({"type": "object"}, "OpenAPI 3.1.0 document.")
-    openapi_ok["headers"] = {k: v for k, v in READ_HEADERS.items() if k != "Last-Modified"}
+    since_schema = {k: v for k, v in SCHEMAS[SEARCH_PARAMS]["properties"]["since"].items() if k != "description"}
     return {
-        "/reviews.json": _read("Reviews dataset", "Business metadata, aggregate rating and every verified review, "
-                               "newest first. A WebSub topic.", ref("ReviewsDocument"), topic=True,
-                               operation_id="getReviews"),
-        "/insights.json": _read("Insights dataset", "Aspect-based sentiment, entities, topics, monthly trend, "
-                                "per-review mentions, FAQ and summary.", ref("InsightsDocument"),
-                                operation_id="getInsights"),
-        "/api/feed.json": _read("JSON Feed of the newest reviews", "JSON Feed 1.1 with the 50 newest reviews. "
-                                "A WebSub topic.", JSON_FEED_SCHEMA, "application/feed+json", topic=True,
-                                operation_id="getJsonFeed", tag="feeds"),
-        "/feed.xml": _read("Atom feed of the newest reviews", "Atom (RFC 4287) feed with the 50 newest reviews. "
-                           "A WebSub topic.", {"type": "string"}, "application/atom+xml", topic=True,
-                           operation_id="getAtomFeed", tag="feeds"),
-        "/api/reviews/search": {"get": {
-            "operationId": "searchReviews",
-            "tags": ["reviews"],
-            "summary": "Search reviews",
-            "description": "Filters combine with AND; results are newest first (date, then id, descending). "
-                           "The MCP tool `search_reviews` runs the same code with the same parameters.",
-            "parameters": _search_parameters(),
-            "responses": {"200": search_ok, "400": bad_request},
-        }},
-        "/api/reviews/since/{date}": {"get": {
-            "operationId": "getReviewsSince",
-            "tags": ["reviews"],
-            "summary": "Reviews since a date",
-            "description": "Every review dated on or after `date`, newest first; for incremental sync.",
-            "parameters": [{"name": "date", "in": "path", "required": True,
-                            "description": "A real calendar date, YYYY-MM-DD.",
-                            "schema": {k: v for k, v in search_param_schema("since").items() if k != "description"}},
-                           *CONDITIONAL_PARAMS],
-            "responses": {"200": since_ok, "304": _not_modified(READ_HEADERS),
-                          "400": _error("`date` is not a real calendar date as YYYY-MM-DD.")},
-        }},
-        "/api/reviews/{id}": {"get": {
-            "operationId": "getReview",
-            "tags": ["reviews"],
-            "summary": "One review",
-            "description": "A single review by its id (ULID). Feed items link here.",
-            "parameters": [{"name": "id", "in": "path", "required": True, "description": "Review id (ULID).",
-                            "schema": ref("Review", "properties", "id")}, *CONDITIONAL_PARAMS],
-            "responses": {"200": review_ok, "304": _not_modified(READ_HEADERS),
-                          "404": _error("No review has this id.")},
-        }},
-        "/.well-known/openapi.json": {"get": {
-            "operationId": "getOpenApi",
-            "tags": ["operations"],
-            "summary": "This document",
-            "description": "The OpenAPI 3.1.0 description of this API; its `servers` entry is the configured "
-                           "public base URL.",
-            "parameters": CONDITIONAL_PARAMS,
-            "responses": {"200": openapi_ok, "304": _not_modified(openapi_ok["headers"])},
-        }},
-        "/healthz": {"get": {
-            "operationId": "getHealth",
-            "tags": ["operations"],
-            "summary": "Health check (operational, for load balancers and systemd watchers)",
-            "description": "200 with the loaded data versions and hub status while reads are served (status "
-                           "`degraded` and the reason when the hub is unavailable); 503 while not ready. Never cached.",
-            "responses": {"200": _health("Ready."), "503": _health("Not ready, or a part is not working.")},
-        }},
+        "/reviews.json": _read("getReviews", "data", "Reviews dataset", "Business metadata, aggregate rating and "
+                               "every verified review, newest first. A WebSub topic.", ref("ReviewsDocument"),
+                               headers=TOPIC_HEADERS),
+        "/insights.json": _read("getInsights", "data", "Insights dataset", "Aspect-based sentiment, entities, topics, "
+                                "monthly trend, per-review mentions, FAQ and summary.", ref("InsightsDocument")),
+        "/api/feed.json": _read("getJsonFeed", "feeds", "JSON Feed of the newest reviews", "JSON Feed 1.1 with the 50 "
+                                "newest reviews. A WebSub topic.", JSON_FEED_SCHEMA, "application/feed+json",
+                                TOPIC_HEADERS),
+        "/feed.xml": _read("getAtomFeed", "feeds", "Atom feed of the newest reviews", "Atom (RFC 4287) feed with the "
+                           "50 newest reviews. A WebSub topic.", {"type": "string"}, "application/atom+xml",
+                           TOPIC_HEADERS),
+        "/api/reviews/search": {"get": _operation(
+            "searchReviews", "reviews", "Search reviews",
+            "Filters combine with AND; results are newest first (date, then id, descending). "
+            "The MCP tool `search_reviews` runs the same code with the same parameters.",
+            {"200": _json(ref("SearchResult"), "Matching reviews, newest first.", headers=SEARCH_HEADERS),
+             "400": _error("Invalid parameters: `issues` lists every problem at once (unknown or repeated "
+                           "parameter, wrong type, out of range, impossible date, since after until).")},
+            [{"name": name, "in": "query", "required": False, "description": spec.get("description", ""),
+              "schema": copy.deepcopy(spec)} for name, spec in SCHEMAS[SEARCH_PARAMS]["properties"].items()])},
+        "/api/reviews/since/{date}": {"get": _operation(
+            "getReviewsSince", "reviews", "Reviews since a date",
+            "Every review dated on or after `date`, newest first; for incremental sync.",
+            {**_representation(_json(ref("SinceResult"), "Reviews dated on or after `date`, newest first.",
+                                     headers=READ_HEADERS)),
+             "400": _error("`date` is not a real calendar date as YYYY-MM-DD.")},
+            [{"name": "date", "in": "path", "required": True, "description": "A real calendar date, YYYY-MM-DD.",
+              "schema": since_schema}, *CONDITIONAL_PARAMS])},
+        "/api/reviews/{id}": {"get": _operation(
+            "getReview", "reviews", "One review", "A single review by its id (ULID). Feed items link here.",
+            {**_representation(_json(ref("Review"), "The review.", headers=READ_HEADERS)),
+             "404": _error("No review has this id.")},
+            [{"name": "id", "in": "path", "required": True, "description": "Review id (ULID).",
+              "schema": ref("Review", "properties", "id")}, *CONDITIONAL_PARAMS])},
+        "/.well-known/openapi.json": {"get": _operation(
+            "getOpenApi", "operations", "This document",
+            "The OpenAPI 3.1.0 description of this API; its `servers` entry is the configured public base URL.",
+            _representation(_json({"type": "object"}, "OpenAPI 3.1.0 document.",
+                                  headers={k: v for k, v in READ_HEADERS.items() if k != "Last-Modified"})))},
+        "/healthz": {"get": _operation(
+            "getHealth", "operations", "Health check (operational, for load balancers and systemd watchers)",
+            "200 with the loaded data versions and hub status while reads are served (status "
+            "`degraded` and the reason when the hub is unavailable); 503 while not ready. Never cached.",
+            {"200": _json(HEALTH_SCHEMA, "Ready.", headers=NO_STORE),
+             "503": _json(HEALTH_SCHEMA, "Not ready, or a part is not working.", headers=NO_STORE)},
+            parameters=None)},
         "/mcp": {
-            "post": {
-                "operationId": "mcp",
-                "tags": ["mcp"],
-                "summary": f"MCP server (JSON-RPC 2.0 over streamable HTTP; protocol {', '.join(SUPPORTED_VERSIONS)})",
-                "description": f"A {MODERN_VERSION} request stands alone: its version and client capabilities in "
-                               "`params._meta`, and the `MCP-Protocol-Version`, `Mcp-Method` and (for a named "
-                               "call) `Mcp-Name` headers; no session. Under the 2025 revisions, send `initialize` "
-                               "first; later requests carry the `Mcp-Session-Id` header from its answer. docs/mcp.md "
-                               "describes the tools, prompts and errors, which are JSON-RPC error objects.",
-                "parameters": [
-                    {"name": "Mcp-Session-Id", "in": "header", "required": False, "schema": {"type": "string"},
-                     "description": "Session id from the initialize response; required after initialize (2025 "
-                                    "revisions)."},
-                    {"name": "MCP-Protocol-Version", "in": "header", "required": False,
-                     "schema": {"type": "string"},
-                     "description": f"One of {', '.join(SUPPORTED_VERSIONS)}; required for {MODERN_VERSION}, "
-                                    f"{HEADER_DEFAULT_VERSION} when absent in a 2025 session."},
-                ],
-                "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                    "type": "object", "required": ["jsonrpc", "method"],
-                    "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer"]},
-                                   "method": {"type": "string"}, "params": {"type": "object"}}}}}},
-                "responses": {
-                    "200": _json(JSON_RPC_RESPONSE, "JSON-RPC response (result or error) to a request that was read."),
+            "post": _operation(
+                "mcp", "mcp",
+                f"MCP server (JSON-RPC 2.0 over streamable HTTP; protocol {', '.join(SUPPORTED_VERSIONS)})",
+                f"A {MODERN_VERSION} request stands alone: its version and client capabilities in `params._meta`, and "
+                "the `MCP-Protocol-Version`, `Mcp-Method` and (for a named call) `Mcp-Name` headers; no session. Under "
+                "the 2025 revisions, send `initialize` first; later requests carry the `Mcp-Session-Id` header from "
+                "its answer. docs/mcp.md describes the tools, prompts and errors, which are JSON-RPC error objects.",
+                {
+                    "200": _rpc("JSON-RPC response (result or error) to a request that was read."),
                     "202": {"description": "Accepted notification or client response; no body."},
-                    "400": _json(JSON_RPC_RESPONSE, "Parse error (-32700), invalid request (-32600), missing "
-                                                    "session id or unsupported MCP-Protocol-Version (-32000)."),
-                    "403": _json(JSON_RPC_RESPONSE, "Origin not allowed (-32000)."),
-                    "404": _json(JSON_RPC_RESPONSE, "Unknown or ended session (-32000): initialize again."),
+                    "400": _rpc("Parse error (-32700), invalid request (-32600), missing session id or unsupported "
+                                "MCP-Protocol-Version (-32000)."),
+                    "403": _rpc("Origin not allowed (-32000)."),
+                    "404": _rpc("Unknown or ended session (-32000): initialize again."),
                     "405": _error("Method not allowed (GET: this server offers no SSE stream); see Allow."),
-                    "406": _json(JSON_RPC_RESPONSE, "Accept does not allow application/json (-32000)."),
+                    "406": _rpc("Accept does not allow application/json (-32000)."),
                     "408": _error("The body did not arrive within `--body-timeout` of the head "
                                   "(`request_timeout`); the connection is closed."),
                     "413": _error("Request body over `--max-body` (`body_too_large`), by its Content-Length "
                                   "or as its chunks arrive; refused by the HTTP server, the connection is closed."),
-                    "415": _json(JSON_RPC_RESPONSE, "Content-Type is not application/json (-32000)."),
+                    "415": _rpc("Content-Type is not application/json (-32000)."),
                 },
-            },
-            "delete": {"operationId": "mcpEndSession", "tags": ["mcp"], "summary": "End an MCP session",
-                       "description": "Ends the session named by `Mcp-Session-Id`; later requests with it get 404.",
-                       "parameters": [{"name": "Mcp-Session-Id", "in": "header", "required": True,
-                                       "schema": {"type": "string"}}],
-                       "responses": {"204": {"description": "Session ended."},
-                                     "400": _json(JSON_RPC_RESPONSE, "Missing session id (-32000)."),
-                                     "403": _json(JSON_RPC_RESPONSE, "Origin not allowed (-32000)."),
-                                     "404": _json(JSON_RPC_RESPONSE, "Unknown session (-32000).")}},
+                [_header_param("Mcp-Session-Id", "Session id from the initialize response; required after "
+                                                 "initialize (2025 revisions)."),
+                 _header_param("MCP-Protocol-Version", f"One of {', '.join(SUPPORTED_VERSIONS)}; required for "
+                               f"{MODERN_VERSION}, {HEADER_DEFAULT_VERSION} when absent in a 2025 session.")],
+                ("application/json", {"type": "object", "required": ["jsonrpc", "method"],
+                                      "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer"]},
+                                                     "method": {"type": "string"}, "params": {"type": "object"}}})),
+            "delete": _operation(
+                "mcpEndSession", "mcp", "End an MCP session",
+                "Ends the session named by `Mcp-Session-Id`; later requests with it get 404.",
+                {"204": {"description": "Session ended."}, "400": _rpc("Missing session id (-32000)."),
+                 "403": _rpc("Origin not allowed (-32000)."), "404": _rpc("Unknown session (-32000).")},
+                [_header_param("Mcp-Session-Id", required=True)]),
         },
-        "/api/websub/hub": {"post": {
-            "operationId": "websubHub",
-            "tags": ["websub"],
-            "summary": "WebSub hub: subscribe or unsubscribe",
-            "description": "Form-encoded WebSub subscription request (W3C WebSub). Verification of intent runs "
-                           "in the background; notifications POST the full topic body.",
-            "requestBody": {"required": True, "content": {"application/x-www-form-urlencoded": {"schema": {
+        "/api/websub/hub": {"post": _operation(
+            "websubHub", "websub", "WebSub hub: subscribe or unsubscribe",
+            "Form-encoded WebSub subscription request (W3C WebSub). Verification of intent runs "
+            "in the background; notifications POST the full topic body.",
+            {status: {"description": text, "content": {"text/plain": {}}} for status, text in HUB_ANSWERS.items()},
+            None,
+            ("application/x-www-form-urlencoded", {
                 "type": "object", "required": ["hub.callback", "hub.mode", "hub.topic"],
                 "properties": {
                     "hub.callback": {"type": "string", "description": "HTTPS URL of your callback."},
@@ -322,21 +292,7 @@ def _paths() -> dict[str, Any]:
                     "hub.lease_seconds": {"type": "string",
                                           "description": "Requested lease in seconds, clamped to the hub's bounds."},
                     "hub.secret": {"type": "string", "description": "Under 200 bytes; enables X-Hub-Signature."},
-                }}}}},
-            "responses": {
-                "202": {"description": "Accepted; verification follows.", "content": {"text/plain": {}}},
-                "400": {"description": "Refused, with a plain-text reason.", "content": {"text/plain": {}}},
-                "403": {"description": "A cap is reached (total, per topic or per callback host).",
-                        "content": {"text/plain": {}}},
-                "413": {"description": "Request body too large.", "content": {"text/plain": {}}},
-                "415": {"description": "Not a UTF-8 application/x-www-form-urlencoded body.",
-                        "content": {"text/plain": {}}},
-                "429": {"description": "Too many hub requests; see Retry-After.", "content": {"text/plain": {}}},
-                "503": {"description": "The hub is stopping, its state store is unusable, or another server's hub "
-                                       "holds the state directory: a plain-text reason; see Retry-After.",
-                        "content": {"text/plain": {}}},
-            },
-        }},
+                }}))},
     }
 
 
@@ -360,14 +316,6 @@ SERVER_REFUSALS = {
 }
 
 
-def _with_server_refusals(paths: dict[str, Any]) -> dict[str, Any]:
-    for operations in paths.values():
-        for operation in operations.values():
-            for status, (name, _) in SERVER_REFUSALS.items():
-                operation["responses"].setdefault(status, {"$ref": f"#/components/responses/{name}"})
-    return paths
-
-
 def build_openapi(base_url: str) -> dict[str, Any]:
     """The whole OpenAPI 3.1.0 document for a service published at `base_url`."""
     return {
@@ -376,15 +324,15 @@ def build_openapi(base_url: str) -> dict[str, Any]:
             "title": "reviewsd: reviews and insights API",
             "version": API_VERSION,
             "description": "Public, read-only API for one business's verified customer reviews and review "
-                           "insights. No authentication. Every error body is the Error schema. A method the server does "
-                           "not implement gets a 501 (components/responses/NotImplemented).",
+                           "insights. No authentication. Every error body is the Error schema. A method the server "
+                           "does not implement gets a 501 (components/responses/NotImplemented).",
             "license": {"name": "MIT", "identifier": "MIT"},
             "contact": {"name": "reviewsd contributors"},
         },
         "servers": [{"url": base_url}],
         "security": [],  # public: no operation needs credentials
         "tags": TAGS,
-        "paths": _with_server_refusals(_paths()),
+        "paths": _paths(),
         "components": {
             "schemas": component_schemas(),
             "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},

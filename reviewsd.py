@@ -33,24 +33,17 @@ def serve_argv(argv: list[str]) -> list[str] | None:
     return argv[1:] if argv[:1] == ["serve"] else argv
 
 
-def _interrupted(signum: int, frame: Any) -> None:
-    """Ctrl-C before the server serves (imports, the first load) or during `check`: quiet, status 130.
-
-    Nothing is half-done that a restart would need (the data files are only read), so
-    the process ends at once, without a traceback from wherever the load was.
-    """
-    os._exit(130)
-
-
 # A SIGHUP before the server takes over its signals (during the first load, which can take
 # seconds) would end the process, its default action: kept for after READY instead.
 _hup_before_serving = threading.Event()
 
 
-def install_early_signals(argv: Sequence[str] | None = None) -> None:
+def install_early_signals() -> None:
     """From the process's start until server.run() takes the signals over: Ctrl-C quiet, SIGHUP kept."""
-    signal.signal(signal.SIGINT, _interrupted)
-    if serve_argv(list(sys.argv[1:] if argv is None else argv)) is not None:
+    # Ctrl-C during the imports, the first load or `check`: status 130 at once, without a traceback
+    # (the data files are only read, nothing is half-done)
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
+    if serve_argv(sys.argv[1:]) is not None:
         signal.signal(signal.SIGHUP, lambda signum, frame: _hup_before_serving.set())
 
 
@@ -63,7 +56,9 @@ from werkzeug.routing import BaseConverter, Map, Rule  # noqa: E402
 from werkzeug.wrappers import Response  # noqa: E402
 
 import feeds  # noqa: E402
+import mcp_rpc  # noqa: E402
 from dataset import DataError, DataStore, Dataset, check_data_dir, encode_json  # noqa: E402
+from feeds import HUB_PATH, OPENAPI_PATH  # noqa: E402  (the URLs the feeds name)
 from logs import configure_logging  # noqa: E402
 from openapi import build_openapi  # noqa: E402
 from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, LateGzip, Payload, Triple, Variant, accepts_gzip,  # noqa: E402
@@ -74,9 +69,7 @@ from search import (InvalidParams, decode_query_args, run_search, search_result_
 log = logging.getLogger("reviewsd")
 
 FEED_LENGTH = 50
-HUB_PATH = "/api/websub/hub"
 TOPIC_PATHS = ("/feed.xml", "/api/feed.json", "/reviews.json")
-OPENAPI_PATH = "/.well-known/openapi.json"
 SEARCH_PATH = "/api/reviews/search"
 SINCE_CACHE_ENTRIES = 64
 SINCE_CACHE_BYTES = 64 << 20
@@ -110,9 +103,8 @@ class SinceCache:
         payload = make()
         with self._lock:
             self._entries[since] = payload
-            while len(self._entries) > SINCE_CACHE_ENTRIES or self._size() > SINCE_CACHE_BYTES:
-                if len(self._entries) == 1:
-                    break
+            while len(self._entries) > 1 and (len(self._entries) > SINCE_CACHE_ENTRIES
+                                              or self._size() > SINCE_CACHE_BYTES):
                 self._entries.popitem(last=False)
         return payload
 
@@ -139,8 +131,8 @@ class Snapshot:
                 payload.gzipped.compress()
 
 
-def build_snapshot(dataset: Dataset, config: Config, gzip_later: bool = False) -> Snapshot:
-    """Encode and compress every static body of this data version, once.
+def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_later: bool = False) -> Snapshot:
+    """Encode and compress every static body of this data version, once; the OpenAPI document's is the same for all.
 
     With `gzip_later`, the data files' gzip codings are left to `compress_late()`
     (identity is served until then).
@@ -161,7 +153,7 @@ def build_snapshot(dataset: Dataset, config: Config, gzip_later: bool = False) -
                            gzip_later=later)
         for path, (body, ctype, modified, later) in bodies.items()
     }
-    return Snapshot(dataset, payloads)
+    return Snapshot(dataset, {**payloads, OPENAPI_PATH: openapi})
 
 
 # --------------------------------------------------------------------------- client addresses
@@ -181,17 +173,11 @@ def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> st
 
 # --------------------------------------------------------------------------- the application
 
-JSON_HEADERS = [("Content-Type", JSON), *READ_HEADERS]
-
-
 def json_error(status: int, code: str, message: str, issues: Iterable[Mapping[str, Any]] | None = None,
                headers: Sequence[tuple[str, str]] = ()) -> Triple:
     body = error_document(code, message, issues)
     return status_line(status), [("Content-Type", JSON), ("Access-Control-Allow-Origin", "*"), *headers,
                                   ("Content-Length", str(len(body)))], body
-
-
-ERROR_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large", 400: "bad_request"}
 
 
 GET = ["GET"]  # werkzeug adds HEAD
@@ -209,39 +195,34 @@ class ReviewsApp:
 
     url_map = Map(
         [
-            Rule("/reviews.json", endpoint="payload", methods=GET),
-            Rule("/insights.json", endpoint="payload", methods=GET),
-            Rule("/api/feed.json", endpoint="payload", methods=GET),
-            Rule("/feed.xml", endpoint="payload", methods=GET),
+            *(Rule(path, endpoint="payload", methods=GET)
+              for path in ("/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", OPENAPI_PATH)),
             Rule(SEARCH_PATH, endpoint="search", methods=GET),
             Rule("/api/reviews/since/<anything:date>", endpoint="since", methods=GET),
             Rule("/api/reviews/<review_id>", endpoint="review", methods=GET),
-            Rule(OPENAPI_PATH, endpoint="payload", methods=GET),
             Rule("/healthz", endpoint="healthz", methods=GET),
-            Rule("/mcp", endpoint="mcp", methods=["POST", "DELETE"]),
-            Rule(HUB_PATH, endpoint="hub", methods=["POST"]),
+            # the parts create_app attaches (mcp_rpc.py, hub.py)
+            Rule("/mcp", endpoint="attached", defaults={"part": "mcp"}, methods=["POST", "DELETE"]),
+            Rule(HUB_PATH, endpoint="attached", defaults={"part": "hub"}, methods=["POST"]),
         ],
         merge_slashes=False,
         strict_slashes=False,
         converters={"anything": AnySegmentsConverter},
     )
 
-    def __init__(self, config: Config, store: DataStore[Snapshot] | None = None, gzip_later: bool = False):
+    def __init__(self, config: Config, gzip_later: bool = False):
         self.config = config
+        openapi = make_payload(encode_json(build_openapi(config.public_base_url)), JSON)
         # With gzip_later, the first snapshot's data files are compressed after it is served (see
         # compress_late): gzip of 100,000 reviews' files takes about a second. Reloads compress before the swap.
         self._gzip_later = gzip_later
-        self.store: DataStore[Snapshot] = store or DataStore(config.data_dir, self._build_snapshot,
-                                                             max_bytes=config.max_data_file_bytes)
+        self.store: DataStore[Snapshot] = DataStore(
+            config.data_dir, lambda dataset: build_snapshot(dataset, config, openapi, self._gzip_later),
+            max_bytes=config.max_data_file_bytes)
         self._gzip_later = False
-        self.openapi_document = build_openapi(config.public_base_url)
-        self.openapi = make_payload(encode_json(self.openapi_document), JSON)
         self.trusted_proxies = parse_networks(config.trusted_proxies)
-        self.mcp: Any = None  # set by attach_mcp (mcp_rpc.py)
-        self.hub: Any = None  # set by attach_hub (hub.py)
-
-    def _build_snapshot(self, dataset: Dataset) -> Snapshot:
-        return build_snapshot(dataset, self.config, gzip_later=self._gzip_later)
+        self.mcp: Any = None  # set by mcp_rpc.attach
+        self.hub: Any = None  # set by hub.attach
 
     def compress_late(self) -> None:
         """Compress the first snapshot's data files on a background thread (see __init__)."""
@@ -253,29 +234,26 @@ class ReviewsApp:
         method = environ["REQUEST_METHOD"]
         if self.trusted_proxies:  # the access log and the hub's rate limit use the real client
             environ["reviewsd.client"] = client_address(environ, self.trusted_proxies)
-        if method in ("GET", "HEAD"):
-            # Precomputed payloads skip routing, a large share of their cost; their
-            # rules stay in url_map for OPTIONS, 405 and the route listing.
-            payload = self.static_payload(environ.get("PATH_INFO", ""))
+        reading = method in ("GET", "HEAD")
+        path = environ.get("PATH_INFO", "")
+        try:
+            # The precomputed payloads and search, the busiest routes, skip routing, a large share
+            # of their cost; their rules stay in url_map for OPTIONS, 405 and the route listing.
+            payload = self.store.current.payloads.get(path) if reading else None
             if payload is not None:
                 status, headers, body = answer(environ, payload)
-                start_response(status, headers)
-                return [b"" if method == "HEAD" else body]
-        try:
-            if method in ("GET", "HEAD") and environ.get("PATH_INFO") == SEARCH_PATH:
-                # The busiest dynamic route, found without binding the Map (its rule stays there too).
+            elif reading and path == SEARCH_PATH:
                 status, headers, body = self.on_search(environ)
-                start_response(status, headers)
-                return [b"" if method == "HEAD" else body]
-            adapter = self.url_map.bind_to_environ(environ)
-            if method == "OPTIONS":
-                status, headers, body = self.preflight(environ, adapter.allowed_methods())
             else:
-                endpoint, args = adapter.match()
-                result = getattr(self, f"on_{endpoint}")(environ, **args)
-                if isinstance(result, Response):
-                    return result(environ, start_response)
-                status, headers, body = result
+                adapter = self.url_map.bind_to_environ(environ)
+                if method == "OPTIONS":
+                    status, headers, body = self.preflight(environ, adapter.allowed_methods())
+                else:
+                    endpoint, args = adapter.match()
+                    result = getattr(self, f"on_{endpoint}")(environ, **args)
+                    if isinstance(result, Response):
+                        return result(environ, start_response)
+                    status, headers, body = result
         except HTTPException as exc:
             status, headers, body = self.http_error(exc)
         except InvalidParams as exc:
@@ -296,7 +274,8 @@ class ReviewsApp:
                               headers=[("Allow", ", ".join(allowed))])
         if isinstance(exc, NotFound):
             return json_error(404, "not_found", "no such path; see /.well-known/openapi.json")
-        return json_error(code, ERROR_CODES.get(code, exc.name.lower().replace(" ", "_")), exc.description or exc.name)
+        name = "body_too_large" if code == 413 else exc.name.lower().replace(" ", "_")  # werkzeug's name, but 413's
+        return json_error(code, name, exc.description or exc.name)
 
     def preflight(self, environ: Mapping[str, Any], allowed: list[str]) -> Triple:
         """CORS preflight (and plain OPTIONS) for any path that exists."""
@@ -316,16 +295,9 @@ class ReviewsApp:
 
     # ----------------------------------------------------------------- handlers
 
-    def static_payload(self, path: str) -> Payload | None:
-        """The precomputed payload served at `path` (datasets, feeds, OpenAPI), if any."""
-        return self.store.current.payloads.get(path) or (self.openapi if path == OPENAPI_PATH else None)
-
     def on_payload(self, environ: Mapping[str, Any]) -> Triple:
-        """The routed twin of the fast path in __call__ (which answers GET and HEAD first).
-
-        Routed here: the path with a trailing slash, which the Map matches (strict_slashes=False).
-        """
-        payload = self.static_payload(environ["PATH_INFO"].rstrip("/"))
+        """The routed twin of the fast path in __call__: the path with a trailing slash (strict_slashes=False)."""
+        payload = self.store.current.payloads.get(environ["PATH_INFO"].rstrip("/"))
         if payload is None:
             raise NotFound()
         return answer(environ, payload)
@@ -346,17 +318,15 @@ class ReviewsApp:
 
     def on_review(self, environ: Mapping[str, Any], review_id: str) -> Triple:
         snapshot = self.store.current
-        review = snapshot.dataset.review_by_id(review_id)
-        if review is None:
+        position = snapshot.dataset.position_of.get(review_id)
+        if position is None:
             raise NotFound()
-        position = snapshot.dataset.position_of[review_id]
         return answer(environ, make_payload(snapshot.dataset.review_json(position), JSON,
                                             snapshot.payloads["/reviews.json"].last_modified))
 
     def on_healthz(self, environ: Mapping[str, Any]) -> Triple:
         """200 while reads are served ("degraded" when the hub's store is unavailable); 503 once the hub stopped."""
-        snapshot = self.store.current
-        dataset = snapshot.dataset
+        dataset = self.store.current.dataset
         hub_status = self.hub.status() if self.hub is not None else {"enabled": False}
         ready = self.hub is None or bool(hub_status.get("running"))
         document = {
@@ -376,19 +346,14 @@ class ReviewsApp:
         return status, [("Content-Type", JSON), ("Cache-Control", "no-store"),
                         ("Content-Length", str(len(body)))], body
 
-    def on_mcp(self, environ: dict) -> Any:
-        if self.mcp is None:
+    def on_attached(self, environ: dict, part: str) -> Any:
+        if getattr(self, part) is None:
             raise NotFound()
-        return self.mcp.handle(environ)
-
-    def on_hub(self, environ: dict) -> Any:
-        if self.hub is None:
-            raise NotFound()
-        return self.hub.handle(environ)
+        return getattr(self, part).handle(environ)
 
     def dynamic(self, environ: Mapping[str, Any], body: bytes) -> Triple:
         """A JSON body computed for this request: gzip only when asked, at a cheap level."""
-        headers = [*JSON_HEADERS, ("Vary", "Accept-Encoding")]
+        headers = [("Content-Type", JSON), *READ_HEADERS, ("Vary", "Accept-Encoding")]
         encoding = environ.get("HTTP_ACCEPT_ENCODING")
         if encoding and len(body) >= 512 and accepts_gzip(encoding):
             body = gzip.compress(body, compresslevel=5, mtime=0)
@@ -413,20 +378,14 @@ def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
     return multi
 
 
-def create_app(config: Config | None = None, gzip_later: bool = False) -> ReviewsApp:
-    """The WSGI application for `config` (data loaded, MCP and hub attached when available).
+def create_app(config: Config, gzip_later: bool = False) -> ReviewsApp:
+    """The WSGI application for `config`: data loaded, MCP and (unless --no-hub) the hub attached.
 
     With `gzip_later`, the first data files' gzip codings are the caller's to start
     (`app.compress_late()`); identity is served until they are made.
     """
-    config = config or Config()
     app = ReviewsApp(config, gzip_later=gzip_later)
-    try:
-        import mcp_rpc
-    except ImportError:
-        mcp_rpc = None  # type: ignore[assignment]
-    if mcp_rpc is not None and hasattr(mcp_rpc, "attach"):
-        mcp_rpc.attach(app)
+    mcp_rpc.attach(app)
     if config.hub:
         import hub  # here, not at the top: hub imports this module
 
@@ -495,10 +454,9 @@ def serve_main(argv: Sequence[str]) -> int:
                       ready_status=f"serving {count} reviews", sock=sock, reload_pending=_hup_before_serving)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    options = serve_argv(argv)
-    return check_main(argv[1:]) if options is None else serve_main(options)
+def main() -> int:
+    options = serve_argv(sys.argv[1:])
+    return check_main(sys.argv[2:]) if options is None else serve_main(options)
 
 
 if __name__ == "__main__":
