@@ -1,19 +1,10 @@
-"""Production HTTP/1.1 server for any WSGI app: the connection loop and the worker pool.
+"""Production HTTP/1.1 server for any WSGI app: one selector thread and a fixed pool of worker threads.
 
-* one selector thread owns every connection that is not running a request: it
-  accepts, reads request heads *and bodies* without blocking (so slow, idle or
-  stalled clients cost a buffer, not a thread), feeds each connection's
-  sans-IO parser (http_parser.py), enforces the deadlines, the size limits and
-  the connection caps, and answers what the parser refuses;
-* a fixed pool of worker threads runs requests that are complete, head and
-  body (connection.py); after a keep-alive response the connection goes back
-  to the selector thread;
-* a response the client reads slower than we write (a large body, a slow
-  link) is finished by the selector thread as the client reads, so no worker
-  waits for a download — and none ever waits for an upload.
-
-``run()`` serves as a systemd service (service.py: socket activation, the
-notify protocol, the watchdog, signals and graceful stop).
+The selector thread owns every connection that is not running a request: it reads request heads *and
+bodies* (so a slow, idle or stalled client costs a buffer, not a thread), enforces the deadlines, the size
+limits and the connection caps, and finishes the responses clients read slowly. A worker runs only complete
+requests (connection.py), so none ever waits for an upload or a download. docs/internals.md has the design;
+service.py is the systemd glue run() uses.
 """
 
 from __future__ import annotations
@@ -84,36 +75,7 @@ def _set_send_buffer(sock: socket.socket, size: int) -> None:
 
 
 class Server:
-    """HTTP/1.1 keep-alive server: one selector thread plus a fixed pool of worker threads.
-
-    Who holds what: a connection waiting for (or trickling) its request head or
-    body, or idling on keep-alive, costs only a buffer in the selector thread; a
-    worker takes it once the request is complete (head and body) and gives it
-    back after the response.  Deadlines: the head must arrive within
-    `header_timeout` of its first byte (of accept() for a new connection: 408 if
-    partly received, else a silent close); the body within `body_timeout` of
-    the head's end (else 408 and one WARNING line); an idle keep-alive
-    connection is closed after `keepalive_timeout`; each response write must
-    complete within `socket_timeout`.
-
-    Large responses: when a response's last write does not fit in the socket's
-    send buffer, the worker hands the rest to the selector thread, which sends it
-    as the client reads (a worker never waits for a slow reader); the client
-    must take some of it every `socket_timeout`. `send_buffer` (bytes, set on
-    the listening socket and inherited by each connection; 0 leaves it to the
-    kernel's autotuning) bounds what waits in the kernel per connection: on
-    loopback, behind a proxy on the same host, a bounded buffer keeps a large
-    body in the CPU cache between our write and the reader's read.
-
-    Connection caps: at `max_connections` open connections the server first
-    closes the longest-idle keep-alive connection; if none is idle it stops
-    calling accept() until one closes or turns idle, so new clients wait in
-    the listen backlog instead of being reset.  One client address may hold
-    `max_connections_per_client` (0: no cap); past it, that client's
-    longest-idle keep-alive connection is closed, or, if none is idle, the new
-    connection is.  Addresses in `trusted_proxies` (a reverse proxy speaking
-    for many clients) have no per-client cap.
-    """
+    """HTTP/1.1 keep-alive server; its deadlines, send buffer and connection caps: docs/internals.md."""
 
     next_request_wait_ms = 3  # see Connection._await_next
 
