@@ -24,15 +24,7 @@ from typing import Any
 import service
 from config import Network, is_trusted
 from connection import CLOSED, KEEP, LINGERING, SERVER_NAME, Connection, body_size, error_response
-from http_parser import MAX_REQUEST_LINE, HTTPError, Request
-from service import activated_socket, log_listening, notify, notify_ready, notify_reloading, notify_stopping
-
-__all__ = [
-    "Connection", "Server", "make_server", "listen", "run", "error_response",
-    "MAX_REQUEST_LINE",
-    # the systemd glue (service.py), here too for callers of this module
-    "activated_socket", "log_listening", "notify", "notify_ready", "notify_reloading", "notify_stopping",
-]
+from http_parser import HTTPError, Request
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 
@@ -47,7 +39,7 @@ _HEAD, _BODY, _IDLE, _LINGER, _BUSY, _SEND = "head", "body", "idle", "linger", "
 
 def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
     """The socket-activated listening socket, or a new one bound to host:port."""
-    return activated_socket() or _listen(host, port, backlog)
+    return service.activated_socket() or _listen(host, port, backlog)
 
 
 def _listen(host: str, port: int, backlog: int) -> socket.socket:
@@ -631,7 +623,7 @@ def run(
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     activated = sock is None and os.environ.get("LISTEN_FDS") is not None
     try:
-        server = Server(app, host, port, sock=sock or activated_socket(), **options)
+        server = Server(app, host, port, sock=sock or service.activated_socket(), **options)
     except OSError as e:
         log.error("cannot listen on %s:%s: %s", host, port, e)
         return 1
