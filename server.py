@@ -272,10 +272,14 @@ class Server:
 
     def _accept(self) -> None:
         for i in range(64):  # bounded so a connect storm cannot starve the other sockets
-            # At the cap, evict only on the first round, when a pending
-            # connection is known to exist (the listener is level-triggered).
-            if len(self._conns) >= self.max_connections and (i or not self._make_room()):
-                return
+            if len(self._conns) >= self.max_connections:
+                # Evict only on the first round, when a pending connection is
+                # known to exist (the listener is level-triggered).
+                if i:
+                    return
+                if not self._close_idle():
+                    self._pause_accept()
+                    return
             try:
                 sock, address = self.socket.accept()
             except (BlockingIOError, InterruptedError):
@@ -290,31 +294,25 @@ class Server:
         sock.setblocking(False)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # we coalesce writes ourselves
+            if not self._room_for_client(address[0]):
+                sock.close()
+                return
         conn = Connection(sock, address, self)
-        if conn.client and not self._room_for_client(conn.client):
-            sock.close()
-            return
         self._per_client[conn.client] += 1
         self._conns.add(conn)
         self._watch(conn, _HEAD, self.header_timeout)
 
     def _room_for_client(self, client: str) -> bool:
         """Below the per-client cap, or brought below it by closing that client's longest-idle connection."""
-        if (not self.max_per_client or self._per_client[client] < self.max_per_client
-                or is_trusted(client, self._trusted)):
-            return True
+        return (not self.max_per_client or self._per_client[client] < self.max_per_client
+                or is_trusted(client, self._trusted) or self._close_idle(client))
+
+    def _close_idle(self, client: str | None = None) -> bool:
+        """Close the longest-idle keep-alive connection (of `client` if given); False if there is none."""
         for conn in self._timers[_IDLE]:  # longest idle first
-            if conn.client == client:
+            if client is None or conn.client == client:
                 self._close(conn)
                 return True
-        return False
-
-    def _make_room(self) -> bool:
-        idle = self._timers[_IDLE]
-        if idle:
-            self._close(next(iter(idle)))  # the longest-idle keep-alive connection
-            return True
-        self._pause_accept()
         return False
 
     def _pause_accept(self, retry_in: float = 0.0) -> None:
