@@ -350,15 +350,10 @@ class Server:
     def _close(self, conn: Connection) -> None:
         self._unwatch(conn)
         conn.connection.close()
-        self._forget(conn)
-
-    def _forget(self, conn: Connection) -> None:
         if conn in self._conns:
             self._conns.discard(conn)
-            left = self._per_client[conn.client] - 1
-            if left:
-                self._per_client[conn.client] = left
-            else:
+            self._per_client[conn.client] -= 1
+            if not self._per_client[conn.client]:
                 del self._per_client[conn.client]
         conn.state = CLOSED
         if not self._accepting and len(self._conns) < self.max_connections:
@@ -444,9 +439,13 @@ class Server:
         if conn.unsent is not None:
             self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
             self._on_writable(conn)  # the client may have read some since the worker tried
-        elif conn.action == CLOSED:
-            self._forget(conn)
-        elif conn.action == LINGERING:
+            return
+        if self._draining:  # nothing lingers or idles any more
+            conn.action = CLOSED
+        action = self._after_response(conn)
+        if action == CLOSED:
+            self._close(conn)
+        elif action == LINGERING:
             conn.parser.buf.clear()
             self._watch(conn, _LINGER, LINGER_SECONDS)
         elif conn.parser.started:  # a partial pipelined request
@@ -463,16 +462,10 @@ class Server:
         except OSError as e:
             self._give_up_sending(conn, e)
             return
-        if conn.unsent is not None:
-            if sent:  # the client read: a new deadline
-                self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
-            return
-        if self._draining:  # nothing lingers or idles any more
-            conn.action = CLOSED
-        if self._after_response(conn) == CLOSED:
-            self._close(conn)
-        else:
+        if conn.unsent is None:
             self._take_back(conn)
+        elif sent:  # the client read: a new deadline
+            self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
 
     def _after_response(self, conn: Connection) -> str:
         """Settle the action for a connection whose response is all sent: closed on a stop, FIN sent if lingering."""
@@ -513,23 +506,14 @@ class Server:
             self._release(conn)
 
     def _release(self, conn: Connection) -> None:
-        if conn.unsent is not None:
-            with self._lock:
-                if not self._draining:
-                    self._returned.append(conn)  # the selector thread sends the rest, then does the action
-                    self._wake()
-                    return
-            conn.flush_unsent()  # stopping: no selector loop runs any more
-        if self._after_response(conn) == CLOSED:
-            try:
-                conn.connection.close()
-            except OSError:  # the descriptor is released all the same
-                pass
         with self._lock:
             if not self._draining:
-                self._returned.append(conn)
+                self._returned.append(conn)  # the selector thread sends any rest, then does the action
                 self._wake()
                 return
+        conn.flush_unsent()  # stopping: no selector loop runs any more
+        self._after_response(conn)
+        with self._lock:
             conn.connection.close()
             self._conns.discard(conn)
             self._all_closed.notify_all()
@@ -545,13 +529,7 @@ class Server:
         for conn in list(self._conns):
             if conn.state not in (_BUSY, _SEND):
                 self._close(conn)
-        while self._returned:
-            conn = self._returned.popleft()
-            if conn.unsent is not None:
-                self._take_back(conn)
-            else:
-                conn.connection.close()
-                self._conns.discard(conn)
+        self._on_wake()  # what the workers handed back before the drain began
         self._finish_sending(deadline)
         if not self._wait_idle(deadline):
             self._hard_stop = True
