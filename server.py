@@ -114,10 +114,8 @@ class Server:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._returned: collections.deque = collections.deque()
         self._conns: set[Connection] = set()
-        self._timers: dict[str, collections.OrderedDict] = {
-            _HEAD: collections.OrderedDict(), _BODY: collections.OrderedDict(), _IDLE: collections.OrderedDict(),
-            _LINGER: collections.OrderedDict(), _SEND: collections.OrderedDict(),
-        }
+        # Deadlines by state, each in the order they fall (one timeout per state, and a dict keeps its order).
+        self._timers: dict[str, dict[Connection, float]] = {s: {} for s in (_HEAD, _BODY, _IDLE, _LINGER, _SEND)}
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -328,9 +326,7 @@ class Server:
             self._accepting = True
 
     def _watch(self, conn: Connection, state: str, timeout: float, events: int = selectors.EVENT_READ) -> None:
-        timers = self._timers.get(conn.state)
-        if timers is not None:
-            timers.pop(conn, None)
+        self._timers.get(conn.state, {}).pop(conn, None)  # busy and closed connections have no deadline
         conn.state = state
         self._timers[state][conn] = time.monotonic() + timeout  # last in the order: the latest deadline
         if not conn.registered:
@@ -340,9 +336,7 @@ class Server:
         conn.registered = events
 
     def _unwatch(self, conn: Connection) -> None:
-        timers = self._timers.get(conn.state)
-        if timers is not None:
-            timers.pop(conn, None)
+        self._timers.get(conn.state, {}).pop(conn, None)
         if conn.registered:
             self._sel.unregister(conn.connection)
             conn.registered = 0
