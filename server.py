@@ -220,25 +220,28 @@ class Server:
         }
 
     def _loop(self) -> None:
-        select = self._sel.select
         while not self.stopping:
             now = self._heartbeat = time.monotonic()
-            for key, _ in select(self._next_timeout(now)):
-                conn = key.data
-                try:
-                    if conn is None:
-                        self._on_wake()
-                    elif conn is self:
-                        self._accept()
-                    elif conn.state == _SEND:
-                        self._on_writable(conn)
-                    else:
-                        self._on_readable(conn)
-                except Exception:
-                    log.exception("selector error")
-                    if isinstance(conn, Connection):
-                        self._close(conn)
-            self._expire(time.monotonic())
+            self._poll(self._next_timeout(now))
+
+    def _poll(self, timeout: float) -> None:
+        """Serve the sockets ready within `timeout` seconds, then the deadlines that have passed."""
+        for key, _ in self._sel.select(timeout):
+            conn = key.data
+            try:
+                if conn is None:
+                    self._on_wake()
+                elif conn is self:
+                    self._accept()
+                elif conn.state == _SEND:
+                    self._on_writable(conn)
+                else:
+                    self._on_readable(conn)
+            except Exception:
+                log.exception("selector error")
+                if isinstance(conn, Connection):
+                    self._close(conn)
+        self._expire(time.monotonic())
 
     def _next_timeout(self, now: float) -> float:
         timeout = 1.0  # also the heartbeat the watchdog looks at
@@ -546,12 +549,7 @@ class Server:
         sending = self._timers[_SEND]
         while sending and time.monotonic() < deadline:
             wait = min(deadline, next(iter(sending.values()))) - time.monotonic()
-            for key, _ in self._sel.select(max(0.0, wait)):
-                if key.data is None:
-                    self._on_wake()
-                elif isinstance(key.data, Connection) and key.data.state == _SEND:
-                    self._on_writable(key.data)
-            self._expire(time.monotonic())
+            self._poll(max(0.0, wait))  # only the wake-up socket and the sending connections are left
         for conn in list(sending):
             self._give_up_sending(conn, TimeoutError("server stopped"))
 
