@@ -14,6 +14,7 @@ import json
 import logging
 import select
 import socket
+import sys
 import time
 from collections.abc import Callable
 from email.utils import formatdate
@@ -76,6 +77,18 @@ def error_response(code: int, message: str) -> bytes:
     return head.encode("latin-1") + body
 
 
+def server_environ(address: Any) -> dict:
+    """The part of the WSGI environ every request to a server listening on `address` shares."""
+    name, port = (address[0], str(address[1])) if isinstance(address, tuple) else (str(address), "")
+    return {
+        "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True, "wsgi.multiprocess": False, "wsgi.run_once": False,
+        "wsgi.input_terminated": True,  # our wsgi.input ends at the body's end
+        "SERVER_SOFTWARE": SERVER_NAME, "SCRIPT_NAME": "",
+        "SERVER_NAME": name, "SERVER_PORT": port, "REMOTE_ADDR": "127.0.0.1", "REMOTE_PORT": "0",
+    }
+
+
 def body_size(response: bytes) -> int:
     return len(response) - response.index(b"\r\n\r\n") - 4
 
@@ -126,7 +139,9 @@ class Connection:
         self.unsent: memoryview | None = None  # a response's last bytes, for the selector thread to send
         self._unsent_log: tuple[int, int, float] | None = None  # its access line's status, size, start
         self._poll: Any = None
-        self._base_environ = server.base_environ(client_address)
+        self._base_environ = server.environ.copy()
+        if self.client:
+            self._base_environ.update(REMOTE_ADDR=self.client, REMOTE_PORT=str(client_address[1]))
 
     # -- the connection ----------------------------------------------------
 

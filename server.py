@@ -23,7 +23,7 @@ from typing import Any
 
 import service
 from config import Network, is_trusted
-from connection import CLOSED, KEEP, LINGERING, SERVER_NAME, Connection, body_size, error_response
+from connection import CLOSED, KEEP, LINGERING, Connection, body_size, error_response, server_environ
 from http_parser import HTTPError, Request
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
@@ -131,7 +131,7 @@ class Server:
         self._hard_stop = False
         self._waiting = 0
         self._max_waiting = max(1, threads // 2)
-        self._environ = self._environ_template()
+        self.environ = server_environ(self.server_address)  # the part of the WSGI environ every request shares
 
     # -- public ------------------------------------------------------------
 
@@ -198,26 +198,7 @@ class Server:
         with self._lock:
             self._waiting -= 1
 
-    def base_environ(self, client_address: Any) -> dict:
-        """The per-connection part of the WSGI environ."""
-        environ = self._environ.copy()
-        if isinstance(client_address, tuple) and client_address:
-            environ["REMOTE_ADDR"] = str(client_address[0])
-            environ["REMOTE_PORT"] = str(client_address[1])
-        return environ
-
     # -- selector thread ---------------------------------------------------
-
-    def _environ_template(self) -> dict:
-        address = self.server_address
-        name, port = (address[0], str(address[1])) if isinstance(address, tuple) else (str(address), "")
-        return {
-            "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
-            "wsgi.multithread": True, "wsgi.multiprocess": False, "wsgi.run_once": False,
-            "wsgi.input_terminated": True,  # our wsgi.input ends at the body's end
-            "SERVER_SOFTWARE": SERVER_NAME, "SCRIPT_NAME": "",
-            "SERVER_NAME": name, "SERVER_PORT": port, "REMOTE_ADDR": "127.0.0.1", "REMOTE_PORT": "0",
-        }
 
     def _loop(self) -> None:
         while not self.stopping:
