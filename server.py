@@ -164,14 +164,10 @@ class Server:
         self.stopping = True
         self._wake()
         if self._thread is None:  # never served
-            self.server_close()
+            for obj in (self.socket, self._wake_r, self._wake_w, self._sel):
+                obj.close()
         elif self._thread is not threading.current_thread():
             self._stopped.wait()
-
-    def server_close(self) -> None:
-        """Release the listening socket and the selector (serve_forever does this itself)."""
-        for obj in (self.socket, self._wake_r, self._wake_w, self._sel):
-            obj.close()
 
     def stopped(self) -> bool:
         """True once the selector loop has ended (after a shutdown, or because it died)."""
