@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from email.utils import formatdate
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
@@ -39,37 +40,22 @@ KEEP, CLOSED, LINGERING = "keep", "closed", "lingering"
 _HOP_BY_HOP = frozenset(
     ("connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection")
 )
-_REASONS = {
-    400: "Bad Request",
-    408: "Request Timeout",
-    413: "Content Too Large",
-    414: "URI Too Long",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    505: "HTTP Version Not Supported",
-}
-_SLUGS = {
-    400: "bad_request",
-    408: "request_timeout",
-    413: "body_too_large",
-    414: "uri_too_long",
-    431: "request_header_fields_too_large",
-    500: "internal_server_error",
-    501: "not_implemented",
-    505: "http_version_not_supported",
-}
+# RFC 9110's reason phrases where Python 3.11's http.HTTPStatus keeps the older ones.
+_REASONS = {413: "Content Too Large", 414: "URI Too Long"}
 _CONTROL_CHARS = str.maketrans({c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]})
 _environ_keys: dict[str, str] = {}  # header name as sent -> its WSGI environ key (names repeat across requests)
 
 
 def error_response(code: int, message: str) -> bytes:
     """A complete `Connection: close` response with the project's JSON error body."""
+    reason = _REASONS.get(code) or HTTPStatus(code).phrase
+    # The error code is the reason in snake case ("uri_too_long"); 413's is the app's own ("body_too_large").
+    error = "body_too_large" if code == 413 else reason.lower().replace(" ", "_")
     # Compact, like every body of the app (dataset.encode_json), which this module does not import.
-    body = json.dumps({"error": _SLUGS.get(code, "error"), "message": message}, separators=(",", ":"),
+    body = json.dumps({"error": error, "message": message}, separators=(",", ":"),
                       ensure_ascii=False).encode("utf-8")
     head = (
-        f"HTTP/1.1 {code} {_REASONS.get(code, '')}\r\n"
+        f"HTTP/1.1 {code} {reason}\r\n"
         f"Date: {http_date()}\r\nServer: {SERVER_NAME}\r\n"
         "Content-Type: application/json; charset=utf-8\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
