@@ -174,7 +174,7 @@ class Connection:
         except Exception as e:  # run_wsgi only lets errors through when the client's I/O failed
             if not self._io_failed:
                 raise
-            self._drop(e)
+            self.drop(e)
         if self.unsent is not None:  # logged once the selector thread has sent it (or given up)
             self._unsent_log = (self._status_code, self._bytes, start)
         else:
@@ -202,7 +202,7 @@ class Connection:
         except (BlockingIOError, InterruptedError):
             return False
         except OSError as e:
-            self._drop(e)
+            self.drop(e)
             return False
         finally:
             server.done_waiting()
@@ -212,15 +212,11 @@ class Connection:
         self.parser.feed(data)
         return True
 
-    def _drop(self, error: BaseException) -> None:
-        # The client is gone or too slow: close without lingering, nothing left to say.
+    def drop(self, error: BaseException) -> None:
+        """The client went away or stopped reading mid-response: close without lingering, nothing left to say."""
         self.close_connection = True
         self.linger = False
         self.parser.buf.clear()
-        self.connection_dropped(error)
-
-    def connection_dropped(self, error: BaseException) -> None:
-        """The client went away or stopped reading mid-response (nothing to answer it)."""
         log.debug("connection from %s dropped: %s", self.client, error)
 
     def refuse(self, error: HTTPError) -> None:
@@ -299,7 +295,6 @@ class Connection:
             self.unsent = unsent
         if not unsent:
             self.log_unsent()
-            self.unsent = None
         return total - len(unsent)
 
     def flush_unsent(self) -> None:
@@ -310,11 +305,9 @@ class Connection:
             self._send_waiting(self.unsent)
             self.unsent = self.unsent[len(self.unsent):]
         except OSError as e:
-            self.close_connection = True
+            self.drop(e)
             self.action = CLOSED
-            self.connection_dropped(e)
         self.log_unsent()
-        self.unsent = None
 
     def log_unsent(self) -> None:
         """The access line of a response whose end the selector thread sent (size: the bytes that went)."""
@@ -323,6 +316,7 @@ class Connection:
             self._unsent_log = None
             self.log_request(code, size - (len(self.unsent) if self.unsent is not None else 0), start)
             self.environ = None
+        self.unsent = None  # what did not go is let go of
 
     # -- the request -------------------------------------------------------
 

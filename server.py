@@ -455,9 +455,8 @@ class Server:
         return action
 
     def _give_up_sending(self, conn: Connection, error: BaseException) -> None:
-        conn.connection_dropped(error)
+        conn.drop(error)
         conn.log_unsent()
-        conn.unsent = None
         self._close(conn)
 
     # -- workers -----------------------------------------------------------
