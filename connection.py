@@ -339,12 +339,9 @@ class Connection:
         environ["REQUEST_URI"] = environ["RAW_URI"] = request.target
         environ["REQUEST_METHOD"] = request.method
         environ["SERVER_PROTOCOL"] = request.version
-        body = request.body
-        if body is None:
-            environ["wsgi.input"] = io.BytesIO(b"")
-        else:
-            environ["CONTENT_LENGTH"] = str(len(body))
-            environ["wsgi.input"] = io.BytesIO(body)
+        if request.body is not None:
+            environ["CONTENT_LENGTH"] = str(len(request.body))
+        environ["wsgi.input"] = io.BytesIO(request.body or b"")
         self._v11 = request.version == "HTTP/1.1"
         return environ
 
