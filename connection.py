@@ -401,21 +401,16 @@ class Connection:
 
     def write(self, data: bytes) -> None:
         """The WSGI write callable: sends one block (with the head, before the first block)."""
+        head = b""
         if not self._headers_sent:
             head = self._response_head()
             self._headers_sent = True
-            if len(data) <= 65536:  # one send for head and body: the common case
-                if data:
-                    head += self._frame(data)
-                self._send(head, last=self._left == 0)
-                return
-            # A large body is not worth copying onto the head: one sendmsg takes both.
-            self._send(self._frame(data), head=head, last=self._left == 0)
-            return
-        if data:
-            framed = self._frame(data)
-            if framed:  # nothing after a body that has all its Content-Length
-                self._send(framed, last=self._left == 0)
+        framed = self._frame(data) if data else b""
+        if head and len(data) <= 65536:  # one send for head and body: the common case
+            head, framed = b"", head + framed
+        # A large body is not worth copying onto the head: one sendmsg takes both.
+        if head or framed:  # nothing after a body that has all its Content-Length
+            self._send(framed, head=head, last=self._left == 0)
 
     def _frame(self, data: bytes) -> bytes:
         if self._left is not None:
