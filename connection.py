@@ -431,7 +431,22 @@ class Connection:
             raise AssertionError("write() before start_response")
         code = self._status_code = int(status[:3])
         parts = ["HTTP/1.1 ", status if len(status) > 3 else status + " ", "\r\n"]
-        length = self._add_response_headers(parts, framed=code >= 200 and code != 204)
+        length = None
+        defaults = {"date": f"Date: {http_date()}\r\n", "server": f"Server: {SERVER_NAME}\r\n"}
+        for name, value in self._headers:
+            lname = name.lower()
+            if lname == "content-length":
+                if code < 200 or code == 204:  # RFC 9110 8.6: never on a 1xx or 204, whatever the app says
+                    continue
+                length = int(value)
+            elif lname in _HOP_BY_HOP:  # framing and persistence are the server's job
+                if lname == "connection" and "close" in value.lower():
+                    self.close_connection = True
+                continue
+            elif lname in defaults:  # the app's own
+                del defaults[lname]
+            parts.append(f"{name}: {value}\r\n")
+        parts.extend(defaults.values())
         self._set_framing(code, length, parts)
         if self.close_connection or self.server.stopping:
             self.close_connection = True
@@ -446,30 +461,6 @@ class Connection:
         if text.count("\n") != len(parts) - 2 or text.count("\r") != len(parts) - 2:
             raise ValueError("CR or LF in a response header")
         return text.encode("latin-1")
-
-    def _add_response_headers(self, parts: list[str], framed: bool) -> int | None:
-        length = None
-        seen_date = seen_server = False
-        for name, value in self._headers:
-            lname = name.lower()
-            if lname == "content-length":
-                if not framed:  # RFC 9110 8.6: never on a 1xx or 204, whatever the app says
-                    continue
-                length = int(value)
-            elif lname in _HOP_BY_HOP:  # framing and persistence are the server's job
-                if lname == "connection" and "close" in value.lower():
-                    self.close_connection = True
-                continue
-            elif lname == "date":
-                seen_date = True
-            elif lname == "server":
-                seen_server = True
-            parts.append(f"{name}: {value}\r\n")
-        if not seen_date:
-            parts.append(f"Date: {http_date()}\r\n")
-        if not seen_server:
-            parts.append(f"Server: {SERVER_NAME}\r\n")
-        return length
 
     def _set_framing(self, code: int, length: int | None, parts: list[str]) -> None:
         self._body_allowed = not (
