@@ -166,14 +166,28 @@ class Connection:
         """Run the app on one request, write the response, log it."""
         start = time.perf_counter()
         self.command = request.method
-        self._io_failed = False
         self.environ = self.make_environ(request)
         self.close_connection = not request.keep_alive
+        self._status = self._headers = None
+        self._headers_sent = False
+        self._io_failed = False
+        self._chunked = False
+        self._left: int | None = None
+        self._bytes = 0
+        self._status_code = 500
+        self._length_hint: int | None = None
         try:
-            self.run_wsgi()
-        except Exception as e:  # run_wsgi only lets errors through when the client's I/O failed
-            if not self._io_failed:
-                raise
+            try:
+                self._execute()
+            except Exception:
+                if self._io_failed:
+                    raise
+                log.exception("error in WSGI app for %s %s", self.command, self.environ.get("REQUEST_URI"))
+                self.close_connection = True
+                if not self._headers_sent:
+                    self._status_code, self._bytes = 500, 0
+                    self._send(error_response(500, "internal server error"))
+        except Exception as e:  # only when the client's I/O failed: nothing more to say to it
             self.drop(e)
         if self.unsent is not None:  # logged once the selector thread has sent it (or given up)
             self._unsent_log = (self._status_code, self._bytes, start)
@@ -346,26 +360,6 @@ class Connection:
         return environ
 
     # -- the response ------------------------------------------------------
-
-    def run_wsgi(self) -> None:
-        """Call the app and write its response (keep-alive aware)."""
-        self._status = self._headers = None
-        self._headers_sent = False
-        self._chunked = False
-        self._left: int | None = None
-        self._bytes = 0
-        self._status_code = 500
-        self._length_hint: int | None = None
-        try:
-            self._execute()
-        except Exception:
-            if self._io_failed:
-                raise
-            log.exception("error in WSGI app for %s %s", self.command, self.environ.get("REQUEST_URI"))
-            self.close_connection = True
-            if not self._headers_sent:
-                self._status_code, self._bytes = 500, 0
-                self._send(error_response(500, "internal server error"))
 
     def _execute(self) -> None:
         result = self.server.app(self.environ, self.start_response)
