@@ -15,26 +15,14 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from server import Server
 
 log = logging.getLogger("reviewsd.server")
 
 SD_LISTEN_FDS_START = 3
-
-
-class Serving(Protocol):
-    """What serve() needs of a server (server.Server)."""
-
-    server_address: Any
-    threads: int
-
-    def start(self) -> Any: ...
-
-    def healthy(self, max_age: float) -> bool: ...
-
-    def stopped(self) -> bool: ...
-
-    def shutdown(self, grace: float = 10.0) -> None: ...
 
 
 def activated_socket() -> socket.socket | None:
@@ -121,7 +109,7 @@ def start_watchdog(healthy: Callable[[float], bool] | None = None) -> threading.
 # -- entry point ---------------------------------------------------------------
 
 def serve(
-    server: Serving,
+    server: Server,
     *,
     activated: bool = False,
     shutdown_grace: float = 10.0,
@@ -167,7 +155,7 @@ def _url(address: Any) -> str:
 
 
 def _wait_for_signals(
-    server: Serving, signals: _SignalPipe, grace: float,
+    server: Server, signals: _SignalPipe, grace: float,
     on_reload: Callable[[], Any] | None, on_stop: Callable[[], Any] | None,
 ) -> int:
     while True:
@@ -195,7 +183,7 @@ def _reload(on_reload: Callable[[], Any] | None) -> None:
     notify_ready(status)
 
 
-def _stop(server: Serving, grace: float, on_stop: Callable[[], Any] | None, why: str) -> int:
+def _stop(server: Server, grace: float, on_stop: Callable[[], Any] | None, why: str) -> int:
     notify_stopping()
     log.info("%s: stopping, up to %.1fs for in-flight requests", why, grace)
     server.shutdown(grace)
