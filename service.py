@@ -68,17 +68,6 @@ def notify_ready(status: str = "") -> bool:
     return notify("READY=1" + (f"\nSTATUS={status}" if status else ""))
 
 
-def notify_reloading() -> bool:
-    """RELOADING=1 with MONOTONIC_USEC (required by Type=notify-reload on systemd >= 253)."""
-    usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
-    return notify(f"RELOADING=1\nMONOTONIC_USEC={usec}")
-
-
-def notify_stopping() -> bool:
-    """STOPPING=1."""
-    return notify("STOPPING=1")
-
-
 def watchdog_interval() -> float | None:
     """Seconds between WATCHDOG=1 pings (half of WATCHDOG_USEC), or None if not asked for us."""
     usec = os.environ.get("WATCHDOG_USEC", "")
@@ -131,11 +120,8 @@ def serve(
         url = _url(server.server_address)
         log_listening(url, server.threads, activated)
         notify_ready(ready_status or f"listening on {url}")
-        if on_ready is not None:
-            try:
-                on_ready()
-            except Exception:  # serving goes on: what it would have done is not needed to serve
-                log.exception("the work after READY failed")
+        # Serving goes on if it fails: what it would have done is not needed to serve.
+        _call(on_ready, "the work after READY failed")
         if reload_pending is not None and reload_pending.is_set():
             log.info("a SIGHUP came during start-up")
             _reload(on_reload)
@@ -171,30 +157,34 @@ def _wait_for_signals(
 
 
 def _reload(on_reload: Callable[[], Any] | None) -> None:
-    notify_reloading()
+    usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000  # required by Type=notify-reload on systemd >= 253
+    notify(f"RELOADING=1\nMONOTONIC_USEC={usec}")
     log.info("reloading")
-    status = "reloaded"
-    try:
-        if on_reload is not None:
-            on_reload()
-    except Exception:
-        log.exception("reload failed; still serving the previous state")
-        status = "reload failed, serving the previous state"
-    notify_ready(status)
+    if _call(on_reload, "reload failed; still serving the previous state"):
+        notify_ready("reloaded")
+    else:
+        notify_ready("reload failed, serving the previous state")
 
 
 def _stop(server: Server, grace: float, on_stop: Callable[[], Any] | None, why: str) -> int:
-    notify_stopping()
+    notify("STOPPING=1")
     log.info("%s: stopping, up to %.1fs for in-flight requests", why, grace)
     server.shutdown(grace)
-    try:
-        if on_stop is not None:
-            on_stop()
-    except Exception:
-        log.exception("on_stop failed")
+    if not _call(on_stop, "on_stop failed"):
         return 1
     log.info("stopped")
     return 0
+
+
+def _call(hook: Callable[[], Any] | None, failure: str) -> bool:
+    """Call the caller's hook if there is one; False if it raised (logged as `failure`, with the traceback)."""
+    try:
+        if hook is not None:
+            hook()
+    except Exception:
+        log.exception(failure)
+        return False
+    return True
 
 
 class _SignalPipe:

@@ -1003,7 +1003,7 @@ def test_notify_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         monkeypatch.setenv("NOTIFY_SOCKET", str(path))
         assert service.notify_ready("up") is True
         assert sock.recv(4096) == b"READY=1\nSTATUS=up"
-        assert service.notify_stopping() is True
+        assert service.notify("STOPPING=1") is True
         assert sock.recv(4096) == b"STOPPING=1"
 
 
