@@ -8,13 +8,14 @@ Every piece is a no-op outside systemd (no NOTIFY_SOCKET, no LISTEN_FDS).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def serve(
     after READY=1: work that serving need not wait for.  `reload_pending`, set by
     the caller's own SIGHUP handler before this took over, reloads after it.
     """
-    with _SignalPipe((signal.SIGHUP, signal.SIGTERM, signal.SIGINT)) as signals:
+    with _signal_socket((signal.SIGHUP, signal.SIGTERM, signal.SIGINT)) as signals:
         server.start()
         url = _url(server.server_address)
         log_listening(url, server.threads, activated)
@@ -141,11 +142,16 @@ def _url(address: Any) -> str:
 
 
 def _wait_for_signals(
-    server: Server, signals: _SignalPipe, grace: float,
+    server: Server, signals: socket.socket, grace: float,
     on_reload: Callable[[], Any] | None, on_stop: Callable[[], Any] | None,
 ) -> int:
+    signals.settimeout(1.0)
     while True:
-        for signum in signals.wait(timeout=1.0):
+        try:
+            received = signals.recv(64)
+        except TimeoutError:
+            received = b""
+        for signum in received:
             if signum == signal.SIGHUP:
                 _reload(on_reload)
             elif signum in (signal.SIGTERM, signal.SIGINT):
@@ -187,35 +193,23 @@ def _call(hook: Callable[[], Any] | None, failure: str) -> bool:
     return True
 
 
-class _SignalPipe:
-    """Turns signals into bytes on a socketpair (signal.set_wakeup_fd).
+@contextlib.contextmanager
+def _signal_socket(signums: tuple[int, ...]) -> Iterator[socket.socket]:
+    """A socket on which `signums` arrive as bytes (signal.set_wakeup_fd) while the block runs.
 
     The Python-level handlers do nothing: the work (reload, drain, on_stop)
     runs in the main thread's normal frame, never inside a signal handler
     frame where taking a lock the interrupted code holds would deadlock.
     """
-
-    def __init__(self, signums: tuple[int, ...]) -> None:
-        self._signums = signums
-
-    def __enter__(self) -> _SignalPipe:
-        self._r, self._w = socket.socketpair()
-        self._w.setblocking(False)
-        self._old_fd = signal.set_wakeup_fd(self._w.fileno(), warn_on_full_buffer=False)
-        self._old = {s: signal.signal(s, lambda signum, frame: None) for s in self._signums}
-        return self
-
-    def wait(self, timeout: float) -> bytes:
-        """Signal numbers received, waiting up to `timeout` seconds for the first."""
-        self._r.settimeout(timeout)
-        try:
-            return self._r.recv(64)
-        except TimeoutError:
-            return b""
-
-    def __exit__(self, *exc: Any) -> None:
-        for signum, handler in self._old.items():
+    r, w = socket.socketpair()
+    w.setblocking(False)
+    old_fd = signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+    old = {s: signal.signal(s, lambda signum, frame: None) for s in signums}
+    try:
+        yield r
+    finally:
+        for signum, handler in old.items():
             signal.signal(signum, handler)
-        signal.set_wakeup_fd(self._old_fd)
-        self._r.close()
-        self._w.close()
+        signal.set_wakeup_fd(old_fd)
+        r.close()
+        w.close()
