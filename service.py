@@ -78,7 +78,7 @@ def watchdog_interval() -> float | None:
     return int(usec) / 2e6
 
 
-def start_watchdog(healthy: Callable[[float], bool] | None = None) -> threading.Event | None:
+def start_watchdog(healthy: Callable[[float], bool]) -> threading.Event | None:
     """Ping WATCHDOG=1 every WATCHDOG_USEC/2 while healthy(timeout) holds; set the returned Event to stop."""
     interval = watchdog_interval()
     if interval is None:
@@ -87,7 +87,7 @@ def start_watchdog(healthy: Callable[[float], bool] | None = None) -> threading.
 
     def ping() -> None:
         while not stop.wait(interval):
-            if healthy is None or healthy(interval * 2):
+            if healthy(interval * 2):
                 notify("WATCHDOG=1")
             else:
                 log.error("not healthy: withholding the watchdog ping")
