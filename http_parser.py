@@ -83,11 +83,7 @@ class Request(NamedTuple):
     body: bytes | None  # None: the request had no body framing at all
 
 
-class _Head(NamedTuple):
-    """A parsed head whose body is still being read."""
-
-    request: Request
-    length: int | None  # Content-Length, or None for chunked
+_Head = tuple[Request, int | None]  # a parsed head whose body is still to read, and the body's length (None: chunked)
 
 
 class RequestParser:
@@ -225,7 +221,7 @@ class RequestParser:
         expect_continue = v11 and expect is not None and expect.lower() == "100-continue"
         request = Request(method, target, version, headers, host, path, query, keep_alive, expect_continue,
                           None if length is None and codings is None else b"")
-        return _Head(request, body_length)
+        return request, body_length
 
     # -- the body (RFC 9112 6-7) ------------------------------------------
 
