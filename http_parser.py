@@ -226,15 +226,13 @@ class RequestParser:
     # -- the body (RFC 9112 6-7) ------------------------------------------
 
     def _take_body(self) -> bytes | None:
-        if self._length is not None:
-            if len(self.buf) < self._length:
-                return None
-            body = bytes(self.buf[: self._length])
-            del self.buf[: self._length]
-            return body
-        if not self._take_chunks():
+        if self._length is None:
+            return b"".join(self._parts) if self._take_chunks() else None
+        if len(self.buf) < self._length:
             return None
-        return b"".join(self._parts)
+        body = bytes(self.buf[: self._length])
+        del self.buf[: self._length]
+        return body
 
     def _take_chunks(self) -> bool:
         """Consume chunks, the last chunk and the trailer section; True once all of them are in."""
@@ -300,11 +298,8 @@ def _parse_request_line(line: str) -> tuple[str, str, str, bool]:
     if len(parts) != 3 or not parts[0] or not parts[1]:
         raise HTTPError(400, "malformed request line")
     method, target, version = parts
-    if version == "HTTP/1.1":
-        v11 = True
-    elif version == "HTTP/1.0":
-        v11 = False
-    else:
+    v11 = version == "HTTP/1.1"
+    if not v11 and version != "HTTP/1.0":
         match = _is_version(version)
         if match is None:
             raise HTTPError(400, "malformed request line")
