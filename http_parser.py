@@ -142,27 +142,20 @@ class RequestParser:
             del buf[:2]
         end = buf.find(b"\r\n\r\n", self._scan)
         line_end = buf.find(b"\r\n", 0, MAX_REQUEST_LINE + 2)
+        if line_end < 0 and len(buf) > MAX_REQUEST_LINE + 1:  # +1: its CR may be here already
+            raise HTTPError(414, f"request line over {MAX_REQUEST_LINE} bytes")
+        # The header lines so far, of a head still arriving too (less 2 bytes that may begin its blank line).
+        if line_end >= 0 and (end if end >= 0 else len(buf) - 2) - line_end - 2 > MAX_HEADER_BYTES:
+            raise HTTPError(431, f"request headers over {MAX_HEADER_BYTES} bytes")
         if end < 0:
-            self._refuse_partial_head(line_end)
+            if _has_bare_lf(buf, max(0, self._scan - 1)):  # it would otherwise wait for a CRLF that never comes
+                raise HTTPError(400, "bare LF in the request head")
             self._scan = max(0, len(buf) - 3)
             return None
         self._scan = 0
-        if line_end > MAX_REQUEST_LINE or line_end < 0:
-            raise HTTPError(414, f"request line over {MAX_REQUEST_LINE} bytes")
-        if end - line_end - 2 > MAX_HEADER_BYTES:
-            raise HTTPError(431, f"request headers over {MAX_HEADER_BYTES} bytes")
         text = buf[:end].decode("latin-1")
         del buf[: end + 4]
         return self._parse_head(text)
-
-    def _refuse_partial_head(self, line_end: int) -> None:
-        buf = self.buf
-        if line_end < 0 and len(buf) > MAX_REQUEST_LINE + 1:  # +1: its CR may be here already
-            raise HTTPError(414, f"request line over {MAX_REQUEST_LINE} bytes")
-        if line_end >= 0 and len(buf) - line_end - 2 > MAX_HEADER_BYTES + 2:
-            raise HTTPError(431, f"request headers over {MAX_HEADER_BYTES} bytes")
-        if _has_bare_lf(buf, max(0, self._scan - 1)):  # it would otherwise wait for a CRLF that never comes
-            raise HTTPError(400, "bare LF in the request head")
 
     def _parse_head(self, text: str) -> _Head:
         lines = text.split("\r\n")
