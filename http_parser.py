@@ -4,23 +4,8 @@ No sockets, no threads, no clock: the server feeds what it reads and takes each
 request once its head *and* its body are complete, so the WSGI app never reads
 from a client.  Every refusal is one exception type, HTTPError, carrying the
 status to answer; after one the connection must close (the parser is spent).
-
-Choices where RFC 9112 leaves one (each refusal closes the connection):
-
-* line ends are CRLF only: a bare LF or a bare CR anywhere in a head, a chunk
-  line or a trailer is a 400 (2.2 allows either; refusing is what keeps every
-  hop reading the same message);
-* empty lines (CRLF) before a request line are skipped (2.2);
-* obs-fold, whitespace before a colon and whitespace before the first header
-  line are 400 (5.1, 5.2, 2.2);
-* a repeated or comma-listed Content-Length is a 400, even with equal values (6.3);
-* Transfer-Encoding must end in chunked, once (else 400, 6.3); a coding before
-  it (gzip, chunked) is 501, as no other coding is implemented (6.1);
-* a chunk-size longer than 16 hex digits is a 400; chunk extensions are parsed
-  by their grammar and ignored (7.1.1); trailer fields are parsed and ignored (7.1.2);
-* a method is case-sensitive (RFC 9110 9.1): one this server does not
-  implement, "get" included, is a 501 (CONNECT too);
-* HTTP/1.x with x > 1 is served as HTTP/1.1; any other major version is a 505.
+Where RFC 9112 leaves a choice, the parser takes the strict one: the clause is
+beside each check, and docs/security.md lists every refusal.
 """
 
 from __future__ import annotations
@@ -160,6 +145,7 @@ class RequestParser:
     def _parse_head(self, text: str) -> _Head:
         lines = text.split("\r\n")
         crlfs = len(lines) - 1
+        # CRLF only, here as in chunk lines and trailers: 2.2 allows a bare LF; refusing keeps hops reading one message.
         if text.count("\r") != crlfs or text.count("\n") != crlfs:
             raise HTTPError(400, "bare CR or LF in the request head")
         if _has_control(text):
@@ -178,7 +164,7 @@ class RequestParser:
         host = length = codings = connection = expect = None
         for line in lines[1:]:
             name, sep, value = line.partition(":")
-            if not sep or not _is_token(name):  # also obs-fold and "Name :" (5.1, 5.2)
+            if not sep or not _is_token(name):  # also obs-fold, "Name :" and a space before the first (5.1, 5.2, 2.2)
                 raise HTTPError(400, "malformed header line")
             value = value.strip(" \t")
             headers.append((name, value))
@@ -188,7 +174,7 @@ class RequestParser:
                     raise HTTPError(400, "more than one Host header")
                 host = value
             elif lname == "content-length":
-                if length is not None:
+                if length is not None:  # 6.3, even with equal values
                     raise HTTPError(400, "more than one Content-Length header")
                 if not (value.isascii() and value.isdigit() and len(value) <= 18):
                     raise HTTPError(400, "invalid Content-Length")
@@ -258,6 +244,7 @@ class RequestParser:
             self._chunk_left = -1
 
     def _take_trailer(self) -> bool:
+        """The trailer section (7.1.2): its fields are parsed and ignored; True once it has ended."""
         while True:
             line = self._take_line(MAX_HEADER_BYTES - self._trailer, "trailer section", too_long=431)
             if line is None:
@@ -339,6 +326,6 @@ def _body_length(length: int | None, codings: str | None, v11: bool) -> int | No
     names = [c.strip(" \t").lower() for c in codings.split(",")]
     if names[-1] != "chunked" or names.count("chunked") != 1 or not all(map(_is_token, names)):
         raise HTTPError(400, "Transfer-Encoding must end with chunked, once")
-    if len(names) > 1:
+    if len(names) > 1:  # 6.1: no other coding is implemented
         raise HTTPError(501, f"unsupported transfer coding {names[0]}")
     return None
