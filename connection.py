@@ -34,9 +34,6 @@ access_log = logging.getLogger("reviewsd.access")
 SERVER_NAME = "reviewsd"
 MAX_PIPELINED = 16  # requests a worker serves in a row before yielding the connection
 
-# What a worker wants done with a connection when it hands it back.
-KEEP, CLOSED, LINGERING = "keep", "closed", "lingering"
-
 _HOP_BY_HOP = frozenset(
     ("connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection")
 )
@@ -115,7 +112,6 @@ class Connection:
         self.parser = RequestParser(server.max_body)
         self.request: Request | None = None  # the complete request a worker is to serve
         self.state = ""
-        self.action = KEEP
         self.registered = 0  # the selector events the socket is registered for; 0: not registered
         self.close_connection = False
         self.linger = False
@@ -132,7 +128,7 @@ class Connection:
     # -- the connection ----------------------------------------------------
 
     def handle(self) -> None:
-        """Serve self.request and any complete requests buffered behind it; sets self.action."""
+        """Serve self.request and any complete requests buffered behind it."""
         request, self.request = self.request, None  # an idle connection keeps no request (nor its body)
         self.close_connection = False
         self.linger = False
@@ -149,10 +145,6 @@ class Connection:
             request = next_request
         if self.unsent is None:
             self.environ = None  # logged: nothing reads it again (log_unsent lets go of a handed-off one)
-        if self.close_connection:
-            self.action = LINGERING if (self.linger or self.parser.buf) else CLOSED
-        else:
-            self.action = KEEP
 
     def _next_buffered(self) -> Request | None:
         """The next request if it is complete in the buffer (None otherwise; a refusal is answered)."""
@@ -320,7 +312,6 @@ class Connection:
             self.unsent = self.unsent[len(self.unsent):]
         except OSError as e:
             self.drop(e)
-            self.action = CLOSED
         self.log_unsent()
 
     def log_unsent(self) -> None:

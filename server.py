@@ -23,7 +23,7 @@ from typing import Any
 
 import service
 from config import Network, is_trusted
-from connection import CLOSED, KEEP, LINGERING, Connection, body_size, error_response, server_environ
+from connection import Connection, body_size, error_response, server_environ
 from http_parser import HTTPError, Request
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
@@ -34,7 +34,7 @@ LINGER_SECONDS = 2.0  # how long a closing connection may still send us bytes
 LINGER_BYTES = 1 << 20  # and how many we discard before giving up
 
 # Connection states (who owns it and which deadline applies).
-_HEAD, _BODY, _IDLE, _LINGER, _BUSY, _SEND = "head", "body", "idle", "linger", "busy", "send"
+_HEAD, _BODY, _IDLE, _LINGER, _BUSY, _SEND, _CLOSED = "head", "body", "idle", "linger", "busy", "send", "closed"
 
 
 def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
@@ -329,7 +329,7 @@ class Server:
             self._per_client[conn.client] -= 1
             if not self._per_client[conn.client]:
                 del self._per_client[conn.client]
-        conn.state = CLOSED
+        conn.state = _CLOSED
         if not self._accepting and len(self._conns) < self.max_connections:
             self._resume_accept()
 
@@ -410,25 +410,28 @@ class Server:
             self._take_back(returned.popleft())
 
     def _take_back(self, conn: Connection) -> None:
+        """A connection a worker is done with: send the rest of its response, then keep, linger or close it."""
         if conn.unsent is not None:
             self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
             self._on_writable(conn)  # the client may have read some since the worker tried
-            return
-        if self._draining:  # nothing lingers or idles any more
-            conn.action = CLOSED
-        action = self._after_response(conn)
-        if action == CLOSED:
-            self._close(conn)
-        elif action == LINGERING:
+        elif not conn.close_connection and not self.stopping:
+            if conn.parser.started:  # a partial pipelined request
+                self._watch(conn, _HEAD, self.header_timeout)
+                self._examine(conn)
+            else:
+                self._watch(conn, _IDLE, self.keepalive_timeout)
+                if not self._accepting:
+                    self._resume_accept()  # an idle connection can now make room
+        elif conn.close_connection and (conn.linger or conn.parser.buf) and not self._draining:
+            try:
+                conn.connection.shutdown(socket.SHUT_WR)  # FIN after the response, keep reading
+            except OSError:
+                self._close(conn)
+                return
             conn.parser.buf.clear()
             self._watch(conn, _LINGER, LINGER_SECONDS)
-        elif conn.parser.started:  # a partial pipelined request
-            self._watch(conn, _HEAD, self.header_timeout)
-            self._examine(conn)
         else:
-            self._watch(conn, _IDLE, self.keepalive_timeout)
-            if not self._accepting:
-                self._resume_accept()  # an idle connection can now make room
+            self._close(conn)
 
     def _on_writable(self, conn: Connection) -> None:
         try:
@@ -440,19 +443,6 @@ class Server:
             self._take_back(conn)
         elif sent:  # the client read: a new deadline
             self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
-
-    def _after_response(self, conn: Connection) -> str:
-        """Settle the action for a connection whose response is all sent: closed on a stop, FIN sent if lingering."""
-        action = conn.action
-        if action == KEEP and self.stopping:
-            action = CLOSED
-        elif action == LINGERING:
-            try:
-                conn.connection.shutdown(socket.SHUT_WR)  # FIN after the response, keep reading
-            except OSError:
-                action = CLOSED
-        conn.action = action
-        return action
 
     def _give_up_sending(self, conn: Connection, error: BaseException) -> None:
         conn.drop(error)
@@ -468,24 +458,22 @@ class Server:
             if conn is None:
                 return
             self._progress = time.monotonic()
-            if self._hard_stop:
-                conn.close_connection, conn.action = True, CLOSED
-            else:
+            if not self._hard_stop:  # else it is closed unserved, as the drain closes every connection
                 try:
                     conn.handle()
                 except Exception:
                     log.exception("error serving %s", conn.client_address)
-                    conn.action = CLOSED
+                    conn.close_connection, conn.linger = True, False  # closed, not lingering
+                    conn.parser.buf.clear()
             self._release(conn)
 
     def _release(self, conn: Connection) -> None:
         with self._lock:
             if not self._draining:
-                self._returned.append(conn)  # the selector thread sends any rest, then does the action
+                self._returned.append(conn)  # the selector thread sends any rest, then settles it
                 self._wake()
                 return
         conn.flush_unsent()  # stopping: no selector loop runs any more
-        self._after_response(conn)
         with self._lock:
             conn.connection.close()
             self._conns.discard(conn)
