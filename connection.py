@@ -119,7 +119,7 @@ class Connection:
         self.environ: dict | None = None
         self.command: str | None = None
         self.unsent: memoryview | None = None  # a response's last bytes, for the selector thread to send
-        self._unsent_log: tuple[int, int, float] | None = None  # its access line's status, size, start
+        self._unsent_log = (0, 0, 0.0)  # its access line's status, size and start
         self._poll: Any = None
         self._base_environ = server.environ.copy()
         if self.client:
@@ -282,13 +282,8 @@ class Connection:
             sock.settimeout(0.0)
 
     def send_unsent(self) -> int:
-        """Send what the socket takes now of `unsent` (non-blocking); returns the bytes sent.
-
-        Once all of it is sent, `unsent` is None and the access line is written.
-        """
+        """Send what the socket takes now of `unsent`, without waiting; the bytes sent (logged once all went)."""
         unsent = self.unsent
-        if unsent is None:
-            return 0
         total = len(unsent)
         try:
             for _ in range(4):  # bounded: one client must not hold the selector thread
@@ -316,11 +311,9 @@ class Connection:
 
     def log_unsent(self) -> None:
         """The access line of a response whose end the selector thread sent (size: the bytes that went)."""
-        if self._unsent_log is not None:
-            code, size, start = self._unsent_log
-            self._unsent_log = None
-            self.log_request(code, size - (len(self.unsent) if self.unsent is not None else 0), start)
-            self.environ = None
+        code, size, start = self._unsent_log
+        self.log_request(code, size - len(self.unsent), start)
+        self.environ = None
         self.unsent = None  # what did not go is let go of
 
     # -- the request -------------------------------------------------------
