@@ -135,9 +135,8 @@ class Server:
 
     # -- public ------------------------------------------------------------
 
-    def serve_forever(self) -> None:
-        """Run the selector loop in this thread until shutdown() has drained everything."""
-        self._thread = self._thread or threading.current_thread()
+    def _serve(self) -> None:
+        """The selector thread: accept and serve until shutdown() has drained everything."""
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._resume_accept()
         for i in range(self.threads):
@@ -153,7 +152,7 @@ class Server:
 
     def start(self) -> Server:
         """Serve in a background thread and return once it is accepting."""
-        self._thread = threading.Thread(target=self.serve_forever, name="reviewsd-selector", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="reviewsd-selector", daemon=True)
         self._thread.start()
         self._started.wait()
         return self
@@ -176,9 +175,7 @@ class Server:
     def healthy(self, max_age: float) -> bool:
         """False if the selector loop stalled or queued requests found no worker for `max_age` seconds."""
         now = time.monotonic()
-        if now - self._heartbeat > max_age:
-            return False
-        return self._jobs.empty() or now - self._progress <= max_age
+        return now - self._heartbeat <= max_age and (self._jobs.empty() or now - self._progress <= max_age)
 
     def may_wait_for_next(self) -> bool:
         """May a worker wait for its connection's next request? (Nothing queued, half the pool stays free.)"""
