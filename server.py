@@ -526,7 +526,6 @@ def make_server(app: WSGIApp, host: str = "127.0.0.1", port: int = 0, **options:
     return Server(app, host, port, **options).start()
 
 
-
 def run(
     app: WSGIApp,
     *,
