@@ -136,13 +136,12 @@ class Connection:
             self.serve(request)
             if self.close_connection or self.unsent is not None or served == MAX_PIPELINED:
                 break  # the next request, if any, stays in the parser for the selector thread
-            next_request = self._next_buffered()
-            if next_request is None and not self.close_connection and not self.parser.started \
+            request = self._next_buffered()
+            if request is None and not self.close_connection and not self.parser.started \
                     and self._await_next():
-                next_request = self._next_buffered()
-            if next_request is None:
+                request = self._next_buffered()
+            if request is None:
                 break
-            request = next_request
         if self.unsent is None:
             self.environ = None  # logged: nothing reads it again (log_unsent lets go of a handed-off one)
 
