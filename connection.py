@@ -125,8 +125,6 @@ class Connection:
         if self.client:
             self._base_environ.update(REMOTE_ADDR=self.client, REMOTE_PORT=str(client_address[1]))
 
-    # -- the connection ----------------------------------------------------
-
     def handle(self) -> None:
         """Serve self.request and any complete requests buffered behind it."""
         request, self.request = self.request, None  # an idle connection keeps no request (nor its body)
@@ -241,8 +239,6 @@ class Connection:
         self.command = error.method
         self.log_request(error.status, size)
 
-    # -- sending -----------------------------------------------------------
-
     def _send(self, data: bytes, *, head: bytes = b"", last: bool = False) -> None:
         """Send `head` then `data`; the rest of a response's `last` write goes to the selector thread."""
         # Non-blocking first: almost always the whole response fits in the
@@ -315,8 +311,6 @@ class Connection:
         self.environ = None
         self.unsent = None  # what did not go is let go of
 
-    # -- the request -------------------------------------------------------
-
     def make_environ(self, request: Request) -> dict:
         """The WSGI environ of a complete request."""
         environ = self._base_environ.copy()
@@ -341,8 +335,6 @@ class Connection:
         environ["wsgi.input"] = io.BytesIO(request.body or b"")
         self._v11 = request.version == "HTTP/1.1"
         return environ
-
-    # -- the response ------------------------------------------------------
 
     def _execute(self) -> None:
         result = self.server.app(self.environ, self.start_response)
@@ -455,8 +447,6 @@ class Connection:
             parts.append("Transfer-Encoding: chunked\r\n")
         else:
             self.close_connection = True  # HTTP/1.0 without a length: the body ends at close
-
-    # -- logging -----------------------------------------------------------
 
     def log_request(self, code: int | str = "-", size: int | str = "-", start: float | None = None) -> None:
         """One access-log line; the fields are also record attributes for structured formatters."""

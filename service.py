@@ -96,8 +96,6 @@ def start_watchdog(healthy: Callable[[float], bool]) -> threading.Event | None:
     return stop
 
 
-# -- entry point ---------------------------------------------------------------
-
 def serve(
     server: Server,
     *,
