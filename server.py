@@ -24,7 +24,7 @@ from typing import Any
 import service
 from config import Network, is_trusted
 from connection import Connection, body_size, error_response, server_environ
-from http_parser import HTTPError, Request
+from http_parser import HTTPError
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 
@@ -357,8 +357,11 @@ class Server:
         except HTTPError as e:
             self._reject(conn, e)
             return
-        if request is not None:
-            self._dispatch(conn, request)
+        if request is not None:  # a worker's now
+            self._unwatch(conn)
+            conn.state = _BUSY
+            conn.request = request
+            self._jobs.put(conn)
         elif parser.pending is not None and conn.state != _BODY:
             self._watch(conn, _BODY, self.body_timeout)  # one deadline for the whole body
             if parser.pending.expect_continue and not parser.buf and not parser.continue_sent:
@@ -367,12 +370,6 @@ class Server:
                     conn.connection.send(b"HTTP/1.1 100 Continue\r\n\r\n")
                 except OSError:
                     self._close(conn)
-
-    def _dispatch(self, conn: Connection, request: Request) -> None:
-        self._unwatch(conn)
-        conn.state = _BUSY
-        conn.request = request
-        self._jobs.put(conn)
 
     def _reject(self, conn: Connection, error: HTTPError) -> None:
         """Answer a refused request from the selector thread (non-blocking), then linger so the client reads it."""
