@@ -250,12 +250,10 @@ class Connection:
                 sent = sock.sendmsg([head, data]) if head else sock.send(data)
             except BlockingIOError:
                 sent = 0
-            if head:
-                if sent < len(head):
-                    self._send_waiting(memoryview(head)[sent:])
-                    sent = 0
-                else:
-                    sent -= len(head)
+            if sent < len(head):
+                self._send_waiting(memoryview(head)[sent:])
+                sent = len(head)
+            sent -= len(head)
             if sent < len(data):
                 if last and not self.server.stopping:
                     # The client reads slower than we write (a large body, a slow
