@@ -1,10 +1,7 @@
 """One client connection: its request parser, the WSGI call and the response it writes.
 
-Which thread does what: the selector thread (server.py) reads the socket and
-feeds the connection's parser until a request is complete, head *and* body;
-a worker then calls handle(), which runs the app on that request and on any
-complete requests buffered behind it, and writes each response.  A worker
-never reads a request body from the socket: the body is already here.
+A worker calls handle() once the selector thread (server.py) has read a request whole, head *and*
+body: a worker never reads a request body from the socket.
 """
 
 from __future__ import annotations
@@ -310,7 +307,6 @@ class Connection:
         self.unsent = None  # what did not go is let go of
 
     def make_environ(self, request: Request) -> dict:
-        """The WSGI environ of a complete request."""
         environ = self._base_environ.copy()
         for name, value in request.headers:
             key = _environ_key(name)
@@ -354,7 +350,6 @@ class Connection:
                 close()
 
     def start_response(self, status: str, headers: list, exc_info: Any = None) -> Callable[[bytes], None]:
-        """The WSGI start_response callable."""
         if exc_info:
             try:
                 if self._headers_sent:
