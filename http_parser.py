@@ -72,17 +72,11 @@ _Head = tuple[Request, int | None]  # a parsed head whose body is still to read,
 
 
 class RequestParser:
-    """One connection's stream of requests.
-
-    feed() the bytes read; next_request() returns the next complete request (and
-    drops its bytes), None when more bytes are needed, or raises HTTPError.
-    `buf` holds what is not yet consumed (the server reads it to know whether a
-    client has started another request).
-    """
+    """One connection's stream of requests: feed() it the bytes read, take each complete one from next_request()."""
 
     def __init__(self, max_body: int = 1 << 20) -> None:
         self.max_body = max_body
-        self.buf = bytearray()
+        self.buf = bytearray()  # what is not consumed yet
         self.pending: Request | None = None  # a head whose body is not complete yet
         self.continue_sent = False  # the server's to set once it sent 100 Continue for `pending`
         self._scan = 0  # where the search for the end of the head resumes
