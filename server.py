@@ -10,6 +10,7 @@ service.py is the systemd glue run() uses.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import queue
@@ -489,18 +490,15 @@ class Server:
         if not self._wait_idle(deadline):
             self._hard_stop = True
             for conn in list(self._conns):
-                try:
+                with contextlib.suppress(OSError):
                     conn.connection.shutdown(socket.SHUT_RDWR)  # unblocks a worker stuck on this client
-                except OSError:
-                    pass
             self._wait_idle(time.monotonic() + 1.0)
         for _ in self._workers:
             self._jobs.put(None)
         for worker in self._workers:
             worker.join(timeout=max(0.0, deadline + 1.0 - time.monotonic()))
-        self._wake_r.close()
-        self._wake_w.close()
-        self._sel.close()
+        for obj in (self._wake_r, self._wake_w, self._sel):
+            obj.close()
 
     def _finish_sending(self, deadline: float) -> None:
         """On a stop: send the responses the selector thread holds, until they are sent or the grace ends."""

@@ -58,10 +58,8 @@ def log_listening(url: str, threads: int, activated: bool = False) -> None:
     """The READY line, written at once: INFO lines wait up to logs.FLUSH_INTERVAL, which is for the access log."""
     log.info("listening on %s (%d threads)%s", url, threads, " (socket activation)" if activated else "")
     for handler in logging.getLogger().handlers:
-        try:
+        with contextlib.suppress(OSError, ValueError):  # stderr closed or broken: serving goes on, as with the flusher
             handler.flush()
-        except (OSError, ValueError):  # stderr closed or broken: serving goes on, as with the flusher
-            pass
 
 
 def notify_ready(status: str = "") -> bool:
