@@ -76,11 +76,9 @@ def watchdog_interval() -> float | None:
     return int(usec) / 2e6
 
 
-def start_watchdog(healthy: Callable[[float], bool]) -> threading.Event | None:
-    """Ping WATCHDOG=1 every WATCHDOG_USEC/2 while healthy(timeout) holds; set the returned Event to stop."""
+def start_watchdog(healthy: Callable[[float], bool]) -> threading.Event:
+    """Ping WATCHDOG=1 every WATCHDOG_USEC/2 (if systemd asks) while healthy(timeout) holds; set the Event to stop."""
     interval = watchdog_interval()
-    if interval is None:
-        return None
     stop = threading.Event()
 
     def ping() -> None:
@@ -90,7 +88,8 @@ def start_watchdog(healthy: Callable[[float], bool]) -> threading.Event | None:
             else:
                 log.error("not healthy: withholding the watchdog ping")
 
-    threading.Thread(target=ping, name="reviewsd-watchdog", daemon=True).start()
+    if interval is not None:
+        threading.Thread(target=ping, name="reviewsd-watchdog", daemon=True).start()
     return stop
 
 
@@ -123,11 +122,24 @@ def serve(
             log.info("a SIGHUP came during start-up")
             _reload(on_reload)
         watchdog = start_watchdog(server.healthy)
+        signals.settimeout(1.0)
         try:
-            return _wait_for_signals(server, signals, shutdown_grace, on_reload, on_stop)
+            while True:
+                try:
+                    received = signals.recv(64)
+                except TimeoutError:
+                    received = b""
+                for signum in received:
+                    if signum == signal.SIGHUP:
+                        _reload(on_reload)
+                    elif signum in (signal.SIGTERM, signal.SIGINT):
+                        failed = _stop(server, shutdown_grace, on_stop, signal.Signals(signum).name)
+                        return failed or (130 if signum == signal.SIGINT else 0)  # Ctrl-C: the shell's 128 + SIGINT
+                if server.stopped():  # the selector thread died: let systemd restart us
+                    log.error("server loop ended unexpectedly")
+                    return _stop(server, 0.0, on_stop, "failure") or 1
         finally:
-            if watchdog is not None:
-                watchdog.set()
+            watchdog.set()
 
 
 def _url(address: Any) -> str:
@@ -135,27 +147,6 @@ def _url(address: Any) -> str:
         return f"unix:{address}"
     host = f"[{address[0]}]" if ":" in address[0] else address[0]
     return f"http://{host}:{address[1]}"
-
-
-def _wait_for_signals(
-    server: Server, signals: socket.socket, grace: float,
-    on_reload: Callable[[], Any] | None, on_stop: Callable[[], Any] | None,
-) -> int:
-    signals.settimeout(1.0)
-    while True:
-        try:
-            received = signals.recv(64)
-        except TimeoutError:
-            received = b""
-        for signum in received:
-            if signum == signal.SIGHUP:
-                _reload(on_reload)
-            elif signum in (signal.SIGTERM, signal.SIGINT):
-                failed = _stop(server, grace, on_stop, signal.Signals(signum).name)
-                return failed or (130 if signum == signal.SIGINT else 0)  # Ctrl-C: the shell's 128 + SIGINT
-        if server.stopped():  # the selector thread died: let systemd restart us
-            log.error("server loop ended unexpectedly")
-            return _stop(server, 0.0, on_stop, "failure") or 1
 
 
 def _reload(on_reload: Callable[[], Any] | None) -> None:
