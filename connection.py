@@ -409,7 +409,20 @@ class Connection:
                 del defaults[lname]
             parts.append(f"{name}: {value}\r\n")
         parts.extend(defaults.values())
-        self._set_framing(code, length, parts)
+        self._body_allowed = not (
+            self.command == "HEAD" or code < 200 or code == 204 or code == 304
+        )
+        if self._body_allowed:
+            if length is None and self._length_hint is not None:
+                length = self._length_hint
+                parts.append(f"Content-Length: {length}\r\n")
+            if length is not None:
+                self._left = length
+            elif self._v11:
+                self._chunked = True
+                parts.append("Transfer-Encoding: chunked\r\n")
+            else:
+                self.close_connection = True  # HTTP/1.0 without a length: the body ends at close
         if self.close_connection or self.server.stopping:
             self.close_connection = True
             parts.append("Connection: close\r\n")
@@ -423,23 +436,6 @@ class Connection:
         if text.count("\n") != len(parts) - 2 or text.count("\r") != len(parts) - 2:
             raise ValueError("CR or LF in a response header")
         return text.encode("latin-1")
-
-    def _set_framing(self, code: int, length: int | None, parts: list[str]) -> None:
-        self._body_allowed = not (
-            self.command == "HEAD" or code < 200 or code == 204 or code == 304
-        )
-        if not self._body_allowed:
-            return
-        if length is None and self._length_hint is not None:
-            length = self._length_hint
-            parts.append(f"Content-Length: {length}\r\n")
-        if length is not None:
-            self._left = length
-        elif self._v11:
-            self._chunked = True
-            parts.append("Transfer-Encoding: chunked\r\n")
-        else:
-            self.close_connection = True  # HTTP/1.0 without a length: the body ends at close
 
     def log_request(self, code: int | str = "-", size: int | str = "-", start: float | None = None) -> None:
         """One access-log line; the fields are also record attributes for structured formatters."""
