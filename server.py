@@ -134,8 +134,6 @@ class Server:
         self._max_waiting = max(1, threads // 2)
         self.environ = server_environ(self.server_address)  # the part of the WSGI environ every request shares
 
-    # -- public ------------------------------------------------------------
-
     def _serve(self) -> None:
         """The selector thread: accept and serve until shutdown() has drained everything."""
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
