@@ -6,6 +6,7 @@ body: a worker never reads a request body from the socket.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -37,7 +38,6 @@ _HOP_BY_HOP = frozenset(
 # RFC 9110's reason phrases where Python 3.11's http.HTTPStatus keeps the older ones.
 _REASONS = {413: "Content Too Large", 414: "URI Too Long"}
 _CONTROL_CHARS = str.maketrans({c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]})
-_environ_keys: dict[str, str] = {}  # header name as sent -> its WSGI environ key (names repeat across requests)
 
 
 def error_response(code: int, message: str) -> bytes:
@@ -85,17 +85,13 @@ def http_date() -> str:
     return _date_cache[1]
 
 
+@functools.lru_cache(maxsize=1024)  # names repeat across requests; bounded: they are the client's to choose
 def _environ_key(name: str) -> str | None:
-    key = _environ_keys.get(name)
-    if key is None:
-        if "_" in name:
-            return None  # like werkzeug: X_Forwarded_For must not impersonate X-Forwarded-For
-        key = name.upper().replace("-", "_")
-        if key not in ("CONTENT_LENGTH", "CONTENT_TYPE"):
-            key = "HTTP_" + key
-        if len(_environ_keys) < 1024:  # bounded: names are the client's to choose
-            _environ_keys[name] = key
-    return key
+    """The WSGI environ key of a header name as sent."""
+    if "_" in name:
+        return None  # like werkzeug: X_Forwarded_For must not impersonate X-Forwarded-For
+    key = name.upper().replace("-", "_")
+    return key if key in ("CONTENT_LENGTH", "CONTENT_TYPE") else "HTTP_" + key
 
 
 class Connection:
