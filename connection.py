@@ -73,16 +73,13 @@ def body_size(response: bytes) -> int:
     return len(response) - response.index(b"\r\n\r\n") - 4
 
 
-_date_cache: tuple[int, str] = (0, "")
-
-
 def http_date() -> str:
-    # formatdate costs a few microseconds: compute it once per second.
-    global _date_cache
-    now = int(time.time())
-    if _date_cache[0] != now:
-        _date_cache = (now, formatdate(now, usegmt=True))
-    return _date_cache[1]
+    return _http_date(int(time.time()))
+
+
+@functools.lru_cache(maxsize=1)  # formatdate costs a few microseconds: once per second
+def _http_date(second: int) -> str:
+    return formatdate(second, usegmt=True)
 
 
 @functools.lru_cache(maxsize=1024)  # names repeat across requests; bounded: they are the client's to choose
