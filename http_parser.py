@@ -78,7 +78,6 @@ class RequestParser:
         self.max_body = max_body
         self.buf = bytearray()  # what is not consumed yet
         self.pending: Request | None = None  # a head whose body is not complete yet
-        self.continue_sent = False  # the server's to set once it sent 100 Continue for `pending`
         self._scan = 0  # where the search for the end of the head resumes
         self._length: int | None = None
         self._parts: list[bytes] = []
@@ -103,7 +102,7 @@ class RequestParser:
             request, length = head
             if length == 0:
                 return request
-            self.pending, self.continue_sent = request, False
+            self.pending = request
             self._length, self._parts, self._size = length, [], 0
             self._chunk_left = self._trailer = -1
         body = self._take_body()

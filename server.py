@@ -362,9 +362,8 @@ class Server:
             conn.request = request
             self._jobs.put(conn)
         elif parser.pending is not None and conn.state != _BODY:
-            self._watch(conn, _BODY, self.body_timeout)  # one deadline for the whole body
-            if parser.pending.expect_continue and not parser.buf and not parser.continue_sent:
-                parser.continue_sent = True
+            self._watch(conn, _BODY, self.body_timeout)  # one deadline for the whole body, this once per request
+            if parser.pending.expect_continue and not parser.buf:
                 try:  # a 25-byte send on a connection with nothing else unsent: the socket takes it
                     conn.connection.send(b"HTTP/1.1 100 Continue\r\n\r\n")
                 except OSError:
