@@ -84,7 +84,6 @@ def _http_date(second: int) -> str:
 
 @functools.lru_cache(maxsize=1024)  # names repeat across requests; bounded: they are the client's to choose
 def _environ_key(name: str) -> str | None:
-    """The WSGI environ key of a header name as sent."""
     if "_" in name:
         return None  # like werkzeug: X_Forwarded_For must not impersonate X-Forwarded-For
     key = name.upper().replace("-", "_")
