@@ -1,22 +1,22 @@
 """One client connection: its request parser, the WSGI call and the response it writes.
 
-Which thread does what: the selector thread (server.py) reads the socket and
-feeds the connection's parser until a request is complete, head *and* body;
-a worker then calls handle(), which runs the app on that request and on any
-complete requests buffered behind it, and writes each response.  A worker
-never reads a request body from the socket: the body is already here.
+A worker calls handle() once the selector thread (server.py) has read a request whole, head *and*
+body: a worker never reads a request body from the socket.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
 import select
 import socket
+import sys
 import time
 from collections.abc import Callable
 from email.utils import formatdate
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
@@ -32,43 +32,24 @@ access_log = logging.getLogger("reviewsd.access")
 SERVER_NAME = "reviewsd"
 MAX_PIPELINED = 16  # requests a worker serves in a row before yielding the connection
 
-# What a worker wants done with a connection when it hands it back.
-KEEP, CLOSED, LINGERING = "keep", "closed", "lingering"
-
 _HOP_BY_HOP = frozenset(
     ("connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection")
 )
-_REASONS = {
-    400: "Bad Request",
-    408: "Request Timeout",
-    413: "Content Too Large",
-    414: "URI Too Long",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    505: "HTTP Version Not Supported",
-}
-_SLUGS = {
-    400: "bad_request",
-    408: "request_timeout",
-    413: "body_too_large",
-    414: "uri_too_long",
-    431: "request_header_fields_too_large",
-    500: "internal_server_error",
-    501: "not_implemented",
-    505: "http_version_not_supported",
-}
+# RFC 9110's reason phrases where Python 3.11's http.HTTPStatus keeps the older ones.
+_REASONS = {413: "Content Too Large", 414: "URI Too Long"}
 _CONTROL_CHARS = str.maketrans({c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]})
-_environ_keys: dict[str, str] = {}  # header name as sent -> its WSGI environ key (names repeat across requests)
 
 
 def error_response(code: int, message: str) -> bytes:
     """A complete `Connection: close` response with the project's JSON error body."""
+    reason = _REASONS.get(code) or HTTPStatus(code).phrase
+    # The error code is the reason in snake case ("uri_too_long"); 413's is the app's own ("body_too_large").
+    error = "body_too_large" if code == 413 else reason.lower().replace(" ", "_")
     # Compact, like every body of the app (dataset.encode_json), which this module does not import.
-    body = json.dumps({"error": _SLUGS.get(code, "error"), "message": message}, separators=(",", ":"),
+    body = json.dumps({"error": error, "message": message}, separators=(",", ":"),
                       ensure_ascii=False).encode("utf-8")
     head = (
-        f"HTTP/1.1 {code} {_REASONS.get(code, '')}\r\n"
+        f"HTTP/1.1 {code} {reason}\r\n"
         f"Date: {http_date()}\r\nServer: {SERVER_NAME}\r\n"
         "Content-Type: application/json; charset=utf-8\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -76,33 +57,37 @@ def error_response(code: int, message: str) -> bytes:
     return head.encode("latin-1") + body
 
 
+def server_environ(address: Any) -> dict:
+    """The part of the WSGI environ every request to a server listening on `address` shares."""
+    name, port = (address[0], str(address[1])) if isinstance(address, tuple) else (str(address), "")
+    return {
+        "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True, "wsgi.multiprocess": False, "wsgi.run_once": False,
+        "wsgi.input_terminated": True,  # our wsgi.input ends at the body's end
+        "SERVER_SOFTWARE": SERVER_NAME, "SCRIPT_NAME": "",
+        "SERVER_NAME": name, "SERVER_PORT": port, "REMOTE_ADDR": "127.0.0.1", "REMOTE_PORT": "0",
+    }
+
+
 def body_size(response: bytes) -> int:
     return len(response) - response.index(b"\r\n\r\n") - 4
 
 
-_date_cache: tuple[int, str] = (0, "")
-
-
 def http_date() -> str:
-    # formatdate costs a few microseconds: compute it once per second.
-    global _date_cache
-    now = int(time.time())
-    if _date_cache[0] != now:
-        _date_cache = (now, formatdate(now, usegmt=True))
-    return _date_cache[1]
+    return _http_date(int(time.time()))
 
 
+@functools.lru_cache(maxsize=1)  # formatdate costs a few microseconds: once per second
+def _http_date(second: int) -> str:
+    return formatdate(second, usegmt=True)
+
+
+@functools.lru_cache(maxsize=1024)  # names repeat across requests; bounded: they are the client's to choose
 def _environ_key(name: str) -> str | None:
-    key = _environ_keys.get(name)
-    if key is None:
-        if "_" in name:
-            return None  # like werkzeug: X_Forwarded_For must not impersonate X-Forwarded-For
-        key = name.upper().replace("-", "_")
-        if key not in ("CONTENT_LENGTH", "CONTENT_TYPE"):
-            key = "HTTP_" + key
-        if len(_environ_keys) < 1024:  # bounded: names are the client's to choose
-            _environ_keys[name] = key
-    return key
+    if "_" in name:
+        return None  # like werkzeug: X_Forwarded_For must not impersonate X-Forwarded-For
+    key = name.upper().replace("-", "_")
+    return key if key in ("CONTENT_LENGTH", "CONTENT_TYPE") else "HTTP_" + key
 
 
 class Connection:
@@ -116,7 +101,6 @@ class Connection:
         self.parser = RequestParser(server.max_body)
         self.request: Request | None = None  # the complete request a worker is to serve
         self.state = ""
-        self.action = KEEP
         self.registered = 0  # the selector events the socket is registered for; 0: not registered
         self.close_connection = False
         self.linger = False
@@ -124,14 +108,14 @@ class Connection:
         self.environ: dict | None = None
         self.command: str | None = None
         self.unsent: memoryview | None = None  # a response's last bytes, for the selector thread to send
-        self._unsent_log: tuple[int, int, float] | None = None  # its access line's status, size, start
+        self._unsent_log = (0, 0, 0.0)  # its access line's status, size and start
         self._poll: Any = None
-        self._base_environ = server.base_environ(client_address)
-
-    # -- the connection ----------------------------------------------------
+        self._base_environ = server.environ.copy()
+        if self.client:
+            self._base_environ.update(REMOTE_ADDR=self.client, REMOTE_PORT=str(client_address[1]))
 
     def handle(self) -> None:
-        """Serve self.request and any complete requests buffered behind it; sets self.action."""
+        """Serve self.request and any complete requests buffered behind it."""
         request, self.request = self.request, None  # an idle connection keeps no request (nor its body)
         self.close_connection = False
         self.linger = False
@@ -139,19 +123,14 @@ class Connection:
             self.serve(request)
             if self.close_connection or self.unsent is not None or served == MAX_PIPELINED:
                 break  # the next request, if any, stays in the parser for the selector thread
-            next_request = self._next_buffered()
-            if next_request is None and not self.close_connection and not self.parser.started \
+            request = self._next_buffered()
+            if request is None and not self.close_connection and not self.parser.started \
                     and self._await_next():
-                next_request = self._next_buffered()
-            if next_request is None:
+                request = self._next_buffered()
+            if request is None:
                 break
-            request = next_request
         if self.unsent is None:
             self.environ = None  # logged: nothing reads it again (log_unsent lets go of a handed-off one)
-        if self.close_connection:
-            self.action = LINGERING if (self.linger or self.parser.buf) else CLOSED
-        else:
-            self.action = KEEP
 
     def _next_buffered(self) -> Request | None:
         """The next request if it is complete in the buffer (None otherwise; a refusal is answered)."""
@@ -165,15 +144,29 @@ class Connection:
         """Run the app on one request, write the response, log it."""
         start = time.perf_counter()
         self.command = request.method
-        self._io_failed = False
         self.environ = self.make_environ(request)
         self.close_connection = not request.keep_alive
+        self._status = self._headers = None
+        self._headers_sent = False
+        self._io_failed = False
+        self._chunked = False
+        self._left: int | None = None
+        self._bytes = 0
+        self._status_code = 500
+        self._length_hint: int | None = None
         try:
-            self.run_wsgi()
-        except Exception as e:  # run_wsgi only lets errors through when the client's I/O failed
-            if not self._io_failed:
-                raise
-            self._drop(e)
+            try:
+                self._execute()
+            except Exception:
+                if self._io_failed:
+                    raise
+                log.exception("error in WSGI app for %s %s", self.command, self.environ.get("REQUEST_URI"))
+                self.close_connection = True
+                if not self._headers_sent:
+                    self._status_code, self._bytes = 500, 0
+                    self._send(error_response(500, "internal server error"))
+        except Exception as e:  # only when the client's I/O failed: nothing more to say to it
+            self.drop(e)
         if self.unsent is not None:  # logged once the selector thread has sent it (or given up)
             self._unsent_log = (self._status_code, self._bytes, start)
         else:
@@ -201,7 +194,7 @@ class Connection:
         except (BlockingIOError, InterruptedError):
             return False
         except OSError as e:
-            self._drop(e)
+            self.drop(e)
             return False
         finally:
             server.done_waiting()
@@ -211,15 +204,11 @@ class Connection:
         self.parser.feed(data)
         return True
 
-    def _drop(self, error: BaseException) -> None:
-        # The client is gone or too slow: close without lingering, nothing left to say.
+    def drop(self, error: BaseException) -> None:
+        """The client went away or stopped reading mid-response: close without lingering, nothing left to say."""
         self.close_connection = True
         self.linger = False
         self.parser.buf.clear()
-        self.connection_dropped(error)
-
-    def connection_dropped(self, error: BaseException) -> None:
-        """The client went away or stopped reading mid-response (nothing to answer it)."""
         log.debug("connection from %s dropped: %s", self.client, error)
 
     def refuse(self, error: HTTPError) -> None:
@@ -239,8 +228,6 @@ class Connection:
         self.command = error.method
         self.log_request(error.status, size)
 
-    # -- sending -----------------------------------------------------------
-
     def _send(self, data: bytes, *, head: bytes = b"", last: bool = False) -> None:
         """Send `head` then `data`; the rest of a response's `last` write goes to the selector thread."""
         # Non-blocking first: almost always the whole response fits in the
@@ -252,12 +239,10 @@ class Connection:
                 sent = sock.sendmsg([head, data]) if head else sock.send(data)
             except BlockingIOError:
                 sent = 0
-            if head:
-                if sent < len(head):
-                    self._send_waiting(memoryview(head)[sent:])
-                    sent = 0
-                else:
-                    sent -= len(head)
+            if sent < len(head):
+                self._send_waiting(memoryview(head)[sent:])
+                sent = len(head)
+            sent -= len(head)
             if sent < len(data):
                 if last and not self.server.stopping:
                     # The client reads slower than we write (a large body, a slow
@@ -279,13 +264,8 @@ class Connection:
             sock.settimeout(0.0)
 
     def send_unsent(self) -> int:
-        """Send what the socket takes now of `unsent` (non-blocking); returns the bytes sent.
-
-        Once all of it is sent, `unsent` is None and the access line is written.
-        """
+        """Send what the socket takes now of `unsent`, without waiting; the bytes sent (logged once all went)."""
         unsent = self.unsent
-        if unsent is None:
-            return 0
         total = len(unsent)
         try:
             for _ in range(4):  # bounded: one client must not hold the selector thread
@@ -298,7 +278,6 @@ class Connection:
             self.unsent = unsent
         if not unsent:
             self.log_unsent()
-            self.unsent = None
         return total - len(unsent)
 
     def flush_unsent(self) -> None:
@@ -309,24 +288,17 @@ class Connection:
             self._send_waiting(self.unsent)
             self.unsent = self.unsent[len(self.unsent):]
         except OSError as e:
-            self.close_connection = True
-            self.action = CLOSED
-            self.connection_dropped(e)
+            self.drop(e)
         self.log_unsent()
-        self.unsent = None
 
     def log_unsent(self) -> None:
         """The access line of a response whose end the selector thread sent (size: the bytes that went)."""
-        if self._unsent_log is not None:
-            code, size, start = self._unsent_log
-            self._unsent_log = None
-            self.log_request(code, size - (len(self.unsent) if self.unsent is not None else 0), start)
-            self.environ = None
-
-    # -- the request -------------------------------------------------------
+        code, size, start = self._unsent_log
+        self.log_request(code, size - len(self.unsent), start)
+        self.environ = None
+        self.unsent = None  # what did not go is let go of
 
     def make_environ(self, request: Request) -> dict:
-        """The WSGI environ of a complete request."""
         environ = self._base_environ.copy()
         for name, value in request.headers:
             key = _environ_key(name)
@@ -344,36 +316,11 @@ class Connection:
         environ["REQUEST_URI"] = environ["RAW_URI"] = request.target
         environ["REQUEST_METHOD"] = request.method
         environ["SERVER_PROTOCOL"] = request.version
-        body = request.body
-        if body is None:
-            environ["wsgi.input"] = io.BytesIO(b"")
-        else:
-            environ["CONTENT_LENGTH"] = str(len(body))
-            environ["wsgi.input"] = io.BytesIO(body)
+        if request.body is not None:
+            environ["CONTENT_LENGTH"] = str(len(request.body))
+        environ["wsgi.input"] = io.BytesIO(request.body or b"")
         self._v11 = request.version == "HTTP/1.1"
         return environ
-
-    # -- the response ------------------------------------------------------
-
-    def run_wsgi(self) -> None:
-        """Call the app and write its response (keep-alive aware)."""
-        self._status = self._headers = None
-        self._headers_sent = False
-        self._chunked = False
-        self._left: int | None = None
-        self._bytes = 0
-        self._status_code = 500
-        self._length_hint: int | None = None
-        try:
-            self._execute()
-        except Exception:
-            if self._io_failed:
-                raise
-            log.exception("error in WSGI app for %s %s", self.command, self.environ.get("REQUEST_URI"))
-            self.close_connection = True
-            if not self._headers_sent:
-                self._status_code, self._bytes = 500, 0
-                self._send(error_response(500, "internal server error"))
 
     def _execute(self) -> None:
         result = self.server.app(self.environ, self.start_response)
@@ -395,7 +342,6 @@ class Connection:
                 close()
 
     def start_response(self, status: str, headers: list, exc_info: Any = None) -> Callable[[bytes], None]:
-        """The WSGI start_response callable."""
         if exc_info:
             try:
                 if self._headers_sent:
@@ -409,21 +355,16 @@ class Connection:
 
     def write(self, data: bytes) -> None:
         """The WSGI write callable: sends one block (with the head, before the first block)."""
+        head = b""
         if not self._headers_sent:
             head = self._response_head()
             self._headers_sent = True
-            if len(data) <= 65536:  # one send for head and body: the common case
-                if data:
-                    head += self._frame(data)
-                self._send(head, last=self._left == 0)
-                return
-            # A large body is not worth copying onto the head: one sendmsg takes both.
-            self._send(self._frame(data), head=head, last=self._left == 0)
-            return
-        if data:
-            framed = self._frame(data)
-            if framed:  # nothing after a body that has all its Content-Length
-                self._send(framed, last=self._left == 0)
+        framed = self._frame(data) if data else b""
+        if head and len(data) <= 65536:  # one send for head and body: the common case
+            head, framed = b"", head + framed
+        # A large body is not worth copying onto the head: one sendmsg takes both.
+        if head or framed:  # nothing after a body that has all its Content-Length
+            self._send(framed, head=head, last=self._left == 0)
 
     def _frame(self, data: bytes) -> bytes:
         if self._left is not None:
@@ -444,8 +385,36 @@ class Connection:
             raise AssertionError("write() before start_response")
         code = self._status_code = int(status[:3])
         parts = ["HTTP/1.1 ", status if len(status) > 3 else status + " ", "\r\n"]
-        length = self._add_response_headers(parts, framed=code >= 200 and code != 204)
-        self._set_framing(code, length, parts)
+        length = None
+        defaults = {"date": f"Date: {http_date()}\r\n", "server": f"Server: {SERVER_NAME}\r\n"}
+        for name, value in self._headers:
+            lname = name.lower()
+            if lname == "content-length":
+                if code < 200 or code == 204:  # RFC 9110 8.6: never on a 1xx or 204, whatever the app says
+                    continue
+                length = int(value)
+            elif lname in _HOP_BY_HOP:  # framing and persistence are the server's job
+                if lname == "connection" and "close" in value.lower():
+                    self.close_connection = True
+                continue
+            elif lname in defaults:  # the app's own
+                del defaults[lname]
+            parts.append(f"{name}: {value}\r\n")
+        parts.extend(defaults.values())
+        self._body_allowed = not (
+            self.command == "HEAD" or code < 200 or code == 204 or code == 304
+        )
+        if self._body_allowed:
+            if length is None and self._length_hint is not None:
+                length = self._length_hint
+                parts.append(f"Content-Length: {length}\r\n")
+            if length is not None:
+                self._left = length
+            elif self._v11:
+                self._chunked = True
+                parts.append("Transfer-Encoding: chunked\r\n")
+            else:
+                self.close_connection = True  # HTTP/1.0 without a length: the body ends at close
         if self.close_connection or self.server.stopping:
             self.close_connection = True
             parts.append("Connection: close\r\n")
@@ -459,49 +428,6 @@ class Connection:
         if text.count("\n") != len(parts) - 2 or text.count("\r") != len(parts) - 2:
             raise ValueError("CR or LF in a response header")
         return text.encode("latin-1")
-
-    def _add_response_headers(self, parts: list[str], framed: bool) -> int | None:
-        length = None
-        seen_date = seen_server = False
-        for name, value in self._headers:
-            lname = name.lower()
-            if lname == "content-length":
-                if not framed:  # RFC 9110 8.6: never on a 1xx or 204, whatever the app says
-                    continue
-                length = int(value)
-            elif lname in _HOP_BY_HOP:  # framing and persistence are the server's job
-                if lname == "connection" and "close" in value.lower():
-                    self.close_connection = True
-                continue
-            elif lname == "date":
-                seen_date = True
-            elif lname == "server":
-                seen_server = True
-            parts.append(f"{name}: {value}\r\n")
-        if not seen_date:
-            parts.append(f"Date: {http_date()}\r\n")
-        if not seen_server:
-            parts.append(f"Server: {SERVER_NAME}\r\n")
-        return length
-
-    def _set_framing(self, code: int, length: int | None, parts: list[str]) -> None:
-        self._body_allowed = not (
-            self.command == "HEAD" or code < 200 or code == 204 or code == 304
-        )
-        if not self._body_allowed:
-            return
-        if length is None and self._length_hint is not None:
-            length = self._length_hint
-            parts.append(f"Content-Length: {length}\r\n")
-        if length is not None:
-            self._left = length
-        elif self._v11:
-            self._chunked = True
-            parts.append("Transfer-Encoding: chunked\r\n")
-        else:
-            self.close_connection = True  # HTTP/1.0 without a length: the body ends at close
-
-    # -- logging -----------------------------------------------------------
 
     def log_request(self, code: int | str = "-", size: int | str = "-", start: float | None = None) -> None:
         """One access-log line; the fields are also record attributes for structured formatters."""

@@ -4,23 +4,8 @@ No sockets, no threads, no clock: the server feeds what it reads and takes each
 request once its head *and* its body are complete, so the WSGI app never reads
 from a client.  Every refusal is one exception type, HTTPError, carrying the
 status to answer; after one the connection must close (the parser is spent).
-
-Choices where RFC 9112 leaves one (each refusal closes the connection):
-
-* line ends are CRLF only: a bare LF or a bare CR anywhere in a head, a chunk
-  line or a trailer is a 400 (2.2 allows either; refusing is what keeps every
-  hop reading the same message);
-* empty lines (CRLF) before a request line are skipped (2.2);
-* obs-fold, whitespace before a colon and whitespace before the first header
-  line are 400 (5.1, 5.2, 2.2);
-* a repeated or comma-listed Content-Length is a 400, even with equal values (6.3);
-* Transfer-Encoding must end in chunked, once (else 400, 6.3); a coding before
-  it (gzip, chunked) is 501, as no other coding is implemented (6.1);
-* a chunk-size longer than 16 hex digits is a 400; chunk extensions are parsed
-  by their grammar and ignored (7.1.1); trailer fields are parsed and ignored (7.1.2);
-* a method is case-sensitive (RFC 9110 9.1): one this server does not
-  implement, "get" included, is a 501 (CONNECT too);
-* HTTP/1.x with x > 1 is served as HTTP/1.1; any other major version is a 505.
+Where RFC 9112 leaves a choice, the parser takes the strict one: the clause is
+beside each check, and docs/security.md lists every refusal.
 """
 
 from __future__ import annotations
@@ -83,27 +68,16 @@ class Request(NamedTuple):
     body: bytes | None  # None: the request had no body framing at all
 
 
-class _Head(NamedTuple):
-    """A parsed head whose body is still being read."""
-
-    request: Request
-    length: int | None  # Content-Length, or None for chunked
+_Head = tuple[Request, int | None]  # a parsed head whose body is still to read, and the body's length (None: chunked)
 
 
 class RequestParser:
-    """One connection's stream of requests.
-
-    feed() the bytes read; next_request() returns the next complete request (and
-    drops its bytes), None when more bytes are needed, or raises HTTPError.
-    `buf` holds what is not yet consumed (the server reads it to know whether a
-    client has started another request).
-    """
+    """One connection's stream of requests: feed() it the bytes read, take each complete one from next_request()."""
 
     def __init__(self, max_body: int = 1 << 20) -> None:
         self.max_body = max_body
-        self.buf = bytearray()
+        self.buf = bytearray()  # what is not consumed yet
         self.pending: Request | None = None  # a head whose body is not complete yet
-        self.continue_sent = False  # the server's to set once it sent 100 Continue for `pending`
         self._scan = 0  # where the search for the end of the head resumes
         self._length: int | None = None
         self._parts: list[bytes] = []
@@ -128,7 +102,7 @@ class RequestParser:
             request, length = head
             if length == 0:
                 return request
-            self.pending, self.continue_sent = request, False
+            self.pending = request
             self._length, self._parts, self._size = length, [], 0
             self._chunk_left = self._trailer = -1
         body = self._take_body()
@@ -146,31 +120,25 @@ class RequestParser:
             del buf[:2]
         end = buf.find(b"\r\n\r\n", self._scan)
         line_end = buf.find(b"\r\n", 0, MAX_REQUEST_LINE + 2)
+        if line_end < 0 and len(buf) > MAX_REQUEST_LINE + 1:  # +1: its CR may be here already
+            raise HTTPError(414, f"request line over {MAX_REQUEST_LINE} bytes")
+        # The header lines so far, of a head still arriving too (less 2 bytes that may begin its blank line).
+        if line_end >= 0 and (end if end >= 0 else len(buf) - 2) - line_end - 2 > MAX_HEADER_BYTES:
+            raise HTTPError(431, f"request headers over {MAX_HEADER_BYTES} bytes")
         if end < 0:
-            self._refuse_partial_head(line_end)
+            if _has_bare_lf(buf, max(0, self._scan - 1)):  # it would otherwise wait for a CRLF that never comes
+                raise HTTPError(400, "bare LF in the request head")
             self._scan = max(0, len(buf) - 3)
             return None
         self._scan = 0
-        if line_end > MAX_REQUEST_LINE or line_end < 0:
-            raise HTTPError(414, f"request line over {MAX_REQUEST_LINE} bytes")
-        if end - line_end - 2 > MAX_HEADER_BYTES:
-            raise HTTPError(431, f"request headers over {MAX_HEADER_BYTES} bytes")
         text = buf[:end].decode("latin-1")
         del buf[: end + 4]
         return self._parse_head(text)
 
-    def _refuse_partial_head(self, line_end: int) -> None:
-        buf = self.buf
-        if line_end < 0 and len(buf) > MAX_REQUEST_LINE + 1:  # +1: its CR may be here already
-            raise HTTPError(414, f"request line over {MAX_REQUEST_LINE} bytes")
-        if line_end >= 0 and len(buf) - line_end - 2 > MAX_HEADER_BYTES + 2:
-            raise HTTPError(431, f"request headers over {MAX_HEADER_BYTES} bytes")
-        if _has_bare_lf(buf, max(0, self._scan - 1)):  # it would otherwise wait for a CRLF that never comes
-            raise HTTPError(400, "bare LF in the request head")
-
     def _parse_head(self, text: str) -> _Head:
         lines = text.split("\r\n")
         crlfs = len(lines) - 1
+        # CRLF only, here as in chunk lines and trailers: 2.2 allows a bare LF; refusing keeps hops reading one message.
         if text.count("\r") != crlfs or text.count("\n") != crlfs:
             raise HTTPError(400, "bare CR or LF in the request head")
         if _has_control(text):
@@ -189,7 +157,7 @@ class RequestParser:
         host = length = codings = connection = expect = None
         for line in lines[1:]:
             name, sep, value = line.partition(":")
-            if not sep or not _is_token(name):  # also obs-fold and "Name :" (5.1, 5.2)
+            if not sep or not _is_token(name):  # also obs-fold, "Name :" and a space before the first (5.1, 5.2, 2.2)
                 raise HTTPError(400, "malformed header line")
             value = value.strip(" \t")
             headers.append((name, value))
@@ -199,7 +167,7 @@ class RequestParser:
                     raise HTTPError(400, "more than one Host header")
                 host = value
             elif lname == "content-length":
-                if length is not None:
+                if length is not None:  # 6.3, even with equal values
                     raise HTTPError(400, "more than one Content-Length header")
                 if not (value.isascii() and value.isdigit() and len(value) <= 18):
                     raise HTTPError(400, "invalid Content-Length")
@@ -225,20 +193,18 @@ class RequestParser:
         expect_continue = v11 and expect is not None and expect.lower() == "100-continue"
         request = Request(method, target, version, headers, host, path, query, keep_alive, expect_continue,
                           None if length is None and codings is None else b"")
-        return _Head(request, body_length)
+        return request, body_length
 
     # -- the body (RFC 9112 6-7) ------------------------------------------
 
     def _take_body(self) -> bytes | None:
-        if self._length is not None:
-            if len(self.buf) < self._length:
-                return None
-            body = bytes(self.buf[: self._length])
-            del self.buf[: self._length]
-            return body
-        if not self._take_chunks():
+        if self._length is None:
+            return b"".join(self._parts) if self._take_chunks() else None
+        if len(self.buf) < self._length:
             return None
-        return b"".join(self._parts)
+        body = bytes(self.buf[: self._length])
+        del self.buf[: self._length]
+        return body
 
     def _take_chunks(self) -> bool:
         """Consume chunks, the last chunk and the trailer section; True once all of them are in."""
@@ -271,6 +237,7 @@ class RequestParser:
             self._chunk_left = -1
 
     def _take_trailer(self) -> bool:
+        """The trailer section (7.1.2): its fields are parsed and ignored; True once it has ended."""
         while True:
             line = self._take_line(MAX_HEADER_BYTES - self._trailer, "trailer section", too_long=431)
             if line is None:
@@ -304,11 +271,8 @@ def _parse_request_line(line: str) -> tuple[str, str, str, bool]:
     if len(parts) != 3 or not parts[0] or not parts[1]:
         raise HTTPError(400, "malformed request line")
     method, target, version = parts
-    if version == "HTTP/1.1":
-        v11 = True
-    elif version == "HTTP/1.0":
-        v11 = False
-    else:
+    v11 = version == "HTTP/1.1"
+    if not v11 and version != "HTTP/1.0":
         match = _is_version(version)
         if match is None:
             raise HTTPError(400, "malformed request line")
@@ -355,6 +319,6 @@ def _body_length(length: int | None, codings: str | None, v11: bool) -> int | No
     names = [c.strip(" \t").lower() for c in codings.split(",")]
     if names[-1] != "chunked" or names.count("chunked") != 1 or not all(map(_is_token, names)):
         raise HTTPError(400, "Transfer-Encoding must end with chunked, once")
-    if len(names) > 1:
+    if len(names) > 1:  # 6.1: no other coding is implemented
         raise HTTPError(501, f"unsupported transfer coding {names[0]}")
     return None

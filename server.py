@@ -1,24 +1,16 @@
-"""Production HTTP/1.1 server for any WSGI app: the connection loop and the worker pool.
+"""Production HTTP/1.1 server for any WSGI app: one selector thread and a fixed pool of worker threads.
 
-* one selector thread owns every connection that is not running a request: it
-  accepts, reads request heads *and bodies* without blocking (so slow, idle or
-  stalled clients cost a buffer, not a thread), feeds each connection's
-  sans-IO parser (http_parser.py), enforces the deadlines, the size limits and
-  the connection caps, and answers what the parser refuses;
-* a fixed pool of worker threads runs requests that are complete, head and
-  body (connection.py); after a keep-alive response the connection goes back
-  to the selector thread;
-* a response the client reads slower than we write (a large body, a slow
-  link) is finished by the selector thread as the client reads, so no worker
-  waits for a download — and none ever waits for an upload.
-
-``run()`` serves as a systemd service (service.py: socket activation, the
-notify protocol, the watchdog, signals and graceful stop).
+The selector thread owns every connection that is not running a request: it reads request heads *and
+bodies* (so a slow, idle or stalled client costs a buffer, not a thread), enforces the deadlines, the size
+limits and the connection caps, and finishes the responses clients read slowly. A worker runs only complete
+requests (connection.py), so none ever waits for an upload or a download. docs/internals.md has the design;
+service.py is the systemd glue run() uses.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import queue
@@ -32,16 +24,8 @@ from typing import Any
 
 import service
 from config import Network, is_trusted
-from connection import CLOSED, KEEP, LINGERING, SERVER_NAME, Connection, body_size, error_response
-from http_parser import MAX_REQUEST_LINE, HTTPError, Request
-from service import activated_socket, log_listening, notify, notify_ready, notify_reloading, notify_stopping
-
-__all__ = [
-    "Connection", "Server", "make_server", "listen", "run", "error_response",
-    "MAX_REQUEST_LINE",
-    # the systemd glue (service.py), here too for callers of this module
-    "activated_socket", "log_listening", "notify", "notify_ready", "notify_reloading", "notify_stopping",
-]
+from connection import Connection, body_size, error_response, server_environ
+from http_parser import HTTPError
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 
@@ -51,12 +35,12 @@ LINGER_SECONDS = 2.0  # how long a closing connection may still send us bytes
 LINGER_BYTES = 1 << 20  # and how many we discard before giving up
 
 # Connection states (who owns it and which deadline applies).
-_HEAD, _BODY, _IDLE, _LINGER, _BUSY, _SEND = "head", "body", "idle", "linger", "busy", "send"
+_HEAD, _BODY, _IDLE, _LINGER, _BUSY, _SEND, _CLOSED = "head", "body", "idle", "linger", "busy", "send", "closed"
 
 
 def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
     """The socket-activated listening socket, or a new one bound to host:port."""
-    return activated_socket() or _listen(host, port, backlog)
+    return service.activated_socket() or _listen(host, port, backlog)
 
 
 def _listen(host: str, port: int, backlog: int) -> socket.socket:
@@ -84,36 +68,7 @@ def _set_send_buffer(sock: socket.socket, size: int) -> None:
 
 
 class Server:
-    """HTTP/1.1 keep-alive server: one selector thread plus a fixed pool of worker threads.
-
-    Who holds what: a connection waiting for (or trickling) its request head or
-    body, or idling on keep-alive, costs only a buffer in the selector thread; a
-    worker takes it once the request is complete (head and body) and gives it
-    back after the response.  Deadlines: the head must arrive within
-    `header_timeout` of its first byte (of accept() for a new connection: 408 if
-    partly received, else a silent close); the body within `body_timeout` of
-    the head's end (else 408 and one WARNING line); an idle keep-alive
-    connection is closed after `keepalive_timeout`; each response write must
-    complete within `socket_timeout`.
-
-    Large responses: when a response's last write does not fit in the socket's
-    send buffer, the worker hands the rest to the selector thread, which sends it
-    as the client reads (a worker never waits for a slow reader); the client
-    must take some of it every `socket_timeout`. `send_buffer` (bytes, set on
-    the listening socket and inherited by each connection; 0 leaves it to the
-    kernel's autotuning) bounds what waits in the kernel per connection: on
-    loopback, behind a proxy on the same host, a bounded buffer keeps a large
-    body in the CPU cache between our write and the reader's read.
-
-    Connection caps: at `max_connections` open connections the server first
-    closes the longest-idle keep-alive connection; if none is idle it stops
-    calling accept() until one closes or turns idle, so new clients wait in
-    the listen backlog instead of being reset.  One client address may hold
-    `max_connections_per_client` (0: no cap); past it, that client's
-    longest-idle keep-alive connection is closed, or, if none is idle, the new
-    connection is.  Addresses in `trusted_proxies` (a reverse proxy speaking
-    for many clients) have no per-client cap.
-    """
+    """HTTP/1.1 keep-alive server; its deadlines, send buffer and connection caps: docs/internals.md."""
 
     next_request_wait_ms = 3  # see Connection._await_next
 
@@ -160,10 +115,8 @@ class Server:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._returned: collections.deque = collections.deque()
         self._conns: set[Connection] = set()
-        self._timers: dict[str, collections.OrderedDict] = {
-            _HEAD: collections.OrderedDict(), _BODY: collections.OrderedDict(), _IDLE: collections.OrderedDict(),
-            _LINGER: collections.OrderedDict(), _SEND: collections.OrderedDict(),
-        }
+        # Deadlines by state, each in the order they fall (one timeout per state, and a dict keeps its order).
+        self._timers: dict[str, dict[Connection, float]] = {s: {} for s in (_HEAD, _BODY, _IDLE, _LINGER, _SEND)}
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -179,13 +132,10 @@ class Server:
         self._hard_stop = False
         self._waiting = 0
         self._max_waiting = max(1, threads // 2)
-        self._environ = self._environ_template()
+        self.environ = server_environ(self.server_address)  # the part of the WSGI environ every request shares
 
-    # -- public ------------------------------------------------------------
-
-    def serve_forever(self) -> None:
-        """Run the selector loop in this thread until shutdown() has drained everything."""
-        self._thread = self._thread or threading.current_thread()
+    def _serve(self) -> None:
+        """The selector thread: accept and serve until shutdown() has drained everything."""
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._resume_accept()
         for i in range(self.threads):
@@ -201,7 +151,7 @@ class Server:
 
     def start(self) -> Server:
         """Serve in a background thread and return once it is accepting."""
-        self._thread = threading.Thread(target=self.serve_forever, name="reviewsd-selector", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="reviewsd-selector", daemon=True)
         self._thread.start()
         self._started.wait()
         return self
@@ -212,14 +162,10 @@ class Server:
         self.stopping = True
         self._wake()
         if self._thread is None:  # never served
-            self.server_close()
+            for obj in (self.socket, self._wake_r, self._wake_w, self._sel):
+                obj.close()
         elif self._thread is not threading.current_thread():
             self._stopped.wait()
-
-    def server_close(self) -> None:
-        """Release the listening socket and the selector (serve_forever does this itself)."""
-        for obj in (self.socket, self._wake_r, self._wake_w, self._sel):
-            obj.close()
 
     def stopped(self) -> bool:
         """True once the selector loop has ended (after a shutdown, or because it died)."""
@@ -228,9 +174,7 @@ class Server:
     def healthy(self, max_age: float) -> bool:
         """False if the selector loop stalled or queued requests found no worker for `max_age` seconds."""
         now = time.monotonic()
-        if now - self._heartbeat > max_age:
-            return False
-        return self._jobs.empty() or now - self._progress <= max_age
+        return now - self._heartbeat <= max_age and (self._jobs.empty() or now - self._progress <= max_age)
 
     def may_wait_for_next(self) -> bool:
         """May a worker wait for its connection's next request? (Nothing queued, half the pool stays free.)"""
@@ -246,47 +190,31 @@ class Server:
         with self._lock:
             self._waiting -= 1
 
-    def base_environ(self, client_address: Any) -> dict:
-        """The per-connection part of the WSGI environ."""
-        environ = self._environ.copy()
-        if isinstance(client_address, tuple) and client_address:
-            environ["REMOTE_ADDR"] = str(client_address[0])
-            environ["REMOTE_PORT"] = str(client_address[1])
-        return environ
-
     # -- selector thread ---------------------------------------------------
 
-    def _environ_template(self) -> dict:
-        address = self.server_address
-        name, port = (address[0], str(address[1])) if isinstance(address, tuple) else (str(address), "")
-        return {
-            "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
-            "wsgi.multithread": True, "wsgi.multiprocess": False, "wsgi.run_once": False,
-            "wsgi.input_terminated": True,  # our wsgi.input ends at the body's end
-            "SERVER_SOFTWARE": SERVER_NAME, "SCRIPT_NAME": "",
-            "SERVER_NAME": name, "SERVER_PORT": port, "REMOTE_ADDR": "127.0.0.1", "REMOTE_PORT": "0",
-        }
-
     def _loop(self) -> None:
-        select = self._sel.select
         while not self.stopping:
             now = self._heartbeat = time.monotonic()
-            for key, _ in select(self._next_timeout(now)):
-                conn = key.data
-                try:
-                    if conn is None:
-                        self._on_wake()
-                    elif conn is self:
-                        self._accept()
-                    elif conn.state == _SEND:
-                        self._on_writable(conn)
-                    else:
-                        self._on_readable(conn)
-                except Exception:
-                    log.exception("selector error")
-                    if isinstance(conn, Connection):
-                        self._close(conn)
-            self._expire(time.monotonic())
+            self._poll(self._next_timeout(now))
+
+    def _poll(self, timeout: float) -> None:
+        """Serve the sockets ready within `timeout` seconds, then the deadlines that have passed."""
+        for key, _ in self._sel.select(timeout):
+            conn = key.data
+            try:
+                if conn is None:
+                    self._on_wake()
+                elif conn is self:
+                    self._accept()
+                elif conn.state == _SEND:
+                    self._on_writable(conn)
+                else:
+                    self._on_readable(conn)
+            except Exception:
+                log.exception("selector error")
+                if isinstance(conn, Connection):
+                    self._close(conn)
+        self._expire(time.monotonic())
 
     def _next_timeout(self, now: float) -> float:
         timeout = 1.0  # also the heartbeat the watchdog looks at
@@ -318,10 +246,14 @@ class Server:
 
     def _accept(self) -> None:
         for i in range(64):  # bounded so a connect storm cannot starve the other sockets
-            # At the cap, evict only on the first round, when a pending
-            # connection is known to exist (the listener is level-triggered).
-            if len(self._conns) >= self.max_connections and (i or not self._make_room()):
-                return
+            if len(self._conns) >= self.max_connections:
+                # Evict only on the first round, when a pending connection is
+                # known to exist (the listener is level-triggered).
+                if i:
+                    return
+                if not self._close_idle():
+                    self._pause_accept()
+                    return
             try:
                 sock, address = self.socket.accept()
             except (BlockingIOError, InterruptedError):
@@ -336,31 +268,25 @@ class Server:
         sock.setblocking(False)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # we coalesce writes ourselves
+            if not self._room_for_client(address[0]):
+                sock.close()
+                return
         conn = Connection(sock, address, self)
-        if conn.client and not self._room_for_client(conn.client):
-            sock.close()
-            return
         self._per_client[conn.client] += 1
         self._conns.add(conn)
         self._watch(conn, _HEAD, self.header_timeout)
 
     def _room_for_client(self, client: str) -> bool:
         """Below the per-client cap, or brought below it by closing that client's longest-idle connection."""
-        if (not self.max_per_client or self._per_client[client] < self.max_per_client
-                or is_trusted(client, self._trusted)):
-            return True
+        return (not self.max_per_client or self._per_client[client] < self.max_per_client
+                or is_trusted(client, self._trusted) or self._close_idle(client))
+
+    def _close_idle(self, client: str | None = None) -> bool:
+        """Close the longest-idle keep-alive connection (of `client` if given); False if there is none."""
         for conn in self._timers[_IDLE]:  # longest idle first
-            if conn.client == client:
+            if client is None or conn.client == client:
                 self._close(conn)
                 return True
-        return False
-
-    def _make_room(self) -> bool:
-        idle = self._timers[_IDLE]
-        if idle:
-            self._close(next(iter(idle)))  # the longest-idle keep-alive connection
-            return True
-        self._pause_accept()
         return False
 
     def _pause_accept(self, retry_in: float = 0.0) -> None:
@@ -376,9 +302,7 @@ class Server:
             self._accepting = True
 
     def _watch(self, conn: Connection, state: str, timeout: float, events: int = selectors.EVENT_READ) -> None:
-        timers = self._timers.get(conn.state)
-        if timers is not None:
-            timers.pop(conn, None)
+        self._timers.get(conn.state, {}).pop(conn, None)  # busy and closed connections have no deadline
         conn.state = state
         self._timers[state][conn] = time.monotonic() + timeout  # last in the order: the latest deadline
         if not conn.registered:
@@ -388,9 +312,7 @@ class Server:
         conn.registered = events
 
     def _unwatch(self, conn: Connection) -> None:
-        timers = self._timers.get(conn.state)
-        if timers is not None:
-            timers.pop(conn, None)
+        self._timers.get(conn.state, {}).pop(conn, None)
         if conn.registered:
             self._sel.unregister(conn.connection)
             conn.registered = 0
@@ -398,17 +320,12 @@ class Server:
     def _close(self, conn: Connection) -> None:
         self._unwatch(conn)
         conn.connection.close()
-        self._forget(conn)
-
-    def _forget(self, conn: Connection) -> None:
         if conn in self._conns:
             self._conns.discard(conn)
-            left = self._per_client[conn.client] - 1
-            if left:
-                self._per_client[conn.client] = left
-            else:
+            self._per_client[conn.client] -= 1
+            if not self._per_client[conn.client]:
                 del self._per_client[conn.client]
-        conn.state = CLOSED
+        conn.state = _CLOSED
         if not self._accepting and len(self._conns) < self.max_connections:
             self._resume_accept()
 
@@ -439,22 +356,18 @@ class Server:
         except HTTPError as e:
             self._reject(conn, e)
             return
-        if request is not None:
-            self._dispatch(conn, request)
+        if request is not None:  # a worker's now
+            self._unwatch(conn)
+            conn.state = _BUSY
+            conn.request = request
+            self._jobs.put(conn)
         elif parser.pending is not None and conn.state != _BODY:
-            self._watch(conn, _BODY, self.body_timeout)  # one deadline for the whole body
-            if parser.pending.expect_continue and not parser.buf and not parser.continue_sent:
-                parser.continue_sent = True
+            self._watch(conn, _BODY, self.body_timeout)  # one deadline for the whole body, this once per request
+            if parser.pending.expect_continue and not parser.buf:
                 try:  # a 25-byte send on a connection with nothing else unsent: the socket takes it
                     conn.connection.send(b"HTTP/1.1 100 Continue\r\n\r\n")
                 except OSError:
                     self._close(conn)
-
-    def _dispatch(self, conn: Connection, request: Request) -> None:
-        self._unwatch(conn)
-        conn.state = _BUSY
-        conn.request = request
-        self._jobs.put(conn)
 
     def _reject(self, conn: Connection, error: HTTPError) -> None:
         """Answer a refused request from the selector thread (non-blocking), then linger so the client reads it."""
@@ -489,21 +402,28 @@ class Server:
             self._take_back(returned.popleft())
 
     def _take_back(self, conn: Connection) -> None:
+        """A connection a worker is done with: send the rest of its response, then keep, linger or close it."""
         if conn.unsent is not None:
             self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
             self._on_writable(conn)  # the client may have read some since the worker tried
-        elif conn.action == CLOSED:
-            self._forget(conn)
-        elif conn.action == LINGERING:
+        elif not conn.close_connection and not self.stopping:
+            if conn.parser.started:  # a partial pipelined request
+                self._watch(conn, _HEAD, self.header_timeout)
+                self._examine(conn)
+            else:
+                self._watch(conn, _IDLE, self.keepalive_timeout)
+                if not self._accepting:
+                    self._resume_accept()  # an idle connection can now make room
+        elif conn.close_connection and (conn.linger or conn.parser.buf) and not self._draining:
+            try:
+                conn.connection.shutdown(socket.SHUT_WR)  # FIN after the response, keep reading
+            except OSError:
+                self._close(conn)
+                return
             conn.parser.buf.clear()
             self._watch(conn, _LINGER, LINGER_SECONDS)
-        elif conn.parser.started:  # a partial pipelined request
-            self._watch(conn, _HEAD, self.header_timeout)
-            self._examine(conn)
         else:
-            self._watch(conn, _IDLE, self.keepalive_timeout)
-            if not self._accepting:
-                self._resume_accept()  # an idle connection can now make room
+            self._close(conn)
 
     def _on_writable(self, conn: Connection) -> None:
         try:
@@ -511,34 +431,14 @@ class Server:
         except OSError as e:
             self._give_up_sending(conn, e)
             return
-        if conn.unsent is not None:
-            if sent:  # the client read: a new deadline
-                self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
-            return
-        if self._draining:  # nothing lingers or idles any more
-            conn.action = CLOSED
-        if self._after_response(conn) == CLOSED:
-            self._close(conn)
-        else:
+        if conn.unsent is None:
             self._take_back(conn)
-
-    def _after_response(self, conn: Connection) -> str:
-        """Settle the action for a connection whose response is all sent: closed on a stop, FIN sent if lingering."""
-        action = conn.action
-        if action == KEEP and self.stopping:
-            action = CLOSED
-        elif action == LINGERING:
-            try:
-                conn.connection.shutdown(socket.SHUT_WR)  # FIN after the response, keep reading
-            except OSError:
-                action = CLOSED
-        conn.action = action
-        return action
+        elif sent:  # the client read: a new deadline
+            self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
 
     def _give_up_sending(self, conn: Connection, error: BaseException) -> None:
-        conn.connection_dropped(error)
+        conn.drop(error)
         conn.log_unsent()
-        conn.unsent = None
         self._close(conn)
 
     # -- workers -----------------------------------------------------------
@@ -550,34 +450,23 @@ class Server:
             if conn is None:
                 return
             self._progress = time.monotonic()
-            if self._hard_stop:
-                conn.close_connection, conn.action = True, CLOSED
-            else:
+            if not self._hard_stop:  # else it is closed unserved, as the drain closes every connection
                 try:
                     conn.handle()
                 except Exception:
                     log.exception("error serving %s", conn.client_address)
-                    conn.action = CLOSED
+                    conn.close_connection, conn.linger = True, False  # closed, not lingering
+                    conn.parser.buf.clear()
             self._release(conn)
 
     def _release(self, conn: Connection) -> None:
-        if conn.unsent is not None:
-            with self._lock:
-                if not self._draining:
-                    self._returned.append(conn)  # the selector thread sends the rest, then does the action
-                    self._wake()
-                    return
-            conn.flush_unsent()  # stopping: no selector loop runs any more
-        if self._after_response(conn) == CLOSED:
-            try:
-                conn.connection.close()
-            except OSError:  # the descriptor is released all the same
-                pass
         with self._lock:
             if not self._draining:
-                self._returned.append(conn)
+                self._returned.append(conn)  # the selector thread sends any rest, then settles it
                 self._wake()
                 return
+        conn.flush_unsent()  # stopping: no selector loop runs any more
+        with self._lock:
             conn.connection.close()
             self._conns.discard(conn)
             self._all_closed.notify_all()
@@ -593,41 +482,27 @@ class Server:
         for conn in list(self._conns):
             if conn.state not in (_BUSY, _SEND):
                 self._close(conn)
-        while self._returned:
-            conn = self._returned.popleft()
-            if conn.unsent is not None:
-                self._take_back(conn)
-            else:
-                conn.connection.close()
-                self._conns.discard(conn)
+        self._on_wake()  # what the workers handed back before the drain began
         self._finish_sending(deadline)
         if not self._wait_idle(deadline):
             self._hard_stop = True
             for conn in list(self._conns):
-                try:
+                with contextlib.suppress(OSError):
                     conn.connection.shutdown(socket.SHUT_RDWR)  # unblocks a worker stuck on this client
-                except OSError:
-                    pass
             self._wait_idle(time.monotonic() + 1.0)
         for _ in self._workers:
             self._jobs.put(None)
         for worker in self._workers:
             worker.join(timeout=max(0.0, deadline + 1.0 - time.monotonic()))
-        self._wake_r.close()
-        self._wake_w.close()
-        self._sel.close()
+        for obj in (self._wake_r, self._wake_w, self._sel):
+            obj.close()
 
     def _finish_sending(self, deadline: float) -> None:
         """On a stop: send the responses the selector thread holds, until they are sent or the grace ends."""
         sending = self._timers[_SEND]
         while sending and time.monotonic() < deadline:
             wait = min(deadline, next(iter(sending.values()))) - time.monotonic()
-            for key, _ in self._sel.select(max(0.0, wait)):
-                if key.data is None:
-                    self._on_wake()
-                elif isinstance(key.data, Connection) and key.data.state == _SEND:
-                    self._on_writable(key.data)
-            self._expire(time.monotonic())
+            self._poll(max(0.0, wait))  # only the wake-up socket and the sending connections are left
         for conn in list(sending):
             self._give_up_sending(conn, TimeoutError("server stopped"))
 
@@ -641,7 +516,6 @@ class Server:
 def make_server(app: WSGIApp, host: str = "127.0.0.1", port: int = 0, **options: Any) -> Server:
     """A Server already serving in a background thread (server.server_address, server.shutdown(grace))."""
     return Server(app, host, port, **options).start()
-
 
 
 def run(
@@ -669,7 +543,7 @@ def run(
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     activated = sock is None and os.environ.get("LISTEN_FDS") is not None
     try:
-        server = Server(app, host, port, sock=sock or activated_socket(), **options)
+        server = Server(app, host, port, sock=sock or service.activated_socket(), **options)
     except OSError as e:
         log.error("cannot listen on %s:%s: %s", host, port, e)
         return 1

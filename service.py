@@ -8,33 +8,22 @@ Every piece is a no-op outside systemd (no NOTIFY_SOCKET, no LISTEN_FDS).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from server import Server
 
 log = logging.getLogger("reviewsd.server")
 
 SD_LISTEN_FDS_START = 3
-
-
-class Serving(Protocol):
-    """What serve() needs of a server (server.Server)."""
-
-    server_address: Any
-    threads: int
-
-    def start(self) -> Any: ...
-
-    def healthy(self, max_age: float) -> bool: ...
-
-    def stopped(self) -> bool: ...
-
-    def shutdown(self, grace: float = 10.0) -> None: ...
 
 
 def activated_socket() -> socket.socket | None:
@@ -69,26 +58,13 @@ def log_listening(url: str, threads: int, activated: bool = False) -> None:
     """The READY line, written at once: INFO lines wait up to logs.FLUSH_INTERVAL, which is for the access log."""
     log.info("listening on %s (%d threads)%s", url, threads, " (socket activation)" if activated else "")
     for handler in logging.getLogger().handlers:
-        try:
+        with contextlib.suppress(OSError, ValueError):  # stderr closed or broken: serving goes on, as with the flusher
             handler.flush()
-        except (OSError, ValueError):  # stderr closed or broken: serving goes on, as with the flusher
-            pass
 
 
 def notify_ready(status: str = "") -> bool:
     """READY=1 with an optional STATUS= line."""
     return notify("READY=1" + (f"\nSTATUS={status}" if status else ""))
-
-
-def notify_reloading() -> bool:
-    """RELOADING=1 with MONOTONIC_USEC (required by Type=notify-reload on systemd >= 253)."""
-    usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
-    return notify(f"RELOADING=1\nMONOTONIC_USEC={usec}")
-
-
-def notify_stopping() -> bool:
-    """STOPPING=1."""
-    return notify("STOPPING=1")
 
 
 def watchdog_interval() -> float | None:
@@ -100,28 +76,25 @@ def watchdog_interval() -> float | None:
     return int(usec) / 2e6
 
 
-def start_watchdog(healthy: Callable[[float], bool] | None = None) -> threading.Event | None:
-    """Ping WATCHDOG=1 every WATCHDOG_USEC/2 while healthy(timeout) holds; set the returned Event to stop."""
+def start_watchdog(healthy: Callable[[float], bool]) -> threading.Event:
+    """Ping WATCHDOG=1 every WATCHDOG_USEC/2 (if systemd asks) while healthy(timeout) holds; set the Event to stop."""
     interval = watchdog_interval()
-    if interval is None:
-        return None
     stop = threading.Event()
 
     def ping() -> None:
         while not stop.wait(interval):
-            if healthy is None or healthy(interval * 2):
+            if healthy(interval * 2):
                 notify("WATCHDOG=1")
             else:
                 log.error("not healthy: withholding the watchdog ping")
 
-    threading.Thread(target=ping, name="reviewsd-watchdog", daemon=True).start()
+    if interval is not None:
+        threading.Thread(target=ping, name="reviewsd-watchdog", daemon=True).start()
     return stop
 
 
-# -- entry point ---------------------------------------------------------------
-
 def serve(
-    server: Serving,
+    server: Server,
     *,
     activated: bool = False,
     shutdown_grace: float = 10.0,
@@ -138,25 +111,35 @@ def serve(
     after READY=1: work that serving need not wait for.  `reload_pending`, set by
     the caller's own SIGHUP handler before this took over, reloads after it.
     """
-    with _SignalPipe((signal.SIGHUP, signal.SIGTERM, signal.SIGINT)) as signals:
+    with _signal_socket((signal.SIGHUP, signal.SIGTERM, signal.SIGINT)) as signals:
         server.start()
         url = _url(server.server_address)
         log_listening(url, server.threads, activated)
         notify_ready(ready_status or f"listening on {url}")
-        if on_ready is not None:
-            try:
-                on_ready()
-            except Exception:  # serving goes on: what it would have done is not needed to serve
-                log.exception("the work after READY failed")
+        # Serving goes on if it fails: what it would have done is not needed to serve.
+        _call(on_ready, "the work after READY failed")
         if reload_pending is not None and reload_pending.is_set():
             log.info("a SIGHUP came during start-up")
             _reload(on_reload)
         watchdog = start_watchdog(server.healthy)
+        signals.settimeout(1.0)
         try:
-            return _wait_for_signals(server, signals, shutdown_grace, on_reload, on_stop)
+            while True:
+                try:
+                    received = signals.recv(64)
+                except TimeoutError:
+                    received = b""
+                for signum in received:
+                    if signum == signal.SIGHUP:
+                        _reload(on_reload)
+                    elif signum in (signal.SIGTERM, signal.SIGINT):
+                        failed = _stop(server, shutdown_grace, on_stop, signal.Signals(signum).name)
+                        return failed or (130 if signum == signal.SIGINT else 0)  # Ctrl-C: the shell's 128 + SIGINT
+                if server.stopped():  # the selector thread died: let systemd restart us
+                    log.error("server loop ended unexpectedly")
+                    return _stop(server, 0.0, on_stop, "failure") or 1
         finally:
-            if watchdog is not None:
-                watchdog.set()
+            watchdog.set()
 
 
 def _url(address: Any) -> str:
@@ -166,78 +149,54 @@ def _url(address: Any) -> str:
     return f"http://{host}:{address[1]}"
 
 
-def _wait_for_signals(
-    server: Serving, signals: _SignalPipe, grace: float,
-    on_reload: Callable[[], Any] | None, on_stop: Callable[[], Any] | None,
-) -> int:
-    while True:
-        for signum in signals.wait(timeout=1.0):
-            if signum == signal.SIGHUP:
-                _reload(on_reload)
-            elif signum in (signal.SIGTERM, signal.SIGINT):
-                failed = _stop(server, grace, on_stop, signal.Signals(signum).name)
-                return failed or (130 if signum == signal.SIGINT else 0)  # Ctrl-C: the shell's 128 + SIGINT
-        if server.stopped():  # the selector thread died: let systemd restart us
-            log.error("server loop ended unexpectedly")
-            return _stop(server, 0.0, on_stop, "failure") or 1
-
-
 def _reload(on_reload: Callable[[], Any] | None) -> None:
-    notify_reloading()
+    usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000  # required by Type=notify-reload on systemd >= 253
+    notify(f"RELOADING=1\nMONOTONIC_USEC={usec}")
     log.info("reloading")
-    status = "reloaded"
-    try:
-        if on_reload is not None:
-            on_reload()
-    except Exception:
-        log.exception("reload failed; still serving the previous state")
-        status = "reload failed, serving the previous state"
-    notify_ready(status)
+    if _call(on_reload, "reload failed; still serving the previous state"):
+        notify_ready("reloaded")
+    else:
+        notify_ready("reload failed, serving the previous state")
 
 
-def _stop(server: Serving, grace: float, on_stop: Callable[[], Any] | None, why: str) -> int:
-    notify_stopping()
+def _stop(server: Server, grace: float, on_stop: Callable[[], Any] | None, why: str) -> int:
+    notify("STOPPING=1")
     log.info("%s: stopping, up to %.1fs for in-flight requests", why, grace)
     server.shutdown(grace)
-    try:
-        if on_stop is not None:
-            on_stop()
-    except Exception:
-        log.exception("on_stop failed")
+    if not _call(on_stop, "on_stop failed"):
         return 1
     log.info("stopped")
     return 0
 
 
-class _SignalPipe:
-    """Turns signals into bytes on a socketpair (signal.set_wakeup_fd).
+def _call(hook: Callable[[], Any] | None, failure: str) -> bool:
+    """Call the caller's hook if there is one; False if it raised (logged as `failure`, with the traceback)."""
+    try:
+        if hook is not None:
+            hook()
+    except Exception:
+        log.exception(failure)
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _signal_socket(signums: tuple[int, ...]) -> Iterator[socket.socket]:
+    """A socket on which `signums` arrive as bytes (signal.set_wakeup_fd) while the block runs.
 
     The Python-level handlers do nothing: the work (reload, drain, on_stop)
     runs in the main thread's normal frame, never inside a signal handler
     frame where taking a lock the interrupted code holds would deadlock.
     """
-
-    def __init__(self, signums: tuple[int, ...]) -> None:
-        self._signums = signums
-
-    def __enter__(self) -> _SignalPipe:
-        self._r, self._w = socket.socketpair()
-        self._w.setblocking(False)
-        self._old_fd = signal.set_wakeup_fd(self._w.fileno(), warn_on_full_buffer=False)
-        self._old = {s: signal.signal(s, lambda signum, frame: None) for s in self._signums}
-        return self
-
-    def wait(self, timeout: float) -> bytes:
-        """Signal numbers received, waiting up to `timeout` seconds for the first."""
-        self._r.settimeout(timeout)
-        try:
-            return self._r.recv(64)
-        except TimeoutError:
-            return b""
-
-    def __exit__(self, *exc: Any) -> None:
-        for signum, handler in self._old.items():
+    r, w = socket.socketpair()
+    w.setblocking(False)
+    old_fd = signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+    old = {s: signal.signal(s, lambda signum, frame: None) for s in signums}
+    try:
+        yield r
+    finally:
+        for signum, handler in old.items():
             signal.signal(signum, handler)
-        signal.set_wakeup_fd(self._old_fd)
-        self._r.close()
-        self._w.close()
+        signal.set_wakeup_fd(old_fd)
+        r.close()
+        w.close()

@@ -164,18 +164,18 @@ def test_direct_path_steps_aside_whenever_records_could_differ(configured: logs.
 
 def test_the_ready_line_is_written_at_once(configured: logs.BatchingStreamHandler, stream: io.StringIO) -> None:
     """Whoever waits for "listening on" (a script, a test, bench/compare) sees it when the server is READY."""
-    import server
+    import service
 
     logging.getLogger("reviewsd.anything").info("queued")
     assert stream.getvalue() == ""
-    server.log_listening("http://127.0.0.1:8080", 8)
+    service.log_listening("http://127.0.0.1:8080", 8)
     lines = stream.getvalue().splitlines()
     assert [line.rsplit(": ", 1)[1] for line in lines] == ["queued", "listening on http://127.0.0.1:8080 (8 threads)"]
 
 
 def test_a_broken_stderr_does_not_stop_the_ready_line(configured: logs.BatchingStreamHandler,
                                                       stream: io.StringIO) -> None:
-    import server
+    import service
 
     stream.close()  # writing raises ValueError now, as a closed stderr would
-    server.log_listening("http://127.0.0.1:8080", 8)  # does not raise
+    service.log_listening("http://127.0.0.1:8080", 8)  # does not raise

@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO))
 
 import server  # noqa: E402
 import service  # noqa: E402
+from http_parser import MAX_REQUEST_LINE  # noqa: E402
 from polling import wait_until
 
 WAIT = 5.0  # upper bound for anything that should happen "promptly"
@@ -280,14 +281,14 @@ def test_refusal_is_logged_with_its_status_and_body_size(caplog: pytest.LogCaptu
 
 def test_request_line_of_exactly_8k_passes() -> None:
     with serving() as srv:
-        path = "/" + "a" * (server.MAX_REQUEST_LINE - len("GET / HTTP/1.1"))
+        path = "/" + "a" * (MAX_REQUEST_LINE - len("GET / HTTP/1.1"))
         line = f"GET {path} HTTP/1.1"
-        assert len(line) == server.MAX_REQUEST_LINE
+        assert len(line) == MAX_REQUEST_LINE
         assert exchange(srv, f"{line}\r\nHost: t\r\n\r\n".encode())[0] == 200
 
 
 def test_request_line_limit_holds_while_the_line_arrives_in_pieces() -> None:
-    line = ("GET /" + "a" * (server.MAX_REQUEST_LINE - len("GET / HTTP/1.1")) + " HTTP/1.1").encode()
+    line = ("GET /" + "a" * (MAX_REQUEST_LINE - len("GET / HTTP/1.1")) + " HTTP/1.1").encode()
     with serving() as srv, connect(srv) as sock:
         sock.sendall(line + b"\r")  # exactly at the limit, LF not yet sent
         sock.settimeout(0.2)
@@ -1002,7 +1003,7 @@ def test_notify_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         monkeypatch.setenv("NOTIFY_SOCKET", str(path))
         assert service.notify_ready("up") is True
         assert sock.recv(4096) == b"READY=1\nSTATUS=up"
-        assert service.notify_stopping() is True
+        assert service.notify("STOPPING=1") is True
         assert sock.recv(4096) == b"STOPPING=1"
 
 
