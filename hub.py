@@ -1,27 +1,7 @@
 """The WebSub hub: subscriptions, verification of intent and content distribution.
 
-Follows the W3C WebSub Recommendation where SPEC.md is silent (see DECISIONS.md).
-
-Who runs what:
-* `Hub.handle` runs on the server's request threads: it validates a subscription
-  request, resolves and vets the callback host, stores an *intent* in SQLite and
-  answers 202 at once. Nothing is contacted from a request thread.
-* `Hub.on_reload` runs on the data-reloading thread: it only schedules work.
-* `hub_workers` worker threads (`Scheduler`) run every outbound request:
-  verification GETs, content distribution POSTs, denial notices. Work is keyed
-  by the pair (callback, topic) and never runs twice at once for the same pair,
-  so a subscriber sees its requests in order.
-* one reaper thread (`Outbound`) aborts outbound requests past their deadline.
-* one keeper thread (`Hub._keep_store`) checks the state directory every
-  `--hub-state-check` seconds, retries a store that failed and, on another
-  server's lock, waits to take the hub over.
-
-State (hub_store.py): subscriptions with the ETag each last acknowledged, and
-pending intents, in memory and in SQLite under `--state-dir`. While the store
-cannot be used the hub answers 503 and sends nothing. Delivery is "bring every
-active subscriber to the current content": a pair is due when its last delivered
-ETag differs from the current topic ETag, and the body sent is always the one
-current at send time.
+Follows the W3C WebSub Recommendation where SPEC.md is silent (see DECISIONS.md). Which
+thread runs what, and how state and delivery work: docs/internals.md, "The WebSub hub".
 """
 
 from __future__ import annotations
@@ -753,7 +733,7 @@ class Scheduler:
 
 
 class Hub:
-    """The WebSub hub of one ReviewsApp. See the module docstring for its threads."""
+    """The WebSub hub of one ReviewsApp. Its threads: docs/internals.md."""
 
     def __init__(self, app: reviewsd.ReviewsApp, clock: Callable[[], float] = time.time,
                  outbound: Requester | None = None, resolve: Resolver = system_resolver):
