@@ -6,6 +6,7 @@ thread runs what, and how state and delivery work: docs/internals.md, "The WebSu
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import hmac
@@ -352,33 +353,6 @@ def _connect_any(addresses: Sequence[AddrInfo], timeout: float, deadline: float)
     raise error
 
 
-class PinnedHTTPSConnection(http.client.HTTPSConnection):
-    """HTTPS to addresses vetted beforehand: TCP goes to them, TLS and Host use the URL's host name.
-
-    So DNS rebinding between the check and the connection gains nothing.
-    """
-
-    def __init__(self, host: str, port: int, addresses: Sequence[AddrInfo], context: ssl.SSLContext,
-                 connect_timeout: float, read_timeout: float, deadline: float,
-                 on_socket: Callable[[socket.socket], None]):
-        super().__init__(host, port, timeout=connect_timeout, context=context)
-        self._addresses = addresses
-        self._read_timeout = read_timeout
-        self._deadline = deadline
-        self._on_socket = on_socket
-
-    def connect(self) -> None:
-        sock = _connect_any(self._addresses, self.timeout, self._deadline)
-        self._on_socket(sock)
-        sock.settimeout(self._read_timeout)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
-        except BaseException:
-            sock.close()
-            raise
-
-
 class Requester(Protocol):
     """What the hub needs for outbound requests (Outbound; a stub in tests)."""
 
@@ -400,25 +374,31 @@ class Outbound:
         self._context = context
         self._allow_private = allow_private
         self._resolve = resolve
-        self._inflight: dict[int, tuple[float, socket.socket]] = {}
+        self._inflight: dict[socket.socket, float] = {}  # a duplicate of each request's socket: its deadline
         self._lock = threading.Lock()
-        self._ids = itertools.count()
         self._closed = threading.Event()
-        self._reaper = threading.Thread(target=self._reap_loop, name="hub-reaper", daemon=True)
-        self._reaper.start()
+        threading.Thread(target=self._reap_loop, name="hub-reaper", daemon=True).start()
 
     def request(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None, limit: int) -> Reply:
-        """One request; reads at most `limit` bytes of the answer. Never raises for network trouble."""
-        token = next(self._ids)
+        """One request; reads at most `limit` bytes of the answer. Never raises for network trouble.
+
+        TCP goes to the addresses vetted beforehand, TLS and Host use the URL's host name:
+        DNS rebinding between the check and the connection gains nothing.
+        """
         deadline = time.monotonic() + self.total_timeout  # lookup, connection and answer together
-        conn: PinnedHTTPSConnection | None = None
+        conn = watch = None
         try:
             callback = parse_callback(url, max_length=None)
             addresses = vet_addresses(callback.host, callback.port, self._allow_private, self._resolve,
                                       min(LOOKUP_TIMEOUT, deadline - time.monotonic()))
-            conn = PinnedHTTPSConnection(callback.host, callback.port, addresses, self._context,
-                                         self.connect_timeout, self.read_timeout, deadline,
-                                         lambda s: self._watch(token, s, deadline))
+            conn = http.client.HTTPSConnection(callback.host, callback.port, context=self._context)
+            conn.sock = _connect_any(addresses, self.connect_timeout, deadline)
+            watch = conn.sock.dup()  # shutdown() on a duplicate ends the connection even after ssl takes it over
+            with self._lock:
+                self._inflight[watch] = deadline
+            conn.sock.settimeout(self.read_timeout)
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.sock = self._context.wrap_socket(conn.sock, server_hostname=callback.host)
             conn.request(method, callback.target, body=body,
                          headers={"User-Agent": USER_AGENT, "Connection": "close", **headers})
             response = conn.getresponse()
@@ -430,7 +410,10 @@ class Outbound:
         finally:
             if conn is not None:
                 conn.close()
-            self._unwatch(token)
+            if watch is not None:
+                with self._lock:
+                    del self._inflight[watch]
+                watch.close()
 
     def abort_all(self) -> None:
         """Cut every request in flight (used when stopping past the grace period)."""
@@ -439,29 +422,16 @@ class Outbound:
     def close(self) -> None:
         self._closed.set()
 
-    def _watch(self, token: int, sock: socket.socket, deadline: float) -> None:
-        # A duplicate descriptor: shutdown() on it ends the connection even after ssl takes the original over.
-        with self._lock:
-            self._inflight[token] = (deadline, sock.dup())
-
-    def _unwatch(self, token: int) -> None:
-        with self._lock:
-            entry = self._inflight.pop(token, None)
-        if entry is not None:
-            entry[1].close()
-
     def _reap_loop(self) -> None:
         while not self._closed.wait(0.5):
             self._reap(time.monotonic())
 
     def _reap(self, now: float) -> None:
         with self._lock:
-            late = [sock for deadline, sock in self._inflight.values() if deadline <= now]
+            late = [sock for sock, deadline in self._inflight.items() if deadline <= now]
         for sock in late:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def make_ssl_context(ca_file: str) -> ssl.SSLContext:
