@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -351,16 +351,6 @@ def _connect_any(addresses: Sequence[AddrInfo], timeout: float, deadline: float)
             sock.close()
             error = exc
     raise error
-
-
-class Requester(Protocol):
-    """What the hub needs for outbound requests (Outbound; a stub in tests)."""
-
-    def request(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None, limit: int) -> Reply: ...
-
-    def abort_all(self) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class Outbound:
@@ -706,7 +696,7 @@ class Hub:
     """The WebSub hub of one ReviewsApp. Its threads: docs/internals.md."""
 
     def __init__(self, app: reviewsd.ReviewsApp, clock: Callable[[], float] = time.time,
-                 outbound: Requester | None = None, resolve: Resolver = system_resolver):
+                 outbound: Outbound | None = None, resolve: Resolver = system_resolver):
         config: reviewsd.Config = app.config
         self.app = app
         self.config = config
@@ -1008,11 +998,11 @@ def _display(callback_url: str) -> str:
         return "<invalid callback>"
 
 
-def attach(app: reviewsd.ReviewsApp, *, clock: Callable[[], float] = time.time, outbound: Requester | None = None,
+def attach(app: reviewsd.ReviewsApp, *, clock: Callable[[], float] = time.time, outbound: Outbound | None = None,
            resolve: Resolver = system_resolver) -> Hub:
     """Create and start the hub of `app`: `app.hub` is set and data reloads are followed.
 
-    `clock`, `outbound` (anything with Outbound.request's signature) and `resolve`
+    `clock`, `outbound` (anything with Outbound's three methods) and `resolve`
     (getaddrinfo's shape) are for tests.
     """
     hub = Hub(app, clock=clock, outbound=outbound, resolve=resolve)
