@@ -710,7 +710,6 @@ class Hub:
         self.outbound = outbound or Outbound(make_ssl_context(config.ca_file), config.allow_private_callbacks, resolve)
         self.db = Store(config.state_dir, config.hub_state_check)
         self.scheduler = Scheduler(self._service, config.hub_workers, clock, retry_after=config.hub_retry_delay)
-        self._stopping = False
         self._stopped = threading.Event()
         self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
 
@@ -760,9 +759,8 @@ class Hub:
         Nothing is lost: what was not delivered is still due in the database and
         goes out after the next start.
         """
-        if self._stopping:
+        if self._stopped.is_set():
             return
-        self._stopping = True
         self._stopped.set()
         if not self.scheduler.stop(timeout):
             self.outbound.abort_all()
@@ -786,7 +784,7 @@ class Hub:
 
     def status(self) -> dict[str, Any]:
         """The hub's part of /healthz: running (not stopped), available (its store usable) or why not."""
-        if self._stopping:
+        if self._stopped.is_set():
             return {"enabled": True, "running": False}
         problem = self.db.problem
         if problem is not None:
@@ -887,7 +885,7 @@ class Hub:
             intent = self.db.next_intent(key)
             if intent is not None:
                 self._verify(intent)
-                return None if self._stopping else self.clock()
+                return None if self._stopped.is_set() else self.clock()
             return self._reconcile(key)
         except StoreClosed:
             return None
@@ -903,7 +901,7 @@ class Hub:
         baseline = self._etags()[intent.topic]  # before asking: a change during verification is then delivered
         started = self.clock()
         reply = self.outbound.request("GET", with_query(intent.callback, query), {}, None, len(challenge) + READ_LIMIT)
-        if self._stopping and not reply.ok:
+        if self._stopped.is_set() and not reply.ok:
             return  # cut short by the stop: the intent stays and is verified after the next start
         display = _display(intent.callback)
         if not reply.ok or reply.body != challenge.encode("ascii"):
@@ -950,7 +948,7 @@ class Hub:
             self.db.record_delivery(sub.key, payload.identity.etag)
             log.debug("delivered %s to %s", sub.topic, display, extra={"event": "delivered", **extra})
             return self.clock()  # look again: the data may have changed during the request
-        if self._stopping:
+        if self._stopped.is_set():
             return None  # cut short by the stop: not the subscriber's failure; still due after the next start
         if reply.status == 410:  # "Gone": the subscriber deleted it (WebSub 7 allows ending it here)
             self.db.remove(sub.key)
