@@ -433,17 +433,6 @@ def make_ssl_context(ca_file: str) -> ssl.SSLContext:
 
 
 @dataclass(frozen=True)
-class Leases:
-    minimum: int
-    default: int
-    maximum: int
-
-    def grant(self, asked: int | None) -> int:
-        wanted = self.default if asked is None else asked
-        return max(self.minimum, min(self.maximum, wanted))
-
-
-@dataclass(frozen=True)
 class SubscriptionRequest:
     callback: Callback
     mode: str
@@ -463,8 +452,8 @@ class SubscriptionRequest:
 
 
 def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, str],
-                       leases: Leases) -> SubscriptionRequest:
-    """Validate a decoded form against the topics ({normalised URL: path}); raises Refusal (400)."""
+                       leases: tuple[int, int, int]) -> SubscriptionRequest:
+    """Validate a form against the topics ({normalised URL: path}) and leases (min, default, max). Raises Refusal."""
     fields: dict[str, str] = {}
     for name, value in pairs:
         if name in HUB_FIELDS:
@@ -484,21 +473,22 @@ def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, st
     callback = parse_callback(fields["hub.callback"])
     if mode == "unsubscribe":  # lease and secret "MUST be ignored" on unsubscribe
         return SubscriptionRequest(callback, mode, topic, topic_url, 0, None)
-    return SubscriptionRequest(callback, mode, topic, topic_url, leases.grant(_lease(fields.get("hub.lease_seconds"))),
+    return SubscriptionRequest(callback, mode, topic, topic_url, _lease(fields.get("hub.lease_seconds"), leases),
                                _secret(fields.get("hub.secret")))
 
 
 MAX_LEASE_DIGITS = 18  # any longer number is beyond every lease bound, and is granted as --hub-lease-max
 
 
-def _lease(raw: str | None) -> int | None:
-    """The lease asked for: any positive whole number, however many digits (Leases.grant clamps it)."""
-    if raw is None or raw == "":
-        return None
-    digits = raw.lstrip("0")
-    if not raw.isascii() or not raw.isdigit() or not digits:
-        raise Refusal(400, "hub.lease_seconds must be a positive whole number of seconds")
-    return int(digits) if len(digits) <= MAX_LEASE_DIGITS else 10 ** MAX_LEASE_DIGITS
+def _lease(raw: str | None, bounds: tuple[int, int, int]) -> int:
+    """The lease granted: the one asked for (any positive whole number, however many digits) within the bounds."""
+    minimum, asked, maximum = bounds  # none asked for: the default
+    if raw:
+        digits = raw.lstrip("0")
+        if not raw.isascii() or not raw.isdigit() or not digits:
+            raise Refusal(400, "hub.lease_seconds must be a positive whole number of seconds")
+        asked = int(digits) if len(digits) <= MAX_LEASE_DIGITS else 10 ** MAX_LEASE_DIGITS
+    return max(minimum, min(maximum, asked))
 
 
 def _secret(raw: str | None) -> str | None:
@@ -703,7 +693,7 @@ class Hub:
         self.clock = clock
         self.resolve = resolve
         self.topics = {normalise_url(config.url(path)) or config.url(path): path for path in reviewsd.TOPIC_PATHS}
-        self.leases = Leases(config.hub_lease_min, config.hub_lease_default, config.hub_lease_max)
+        self.leases = (config.hub_lease_min, config.hub_lease_default, config.hub_lease_max)
         self.caps = Caps(config.hub_max_subscriptions, config.hub_max_per_topic, config.hub_max_per_host)
         self.limiter = RateLimiter(config.hub_rate_limit)
         self.trusted = parse_networks(config.trusted_proxies)
