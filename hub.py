@@ -441,15 +441,6 @@ class SubscriptionRequest:
     lease_seconds: int
     secret: str | None
 
-    @property
-    def key(self) -> Key:
-        return self.callback.url, self.topic
-
-    def intent(self, now: float) -> Intent:
-        """The intent to store (its id is the store's to give)."""
-        return Intent(0, self.callback.url, self.topic, self.topic_url, self.callback.host, self.mode,
-                      self.lease_seconds, self.secret, now)
-
 
 def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, str],
                        leases: tuple[int, int, int]) -> SubscriptionRequest:
@@ -800,20 +791,28 @@ class Hub:
         """POST /api/websub/hub: 202 when accepted (verification follows), else 4xx with a text reason."""
         try:
             self._admit(environ)
-            self._available()
+            if (problem := self.db.problem) is not None:
+                raise StoreUnavailable(problem.reason)
             request = parse_subscription(read_form(environ, self.config.max_body), self.topics, self.leases)
-            self._vet(request.callback)
-            queued = self.db.add_intent(request.intent(self.clock()), self.caps)
+            vet_addresses(request.callback.host, request.callback.port, self.config.allow_private_callbacks,
+                          self.resolve)
+            intent = Intent(0, request.callback.url, request.topic, request.topic_url, request.callback.host,
+                            request.mode, request.lease_seconds, request.secret, self.clock())  # the store gives the id
+            queued = self.db.add_intent(intent, self.caps)
         except Refusal as refusal:
             return text_response(refusal.status, refusal.reason, refusal.headers)
+        except Refused as exc:
+            return text_response(400, f"hub.callback refused: {exc}")
         except CapReached as exc:
             return text_response(403, f"subscription refused: {exc}")
         except StoreClosed:
             return text_response(503, "the hub is stopping; try again shortly", [("Retry-After", "5")])
         except StoreUnavailable as exc:
-            return self._unavailable_response(str(exc))
+            retry = max(1, math.ceil(self.config.hub_state_check))
+            return text_response(503, f"the hub is unavailable: {exc}; nothing was stored, try again later",
+                                 [("Retry-After", str(retry))])
         if queued:
-            self.scheduler.poke(request.key)
+            self.scheduler.poke(intent.key)
         log.info("%s request accepted for %s on %s", request.mode, request.callback.display, request.topic,
                  extra={"event": "hub_request", "mode": request.mode, "callback": request.callback.display,
                         "topic": request.topic, "queued": queued})
@@ -827,22 +826,6 @@ class Hub:
             seconds = max(1, int(wait + 0.999))
             raise Refusal(429, f"too many hub requests from this address; retry in {seconds} s",
                           [("Retry-After", str(seconds))])
-
-    def _available(self) -> None:
-        problem = self.db.problem
-        if problem is not None:
-            raise StoreUnavailable(problem.reason)
-
-    def _unavailable_response(self, reason: str) -> Response:
-        retry = max(1, math.ceil(self.config.hub_state_check))
-        return text_response(503, f"the hub is unavailable: {reason}; nothing was stored, try again later",
-                             [("Retry-After", str(retry))])
-
-    def _vet(self, callback: Callback) -> None:
-        try:
-            vet_addresses(callback.host, callback.port, self.config.allow_private_callbacks, self.resolve)
-        except Refused as exc:
-            raise Refusal(400, f"hub.callback refused: {exc}") from None
 
     # ----------------------------------------------------------------- reloads
 
