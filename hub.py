@@ -21,7 +21,6 @@ import socket
 import ssl
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -533,12 +532,13 @@ def _read_body(environ: dict, max_body: int) -> bytes:
 class RateLimiter:
     """A token bucket per client address: `per_minute` requests a minute, bursts of as many."""
 
-    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic, max_clients: int = 10000):
+    MAX_CLIENTS = 10000  # buckets kept
+
+    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic):
         self._rate = per_minute / 60.0
         self._capacity = max(1.0, per_minute)
         self._clock = clock
-        self._max_clients = max_clients
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self._buckets: dict[str, tuple[float, float]] = {}  # least recently seen first
         self._lock = threading.Lock()
 
     def wait_needed(self, client: str) -> float:
@@ -551,11 +551,9 @@ class RateLimiter:
             tokens = min(self._capacity, tokens + (now - then) * self._rate)
             wait = 0.0 if tokens >= 1 else (1 - tokens) / self._rate
             self._buckets[client] = (tokens - 1 if wait == 0 else tokens, now)
-            if len(self._buckets) > self._max_clients:
-                self._buckets.popitem(last=False)  # the least recently seen client starts afresh
+            if len(self._buckets) > self.MAX_CLIENTS:
+                del self._buckets[next(iter(self._buckets))]  # the least recently seen client starts afresh
         return wait
-
-
 
 
 # --------------------------------------------------------------------------- scheduler
