@@ -767,8 +767,9 @@ class Hub:
             return {"enabled": True, "running": False}
         problem = self.db.problem
         if problem is not None:
+            since = datetime.fromtimestamp(problem.since, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             return {"enabled": True, "running": True, "available": False, "reason": problem.reason,
-                    "unavailable_since": _utc(problem.since)}
+                    "unavailable_since": since}
         try:
             groups, intents = self.db.counts()
         except StoreClosed:
@@ -954,10 +955,6 @@ class Hub:
 def signature(secret: str, body: bytes) -> str:
     """Lower-case hex HMAC-SHA256 of the body, keyed with the UTF-8 bytes of the secret."""
     return hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
-
-
-def _utc(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _display(callback_url: str) -> str:
