@@ -12,7 +12,6 @@ import heapq
 import hmac
 import http.client
 import ipaddress
-import itertools
 import logging
 import math
 import re
@@ -575,11 +574,10 @@ class Scheduler:
         self._clock = clock
         self._retry_after = retry_after  # after `work` raised (a database error, say): try that key again then
         self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, Key]] = []
+        self._heap: list[tuple[float, Key]] = []  # (time, key); ties are ordered by the key
         self._due: dict[Key, float] = {}
         self._running: set[Key] = set()
         self._again: dict[Key, float] = {}
-        self._seq = itertools.count()
         self._stopping = False
         self._threads = [threading.Thread(target=self._loop, name=f"hub-worker-{i}", daemon=True)
                          for i in range(max(1, workers))]
@@ -622,23 +620,23 @@ class Scheduler:
         if key in self._due and self._due[key] <= at:
             return False
         self._due[key] = at
-        heapq.heappush(self._heap, (at, next(self._seq), key))
+        heapq.heappush(self._heap, (at, key))
         if len(self._heap) > 2 * len(self._due) + 1024:
             # Entries superseded by an earlier time stay in the heap until they surface (each change
             # of a topic leaves one per subscriber, for up to a lease): rebuilt from what is due.
-            self._heap = [(due_at, next(self._seq), due_key) for due_key, due_at in self._due.items()]
+            self._heap = [(due_at, due_key) for due_key, due_at in self._due.items()]
             heapq.heapify(self._heap)
         return True
 
     def _take(self) -> Key | None:
         """The next due key, waiting for one; None when stopping. Called with the condition held."""
         while not self._stopping:
-            while self._heap and self._due.get(self._heap[0][2]) != self._heap[0][0]:
+            while self._heap and self._due.get(self._heap[0][1]) != self._heap[0][0]:
                 heapq.heappop(self._heap)  # superseded by an earlier time, or already taken
             if not self._heap:
                 self._cond.wait()
                 continue
-            at, _, key = self._heap[0]
+            at, key = self._heap[0]
             delay = at - self._clock()
             if delay > 0:
                 self._cond.wait(min(delay, self.MAX_WAIT))
