@@ -748,17 +748,6 @@ class Hub:
         self.db.close()
         log.info("hub stopped", extra={"event": "hub_stopped"})
 
-    def wake(self) -> None:
-        """Re-read the clock now (tests that move an injected clock)."""
-        self.scheduler.wake()
-
-    def sweep(self) -> int:
-        """Remove subscriptions whose lease has ended; the number removed."""
-        removed = self.db.expire(self.clock())
-        if removed:
-            log.info("%d subscriptions removed: lease ended", removed, extra={"event": "lease_ended"})
-        return removed
-
     def status(self) -> dict[str, Any]:
         """The hub's part of /healthz: running (not stopped), available (its store usable) or why not."""
         if self._stopped.is_set():

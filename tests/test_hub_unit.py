@@ -403,11 +403,11 @@ def test_retries_double_then_three_failures_remove_and_deny(make_hub: HubMaker) 
     for attempt, delay in ((2, 10), (3, 20)):
         wait_idle(app.hub)
         clock.advance(delay - 0.5)
-        app.hub.wake()
+        app.hub.scheduler.wake()
         wait_idle(app.hub)
         assert len(outbound.matching("POST")) == attempt - 1  # not yet
         clock.advance(0.5)
-        app.hub.wake()
+        app.hub.scheduler.wake()
         outbound.wait_for(attempt, "POST")
     denial = outbound.wait_for(1, "GET", mode="denied")[0]
     assert denial.param("hub.topic") == FEED and "3 consecutive" in (denial.param("hub.reason") or "")
@@ -432,7 +432,7 @@ def test_a_success_resets_the_failure_count(make_hub: HubMaker) -> None:
         for attempt in (first + 1, first + 2):
             wait_idle(app.hub)
             clock.advance(100)
-            app.hub.wake()
+            app.hub.scheduler.wake()
             outbound.wait_for(attempt, "POST")
     wait_idle(app.hub)
     assert app.hub.status()["subscriptions"] == 1 and app.hub.status()["pending_deliveries"] == 0
@@ -452,7 +452,7 @@ def test_newer_version_supersedes_a_pending_retry(make_hub: HubMaker) -> None:
     wait_idle(app.hub)
     assert len(outbound.matching("POST")) == 1  # the back-off still applies
     clock.advance(10)
-    app.hub.wake()
+    app.hub.scheduler.wake()
     outbound.wait_for(2, "POST")
     wait_idle(app.hub)
     assert [version_of(c.body) for c in outbound.matching("POST")] == [2, 3]
@@ -476,11 +476,11 @@ def test_lease_end_removes_on_its_timer(make_hub: HubMaker) -> None:
     app = make_hub(outbound, clock=clock, hub_lease_min=60)
     subscribe_active(app, outbound, lease_seconds="60")
     clock.advance(59)
-    app.hub.wake()
+    app.hub.scheduler.wake()
     wait_idle(app.hub)
     assert app.hub.status()["subscriptions"] == 1
     clock.advance(1)
-    app.hub.wake()
+    app.hub.scheduler.wake()
     assert wait_until(lambda: app.hub.status()["subscriptions"] == 0, timeout=5)
 
 
@@ -491,19 +491,23 @@ def test_nothing_is_delivered_after_the_lease_ends(make_hub: HubMaker) -> None:
     subscribe_active(app, outbound, lease_seconds="60")
     clock.advance(61)
     change(make_hub, app, 2)
-    app.hub.wake()
+    app.hub.scheduler.wake()
     wait_idle(app.hub)
     assert outbound.matching("POST") == [] and app.hub.status()["subscriptions"] == 0
 
 
-def test_sweep_removes_ended_leases(make_hub: HubMaker) -> None:
+def test_a_start_removes_ended_leases(make_hub: HubMaker, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     outbound = FakeOutbound()
     clock = FakeClock()
     app = make_hub(outbound, clock=clock, hub_lease_min=60)
     subscribe_active(app, outbound, lease_seconds="60")
     subscribe_active(app, outbound, callback="https://sub.example/long", lease_seconds="600")
+    app.hub.stop()
     clock.advance(100)
-    assert app.hub.sweep() == 1
+    restarted = make_hub(FakeOutbound(), clock=clock, hub_lease_min=60)
+    assert restarted.hub.status()["subscriptions"] == 1
+    assert any("1 expired leases removed" in r.getMessage() for r in caplog.records)
 
 
 # --------------------------------------------------------------------------- durability
@@ -539,7 +543,7 @@ def test_restart_resumes_a_pending_retry(make_hub: HubMaker) -> None:
     again.wait_for(1, "POST")
     wait_idle(restarted.hub)
     clock.advance(20)
-    restarted.hub.wake()
+    restarted.hub.scheduler.wake()
     again.wait_for(2, "POST")
     again.wait_for(1, mode="denied")  # failures counted across the restart: 1 before, 2 after
 
