@@ -430,19 +430,12 @@ def make_ssl_context(ca_file: str) -> ssl.SSLContext:
 # --------------------------------------------------------------------------- subscription requests
 
 
-@dataclass(frozen=True)
-class SubscriptionRequest:
-    callback: Callback
-    mode: str
-    topic: str  # path, one of reviewsd.TOPIC_PATHS
-    topic_url: str  # as the subscriber wrote it: echoed in hub.topic of verification and denial
-    lease_seconds: int
-    secret: str | None
+def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, str], leases: tuple[int, int, int],
+                       now: float) -> tuple[Callback, Intent]:
+    """Validate a form: its callback, parsed, and the intent to store (the store gives its id). Raises Refusal.
 
-
-def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, str],
-                       leases: tuple[int, int, int]) -> SubscriptionRequest:
-    """Validate a form against the topics ({normalised URL: path}) and leases (min, default, max). Raises Refusal."""
+    `topics` maps each normalised topic URL to its path; `leases` are (minimum, default, maximum).
+    """
     fields: dict[str, str] = {}
     for name, value in pairs:
         if name in HUB_FIELDS:
@@ -460,10 +453,10 @@ def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, st
     if topic is None:
         raise Refusal(400, "hub.topic is not a topic of this hub; topics: " + ", ".join(sorted(topics)))
     callback = parse_callback(fields["hub.callback"])
-    if mode == "unsubscribe":  # lease and secret "MUST be ignored" on unsubscribe
-        return SubscriptionRequest(callback, mode, topic, topic_url, 0, None)
-    return SubscriptionRequest(callback, mode, topic, topic_url, _lease(fields.get("hub.lease_seconds"), leases),
-                               _secret(fields.get("hub.secret")))
+    lease, secret = 0, None  # lease and secret "MUST be ignored" on unsubscribe
+    if mode == "subscribe":
+        lease, secret = _lease(fields.get("hub.lease_seconds"), leases), _secret(fields.get("hub.secret"))
+    return callback, Intent(0, callback.url, topic, topic_url, callback.host, mode, lease, secret, now)
 
 
 MAX_LEASE_DIGITS = 18  # any longer number is beyond every lease bound, and is granted as --hub-lease-max
@@ -779,11 +772,9 @@ class Hub:
             self._admit(environ)
             if (problem := self.db.problem) is not None:
                 raise StoreUnavailable(problem.reason)
-            request = parse_subscription(read_form(environ, self.config.max_body), self.topics, self.leases)
-            vet_addresses(request.callback.host, request.callback.port, self.config.allow_private_callbacks,
-                          self.resolve)
-            intent = Intent(0, request.callback.url, request.topic, request.topic_url, request.callback.host,
-                            request.mode, request.lease_seconds, request.secret, self.clock())  # the store gives the id
+            form = read_form(environ, self.config.max_body)
+            callback, intent = parse_subscription(form, self.topics, self.leases, self.clock())
+            vet_addresses(callback.host, callback.port, self.config.allow_private_callbacks, self.resolve)
             queued = self.db.add_intent(intent, self.caps)
         except Refusal as refusal:
             return text_response(refusal.status, refusal.reason, refusal.headers)
@@ -799,12 +790,12 @@ class Hub:
                                  [("Retry-After", str(retry))])
         if queued:
             self.scheduler.poke(intent.key)
-        log.info("%s request accepted for %s on %s", request.mode, request.callback.display, request.topic,
-                 extra={"event": "hub_request", "mode": request.mode, "callback": request.callback.display,
-                        "topic": request.topic, "queued": queued})
+        log.info("%s request accepted for %s on %s", intent.mode, callback.display, intent.topic,
+                 extra={"event": "hub_request", "mode": intent.mode, "callback": callback.display,
+                        "topic": intent.topic, "queued": queued})
         if not queued:
             return text_response(202, "unsubscribe request accepted; there is no such subscription, nothing to do")
-        return text_response(202, f"{request.mode} request accepted; the hub will verify it with a GET to the callback")
+        return text_response(202, f"{intent.mode} request accepted; the hub will verify it with a GET to the callback")
 
     def _admit(self, environ: dict) -> None:
         wait = self.limiter.wait_needed(client_address(environ, self.trusted))

@@ -89,11 +89,11 @@ def test_a_valid_request_parses() -> None:
     pairs = [("hub.callback", CALLBACK), ("hub.mode", "subscribe"), ("hub.topic", BASE + "/api/feed.json"),
              ("hub.lease_seconds", "600"), ("hub.secret", "s" * 199), ("hub.unknown", "x"), ("other", "y"),
              ("hub.unknown", "again")]
-    request = hub.parse_subscription(pairs, TOPICS, LEASES)
-    assert (request.callback.url, request.topic, request.lease_seconds, request.secret) == (
+    callback, request = hub.parse_subscription(pairs, TOPICS, LEASES, 0.0)
+    assert (request.callback, request.topic, request.lease_seconds, request.secret) == (
         CALLBACK, "/api/feed.json", 600, "s" * 199)
-    assert request.callback.host == "sub.example" and request.callback.target == "/cb?token=CAPABILITY-123"
-    assert request.callback.display == "https://sub.example/cb"
+    assert callback.host == request.host == "sub.example" and callback.target == "/cb?token=CAPABILITY-123"
+    assert callback.display == "https://sub.example/cb"
 
 
 @pytest.mark.parametrize("fields, reason", [
@@ -131,20 +131,20 @@ def test_a_valid_request_parses() -> None:
 def test_bad_requests_are_refused_with_a_reason(fields: dict | list, reason: str) -> None:
     pairs = list(fields.items()) if isinstance(fields, dict) else fields
     with pytest.raises(hub.Refusal) as refused:
-        hub.parse_subscription(pairs, TOPICS, LEASES)
+        hub.parse_subscription(pairs, TOPICS, LEASES, 0.0)
     assert refused.value.status == 400 and reason in refused.value.reason
 
 
 def test_unsubscribe_ignores_lease_and_secret() -> None:
-    request = hub.parse_subscription(form(mode="unsubscribe", lease_seconds="junk", secret="x" * 500).items(),
-                                     TOPICS, LEASES)
+    _, request = hub.parse_subscription(form(mode="unsubscribe", lease_seconds="junk", secret="x" * 500).items(),
+                                        TOPICS, LEASES, 0.0)
     assert request.mode == "unsubscribe" and request.secret is None
 
 
 @pytest.mark.parametrize("asked, granted", [(None, 86400), ("1", 300), ("600", 600), (str(10**15), 30 * 86400)])
 def test_leases_are_granted_within_bounds(asked: str | None, granted: int) -> None:
     fields = form() if asked is None else form(lease_seconds=asked)
-    assert hub.parse_subscription(fields.items(), TOPICS, LEASES).lease_seconds == granted
+    assert hub.parse_subscription(fields.items(), TOPICS, LEASES, 0.0)[1].lease_seconds == granted
 
 
 @pytest.mark.parametrize("url, expected", [
@@ -241,14 +241,14 @@ def test_a_form_of_too_many_fields_is_400(make_hub: HubMaker) -> None:
 @pytest.mark.parametrize("asked, granted", [("9" * 30, 30 * 86400), ("1" + "0" * 18, 30 * 86400),
                                             ("999999999999999999", 30 * 86400), ("0000600", 600), ("1", 300)])
 def test_any_positive_lease_is_clamped_however_many_digits(asked: str, granted: int) -> None:
-    request = hub.parse_subscription(form(lease_seconds=asked).items(), TOPICS, LEASES)
+    _, request = hub.parse_subscription(form(lease_seconds=asked).items(), TOPICS, LEASES, 0.0)
     assert request.lease_seconds == granted
 
 
 @pytest.mark.parametrize("asked", ["0" * 30, "٣٠٠", "²", "+300", "3e5"])
 def test_leases_that_are_not_positive_ascii_integers_are_400(asked: str) -> None:
     with pytest.raises(hub.Refusal, match="lease_seconds") as refusal:
-        hub.parse_subscription(form(lease_seconds=asked).items(), TOPICS, LEASES)
+        hub.parse_subscription(form(lease_seconds=asked).items(), TOPICS, LEASES, 0.0)
     assert refusal.value.status == 400
 
 
