@@ -116,15 +116,11 @@ def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address 
     accepts (2130706433, 0x7f000001, 0177.0.0.1, 127.1), which getaddrinfo
     turns into addresses without any DNS query.
     """
-    try:
+    with contextlib.suppress(ValueError):
         return ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    if _LEGACY_IPV4.fullmatch(host):
-        try:
+    with contextlib.suppress(OSError):
+        if _LEGACY_IPV4.fullmatch(host):
             return ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
-            return None
     return None
 
 
