@@ -20,6 +20,7 @@ import socket
 import ssl
 import threading
 import time
+from concurrent import futures
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -262,24 +263,20 @@ def resolve_within(resolve: Resolver, host: str, port: int, timeout: float) -> S
     """
     if not _LOOKUPS_AT_ONCE.acquire(timeout=max(0.0, timeout)):
         raise TimeoutError("too many DNS lookups in progress")
-    outcome: list[Any] = []
-    done = threading.Event()
+    answer: futures.Future[Sequence[AddrInfo]] = futures.Future()
 
     def lookup() -> None:
         try:
-            outcome.append(resolve(host, port))
+            answer.set_result(resolve(host, port))
         except BaseException as exc:  # handed to the caller
-            outcome.append(exc)
+            answer.set_exception(exc)
         finally:
             _LOOKUPS_AT_ONCE.release()
-            done.set()
 
     threading.Thread(target=lookup, name="hub-dns", daemon=True).start()
-    if not done.wait(max(0.0, timeout)):
+    if not futures.wait([answer], max(0.0, timeout)).done:
         raise TimeoutError(f"no answer within {timeout:g} s")
-    if isinstance(outcome[0], BaseException):
-        raise outcome[0]
-    return outcome[0]
+    return answer.result()
 
 
 def vet_addresses(host: str, port: int, allow_private: bool, resolve: Resolver = system_resolver,
