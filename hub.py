@@ -177,14 +177,11 @@ def _callback_host(hostname: str, netloc: str) -> str:
     if not hostname:
         raise Refusal(400, "hub.callback has no host")
     if "[" in netloc:
-        try:
-            if "%" in hostname:  # a zone id names a local interface: meaningless to anyone else
-                raise ValueError(hostname)
-            return str(ipaddress.IPv6Address(hostname))
-        except ValueError:
-            raise Refusal(400, "hub.callback has an invalid IPv6 address (zone ids are not allowed)") from None
-    address = literal_address(hostname)
-    if address is not None:
+        with contextlib.suppress(ValueError):
+            if "%" not in hostname:  # a zone id names a local interface: meaningless to anyone else
+                return str(ipaddress.IPv6Address(hostname))
+        raise Refusal(400, "hub.callback has an invalid IPv6 address (zone ids are not allowed)")
+    if (address := literal_address(hostname)) is not None:
         return str(address)
     if not _DNS_NAME.fullmatch(hostname):
         raise Refusal(400, "hub.callback host is not a valid DNS name (use the xn-- form for international names)")
@@ -215,26 +212,18 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     """The IPv4 address an IPv6 address carries (mapped, compatible, translated, NAT64, 6to4, Teredo)."""
     value = int(ip)
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
     if value >> 32 == 0 and value > 1:  # IPv4-compatible ::a.b.c.d (deprecated, still routed by some stacks)
         return ipaddress.IPv4Address(value)
     if value >> 32 == 0xFFFF0000 or ip in _NAT64:  # IPv4-translated ::ffff:0:a.b.c.d, NAT64 well-known prefix
         return ipaddress.IPv4Address(value & 0xFFFFFFFF)
-    if ip.sixtofour is not None:
-        return ip.sixtofour
-    if ip.teredo is not None:
-        return ip.teredo[1]
-    return None
+    return ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)  # the ranges are disjoint
 
 
 def address_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     """Why this address must not be contacted ("loopback", "private", ...), or None for a public unicast address."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        inner = embedded_ipv4(ip)
-        problem = address_problem(inner) if inner is not None else None
-        if problem:
-            return f"embeds {inner}: {problem}"
+    inner = embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
+    if inner is not None and (problem := address_problem(inner)):
+        return f"embeds {inner}: {problem}"
     for name, network in _SPECIAL_NETWORKS:
         if ip.version == network.version and ip in network:
             return name
