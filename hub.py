@@ -750,8 +750,12 @@ class Hub:
 
     def handle(self, environ: dict) -> Response:
         """POST /api/websub/hub: 202 when accepted (verification follows), else 4xx with a text reason."""
+        wait = self.limiter.wait_needed(client_address(environ, self.trusted))
+        if wait > 0:
+            seconds = max(1, int(wait + 0.999))
+            return text_response(429, f"too many hub requests from this address; retry in {seconds} s",
+                                 [("Retry-After", str(seconds))])
         try:
-            self._admit(environ)
             if (problem := self.db.problem) is not None:
                 raise StoreUnavailable(problem.reason)
             form = read_form(environ, self.config.max_body)
@@ -778,13 +782,6 @@ class Hub:
         if not queued:
             return text_response(202, "unsubscribe request accepted; there is no such subscription, nothing to do")
         return text_response(202, f"{intent.mode} request accepted; the hub will verify it with a GET to the callback")
-
-    def _admit(self, environ: dict) -> None:
-        wait = self.limiter.wait_needed(client_address(environ, self.trusted))
-        if wait > 0:
-            seconds = max(1, int(wait + 0.999))
-            raise Refusal(429, f"too many hub requests from this address; retry in {seconds} s",
-                          [("Retry-After", str(seconds))])
 
     # ----------------------------------------------------------------- reloads
 
