@@ -58,13 +58,12 @@ Resolver = Callable[[str, int], Sequence[AddrInfo]]
 
 
 class Refusal(Exception):
-    """A request the hub answers with a 4xx (or 503) and a plain-text reason."""
+    """A request the hub answers with a 4xx and a plain-text reason."""
 
-    def __init__(self, status: int, reason: str, headers: Sequence[tuple[str, str]] = ()):
+    def __init__(self, status: int, reason: str):
         super().__init__(reason)
         self.status = status
         self.reason = reason
-        self.headers = list(headers)
 
 
 class Refused(Exception):
@@ -763,7 +762,7 @@ class Hub:
             vet_addresses(callback.host, callback.port, self.config.allow_private_callbacks, self.resolve)
             queued = self.db.add_intent(intent, self.caps)
         except Refusal as refusal:
-            return text_response(refusal.status, refusal.reason, refusal.headers)
+            return text_response(refusal.status, refusal.reason)
         except Refused as exc:
             return text_response(400, f"hub.callback refused: {exc}")
         except CapReached as exc:
