@@ -22,7 +22,6 @@ import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -728,7 +727,7 @@ class Hub:
             return {"enabled": True, "running": False}
         problem = self.db.problem
         if problem is not None:
-            since = datetime.fromtimestamp(problem.since, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(problem.since))
             return {"enabled": True, "running": True, "available": False, "reason": problem.reason,
                     "unavailable_since": since}
         try:
