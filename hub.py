@@ -270,10 +270,8 @@ def vet_addresses(host: str, port: int, allow_private: bool, resolve: Resolver =
                   timeout: float | None = None) -> list[AddrInfo]:
     """Resolve `host` once (within `timeout`) and check every address: what to connect to. Raises Refused."""
     literal = literal_address(host)
-    if literal is not None:
-        family = socket.AF_INET6 if literal.version == 6 else socket.AF_INET
-        sockaddr = (str(literal), port, 0, 0) if literal.version == 6 else (str(literal), port)
-        infos: list[AddrInfo] = [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", sockaddr)]
+    if literal is not None:  # AI_NUMERICHOST: getaddrinfo only converts the address, no DNS
+        infos = socket.getaddrinfo(str(literal), port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
     else:
         try:
             found = resolve_within(resolve, host, port, LOOKUP_TIMEOUT if timeout is None else timeout)
