@@ -1,37 +1,17 @@
 """The WebSub hub: subscriptions, verification of intent and content distribution.
 
-Follows the W3C WebSub Recommendation where SPEC.md is silent (see DECISIONS.md).
-
-Who runs what:
-* `Hub.handle` runs on the server's request threads: it validates a subscription
-  request, resolves and vets the callback host, stores an *intent* in SQLite and
-  answers 202 at once. Nothing is contacted from a request thread.
-* `Hub.on_reload` runs on the data-reloading thread: it only schedules work.
-* `hub_workers` worker threads (`Scheduler`) run every outbound request:
-  verification GETs, content distribution POSTs, denial notices. Work is keyed
-  by the pair (callback, topic) and never runs twice at once for the same pair,
-  so a subscriber sees its requests in order.
-* one reaper thread (`Outbound`) aborts outbound requests past their deadline.
-* one keeper thread (`Hub._keep_store`) checks the state directory every
-  `--hub-state-check` seconds, retries a store that failed and, on another
-  server's lock, waits to take the hub over.
-
-State (hub_store.py): subscriptions with the ETag each last acknowledged, and
-pending intents, in memory and in SQLite under `--state-dir`. While the store
-cannot be used the hub answers 503 and sends nothing. Delivery is "bring every
-active subscriber to the current content": a pair is due when its last delivered
-ETag differs from the current topic ETag, and the body sent is always the one
-current at send time.
+Follows the W3C WebSub Recommendation where SPEC.md is silent (see DECISIONS.md). Which
+thread runs what, and how state and delivery work: docs/internals.md, "The WebSub hub".
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import hmac
 import http.client
 import ipaddress
-import itertools
 import logging
 import math
 import re
@@ -40,10 +20,9 @@ import socket
 import ssl
 import threading
 import time
-from collections import OrderedDict
+from concurrent import futures
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -78,13 +57,12 @@ Resolver = Callable[[str, int], Sequence[AddrInfo]]
 
 
 class Refusal(Exception):
-    """A request the hub answers with a 4xx (or 503) and a plain-text reason."""
+    """A request the hub answers with a 4xx and a plain-text reason."""
 
-    def __init__(self, status: int, reason: str, headers: Sequence[tuple[str, str]] = ()):
+    def __init__(self, status: int, reason: str):
         super().__init__(reason)
         self.status = status
         self.reason = reason
-        self.headers = list(headers)
 
 
 class Refused(Exception):
@@ -137,15 +115,11 @@ def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address 
     accepts (2130706433, 0x7f000001, 0177.0.0.1, 127.1), which getaddrinfo
     turns into addresses without any DNS query.
     """
-    try:
+    with contextlib.suppress(ValueError):
         return ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    if _LEGACY_IPV4.fullmatch(host):
-        try:
+    with contextlib.suppress(OSError):
+        if _LEGACY_IPV4.fullmatch(host):
             return ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
-            return None
     return None
 
 
@@ -201,14 +175,11 @@ def _callback_host(hostname: str, netloc: str) -> str:
     if not hostname:
         raise Refusal(400, "hub.callback has no host")
     if "[" in netloc:
-        try:
-            if "%" in hostname:  # a zone id names a local interface: meaningless to anyone else
-                raise ValueError(hostname)
-            return str(ipaddress.IPv6Address(hostname))
-        except ValueError:
-            raise Refusal(400, "hub.callback has an invalid IPv6 address (zone ids are not allowed)") from None
-    address = literal_address(hostname)
-    if address is not None:
+        with contextlib.suppress(ValueError):
+            if "%" not in hostname:  # a zone id names a local interface: meaningless to anyone else
+                return str(ipaddress.IPv6Address(hostname))
+        raise Refusal(400, "hub.callback has an invalid IPv6 address (zone ids are not allowed)")
+    if (address := literal_address(hostname)) is not None:
         return str(address)
     if not _DNS_NAME.fullmatch(hostname):
         raise Refusal(400, "hub.callback host is not a valid DNS name (use the xn-- form for international names)")
@@ -239,26 +210,18 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     """The IPv4 address an IPv6 address carries (mapped, compatible, translated, NAT64, 6to4, Teredo)."""
     value = int(ip)
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
     if value >> 32 == 0 and value > 1:  # IPv4-compatible ::a.b.c.d (deprecated, still routed by some stacks)
         return ipaddress.IPv4Address(value)
     if value >> 32 == 0xFFFF0000 or ip in _NAT64:  # IPv4-translated ::ffff:0:a.b.c.d, NAT64 well-known prefix
         return ipaddress.IPv4Address(value & 0xFFFFFFFF)
-    if ip.sixtofour is not None:
-        return ip.sixtofour
-    if ip.teredo is not None:
-        return ip.teredo[1]
-    return None
+    return ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)  # the ranges are disjoint
 
 
 def address_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     """Why this address must not be contacted ("loopback", "private", ...), or None for a public unicast address."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        inner = embedded_ipv4(ip)
-        problem = address_problem(inner) if inner is not None else None
-        if problem:
-            return f"embeds {inner}: {problem}"
+    inner = embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
+    if inner is not None and (problem := address_problem(inner)):
+        return f"embeds {inner}: {problem}"
     for name, network in _SPECIAL_NETWORKS:
         if ip.version == network.version and ip in network:
             return name
@@ -287,34 +250,28 @@ def resolve_within(resolve: Resolver, host: str, port: int, timeout: float) -> S
     """
     if not _LOOKUPS_AT_ONCE.acquire(timeout=max(0.0, timeout)):
         raise TimeoutError("too many DNS lookups in progress")
-    outcome: list[Any] = []
-    done = threading.Event()
+    answer: futures.Future[Sequence[AddrInfo]] = futures.Future()
 
     def lookup() -> None:
         try:
-            outcome.append(resolve(host, port))
+            answer.set_result(resolve(host, port))
         except BaseException as exc:  # handed to the caller
-            outcome.append(exc)
+            answer.set_exception(exc)
         finally:
             _LOOKUPS_AT_ONCE.release()
-            done.set()
 
     threading.Thread(target=lookup, name="hub-dns", daemon=True).start()
-    if not done.wait(max(0.0, timeout)):
+    if not futures.wait([answer], max(0.0, timeout)).done:
         raise TimeoutError(f"no answer within {timeout:g} s")
-    if isinstance(outcome[0], BaseException):
-        raise outcome[0]
-    return outcome[0]
+    return answer.result()
 
 
 def vet_addresses(host: str, port: int, allow_private: bool, resolve: Resolver = system_resolver,
                   timeout: float | None = None) -> list[AddrInfo]:
     """Resolve `host` once (within `timeout`) and check every address: what to connect to. Raises Refused."""
     literal = literal_address(host)
-    if literal is not None:
-        family = socket.AF_INET6 if literal.version == 6 else socket.AF_INET
-        sockaddr = (str(literal), port, 0, 0) if literal.version == 6 else (str(literal), port)
-        infos: list[AddrInfo] = [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", sockaddr)]
+    if literal is not None:  # AI_NUMERICHOST: getaddrinfo only converts the address, no DNS
+        infos = socket.getaddrinfo(str(literal), port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
     else:
         try:
             found = resolve_within(resolve, host, port, LOOKUP_TIMEOUT if timeout is None else timeout)
@@ -372,43 +329,6 @@ def _connect_any(addresses: Sequence[AddrInfo], timeout: float, deadline: float)
     raise error
 
 
-class PinnedHTTPSConnection(http.client.HTTPSConnection):
-    """HTTPS to addresses vetted beforehand: TCP goes to them, TLS and Host use the URL's host name.
-
-    So DNS rebinding between the check and the connection gains nothing.
-    """
-
-    def __init__(self, host: str, port: int, addresses: Sequence[AddrInfo], context: ssl.SSLContext,
-                 connect_timeout: float, read_timeout: float, deadline: float,
-                 on_socket: Callable[[socket.socket], None]):
-        super().__init__(host, port, timeout=connect_timeout, context=context)
-        self._addresses = addresses
-        self._read_timeout = read_timeout
-        self._deadline = deadline
-        self._on_socket = on_socket
-
-    def connect(self) -> None:
-        sock = _connect_any(self._addresses, self.timeout, self._deadline)
-        self._on_socket(sock)
-        sock.settimeout(self._read_timeout)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
-        except BaseException:
-            sock.close()
-            raise
-
-
-class Requester(Protocol):
-    """What the hub needs for outbound requests (Outbound; a stub in tests)."""
-
-    def request(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None, limit: int) -> Reply: ...
-
-    def abort_all(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
 class Outbound:
     """Requests to callbacks: vetted addresses, verified TLS, no redirects, bounded time and size."""
 
@@ -420,25 +340,31 @@ class Outbound:
         self._context = context
         self._allow_private = allow_private
         self._resolve = resolve
-        self._inflight: dict[int, tuple[float, socket.socket]] = {}
+        self._inflight: dict[socket.socket, float] = {}  # a duplicate of each request's socket: its deadline
         self._lock = threading.Lock()
-        self._ids = itertools.count()
         self._closed = threading.Event()
-        self._reaper = threading.Thread(target=self._reap_loop, name="hub-reaper", daemon=True)
-        self._reaper.start()
+        threading.Thread(target=self._reap_loop, name="hub-reaper", daemon=True).start()
 
     def request(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None, limit: int) -> Reply:
-        """One request; reads at most `limit` bytes of the answer. Never raises for network trouble."""
-        token = next(self._ids)
+        """One request; reads at most `limit` bytes of the answer. Never raises for network trouble.
+
+        TCP goes to the addresses vetted beforehand, TLS and Host use the URL's host name:
+        DNS rebinding between the check and the connection gains nothing.
+        """
         deadline = time.monotonic() + self.total_timeout  # lookup, connection and answer together
-        conn: PinnedHTTPSConnection | None = None
+        conn = watch = None
         try:
             callback = parse_callback(url, max_length=None)
             addresses = vet_addresses(callback.host, callback.port, self._allow_private, self._resolve,
                                       min(LOOKUP_TIMEOUT, deadline - time.monotonic()))
-            conn = PinnedHTTPSConnection(callback.host, callback.port, addresses, self._context,
-                                         self.connect_timeout, self.read_timeout, deadline,
-                                         lambda s: self._watch(token, s, deadline))
+            conn = http.client.HTTPSConnection(callback.host, callback.port, context=self._context)
+            conn.sock = _connect_any(addresses, self.connect_timeout, deadline)
+            watch = conn.sock.dup()  # shutdown() on a duplicate ends the connection even after ssl takes it over
+            with self._lock:
+                self._inflight[watch] = deadline
+            conn.sock.settimeout(self.read_timeout)
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.sock = self._context.wrap_socket(conn.sock, server_hostname=callback.host)
             conn.request(method, callback.target, body=body,
                          headers={"User-Agent": USER_AGENT, "Connection": "close", **headers})
             response = conn.getresponse()
@@ -450,7 +376,10 @@ class Outbound:
         finally:
             if conn is not None:
                 conn.close()
-            self._unwatch(token)
+            if watch is not None:
+                with self._lock:
+                    del self._inflight[watch]
+                watch.close()
 
     def abort_all(self) -> None:
         """Cut every request in flight (used when stopping past the grace period)."""
@@ -459,29 +388,16 @@ class Outbound:
     def close(self) -> None:
         self._closed.set()
 
-    def _watch(self, token: int, sock: socket.socket, deadline: float) -> None:
-        # A duplicate descriptor: shutdown() on it ends the connection even after ssl takes the original over.
-        with self._lock:
-            self._inflight[token] = (deadline, sock.dup())
-
-    def _unwatch(self, token: int) -> None:
-        with self._lock:
-            entry = self._inflight.pop(token, None)
-        if entry is not None:
-            entry[1].close()
-
     def _reap_loop(self) -> None:
         while not self._closed.wait(0.5):
             self._reap(time.monotonic())
 
     def _reap(self, now: float) -> None:
         with self._lock:
-            late = [sock for deadline, sock in self._inflight.values() if deadline <= now]
+            late = [sock for sock, deadline in self._inflight.items() if deadline <= now]
         for sock in late:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def make_ssl_context(ca_file: str) -> ssl.SSLContext:
@@ -492,39 +408,12 @@ def make_ssl_context(ca_file: str) -> ssl.SSLContext:
 # --------------------------------------------------------------------------- subscription requests
 
 
-@dataclass(frozen=True)
-class Leases:
-    minimum: int
-    default: int
-    maximum: int
+def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, str], leases: tuple[int, int, int],
+                       now: float) -> tuple[Callback, Intent]:
+    """Validate a form: its callback, parsed, and the intent to store (the store gives its id). Raises Refusal.
 
-    def grant(self, asked: int | None) -> int:
-        wanted = self.default if asked is None else asked
-        return max(self.minimum, min(self.maximum, wanted))
-
-
-@dataclass(frozen=True)
-class SubscriptionRequest:
-    callback: Callback
-    mode: str
-    topic: str  # path, one of reviewsd.TOPIC_PATHS
-    topic_url: str  # as the subscriber wrote it: echoed in hub.topic of verification and denial
-    lease_seconds: int
-    secret: str | None
-
-    @property
-    def key(self) -> Key:
-        return self.callback.url, self.topic
-
-    def intent(self, now: float) -> Intent:
-        """The intent to store (its id is the store's to give)."""
-        return Intent(0, self.callback.url, self.topic, self.topic_url, self.callback.host, self.mode,
-                      self.lease_seconds, self.secret, now)
-
-
-def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, str],
-                       leases: Leases) -> SubscriptionRequest:
-    """Validate a decoded form against the topics ({normalised URL: path}); raises Refusal (400)."""
+    `topics` maps each normalised topic URL to its path; `leases` are (minimum, default, maximum).
+    """
     fields: dict[str, str] = {}
     for name, value in pairs:
         if name in HUB_FIELDS:
@@ -542,23 +431,24 @@ def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, st
     if topic is None:
         raise Refusal(400, "hub.topic is not a topic of this hub; topics: " + ", ".join(sorted(topics)))
     callback = parse_callback(fields["hub.callback"])
-    if mode == "unsubscribe":  # lease and secret "MUST be ignored" on unsubscribe
-        return SubscriptionRequest(callback, mode, topic, topic_url, 0, None)
-    return SubscriptionRequest(callback, mode, topic, topic_url, leases.grant(_lease(fields.get("hub.lease_seconds"))),
-                               _secret(fields.get("hub.secret")))
+    lease, secret = 0, None  # lease and secret "MUST be ignored" on unsubscribe
+    if mode == "subscribe":
+        lease, secret = _lease(fields.get("hub.lease_seconds"), leases), _secret(fields.get("hub.secret"))
+    return callback, Intent(0, callback.url, topic, topic_url, callback.host, mode, lease, secret, now)
 
 
 MAX_LEASE_DIGITS = 18  # any longer number is beyond every lease bound, and is granted as --hub-lease-max
 
 
-def _lease(raw: str | None) -> int | None:
-    """The lease asked for: any positive whole number, however many digits (Leases.grant clamps it)."""
-    if raw is None or raw == "":
-        return None
-    digits = raw.lstrip("0")
-    if not raw.isascii() or not raw.isdigit() or not digits:
-        raise Refusal(400, "hub.lease_seconds must be a positive whole number of seconds")
-    return int(digits) if len(digits) <= MAX_LEASE_DIGITS else 10 ** MAX_LEASE_DIGITS
+def _lease(raw: str | None, bounds: tuple[int, int, int]) -> int:
+    """The lease granted: the one asked for (any positive whole number, however many digits) within the bounds."""
+    minimum, asked, maximum = bounds  # none asked for: the default
+    if raw:
+        digits = raw.lstrip("0")
+        if not raw.isascii() or not raw.isdigit() or not digits:
+            raise Refusal(400, "hub.lease_seconds must be a positive whole number of seconds")
+        asked = int(digits) if len(digits) <= MAX_LEASE_DIGITS else 10 ** MAX_LEASE_DIGITS
+    return max(minimum, min(maximum, asked))
 
 
 def _secret(raw: str | None) -> str | None:
@@ -612,12 +502,13 @@ def _read_body(environ: dict, max_body: int) -> bytes:
 class RateLimiter:
     """A token bucket per client address: `per_minute` requests a minute, bursts of as many."""
 
-    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic, max_clients: int = 10000):
+    MAX_CLIENTS = 10000  # buckets kept
+
+    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic):
         self._rate = per_minute / 60.0
         self._capacity = max(1.0, per_minute)
         self._clock = clock
-        self._max_clients = max_clients
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self._buckets: dict[str, tuple[float, float]] = {}  # least recently seen first
         self._lock = threading.Lock()
 
     def wait_needed(self, client: str) -> float:
@@ -630,11 +521,9 @@ class RateLimiter:
             tokens = min(self._capacity, tokens + (now - then) * self._rate)
             wait = 0.0 if tokens >= 1 else (1 - tokens) / self._rate
             self._buckets[client] = (tokens - 1 if wait == 0 else tokens, now)
-            if len(self._buckets) > self._max_clients:
-                self._buckets.popitem(last=False)  # the least recently seen client starts afresh
+            if len(self._buckets) > self.MAX_CLIENTS:
+                del self._buckets[next(iter(self._buckets))]  # the least recently seen client starts afresh
         return wait
-
-
 
 
 # --------------------------------------------------------------------------- scheduler
@@ -656,11 +545,10 @@ class Scheduler:
         self._clock = clock
         self._retry_after = retry_after  # after `work` raised (a database error, say): try that key again then
         self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, Key]] = []
+        self._heap: list[tuple[float, Key]] = []  # (time, key); ties are ordered by the key
         self._due: dict[Key, float] = {}
         self._running: set[Key] = set()
         self._again: dict[Key, float] = {}
-        self._seq = itertools.count()
         self._stopping = False
         self._threads = [threading.Thread(target=self._loop, name=f"hub-worker-{i}", daemon=True)
                          for i in range(max(1, workers))]
@@ -703,23 +591,23 @@ class Scheduler:
         if key in self._due and self._due[key] <= at:
             return False
         self._due[key] = at
-        heapq.heappush(self._heap, (at, next(self._seq), key))
+        heapq.heappush(self._heap, (at, key))
         if len(self._heap) > 2 * len(self._due) + 1024:
             # Entries superseded by an earlier time stay in the heap until they surface (each change
             # of a topic leaves one per subscriber, for up to a lease): rebuilt from what is due.
-            self._heap = [(due_at, next(self._seq), due_key) for due_key, due_at in self._due.items()]
+            self._heap = [(due_at, due_key) for due_key, due_at in self._due.items()]
             heapq.heapify(self._heap)
         return True
 
     def _take(self) -> Key | None:
         """The next due key, waiting for one; None when stopping. Called with the condition held."""
         while not self._stopping:
-            while self._heap and self._due.get(self._heap[0][2]) != self._heap[0][0]:
+            while self._heap and self._due.get(self._heap[0][1]) != self._heap[0][0]:
                 heapq.heappop(self._heap)  # superseded by an earlier time, or already taken
             if not self._heap:
                 self._cond.wait()
                 continue
-            at, _, key = self._heap[0]
+            at, key = self._heap[0]
             delay = at - self._clock()
             if delay > 0:
                 self._cond.wait(min(delay, self.MAX_WAIT))
@@ -753,24 +641,23 @@ class Scheduler:
 
 
 class Hub:
-    """The WebSub hub of one ReviewsApp. See the module docstring for its threads."""
+    """The WebSub hub of one ReviewsApp. Its threads: docs/internals.md."""
 
     def __init__(self, app: reviewsd.ReviewsApp, clock: Callable[[], float] = time.time,
-                 outbound: Requester | None = None, resolve: Resolver = system_resolver):
+                 outbound: Outbound | None = None, resolve: Resolver = system_resolver):
         config: reviewsd.Config = app.config
         self.app = app
         self.config = config
         self.clock = clock
         self.resolve = resolve
         self.topics = {normalise_url(config.url(path)) or config.url(path): path for path in reviewsd.TOPIC_PATHS}
-        self.leases = Leases(config.hub_lease_min, config.hub_lease_default, config.hub_lease_max)
+        self.leases = (config.hub_lease_min, config.hub_lease_default, config.hub_lease_max)
         self.caps = Caps(config.hub_max_subscriptions, config.hub_max_per_topic, config.hub_max_per_host)
         self.limiter = RateLimiter(config.hub_rate_limit)
         self.trusted = parse_networks(config.trusted_proxies)
         self.outbound = outbound or Outbound(make_ssl_context(config.ca_file), config.allow_private_callbacks, resolve)
         self.db = Store(config.state_dir, config.hub_state_check)
         self.scheduler = Scheduler(self._service, config.hub_workers, clock, retry_after=config.hub_retry_delay)
-        self._stopping = False
         self._stopped = threading.Event()
         self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
 
@@ -820,9 +707,8 @@ class Hub:
         Nothing is lost: what was not delivered is still due in the database and
         goes out after the next start.
         """
-        if self._stopping:
+        if self._stopped.is_set():
             return
-        self._stopping = True
         self._stopped.set()
         if not self.scheduler.stop(timeout):
             self.outbound.abort_all()
@@ -833,25 +719,15 @@ class Hub:
         self.db.close()
         log.info("hub stopped", extra={"event": "hub_stopped"})
 
-    def wake(self) -> None:
-        """Re-read the clock now (tests that move an injected clock)."""
-        self.scheduler.wake()
-
-    def sweep(self) -> int:
-        """Remove subscriptions whose lease has ended; the number removed."""
-        removed = self.db.expire(self.clock())
-        if removed:
-            log.info("%d subscriptions removed: lease ended", removed, extra={"event": "lease_ended"})
-        return removed
-
     def status(self) -> dict[str, Any]:
         """The hub's part of /healthz: running (not stopped), available (its store usable) or why not."""
-        if self._stopping:
+        if self._stopped.is_set():
             return {"enabled": True, "running": False}
         problem = self.db.problem
         if problem is not None:
+            since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(problem.since))
             return {"enabled": True, "running": True, "available": False, "reason": problem.reason,
-                    "unavailable_since": _utc(problem.since)}
+                    "unavailable_since": since}
         try:
             groups, intents = self.db.counts()
         except StoreClosed:
@@ -870,51 +746,38 @@ class Hub:
 
     def handle(self, environ: dict) -> Response:
         """POST /api/websub/hub: 202 when accepted (verification follows), else 4xx with a text reason."""
+        wait = self.limiter.wait_needed(client_address(environ, self.trusted))
+        if wait > 0:
+            seconds = max(1, int(wait + 0.999))
+            return text_response(429, f"too many hub requests from this address; retry in {seconds} s",
+                                 [("Retry-After", str(seconds))])
         try:
-            self._admit(environ)
-            self._available()
-            request = parse_subscription(read_form(environ, self.config.max_body), self.topics, self.leases)
-            self._vet(request.callback)
-            queued = self.db.add_intent(request.intent(self.clock()), self.caps)
+            if (problem := self.db.problem) is not None:
+                raise StoreUnavailable(problem.reason)
+            form = read_form(environ, self.config.max_body)
+            callback, intent = parse_subscription(form, self.topics, self.leases, self.clock())
+            vet_addresses(callback.host, callback.port, self.config.allow_private_callbacks, self.resolve)
+            queued = self.db.add_intent(intent, self.caps)
         except Refusal as refusal:
-            return text_response(refusal.status, refusal.reason, refusal.headers)
+            return text_response(refusal.status, refusal.reason)
+        except Refused as exc:
+            return text_response(400, f"hub.callback refused: {exc}")
         except CapReached as exc:
             return text_response(403, f"subscription refused: {exc}")
         except StoreClosed:
             return text_response(503, "the hub is stopping; try again shortly", [("Retry-After", "5")])
         except StoreUnavailable as exc:
-            return self._unavailable_response(str(exc))
+            retry = max(1, math.ceil(self.config.hub_state_check))
+            return text_response(503, f"the hub is unavailable: {exc}; nothing was stored, try again later",
+                                 [("Retry-After", str(retry))])
         if queued:
-            self.scheduler.poke(request.key)
-        log.info("%s request accepted for %s on %s", request.mode, request.callback.display, request.topic,
-                 extra={"event": "hub_request", "mode": request.mode, "callback": request.callback.display,
-                        "topic": request.topic, "queued": queued})
+            self.scheduler.poke(intent.key)
+        log.info("%s request accepted for %s on %s", intent.mode, callback.display, intent.topic,
+                 extra={"event": "hub_request", "mode": intent.mode, "callback": callback.display,
+                        "topic": intent.topic, "queued": queued})
         if not queued:
             return text_response(202, "unsubscribe request accepted; there is no such subscription, nothing to do")
-        return text_response(202, f"{request.mode} request accepted; the hub will verify it with a GET to the callback")
-
-    def _admit(self, environ: dict) -> None:
-        wait = self.limiter.wait_needed(client_address(environ, self.trusted))
-        if wait > 0:
-            seconds = max(1, int(wait + 0.999))
-            raise Refusal(429, f"too many hub requests from this address; retry in {seconds} s",
-                          [("Retry-After", str(seconds))])
-
-    def _available(self) -> None:
-        problem = self.db.problem
-        if problem is not None:
-            raise StoreUnavailable(problem.reason)
-
-    def _unavailable_response(self, reason: str) -> Response:
-        retry = max(1, math.ceil(self.config.hub_state_check))
-        return text_response(503, f"the hub is unavailable: {reason}; nothing was stored, try again later",
-                             [("Retry-After", str(retry))])
-
-    def _vet(self, callback: Callback) -> None:
-        try:
-            vet_addresses(callback.host, callback.port, self.config.allow_private_callbacks, self.resolve)
-        except Refused as exc:
-            raise Refusal(400, f"hub.callback refused: {exc}") from None
+        return text_response(202, f"{intent.mode} request accepted; the hub will verify it with a GET to the callback")
 
     # ----------------------------------------------------------------- reloads
 
@@ -947,7 +810,7 @@ class Hub:
             intent = self.db.next_intent(key)
             if intent is not None:
                 self._verify(intent)
-                return None if self._stopping else self.clock()
+                return None if self._stopped.is_set() else self.clock()
             return self._reconcile(key)
         except StoreClosed:
             return None
@@ -963,7 +826,7 @@ class Hub:
         baseline = self._etags()[intent.topic]  # before asking: a change during verification is then delivered
         started = self.clock()
         reply = self.outbound.request("GET", with_query(intent.callback, query), {}, None, len(challenge) + READ_LIMIT)
-        if self._stopping and not reply.ok:
+        if self._stopped.is_set() and not reply.ok:
             return  # cut short by the stop: the intent stays and is verified after the next start
         display = _display(intent.callback)
         if not reply.ok or reply.body != challenge.encode("ascii"):
@@ -1010,7 +873,7 @@ class Hub:
             self.db.record_delivery(sub.key, payload.identity.etag)
             log.debug("delivered %s to %s", sub.topic, display, extra={"event": "delivered", **extra})
             return self.clock()  # look again: the data may have changed during the request
-        if self._stopping:
+        if self._stopped.is_set():
             return None  # cut short by the stop: not the subscriber's failure; still due after the next start
         if reply.status == 410:  # "Gone": the subscriber deleted it (WebSub 7 allows ending it here)
             self.db.remove(sub.key)
@@ -1047,10 +910,6 @@ def signature(secret: str, body: bytes) -> str:
     return hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
 
 
-def _utc(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _display(callback_url: str) -> str:
     try:
         return parse_callback(callback_url).display
@@ -1058,11 +917,11 @@ def _display(callback_url: str) -> str:
         return "<invalid callback>"
 
 
-def attach(app: reviewsd.ReviewsApp, *, clock: Callable[[], float] = time.time, outbound: Requester | None = None,
+def attach(app: reviewsd.ReviewsApp, *, clock: Callable[[], float] = time.time, outbound: Outbound | None = None,
            resolve: Resolver = system_resolver) -> Hub:
     """Create and start the hub of `app`: `app.hub` is set and data reloads are followed.
 
-    `clock`, `outbound` (anything with Outbound.request's signature) and `resolve`
+    `clock`, `outbound` (anything with Outbound's three methods) and `resolve`
     (getaddrinfo's shape) are for tests.
     """
     hub = Hub(app, clock=clock, outbound=outbound, resolve=resolve)

@@ -29,7 +29,7 @@ from test_hub_support import (BASE, FEED, Call, FakeClock, FakeOutbound, HubMake
 
 FORM = "application/x-www-form-urlencoded"
 CALLBACK = "https://sub.example/cb?token=CAPABILITY-123"
-LEASES = hub.Leases(300, 86400, 30 * 86400)
+LEASES = (300, 86400, 30 * 86400)  # minimum, default, maximum
 TOPICS = {hub.normalise_url(BASE + p): p for p in reviewsd.TOPIC_PATHS}
 
 
@@ -89,11 +89,11 @@ def test_a_valid_request_parses() -> None:
     pairs = [("hub.callback", CALLBACK), ("hub.mode", "subscribe"), ("hub.topic", BASE + "/api/feed.json"),
              ("hub.lease_seconds", "600"), ("hub.secret", "s" * 199), ("hub.unknown", "x"), ("other", "y"),
              ("hub.unknown", "again")]
-    request = hub.parse_subscription(pairs, TOPICS, LEASES)
-    assert (request.callback.url, request.topic, request.lease_seconds, request.secret) == (
+    callback, request = hub.parse_subscription(pairs, TOPICS, LEASES, 0.0)
+    assert (request.callback, request.topic, request.lease_seconds, request.secret) == (
         CALLBACK, "/api/feed.json", 600, "s" * 199)
-    assert request.callback.host == "sub.example" and request.callback.target == "/cb?token=CAPABILITY-123"
-    assert request.callback.display == "https://sub.example/cb"
+    assert callback.host == request.host == "sub.example" and callback.target == "/cb?token=CAPABILITY-123"
+    assert callback.display == "https://sub.example/cb"
 
 
 @pytest.mark.parametrize("fields, reason", [
@@ -131,19 +131,20 @@ def test_a_valid_request_parses() -> None:
 def test_bad_requests_are_refused_with_a_reason(fields: dict | list, reason: str) -> None:
     pairs = list(fields.items()) if isinstance(fields, dict) else fields
     with pytest.raises(hub.Refusal) as refused:
-        hub.parse_subscription(pairs, TOPICS, LEASES)
+        hub.parse_subscription(pairs, TOPICS, LEASES, 0.0)
     assert refused.value.status == 400 and reason in refused.value.reason
 
 
 def test_unsubscribe_ignores_lease_and_secret() -> None:
-    request = hub.parse_subscription(form(mode="unsubscribe", lease_seconds="junk", secret="x" * 500).items(),
-                                     TOPICS, LEASES)
+    _, request = hub.parse_subscription(form(mode="unsubscribe", lease_seconds="junk", secret="x" * 500).items(),
+                                        TOPICS, LEASES, 0.0)
     assert request.mode == "unsubscribe" and request.secret is None
 
 
-@pytest.mark.parametrize("asked, granted", [(None, 86400), (1, 300), (600, 600), (10**15, 30 * 86400)])
-def test_leases_are_granted_within_bounds(asked: int | None, granted: int) -> None:
-    assert LEASES.grant(asked) == granted
+@pytest.mark.parametrize("asked, granted", [(None, 86400), ("1", 300), ("600", 600), (str(10**15), 30 * 86400)])
+def test_leases_are_granted_within_bounds(asked: str | None, granted: int) -> None:
+    fields = form() if asked is None else form(lease_seconds=asked)
+    assert hub.parse_subscription(fields.items(), TOPICS, LEASES, 0.0)[1].lease_seconds == granted
 
 
 @pytest.mark.parametrize("url, expected", [
@@ -240,14 +241,14 @@ def test_a_form_of_too_many_fields_is_400(make_hub: HubMaker) -> None:
 @pytest.mark.parametrize("asked, granted", [("9" * 30, 30 * 86400), ("1" + "0" * 18, 30 * 86400),
                                             ("999999999999999999", 30 * 86400), ("0000600", 600), ("1", 300)])
 def test_any_positive_lease_is_clamped_however_many_digits(asked: str, granted: int) -> None:
-    request = hub.parse_subscription(form(lease_seconds=asked).items(), TOPICS, LEASES)
+    _, request = hub.parse_subscription(form(lease_seconds=asked).items(), TOPICS, LEASES, 0.0)
     assert request.lease_seconds == granted
 
 
 @pytest.mark.parametrize("asked", ["0" * 30, "٣٠٠", "²", "+300", "3e5"])
 def test_leases_that_are_not_positive_ascii_integers_are_400(asked: str) -> None:
     with pytest.raises(hub.Refusal, match="lease_seconds") as refusal:
-        hub.parse_subscription(form(lease_seconds=asked).items(), TOPICS, LEASES)
+        hub.parse_subscription(form(lease_seconds=asked).items(), TOPICS, LEASES, 0.0)
     assert refusal.value.status == 400
 
 
@@ -402,11 +403,11 @@ def test_retries_double_then_three_failures_remove_and_deny(make_hub: HubMaker) 
     for attempt, delay in ((2, 10), (3, 20)):
         wait_idle(app.hub)
         clock.advance(delay - 0.5)
-        app.hub.wake()
+        app.hub.scheduler.wake()
         wait_idle(app.hub)
         assert len(outbound.matching("POST")) == attempt - 1  # not yet
         clock.advance(0.5)
-        app.hub.wake()
+        app.hub.scheduler.wake()
         outbound.wait_for(attempt, "POST")
     denial = outbound.wait_for(1, "GET", mode="denied")[0]
     assert denial.param("hub.topic") == FEED and "3 consecutive" in (denial.param("hub.reason") or "")
@@ -431,7 +432,7 @@ def test_a_success_resets_the_failure_count(make_hub: HubMaker) -> None:
         for attempt in (first + 1, first + 2):
             wait_idle(app.hub)
             clock.advance(100)
-            app.hub.wake()
+            app.hub.scheduler.wake()
             outbound.wait_for(attempt, "POST")
     wait_idle(app.hub)
     assert app.hub.status()["subscriptions"] == 1 and app.hub.status()["pending_deliveries"] == 0
@@ -451,7 +452,7 @@ def test_newer_version_supersedes_a_pending_retry(make_hub: HubMaker) -> None:
     wait_idle(app.hub)
     assert len(outbound.matching("POST")) == 1  # the back-off still applies
     clock.advance(10)
-    app.hub.wake()
+    app.hub.scheduler.wake()
     outbound.wait_for(2, "POST")
     wait_idle(app.hub)
     assert [version_of(c.body) for c in outbound.matching("POST")] == [2, 3]
@@ -475,11 +476,11 @@ def test_lease_end_removes_on_its_timer(make_hub: HubMaker) -> None:
     app = make_hub(outbound, clock=clock, hub_lease_min=60)
     subscribe_active(app, outbound, lease_seconds="60")
     clock.advance(59)
-    app.hub.wake()
+    app.hub.scheduler.wake()
     wait_idle(app.hub)
     assert app.hub.status()["subscriptions"] == 1
     clock.advance(1)
-    app.hub.wake()
+    app.hub.scheduler.wake()
     assert wait_until(lambda: app.hub.status()["subscriptions"] == 0, timeout=5)
 
 
@@ -490,19 +491,23 @@ def test_nothing_is_delivered_after_the_lease_ends(make_hub: HubMaker) -> None:
     subscribe_active(app, outbound, lease_seconds="60")
     clock.advance(61)
     change(make_hub, app, 2)
-    app.hub.wake()
+    app.hub.scheduler.wake()
     wait_idle(app.hub)
     assert outbound.matching("POST") == [] and app.hub.status()["subscriptions"] == 0
 
 
-def test_sweep_removes_ended_leases(make_hub: HubMaker) -> None:
+def test_a_start_removes_ended_leases(make_hub: HubMaker, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     outbound = FakeOutbound()
     clock = FakeClock()
     app = make_hub(outbound, clock=clock, hub_lease_min=60)
     subscribe_active(app, outbound, lease_seconds="60")
     subscribe_active(app, outbound, callback="https://sub.example/long", lease_seconds="600")
+    app.hub.stop()
     clock.advance(100)
-    assert app.hub.sweep() == 1
+    restarted = make_hub(FakeOutbound(), clock=clock, hub_lease_min=60)
+    assert restarted.hub.status()["subscriptions"] == 1
+    assert any("1 expired leases removed" in r.getMessage() for r in caplog.records)
 
 
 # --------------------------------------------------------------------------- durability
@@ -538,7 +543,7 @@ def test_restart_resumes_a_pending_retry(make_hub: HubMaker) -> None:
     again.wait_for(1, "POST")
     wait_idle(restarted.hub)
     clock.advance(20)
-    restarted.hub.wake()
+    restarted.hub.scheduler.wake()
     again.wait_for(2, "POST")
     again.wait_for(1, mode="denied")  # failures counted across the restart: 1 before, 2 after
 
