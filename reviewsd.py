@@ -61,7 +61,7 @@ from dataset import DataError, DataStore, Dataset, check_data_dir, encode_json  
 from feeds import HUB_PATH, OPENAPI_PATH  # noqa: E402  (the URLs the feeds name)
 from logs import configure_logging  # noqa: E402
 from openapi import build_openapi  # noqa: E402
-from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, LateGzip, Payload, Triple, Variant, accepts_gzip,  # noqa: E402
+from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, LateGzip, Payload, Triple, accepts_gzip,  # noqa: E402
                       answer, error_document, make_payload, status_line)
 from search import (InvalidParams, decode_query_args, run_search, search_result_json,  # noqa: E402
                     since_result_json, validate_date)
@@ -88,41 +88,34 @@ def link_header(config: Config, topic_path: str) -> str:
     return f'<{config.url(HUB_PATH)}>; rel="hub", <{config.url(topic_path)}>; rel="self"'
 
 
-class SinceCache:
-    """Recently asked since-answers of one snapshot, bounded in entries and bytes."""
-
-    def __init__(self) -> None:
-        self._entries: OrderedDict[str, Payload] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, since: str, make: Callable[[], Payload]) -> Payload:
-        with self._lock:
-            if since in self._entries:
-                self._entries.move_to_end(since)
-                return self._entries[since]
-        payload = make()
-        with self._lock:
-            self._entries[since] = payload
-            while len(self._entries) > 1 and (len(self._entries) > SINCE_CACHE_ENTRIES
-                                              or self._size() > SINCE_CACHE_BYTES):
-                self._entries.popitem(last=False)
-        return payload
-
-    def _size(self) -> int:
-        return sum(len(p.identity.body) + len(p.gzipped.body if isinstance(p.gzipped, Variant) else b"")
-                   for p in self._entries.values())
-
-
 @dataclass(frozen=True, eq=False)
 class Snapshot:
-    """One version of everything served: the dataset and its precomputed responses."""
+    """One version of everything served: the dataset, its precomputed responses and the since-answers last asked."""
 
     dataset: Dataset
     payloads: Mapping[str, Payload]
-    since_cache: SinceCache = field(default_factory=SinceCache)
+    _since: OrderedDict[str, Payload] = field(default_factory=OrderedDict)  # bounded in entries and bytes
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def topic(self, path: str) -> Payload:
         return self.payloads[path]
+
+    def since(self, date: str) -> Payload:
+        with self._lock:
+            if date in self._since:
+                self._since.move_to_end(date)
+                return self._since[date]
+        payload = make_payload(since_result_json(self.dataset, date), JSON,
+                               self.payloads["/reviews.json"].last_modified)
+        with self._lock:
+            self._since[date] = payload
+            while len(self._since) > 1 and (len(self._since) > SINCE_CACHE_ENTRIES
+                                            or self._since_bytes() > SINCE_CACHE_BYTES):
+                self._since.popitem(last=False)
+        return payload
+
+    def _since_bytes(self) -> int:
+        return sum(len(p.identity.body) + (len(p.gzipped.body) if p.gzipped else 0) for p in self._since.values())
 
     def compress_late(self) -> None:
         """Make the gzip codings built to be made later (see build_snapshot)."""
@@ -309,12 +302,7 @@ class ReviewsApp:
         return self.dynamic(environ, search_result_json(dataset, matched, positions))
 
     def on_since(self, environ: Mapping[str, Any], date: str) -> Triple:
-        since = validate_date("date", date)
-        snapshot = self.store.current
-        payload = snapshot.since_cache.get(since, lambda: make_payload(
-            since_result_json(snapshot.dataset, since), JSON,
-            snapshot.payloads["/reviews.json"].last_modified))
-        return answer(environ, payload)
+        return answer(environ, self.store.current.since(validate_date("date", date)))
 
     def on_review(self, environ: Mapping[str, Any], review_id: str) -> Triple:
         snapshot = self.store.current
