@@ -30,12 +30,8 @@ def _rewrite_ref(ref: str, own_name: str) -> str:
 
 def _embed(node: Any, own_name: str) -> Any:
     if isinstance(node, dict):
-        out = {}
-        for key, value in node.items():
-            if key in ("$schema", "$id"):
-                continue
-            out[key] = _rewrite_ref(value, own_name) if key == "$ref" else _embed(value, own_name)
-        return out
+        return {key: _rewrite_ref(value, own_name) if key == "$ref" else _embed(value, own_name)
+                for key, value in node.items() if key not in ("$schema", "$id")}
     if isinstance(node, list):
         return [_embed(item, own_name) for item in node]
     return node
