@@ -42,10 +42,6 @@ def _embed(node: Any, own_name: str) -> Any:
 SEARCH_PARAMS = "search-params.schema.json"
 
 
-def component_schemas() -> dict[str, Any]:
-    return {s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f != SEARCH_PARAMS}
-
-
 def ref(name: str, *pointer: str) -> dict[str, str]:
     return {"$ref": "/".join(["#/components/schemas", name, *pointer])}
 
@@ -330,7 +326,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "tags": TAGS,
         "paths": _paths(),
         "components": {
-            "schemas": component_schemas(),
+            "schemas": {s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f != SEARCH_PARAMS},
             "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
         },
     }
