@@ -61,8 +61,8 @@ from dataset import DataError, DataStore, Dataset, check_data_dir, encode_json  
 from feeds import HUB_PATH, OPENAPI_PATH  # noqa: E402  (the URLs the feeds name)
 from logs import configure_logging  # noqa: E402
 from openapi import build_openapi  # noqa: E402
-from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, LateGzip, Payload, Triple, accepts_gzip,  # noqa: E402
-                      answer, error_document, make_payload, status_line)
+from payloads import (ATOM, FEED_JSON, GZIP_MIN_BYTES, JSON, READ_HEADERS, LateGzip, Payload, Triple,  # noqa: E402
+                      accepts_gzip, answer, error_document, make_payload, status_line)
 from search import (InvalidParams, decode_query_args, run_search, search_result_json,  # noqa: E402
                     since_result_json, validate_date)
 
@@ -296,10 +296,17 @@ class ReviewsApp:
         return answer(environ, payload)
 
     def on_search(self, environ: Mapping[str, Any]) -> Triple:
+        """A body made for this request: no validators; gzip only when asked, at a cheap level."""
         args = decode_query_args(query_args(environ))
         dataset = self.store.current.dataset
-        matched, positions = run_search(dataset, args)
-        return self.dynamic(environ, search_result_json(dataset, matched, positions))
+        body = search_result_json(dataset, *run_search(dataset, args))
+        headers = [("Content-Type", JSON), *READ_HEADERS, ("Vary", "Accept-Encoding")]
+        encoding = environ.get("HTTP_ACCEPT_ENCODING")
+        if encoding and len(body) >= GZIP_MIN_BYTES and accepts_gzip(encoding):
+            body = gzip.compress(body, compresslevel=5, mtime=0)
+            headers.append(("Content-Encoding", "gzip"))
+        headers.append(("Content-Length", str(len(body))))
+        return "200 OK", headers, body
 
     def on_since(self, environ: Mapping[str, Any], date: str) -> Triple:
         return answer(environ, self.store.current.since(validate_date("date", date)))
@@ -338,16 +345,6 @@ class ReviewsApp:
         if getattr(self, part) is None:
             raise NotFound()
         return getattr(self, part).handle(environ)
-
-    def dynamic(self, environ: Mapping[str, Any], body: bytes) -> Triple:
-        """A JSON body computed for this request: gzip only when asked, at a cheap level."""
-        headers = [("Content-Type", JSON), *READ_HEADERS, ("Vary", "Accept-Encoding")]
-        encoding = environ.get("HTTP_ACCEPT_ENCODING")
-        if encoding and len(body) >= 512 and accepts_gzip(encoding):
-            body = gzip.compress(body, compresslevel=5, mtime=0)
-            headers.append(("Content-Encoding", "gzip"))
-        headers.append(("Content-Length", str(len(body))))
-        return "200 OK", headers, body
 
 
 def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
