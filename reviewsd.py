@@ -51,6 +51,7 @@ if __name__ == "__main__":
     install_early_signals()  # before the imports below, which take a few tenths of a second
 
 import werkzeug.urls  # noqa: E402,F401  (registers the "werkzeug.url_quote" codec error handler query_args uses)
+from werkzeug.datastructures import MultiDict  # noqa: E402
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound  # noqa: E402
 from werkzeug.routing import BaseConverter, Map, Rule  # noqa: E402
 from werkzeug.wrappers import Response  # noqa: E402
@@ -357,10 +358,7 @@ def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
     text = environ.get("QUERY_STRING", "")
     if not text.isascii():  # WSGI carries the raw bytes as latin-1
         text = text.encode("latin-1").decode("utf-8", "werkzeug.url_quote")
-    multi: dict[str, list[str]] = {}
-    for name, value in parse_qsl(text, keep_blank_values=True, errors="werkzeug.url_quote"):
-        multi.setdefault(name, []).append(value)
-    return multi
+    return MultiDict(parse_qsl(text, keep_blank_values=True, errors="werkzeug.url_quote")).to_dict(flat=False)
 
 
 def create_app(config: Config, gzip_later: bool = False) -> ReviewsApp:
