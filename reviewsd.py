@@ -119,18 +119,14 @@ class Snapshot:
         return sum(len(p.identity.body) + (len(p.gzipped.body) if p.gzipped else 0) for p in self._since.values())
 
     def compress_late(self) -> None:
-        """Make the gzip codings built to be made later (see build_snapshot)."""
+        """Make the data files' gzip codings left for later by `gzip_later` (identity is served until then)."""
         for payload in self.payloads.values():
             if isinstance(payload.gzipped, LateGzip):
                 payload.gzipped.compress()
 
 
 def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_later: bool = False) -> Snapshot:
-    """Encode and compress every static body of this data version, once; the OpenAPI document's is the same for all.
-
-    With `gzip_later`, the data files' gzip codings are left to `compress_late()`
-    (identity is served until then).
-    """
+    """Encode and compress every static body of this data version, once; the OpenAPI document's is the same for all."""
     now = datetime.now(timezone.utc)
     reviews_modified = last_modified(dataset.reviews_doc["generated_at"], now)
     insights_modified = last_modified(dataset.insights_doc["generated_at"], now)
@@ -364,8 +360,7 @@ def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
 def create_app(config: Config, gzip_later: bool = False) -> ReviewsApp:
     """The WSGI application for `config`: data loaded, MCP and (unless --no-hub) the hub attached.
 
-    With `gzip_later`, the first data files' gzip codings are the caller's to start
-    (`app.compress_late()`); identity is served until they are made.
+    With `gzip_later`, the first data files' gzip codings are the caller's to start (`app.compress_late()`).
     """
     app = ReviewsApp(config, gzip_later=gzip_later)
     mcp_rpc.attach(app)
