@@ -76,9 +76,6 @@ SINCE_CACHE_ENTRIES = 64
 SINCE_CACHE_BYTES = 64 << 20
 
 
-# --------------------------------------------------------------------------- snapshots
-
-
 def last_modified(generated_at: str, now: datetime) -> datetime:
     """A data file's generated_at as Last-Modified, but never after `now` (RFC 9110 8.8.2.1: a
     modification time in the future, from a producer whose clock runs ahead, is replaced by now)."""
@@ -146,8 +143,6 @@ def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_late
     return Snapshot(dataset, {**payloads, OPENAPI_PATH: openapi})
 
 
-# --------------------------------------------------------------------------- client addresses
-
 def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> str:
     """REMOTE_ADDR, or behind trusted proxies the right-most X-Forwarded-For entry that is not one of them."""
     address = str(environ.get("REMOTE_ADDR") or "")
@@ -160,8 +155,6 @@ def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> st
             break
     return address
 
-
-# --------------------------------------------------------------------------- the application
 
 def json_error(status: int, code: str, message: str, issues: Iterable[Mapping[str, Any]] | None = None,
                headers: Sequence[tuple[str, str]] = ()) -> Triple:
@@ -217,8 +210,6 @@ class ReviewsApp:
     def compress_late(self) -> None:
         """Compress the first snapshot's data files on a background thread (see __init__)."""
         threading.Thread(target=self.store.current.compress_late, name="gzip-after-start", daemon=True).start()
-
-    # ----------------------------------------------------------------- WSGI
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         method = environ["REQUEST_METHOD"]
@@ -282,8 +273,6 @@ class ReviewsApp:
             ("Access-Control-Max-Age", "86400"),
         ]
         return "204 No Content", headers, b""  # no Content-Length on a 204 (RFC 9110 8.6)
-
-    # ----------------------------------------------------------------- handlers
 
     def on_payload(self, environ: Mapping[str, Any]) -> Triple:
         """The routed twin of the fast path in __call__: the path with a trailing slash (strict_slashes=False)."""
@@ -369,9 +358,6 @@ def create_app(config: Config, gzip_later: bool = False) -> ReviewsApp:
 
         hub.attach(app)
     return app
-
-
-# --------------------------------------------------------------------------- command line
 
 
 def check_main(argv: Sequence[str]) -> int:
