@@ -228,7 +228,7 @@ class ReviewsApp:
             else:
                 adapter = self.url_map.bind_to_environ(environ)
                 if method == "OPTIONS":
-                    status, headers, body = self.preflight(environ, adapter.allowed_methods())
+                    status, headers, body = self.preflight(adapter.allowed_methods())
                 else:
                     endpoint, args = adapter.match()
                     result = getattr(self, f"on_{endpoint}")(environ, **args)
@@ -258,7 +258,7 @@ class ReviewsApp:
         name = "body_too_large" if code == 413 else exc.name.lower().replace(" ", "_")  # werkzeug's name, but 413's
         return json_error(code, name, exc.description or exc.name)
 
-    def preflight(self, environ: Mapping[str, Any], allowed: list[str]) -> Triple:
+    def preflight(self, allowed: list[str]) -> Triple:
         """CORS preflight (and plain OPTIONS) for any path that exists."""
         if not allowed:
             raise NotFound()
