@@ -105,7 +105,6 @@ def env_value(name: str, default: Any) -> Any:
 
 
 def flag(name: str) -> str:
-    """The command-line flag of an option: --name-with-dashes."""
     return "--" + name.replace("_", "-")
 
 
