@@ -26,13 +26,6 @@ from config import (PROG, Config, HelpFormatter, Network, Parser, env_value, is_
                     parse_networks)
 
 
-def serve_argv(argv: list[str]) -> list[str] | None:
-    """The options of a command line that serves (the default command), or None for `check`."""
-    if argv[:1] == ["check"]:
-        return None
-    return argv[1:] if argv[:1] == ["serve"] else argv
-
-
 # A SIGHUP before the server takes over its signals (during the first load, which can take
 # seconds) would end the process, its default action: kept for after READY instead.
 _hup_before_serving = threading.Event()
@@ -43,7 +36,7 @@ def install_early_signals() -> None:
     # Ctrl-C during the imports, the first load or `check`: status 130 at once, without a traceback
     # (the data files are only read, nothing is half-done)
     signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
-    if serve_argv(sys.argv[1:]) is not None:
+    if sys.argv[1:2] != ["check"]:
         signal.signal(signal.SIGHUP, lambda signum, frame: _hup_before_serving.set())
 
 
@@ -419,8 +412,9 @@ def serve_main(argv: Sequence[str]) -> int:
 
 
 def main() -> int:
-    options = serve_argv(sys.argv[1:])
-    return check_main(sys.argv[2:]) if options is None else serve_main(options)
+    if sys.argv[1:2] == ["check"]:
+        return check_main(sys.argv[2:])
+    return serve_main(sys.argv[2:] if sys.argv[1:2] == ["serve"] else sys.argv[1:])  # `serve` may be left out
 
 
 if __name__ == "__main__":
