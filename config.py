@@ -26,9 +26,10 @@ def default_state_dir() -> Path:
     return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "reviewsd"
 
 
-def option(default: Any, description: str) -> Any:
-    """A Config field: its default and its --help text."""
-    return field(default=default, metadata={"help": description})
+def option(default: Any, description: str, low: float | None = None, high: float | None = None) -> Any:
+    """A Config field: its default, its --help text and, for a number, its range (None: unbounded on that side),
+    outside which the server stops at once naming the option, instead of a server that cannot work as asked."""
+    return field(default=default, metadata={"help": description, "range": (low, high)})
 
 
 @dataclass(frozen=True)
@@ -36,48 +37,48 @@ class Config:
     """Every option; each is a flag `--name-with-dashes` and a variable `REVIEWSD_NAME`."""
 
     host: str = option("127.0.0.1", "address to listen on")
-    port: int = option(8080, "port to listen on")
+    port: int = option(8080, "port to listen on", 0, 65535)
     data_dir: str = option(str(HERE / "data"), "directory holding reviews.json and insights.json")
     state_dir: str = option(str(default_state_dir()), "directory for the hub's SQLite database")
     base_url: str = option("", "public base URL used in every absolute URL (empty: http://HOST:PORT)")
-    threads: int = option(8, "worker threads serving requests")
+    threads: int = option(8, "worker threads serving requests", 1, 1000)
     reload_interval: float = option(
-        2.0, "seconds between checks of the data files (0 disables polling; SIGHUP always reloads)")
+        2.0, "seconds between checks of the data files (0 disables polling; SIGHUP always reloads)", 0)
     log_format: str = option("text", "text or json log lines on stderr")
     # MCP (besides these origins, the base URL's origin and localhost are always allowed)
     mcp_allowed_origins: str = option("", "extra Origin values allowed on /mcp, comma-separated")
-    mcp_max_sessions: int = option(1000, "most MCP sessions kept at once")
-    mcp_session_idle: float = option(1800.0, "seconds after which an idle MCP session ends")
-    max_body: int = option(1 << 20, "largest request body accepted, in bytes")
+    mcp_max_sessions: int = option(1000, "most MCP sessions kept at once", 1)
+    mcp_session_idle: float = option(1800.0, "seconds after which an idle MCP session ends", 1)
+    max_body: int = option(1 << 20, "largest request body accepted, in bytes", 1)
     body_timeout: float = option(  # see server.Server: the selector thread reads bodies
-        30.0, "seconds a request body may take to arrive after its head (then 408 and close)")
+        30.0, "seconds a request body may take to arrive after its head (then 408 and close)", 0.1, 3600)
     max_connections: int = option(
-        1000, "most client connections open at once (idle keep-alive ones are closed first)")
+        1000, "most client connections open at once (idle keep-alive ones are closed first)", 1, 1_000_000)
     max_connections_per_client: int = option(
         100, "most connections open at once from one client address (0: no cap; --trusted-proxies are exempt; "
-             "idle keep-alive ones are closed first)")
+             "idle keep-alive ones are closed first)", 0, 1_000_000)
     send_buffer: int = option(  # see server.Server: bounded, a large body stays in the CPU cache on loopback
-        256 * 1024, "socket send buffer per client connection, in bytes (0: the kernel sizes it)")
+        256 * 1024, "socket send buffer per client connection, in bytes (0: the kernel sizes it)", 0, 1 << 30)
     max_data_file_bytes: int = option(  # the default: about 5x the reviews.json of 100,000 reviews
-        256 << 20, "largest data file loaded, in bytes; a larger one is refused before it is read")
+        256 << 20, "largest data file loaded, in bytes; a larger one is refused before it is read", 1)
     # WebSub hub
     hub: bool = option(True, "run the WebSub hub (--no-hub on read-only replicas)")
     allow_private_callbacks: bool = option(
         False, "allow hub callbacks on loopback/private addresses (development and tests only)")
     ca_file: str = option(
         "", "CA bundle for verifying subscribers' HTTPS certificates (empty: the system store, or SSL_CERT_FILE)")
-    hub_retry_delay: float = option(30.0, "first delay before retrying a failed delivery, seconds (doubles after)")
-    hub_lease_min: int = option(300, "shortest lease granted, seconds")
-    hub_lease_default: int = option(86400, "lease granted when none is asked for, seconds")
-    hub_lease_max: int = option(30 * 86400, "longest lease granted, seconds")
-    hub_workers: int = option(32, "concurrent outbound hub requests")
-    hub_max_subscriptions: int = option(10000, "most subscriptions in total")
-    hub_max_per_topic: int = option(5000, "most subscriptions per topic")
-    hub_max_per_host: int = option(50, "most subscriptions per callback host")
-    hub_rate_limit: float = option(60.0, "hub requests allowed per client per minute (0: no limit)")
+    hub_retry_delay: float = option(30.0, "first delay before retrying a failed delivery, seconds (doubles after)", 0)
+    hub_lease_min: int = option(300, "shortest lease granted, seconds", 1)
+    hub_lease_default: int = option(86400, "lease granted when none is asked for, seconds", 1)
+    hub_lease_max: int = option(30 * 86400, "longest lease granted, seconds", 1)
+    hub_workers: int = option(32, "concurrent outbound hub requests", 1, 1000)
+    hub_max_subscriptions: int = option(10000, "most subscriptions in total", 0)
+    hub_max_per_topic: int = option(5000, "most subscriptions per topic", 0)
+    hub_max_per_host: int = option(50, "most subscriptions per callback host", 0)
+    hub_rate_limit: float = option(60.0, "hub requests allowed per client per minute (0: no limit)", 0)
     hub_state_check: float = option(
         5.0, "seconds between checks that the state directory is intact, retries of a hub store that failed, and "
-             "attempts to take the hub over from another server on the same directory")
+             "attempts to take the hub over from another server on the same directory", 0.01, 3600)
     # Behind a reverse proxy
     trusted_proxies: str = option("", "reverse-proxy addresses whose X-Forwarded-For is trusted, comma-separated")
 
@@ -87,19 +88,6 @@ class Config:
 
     def url(self, path: str) -> str:
         return self.public_base_url + path
-
-
-# The range of each numeric option (None: unbounded on that side). Anything outside stops the
-# server at once with a message naming the option, instead of a server that cannot work as asked.
-BOUNDS: dict[str, tuple[float | None, float | None]] = {
-    "port": (0, 65535), "threads": (1, 1000), "reload_interval": (0, None), "max_body": (1, None),
-    "send_buffer": (0, 1 << 30), "max_data_file_bytes": (1, None), "body_timeout": (0.1, 3600),
-    "max_connections": (1, 1_000_000), "max_connections_per_client": (0, 1_000_000),
-    "mcp_max_sessions": (1, None), "mcp_session_idle": (1, None), "hub_retry_delay": (0, None),
-    "hub_lease_min": (1, None), "hub_lease_default": (1, None), "hub_lease_max": (1, None),
-    "hub_workers": (1, 1000), "hub_max_subscriptions": (0, None), "hub_max_per_topic": (0, None),
-    "hub_max_per_host": (0, None), "hub_rate_limit": (0, None), "hub_state_check": (0.01, 3600),
-}
 
 
 def env_value(name: str, default: Any) -> Any:
@@ -117,19 +105,19 @@ def env_value(name: str, default: Any) -> Any:
 
 
 def flag(name: str) -> str:
-    """The command-line flag of an option: --name-with-dashes."""
     return "--" + name.replace("_", "-")
 
 
 def range_problems(config: Config) -> list[str]:
     """What is out of range in `config`: each option's bounds, and leases in order."""
     problems = []
-    for name, (low, high) in BOUNDS.items():
-        value = getattr(config, name)
+    for f in fields(config):
+        low, high = f.metadata["range"]
+        value = getattr(config, f.name)
         if low is not None and value < low:
-            problems.append(f"{flag(name)} must be at least {low:g}, got {value:g}")
+            problems.append(f"{flag(f.name)} must be at least {low:g}, got {value:g}")
         elif high is not None and value > high:
-            problems.append(f"{flag(name)} must be at most {high:g}, got {value:g}")
+            problems.append(f"{flag(f.name)} must be at most {high:g}, got {value:g}")
     if not config.hub_lease_min <= config.hub_lease_default <= config.hub_lease_max:
         problems.append(f"leases must satisfy --hub-lease-min <= --hub-lease-default <= --hub-lease-max, got "
                         f"{config.hub_lease_min} / {config.hub_lease_default} / {config.hub_lease_max}")

@@ -30,12 +30,8 @@ def _rewrite_ref(ref: str, own_name: str) -> str:
 
 def _embed(node: Any, own_name: str) -> Any:
     if isinstance(node, dict):
-        out = {}
-        for key, value in node.items():
-            if key in ("$schema", "$id"):
-                continue
-            out[key] = _rewrite_ref(value, own_name) if key == "$ref" else _embed(value, own_name)
-        return out
+        return {key: _rewrite_ref(value, own_name) if key == "$ref" else _embed(value, own_name)
+                for key, value in node.items() if key not in ("$schema", "$id")}
     if isinstance(node, list):
         return [_embed(item, own_name) for item in node]
     return node
@@ -44,10 +40,6 @@ def _embed(node: Any, own_name: str) -> Any:
 # The search parameters are published as the parameters themselves (each with its schema from
 # this file), not as a component schema that no operation would reference as a whole.
 SEARCH_PARAMS = "search-params.schema.json"
-
-
-def component_schemas() -> dict[str, Any]:
-    return {s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f != SEARCH_PARAMS}
 
 
 def ref(name: str, *pointer: str) -> dict[str, str]:
@@ -113,16 +105,18 @@ def _operation(operation_id: str, tag: str, summary: str, description: str, resp
     return {**operation, "responses": responses}
 
 
-def _representation(ok: dict[str, Any]) -> dict[str, Any]:
-    """The 200 `ok` and its 304, with the headers a 304 repeats (payloads.py)."""
-    return {"200": ok, "304": {"description": "Not modified: the ETag (or date) still matches. Empty body.",
-                               "headers": {k: v for k, v in ok["headers"].items() if k in NOT_MODIFIED_HEADERS}}}
+def _representation(schema: Mapping[str, Any], description: str, media: str = "application/json",
+                    headers: Mapping[str, Any] = READ_HEADERS) -> dict[str, Any]:
+    """The 200 and its 304, with the headers a 304 repeats (payloads.py)."""
+    return {"200": _json(schema, description, media, headers),
+            "304": {"description": "Not modified: the ETag (or date) still matches. Empty body.",
+                    "headers": {k: v for k, v in headers.items() if k in NOT_MODIFIED_HEADERS}}}
 
 
 def _read(operation_id: str, tag: str, summary: str, description: str, schema: Mapping[str, Any],
           media: str = "application/json", headers: Mapping[str, Any] = READ_HEADERS) -> dict[str, Any]:
-    ok = _json(schema, "The current representation.", media, headers)
-    return {"get": _operation(operation_id, tag, summary, description, _representation(ok))}
+    ok = _representation(schema, "The current representation.", media, headers)
+    return {"get": _operation(operation_id, tag, summary, description, ok)}
 
 
 JSON_FEED_SCHEMA = {
@@ -217,22 +211,21 @@ def _paths() -> dict[str, Any]:
         "/api/reviews/since/{date}": {"get": _operation(
             "getReviewsSince", "reviews", "Reviews since a date",
             "Every review dated on or after `date`, newest first; for incremental sync.",
-            {**_representation(_json(ref("SinceResult"), "Reviews dated on or after `date`, newest first.",
-                                     headers=READ_HEADERS)),
+            {**_representation(ref("SinceResult"), "Reviews dated on or after `date`, newest first."),
              "400": _error("`date` is not a real calendar date as YYYY-MM-DD.")},
             [{"name": "date", "in": "path", "required": True, "description": "A real calendar date, YYYY-MM-DD.",
               "schema": since_schema}, *CONDITIONAL_PARAMS])},
         "/api/reviews/{id}": {"get": _operation(
             "getReview", "reviews", "One review", "A single review by its id (ULID). Feed items link here.",
-            {**_representation(_json(ref("Review"), "The review.", headers=READ_HEADERS)),
+            {**_representation(ref("Review"), "The review."),
              "404": _error("No review has this id.")},
             [{"name": "id", "in": "path", "required": True, "description": "Review id (ULID).",
               "schema": ref("Review", "properties", "id")}, *CONDITIONAL_PARAMS])},
         "/.well-known/openapi.json": {"get": _operation(
             "getOpenApi", "operations", "This document",
             "The OpenAPI 3.1.0 description of this API; its `servers` entry is the configured public base URL.",
-            _representation(_json({"type": "object"}, "OpenAPI 3.1.0 document.",
-                                  headers={k: v for k, v in READ_HEADERS.items() if k != "Last-Modified"})))},
+            _representation({"type": "object"}, "OpenAPI 3.1.0 document.",
+                            headers={k: v for k, v in READ_HEADERS.items() if k != "Last-Modified"}))},
         "/healthz": {"get": _operation(
             "getHealth", "operations", "Health check (operational, for load balancers and systemd watchers)",
             "200 with the loaded data versions and hub status while reads are served (status "
@@ -334,7 +327,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "tags": TAGS,
         "paths": _paths(),
         "components": {
-            "schemas": component_schemas(),
+            "schemas": {s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f != SEARCH_PARAMS},
             "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
         },
     }

@@ -26,13 +26,6 @@ from config import (PROG, Config, HelpFormatter, Network, Parser, env_value, is_
                     parse_networks)
 
 
-def serve_argv(argv: list[str]) -> list[str] | None:
-    """The options of a command line that serves (the default command), or None for `check`."""
-    if argv[:1] == ["check"]:
-        return None
-    return argv[1:] if argv[:1] == ["serve"] else argv
-
-
 # A SIGHUP before the server takes over its signals (during the first load, which can take
 # seconds) would end the process, its default action: kept for after READY instead.
 _hup_before_serving = threading.Event()
@@ -43,7 +36,7 @@ def install_early_signals() -> None:
     # Ctrl-C during the imports, the first load or `check`: status 130 at once, without a traceback
     # (the data files are only read, nothing is half-done)
     signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
-    if serve_argv(sys.argv[1:]) is not None:
+    if sys.argv[1:2] != ["check"]:
         signal.signal(signal.SIGHUP, lambda signum, frame: _hup_before_serving.set())
 
 
@@ -51,6 +44,7 @@ if __name__ == "__main__":
     install_early_signals()  # before the imports below, which take a few tenths of a second
 
 import werkzeug.urls  # noqa: E402,F401  (registers the "werkzeug.url_quote" codec error handler query_args uses)
+from werkzeug.datastructures import MultiDict  # noqa: E402
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound  # noqa: E402
 from werkzeug.routing import BaseConverter, Map, Rule  # noqa: E402
 from werkzeug.wrappers import Response  # noqa: E402
@@ -61,8 +55,8 @@ from dataset import DataError, DataStore, Dataset, check_data_dir, encode_json  
 from feeds import HUB_PATH, OPENAPI_PATH  # noqa: E402  (the URLs the feeds name)
 from logs import configure_logging  # noqa: E402
 from openapi import build_openapi  # noqa: E402
-from payloads import (ATOM, FEED_JSON, JSON, READ_HEADERS, LateGzip, Payload, Triple, Variant, accepts_gzip,  # noqa: E402
-                      answer, error_document, make_payload, status_line)
+from payloads import (ATOM, FEED_JSON, GZIP_MIN_BYTES, JSON, READ_HEADERS, LateGzip, Payload, Triple,  # noqa: E402
+                      accepts_gzip, answer, error_document, make_payload, status_line)
 from search import (InvalidParams, decode_query_args, run_search, search_result_json,  # noqa: E402
                     since_result_json, validate_date)
 
@@ -75,9 +69,6 @@ SINCE_CACHE_ENTRIES = 64
 SINCE_CACHE_BYTES = 64 << 20
 
 
-# --------------------------------------------------------------------------- snapshots
-
-
 def last_modified(generated_at: str, now: datetime) -> datetime:
     """A data file's generated_at as Last-Modified, but never after `now` (RFC 9110 8.8.2.1: a
     modification time in the future, from a producer whose clock runs ahead, is replaced by now)."""
@@ -88,55 +79,44 @@ def link_header(config: Config, topic_path: str) -> str:
     return f'<{config.url(HUB_PATH)}>; rel="hub", <{config.url(topic_path)}>; rel="self"'
 
 
-class SinceCache:
-    """Recently asked since-answers of one snapshot, bounded in entries and bytes."""
-
-    def __init__(self) -> None:
-        self._entries: OrderedDict[str, Payload] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, since: str, make: Callable[[], Payload]) -> Payload:
-        with self._lock:
-            if since in self._entries:
-                self._entries.move_to_end(since)
-                return self._entries[since]
-        payload = make()
-        with self._lock:
-            self._entries[since] = payload
-            while len(self._entries) > 1 and (len(self._entries) > SINCE_CACHE_ENTRIES
-                                              or self._size() > SINCE_CACHE_BYTES):
-                self._entries.popitem(last=False)
-        return payload
-
-    def _size(self) -> int:
-        return sum(len(p.identity.body) + len(p.gzipped.body if isinstance(p.gzipped, Variant) else b"")
-                   for p in self._entries.values())
-
-
 @dataclass(frozen=True, eq=False)
 class Snapshot:
-    """One version of everything served: the dataset and its precomputed responses."""
+    """One version of everything served: the dataset, its precomputed responses and the since-answers last asked."""
 
     dataset: Dataset
     payloads: Mapping[str, Payload]
-    since_cache: SinceCache = field(default_factory=SinceCache)
+    _since: OrderedDict[str, Payload] = field(default_factory=OrderedDict)  # bounded in entries and bytes
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def topic(self, path: str) -> Payload:
         return self.payloads[path]
 
+    def since(self, date: str) -> Payload:
+        with self._lock:
+            if date in self._since:
+                self._since.move_to_end(date)
+                return self._since[date]
+        payload = make_payload(since_result_json(self.dataset, date), JSON,
+                               self.payloads["/reviews.json"].last_modified)
+        with self._lock:
+            self._since[date] = payload
+            while len(self._since) > 1 and (len(self._since) > SINCE_CACHE_ENTRIES
+                                            or self._since_bytes() > SINCE_CACHE_BYTES):
+                self._since.popitem(last=False)
+        return payload
+
+    def _since_bytes(self) -> int:
+        return sum(len(p.identity.body) + (len(p.gzipped.body) if p.gzipped else 0) for p in self._since.values())
+
     def compress_late(self) -> None:
-        """Make the gzip codings built to be made later (see build_snapshot)."""
+        """Make the data files' gzip codings left for later by `gzip_later` (identity is served until then)."""
         for payload in self.payloads.values():
             if isinstance(payload.gzipped, LateGzip):
                 payload.gzipped.compress()
 
 
 def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_later: bool = False) -> Snapshot:
-    """Encode and compress every static body of this data version, once; the OpenAPI document's is the same for all.
-
-    With `gzip_later`, the data files' gzip codings are left to `compress_late()`
-    (identity is served until then).
-    """
+    """Encode and compress every static body of this data version, once; the OpenAPI document's is the same for all."""
     now = datetime.now(timezone.utc)
     reviews_modified = last_modified(dataset.reviews_doc["generated_at"], now)
     insights_modified = last_modified(dataset.insights_doc["generated_at"], now)
@@ -156,8 +136,6 @@ def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_late
     return Snapshot(dataset, {**payloads, OPENAPI_PATH: openapi})
 
 
-# --------------------------------------------------------------------------- client addresses
-
 def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> str:
     """REMOTE_ADDR, or behind trusted proxies the right-most X-Forwarded-For entry that is not one of them."""
     address = str(environ.get("REMOTE_ADDR") or "")
@@ -170,8 +148,6 @@ def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> st
             break
     return address
 
-
-# --------------------------------------------------------------------------- the application
 
 def json_error(status: int, code: str, message: str, issues: Iterable[Mapping[str, Any]] | None = None,
                headers: Sequence[tuple[str, str]] = ()) -> Triple:
@@ -228,8 +204,6 @@ class ReviewsApp:
         """Compress the first snapshot's data files on a background thread (see __init__)."""
         threading.Thread(target=self.store.current.compress_late, name="gzip-after-start", daemon=True).start()
 
-    # ----------------------------------------------------------------- WSGI
-
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         method = environ["REQUEST_METHOD"]
         if self.trusted_proxies:  # the access log and the hub's rate limit use the real client
@@ -247,7 +221,7 @@ class ReviewsApp:
             else:
                 adapter = self.url_map.bind_to_environ(environ)
                 if method == "OPTIONS":
-                    status, headers, body = self.preflight(environ, adapter.allowed_methods())
+                    status, headers, body = self.preflight(adapter.allowed_methods())
                 else:
                     endpoint, args = adapter.match()
                     result = getattr(self, f"on_{endpoint}")(environ, **args)
@@ -277,7 +251,7 @@ class ReviewsApp:
         name = "body_too_large" if code == 413 else exc.name.lower().replace(" ", "_")  # werkzeug's name, but 413's
         return json_error(code, name, exc.description or exc.name)
 
-    def preflight(self, environ: Mapping[str, Any], allowed: list[str]) -> Triple:
+    def preflight(self, allowed: list[str]) -> Triple:
         """CORS preflight (and plain OPTIONS) for any path that exists."""
         if not allowed:
             raise NotFound()
@@ -293,8 +267,6 @@ class ReviewsApp:
         ]
         return "204 No Content", headers, b""  # no Content-Length on a 204 (RFC 9110 8.6)
 
-    # ----------------------------------------------------------------- handlers
-
     def on_payload(self, environ: Mapping[str, Any]) -> Triple:
         """The routed twin of the fast path in __call__: the path with a trailing slash (strict_slashes=False)."""
         payload = self.store.current.payloads.get(environ["PATH_INFO"].rstrip("/"))
@@ -303,18 +275,20 @@ class ReviewsApp:
         return answer(environ, payload)
 
     def on_search(self, environ: Mapping[str, Any]) -> Triple:
+        """A body made for this request: no validators; gzip only when asked, at a cheap level."""
         args = decode_query_args(query_args(environ))
         dataset = self.store.current.dataset
-        matched, positions = run_search(dataset, args)
-        return self.dynamic(environ, search_result_json(dataset, matched, positions))
+        body = search_result_json(dataset, *run_search(dataset, args))
+        headers = [("Content-Type", JSON), *READ_HEADERS, ("Vary", "Accept-Encoding")]
+        encoding = environ.get("HTTP_ACCEPT_ENCODING")
+        if encoding and len(body) >= GZIP_MIN_BYTES and accepts_gzip(encoding):
+            body = gzip.compress(body, compresslevel=5, mtime=0)
+            headers.append(("Content-Encoding", "gzip"))
+        headers.append(("Content-Length", str(len(body))))
+        return "200 OK", headers, body
 
     def on_since(self, environ: Mapping[str, Any], date: str) -> Triple:
-        since = validate_date("date", date)
-        snapshot = self.store.current
-        payload = snapshot.since_cache.get(since, lambda: make_payload(
-            since_result_json(snapshot.dataset, since), JSON,
-            snapshot.payloads["/reviews.json"].last_modified))
-        return answer(environ, payload)
+        return answer(environ, self.store.current.since(validate_date("date", date)))
 
     def on_review(self, environ: Mapping[str, Any], review_id: str) -> Triple:
         snapshot = self.store.current
@@ -351,16 +325,6 @@ class ReviewsApp:
             raise NotFound()
         return getattr(self, part).handle(environ)
 
-    def dynamic(self, environ: Mapping[str, Any], body: bytes) -> Triple:
-        """A JSON body computed for this request: gzip only when asked, at a cheap level."""
-        headers = [("Content-Type", JSON), *READ_HEADERS, ("Vary", "Accept-Encoding")]
-        encoding = environ.get("HTTP_ACCEPT_ENCODING")
-        if encoding and len(body) >= 512 and accepts_gzip(encoding):
-            body = gzip.compress(body, compresslevel=5, mtime=0)
-            headers.append(("Content-Encoding", "gzip"))
-        headers.append(("Content-Length", str(len(body))))
-        return "200 OK", headers, body
-
 
 def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
     """The query string's parameters, each with every value given, as werkzeug's `Request.args` reads them.
@@ -372,17 +336,13 @@ def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
     text = environ.get("QUERY_STRING", "")
     if not text.isascii():  # WSGI carries the raw bytes as latin-1
         text = text.encode("latin-1").decode("utf-8", "werkzeug.url_quote")
-    multi: dict[str, list[str]] = {}
-    for name, value in parse_qsl(text, keep_blank_values=True, errors="werkzeug.url_quote"):
-        multi.setdefault(name, []).append(value)
-    return multi
+    return MultiDict(parse_qsl(text, keep_blank_values=True, errors="werkzeug.url_quote")).to_dict(flat=False)
 
 
 def create_app(config: Config, gzip_later: bool = False) -> ReviewsApp:
     """The WSGI application for `config`: data loaded, MCP and (unless --no-hub) the hub attached.
 
-    With `gzip_later`, the first data files' gzip codings are the caller's to start
-    (`app.compress_late()`); identity is served until they are made.
+    With `gzip_later`, the first data files' gzip codings are the caller's to start (`app.compress_late()`).
     """
     app = ReviewsApp(config, gzip_later=gzip_later)
     mcp_rpc.attach(app)
@@ -391,9 +351,6 @@ def create_app(config: Config, gzip_later: bool = False) -> ReviewsApp:
 
         hub.attach(app)
     return app
-
-
-# --------------------------------------------------------------------------- command line
 
 
 def check_main(argv: Sequence[str]) -> int:
@@ -455,8 +412,9 @@ def serve_main(argv: Sequence[str]) -> int:
 
 
 def main() -> int:
-    options = serve_argv(sys.argv[1:])
-    return check_main(sys.argv[2:]) if options is None else serve_main(options)
+    if sys.argv[1:2] == ["check"]:
+        return check_main(sys.argv[2:])
+    return serve_main(sys.argv[2:] if sys.argv[1:2] == ["serve"] else sys.argv[1:])  # `serve` may be left out
 
 
 if __name__ == "__main__":
