@@ -289,7 +289,7 @@ def complete(dataset: Dataset, template_uri: str, params: Mapping[str, Any]) -> 
 
 def argument_kind(ref: Mapping[str, Any], name: str, template_uri: str) -> str | None:
     if ref.get("type") == "ref/prompt":
-        prompt = PROMPTS.get(ref.get("name"))  # type: ignore[arg-type]
+        prompt = PROMPTS.get(ref["name"]) if isinstance(ref.get("name"), str) else None
         if prompt is None:
             raise PromptError(f"Unknown prompt: {ref.get('name')}; known prompts: {', '.join(PROMPTS)}",
                               {"prompt": ref.get("name")})

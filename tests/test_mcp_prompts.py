@@ -167,6 +167,8 @@ def test_template_id_completion_is_a_case_insensitive_prefix(server, session):
     (prompt_ref("nope"), "name"), (prompt_ref("practitioner_review"), "service"),
     ({"type": "ref/resource", "uri": BASE + "/other/{id}"}, "id"), (TEMPLATE, "name"),
     ({"type": "ref/tool", "name": "get_review"}, "id"), ("practitioner_review", "name"),
+    ({"type": "ref/prompt", "name": ["x"]}, "name"), ({"type": "ref/prompt", "name": {"a": 1}}, "name"),
+    ({"type": "ref/resource", "uri": ["x"]}, "id"),
 ])
 def test_completion_errors_are_invalid_params(server, session, ref, argument):
     assert_error(complete(server, session, ref, argument, ""), ErrorCode.INVALID_PARAMS, 1)
