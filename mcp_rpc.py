@@ -1,8 +1,8 @@
 """MCP server at POST /mcp: hand-rolled JSON-RPC 2.0, protocol 2026-07-28 (stateless) and the 2025 sessions.
 
-A pure pipeline, `McpServer.dispatch(session, body) -> response dict | None`: parse, check the
-envelope (`classify`), look the method up, call it, wrap the result. No I/O; errors are `RpcError`
-values with named `ErrorCode`s, turned into JSON-RPC error objects in one place (`McpServer.handle`).
+A pure pipeline with no I/O: `parse` the body, check the envelope (`classify`), then `McpServer.handle`
+looks the method up, calls it and wraps the result. Errors are `RpcError` values with named `ErrorCode`s,
+turned into JSON-RPC error objects in one place (`McpServer.handle`).
 Tools, resources and sessions live here, prompts and completion in mcp_prompts.py, the HTTP layer
 (Origin, media types, body size, sessions by header, the 2026-07-28 per-request rules) in
 mcp_http.py. Every tool and resource reads `app.store.current` when it is called, so after a data
@@ -152,10 +152,7 @@ class RpcResponse:
 Message = RpcRequest | RpcNotification | RpcResponse
 
 
-def parse(body: bytes | Any) -> Any:
-    """Body bytes to a JSON value; anything else is taken as an already parsed value."""
-    if not isinstance(body, (bytes, bytearray)):
-        return body
+def parse(body: bytes) -> Any:
     try:
         return loads_data(body.decode("utf-8"))
     except UnicodeDecodeError:
@@ -609,7 +606,7 @@ RESOURCES = {
 
 
 class McpServer:
-    """JSON-RPC methods over the app's current data: `dispatch(session, body)` with no I/O."""
+    """JSON-RPC methods over the app's current data: `handle(session, message)` with no I/O."""
 
     def __init__(self, app: Any):
         self.app = app
@@ -638,18 +635,6 @@ class McpServer:
     @property
     def review_template(self) -> str:
         return self.base_url + REVIEW_PATH + "{id}"
-
-    def dispatch(self, session: Session, body: bytes | Any) -> dict[str, Any] | None:
-        """One message in (body bytes or a parsed JSON value), its response out as plain JSON values
-        (None if it needs none)."""
-        try:
-            message = classify(parse(body))
-        except RpcError as error:
-            return error_response(error.request_id, error.code, error.message, error.data)
-        response = self.handle(session, message)
-        if response is not None and isinstance(response.get("result"), EncodedJson):
-            return {**response, "result": json.loads(response["result"])}  # as a client reads it
-        return response
 
     def handle(self, session: Session, message: Message) -> dict[str, Any] | None:
         """The one place where method errors become JSON-RPC error responses; a result may be EncodedJson."""
