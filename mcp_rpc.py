@@ -204,12 +204,9 @@ _SCHEMA_BASE_URI = next(iter(SCHEMAS.values()))["$id"].rsplit("/", 1)[0] + "/"
 _DROPPED_KEYS = ("$id", "$schema", "$defs")
 
 
-def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict[str, Any]:
-    """`node` with every `$ref` into schemas/ inlined as `#/$defs/<name>`, for clients that cannot fetch refs.
-
-    `base` is the URI that relative refs in `node` resolve against: a schema's `$id`
-    for a node taken from that file, the schemas directory for a new composite schema.
-    """
+def bundle_schema(node: Mapping[str, Any]) -> dict[str, Any]:
+    """`node` (one of schemas/*.json, or a new schema referring to them) with every `$ref` into schemas/ inlined
+    as `#/$defs/<name>`, for clients that cannot fetch refs."""
     defs: dict[str, Any] = {}
     names: dict[tuple[str, str], str] = {}
 
@@ -238,7 +235,7 @@ def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict
                 out[key] = rewrite(item, base_uri)
         return out
 
-    root = rewrite(node, base, top=True)
+    root = rewrite(node, node.get("$id", _SCHEMA_BASE_URI), top=True)
     if defs:
         root["$defs"] = dict(sorted(defs.items()))
     return root
@@ -254,11 +251,6 @@ def _def_name(file: str, parts: Sequence[str], taken: set[str]) -> str:
     while candidate in taken:
         candidate, n = f"{name}_{n}", n + 1
     return candidate
-
-
-def bundle_file(file: str) -> dict[str, Any]:
-    """One of schemas/*.json as a self-contained schema."""
-    return bundle_schema(SCHEMAS[file], SCHEMAS[file]["$id"])
 
 
 def ref(file: str, fragment: str = "") -> dict[str, str]:
@@ -371,7 +363,7 @@ class Tools:
                  "'what do people say about Dr. Patel'. Same parameters and results as GET /api/reviews/search. "
                  "Example: {\"min_rating\": 4, \"mentions_service\": \"massage-therapy\", \"limit\": 5}.",
                  {k: v for k, v in SCHEMAS["search-params.schema.json"].items() if k not in ("$id", "$schema")},
-                 bundle_file("search-result.schema.json"), self.search_reviews, validate=False),
+                 bundle_schema(SCHEMAS["search-result.schema.json"]), self.search_reviews, validate=False),
             Tool("get_review", "One review by id",
                  "Returns one review (author, rating, date, text, source, owner reply) and what the analysis found "
                  "in it (aspects with sentiment, technicians, services, problems, service areas, topics; null if "
@@ -451,7 +443,7 @@ class Tools:
 
     @staticmethod
     def _since_output_schema() -> dict[str, Any]:
-        schema = bundle_file("since-result.schema.json")
+        schema = bundle_schema(SCHEMAS["since-result.schema.json"])
         schema["properties"]["count"]["description"] = "Reviews dated on or after `since`, before the limit."
         schema["properties"]["returned"] = {"description": "Reviews in this result (at most limit).",
                                             "type": "integer", "minimum": 0}

@@ -615,9 +615,9 @@ def test_unknown_resource(server, session, uri):
 # --------------------------------------------------------------------------- schema bundling
 
 
-def test_bundle_file_validates_like_the_original(mcp_app):
+def test_a_bundled_file_validates_like_the_original(mcp_app):
     dataset = mcp_app.store.current.dataset
-    bundled = Draft202012Validator(mcp_rpc.bundle_file("search-result.schema.json"),
+    bundled = Draft202012Validator(mcp_rpc.bundle_schema(SCHEMAS["search-result.schema.json"]),
                                    format_checker=Draft202012Validator.FORMAT_CHECKER)
     original = validator("search-result.schema.json")
     good = search_result(dataset, *run_search(dataset, {}))
