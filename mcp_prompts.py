@@ -135,15 +135,14 @@ def render_reply(context: PromptContext, args: Mapping[str, str]) -> list[dict[s
     ]
 
 
-def render_entity(tool: str, argument: str, subject: str, key: str, optional: Sequence[str] = ()
+def render_entity(tool: str, subject: str, key: str
                   ) -> Callable[[PromptContext, Mapping[str, str]], list[dict[str, Any]]]:
-    """A prompt over one practitioner, service or aspect (`key` in the tool's result): its result as data."""
+    """A prompt over one practitioner, service or aspect (`key` in the result of `tool`, which takes its arguments)."""
 
     def render(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
         from mcp_rpc import ToolError, encoded  # mcp_rpc imports this module: import at call time
 
-        tool_args: dict[str, Any] = {argument: args[argument], "limit": 20}
-        tool_args.update({k: args[k] for k in optional if args.get(k)})
+        tool_args = {**{name: value for name, value in args.items() if value}, "limit": 20}
         try:
             data = encoded(context.run_tool(tool, context.dataset, tool_args))
         except ToolError as exc:
@@ -193,19 +192,19 @@ PROMPTS = {p.name: p for p in (
            "and newest reviews.",
            (Argument("name", "Practitioner", "Name or id, case- and accent-insensitive (e.g. Dr. Maya Patel).",
                      True, "technician"),),
-           render_entity("get_technician", "name", "the practitioner", "technician")),
+           render_entity("get_technician", "the practitioner", "technician")),
     Prompt("service_review", "Service review",
            "What patients say about one service the clinic offers. Embeds the service, its sentiment and the "
            "newest reviews mentioning it.",
            (Argument("service", "Service", "Service label or id (e.g. Massage therapy).", True, "service"),),
-           render_entity("get_service", "service", "the service", "service")),
+           render_entity("get_service", "the service", "service")),
     Prompt("aspect_review", "Aspect review",
            "What patients say about one aspect of a visit (wait time, billing, front desk...), optionally only "
            "positive, neutral or negative mentions. Embeds the aspect's sentiment and the newest reviews.",
            (Argument("aspect", "Aspect", "Aspect label or id (e.g. Wait time).", True, "aspect"),
             Argument("sentiment", "Sentiment", "positive, neutral or negative (default: all).", False,
                      "sentiment")),
-           render_entity("get_aspect_sentiment", "aspect", "the aspect", "aspect", ["sentiment"])),
+           render_entity("get_aspect_sentiment", "the aspect", "aspect")),
 )}
 
 
