@@ -173,15 +173,13 @@ def _date_arg(args: Mapping[str, str], name: str) -> str | None:
         raise PromptError(exc.issues[0]["message"], {"argument": name}) from None
 
 
-PERIOD_ARGS = (
-    Argument("since", "From", "First day, YYYY-MM-DD (default: 30 days before `until`)."),
-    Argument("until", "To", "Last day, YYYY-MM-DD (default: the newest review's date)."),
-)
 PROMPTS = {p.name: p for p in (
     Prompt("review_digest", "Digest of recent reviews",
            "A digest of the reviews for a period (default: the last 30 days of reviews): praise, complaints, "
            "practitioners and services mentioned, next steps. Embeds the period's reviews.",
-           PERIOD_ARGS, render_digest),
+           (Argument("since", "From", "First day, YYYY-MM-DD (default: 30 days before `until`)."),
+            Argument("until", "To", "Last day, YYYY-MM-DD (default: the newest review's date).")),
+           render_digest),
     Prompt("reply_draft", "Draft a reply to a review",
            "Drafts a short public owner reply to one review, typically an unanswered low-rated one (completion "
            "offers those, newest first). Embeds the review and what the analysis found in it.",
