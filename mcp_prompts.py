@@ -71,9 +71,6 @@ class PromptError(Exception):
         self.message, self.data = message, data
 
 
-# --------------------------------------------------------------------------- messages
-
-
 def user_text(text: str) -> dict[str, Any]:
     return {"role": "user", "content": {"type": "text", "text": text}}
 
@@ -232,9 +229,6 @@ def get_prompt(context: PromptContext, params: Mapping[str, Any]) -> dict[str, A
                           {"prompt": name, "prompts": list(PROMPTS)})
     arguments = prompt_arguments(prompt, params.get("arguments"))
     return {"description": prompt.description, "messages": prompt.render(context, arguments)}
-
-
-# --------------------------------------------------------------------------- completion
 
 
 def complete_names(prefix: str, candidates: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
