@@ -56,11 +56,10 @@ class Prompt:
 
 @dataclass(frozen=True)
 class PromptContext:
-    """What a prompt reads: the dataset of this call, the public base URL and the tools (mcp_rpc.Tools)."""
+    """What a prompt reads: the dataset of this call and the public base URL."""
 
     dataset: Dataset
     base_url: str
-    run_tool: Callable[[str, Dataset, dict[str, Any]], Any]
 
 
 class PromptError(Exception):
@@ -137,11 +136,11 @@ def render_entity(tool: str, subject: str, key: str
     """A prompt over one practitioner, service or aspect (`key` in the result of `tool`, which takes its arguments)."""
 
     def render(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
-        from mcp_rpc import ToolError, encoded  # mcp_rpc imports this module: import at call time
+        from mcp_rpc import ToolError, encoded, run_tool  # mcp_rpc imports this module: import at call time
 
         tool_args = {**{name: value for name, value in args.items() if value}, "limit": 20}
         try:
-            data = encoded(context.run_tool(tool, context.dataset, tool_args))
+            data = encoded(run_tool(tool, context.dataset, tool_args))
         except ToolError as exc:
             raise PromptError(str(exc), {"tool": tool}) from None
         except InvalidParams as exc:

@@ -214,8 +214,8 @@ def test_internal_error_is_logged_not_leaked(server, session, monkeypatch, caplo
     def explode(dataset, args):
         raise RuntimeError("secret detail /etc/passwd")
 
-    broken = replace(server.tools.by_name["get_business"], run=explode)
-    monkeypatch.setitem(server.tools.by_name, "get_business", broken)
+    broken = replace(mcp_rpc.TOOLS["get_business"], run=explode)
+    monkeypatch.setitem(mcp_rpc.TOOLS, "get_business", broken)
     with caplog.at_level(logging.ERROR, logger="reviewsd.mcp"):
         response = dispatch(server, session, {"jsonrpc": "2.0", "id": 11, "method": "tools/call",
                                              "params": {"name": "get_business"}})
@@ -322,7 +322,7 @@ def test_tools_list(server, session):
 
 
 def test_search_reviews_input_schema_is_the_search_parameter_schema(server):
-    schema = server.tools.by_name["search_reviews"].definition()["inputSchema"]
+    schema = mcp_rpc.TOOLS["search_reviews"].definition()["inputSchema"]
     expected = {k: v for k, v in SCHEMAS["search-params.schema.json"].items() if k not in ("$id", "$schema")}
     assert schema == expected
 
@@ -338,7 +338,7 @@ def refs(node: Any) -> list[str]:
 
 @pytest.mark.parametrize("name", TOOL_NAMES)
 def test_output_schemas_are_self_contained(server, name):
-    schema = server.tools.by_name[name].output_schema
+    schema = mcp_rpc.TOOLS[name].output_schema
     assert "$id" not in schema and "$schema" not in schema
     for target in refs(schema):
         assert target.startswith("#/$defs/") and target[len("#/$defs/"):] in schema["$defs"]
@@ -382,7 +382,7 @@ def test_every_tool_result_matches_its_output_schema(server, session, mcp_app):
         structured = result["structuredContent"]
         assert result["content"] == [{"type": "text", "text": result["content"][0]["text"]}]
         assert json.loads(result["content"][0]["text"]) == structured
-        schema = server.tools.by_name[name].output_schema
+        schema = mcp_rpc.TOOLS[name].output_schema
         errors = list(Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
                       .iter_errors(structured))
         assert not errors, (name, [e.message for e in errors])
