@@ -47,19 +47,11 @@ class Prompt:
     title: str
     description: str
     arguments: tuple[Argument, ...]
-    render: Callable[["PromptContext", Mapping[str, str]], list[dict[str, Any]]]
+    render: Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]  # (dataset, base URL, arguments)
 
     def definition(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "description": self.description,
                 "arguments": [a.definition() for a in self.arguments]}
-
-
-@dataclass(frozen=True)
-class PromptContext:
-    """What a prompt reads: the dataset of this call and the public base URL."""
-
-    dataset: Dataset
-    base_url: str
 
 
 class PromptError(Exception):
@@ -85,8 +77,7 @@ def business_line(dataset: Dataset) -> str:
     return f"{business['name']} ({business.get('category', 'local business')})"
 
 
-def render_digest(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
-    dataset = context.dataset
+def render_digest(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
     newest = dataset.reviews[0]["date"] if len(dataset.reviews) else date.today().isoformat()
     until = _date_arg(args, "until") or newest
     since = _date_arg(args, "since") or (date.fromisoformat(until) - timedelta(days=DIGEST_DAYS)).isoformat()
@@ -94,7 +85,7 @@ def render_digest(context: PromptContext, args: Mapping[str, str]) -> list[dict[
         raise PromptError(f"since ({since}) is after until ({until})", {"since": since, "until": until})
     query = {"since": since, "until": until, "limit": DIGEST_REVIEWS}
     matched, positions = run_search(dataset, query)
-    uri = f"{context.base_url}/api/reviews/search?{urlencode(query)}"
+    uri = f"{base_url}/api/reviews/search?{urlencode(query)}"
     return [
         user_text(f"Write a digest of the customer reviews of {business_line(dataset)} from {since} to {until} "
                   f"for the owner and staff. {matched} reviews fall in this period; the newest "
@@ -106,10 +97,9 @@ def render_digest(context: PromptContext, args: Mapping[str, str]) -> list[dict[
     ]
 
 
-def render_reply(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
+def render_reply(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
     from mcp_rpc import encode_message  # mcp_rpc imports this module: import at call time
 
-    dataset = context.dataset
     review_id = args["review_id"].strip().upper()  # ULIDs are case-insensitive
     position = dataset.position_of.get(review_id)
     if position is None:
@@ -121,7 +111,7 @@ def render_reply(context: PromptContext, args: Mapping[str, str]) -> list[dict[s
         if review.get("owner_reply") else ""
     mentions = dataset.insights_doc["per_review"].get(review_id)
     return [
-        user_resource(context.base_url + REVIEW_PATH + review_id, dataset.review_json(position)),
+        user_resource(base_url + REVIEW_PATH + review_id, dataset.review_json(position)),
         user_text(f"Draft a public owner reply from {business['name']} to the {review['rating']}-star review above "
                   f"by {review['author']} ({review['date']}). {answered}Thank them, acknowledge each concrete "
                   "problem they raise without arguing or making excuses, say what the clinic will do, and invite "
@@ -132,22 +122,22 @@ def render_reply(context: PromptContext, args: Mapping[str, str]) -> list[dict[s
 
 
 def render_entity(tool: str, subject: str, key: str
-                  ) -> Callable[[PromptContext, Mapping[str, str]], list[dict[str, Any]]]:
+                  ) -> Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]:
     """A prompt over one practitioner, service or aspect (`key` in the result of `tool`, which takes its arguments)."""
 
-    def render(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
+    def render(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
         from mcp_rpc import ToolError, encoded, run_tool  # mcp_rpc imports this module: import at call time
 
         tool_args = {**{name: value for name, value in args.items() if value}, "limit": 20}
         try:
-            data = encoded(run_tool(tool, context.dataset, tool_args))
+            data = encoded(run_tool(tool, dataset, tool_args))
         except ToolError as exc:
             raise PromptError(str(exc), {"tool": tool}) from None
         except InvalidParams as exc:
             raise PromptError("; ".join(i["message"] for i in exc.issues), {"issues": exc.issues}) from None
         record = json.loads(data)[key]
         return [
-            user_text(f"Review how patients of {business_line(context.dataset)} experience {subject} "
+            user_text(f"Review how patients of {business_line(dataset)} experience {subject} "
                       f"{record.get('name') or record['label']}, from the data below (the result of the {tool} "
                       "tool: the record with its mention counts and sentiment score, and the newest reviews "
                       "mentioning it). Summarise "
@@ -220,14 +210,14 @@ def prompt_arguments(prompt: Prompt, arguments: Any) -> dict[str, str]:
     return arguments
 
 
-def get_prompt(context: PromptContext, params: Mapping[str, Any]) -> dict[str, Any]:
+def get_prompt(dataset: Dataset, base_url: str, params: Mapping[str, Any]) -> dict[str, Any]:
     name = params.get("name")
     prompt = PROMPTS.get(name) if isinstance(name, str) else None
     if prompt is None:
         raise PromptError(f"Unknown prompt: {name}; known prompts: {', '.join(PROMPTS)}",
                           {"prompt": name, "prompts": list(PROMPTS)})
     arguments = prompt_arguments(prompt, params.get("arguments"))
-    return {"description": prompt.description, "messages": prompt.render(context, arguments)}
+    return {"description": prompt.description, "messages": prompt.render(dataset, base_url, arguments)}
 
 
 def complete_names(prefix: str, candidates: Iterable[tuple[str, Sequence[str]]]) -> list[str]:

@@ -29,7 +29,7 @@ from urllib.parse import urljoin
 
 import mcp_prompts
 from dataset import SCHEMAS, Dataset, encode_json, folded_names, loads_data, named
-from mcp_prompts import REVIEW_PATH, PromptContext, PromptError
+from mcp_prompts import REVIEW_PATH, PromptError
 from search import InvalidParams, SchemaValidator, run_search, search_result_json
 
 log = logging.getLogger("reviewsd.mcp")
@@ -741,8 +741,7 @@ class McpServer:
         return {"prompts": self.prompt_list}
 
     def get_prompt(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        context = PromptContext(self.app.store.current.dataset, self.base_url)
-        return mcp_prompts.get_prompt(context, params)
+        return mcp_prompts.get_prompt(self.app.store.current.dataset, self.base_url, params)
 
     def complete(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return mcp_prompts.complete(self.app.store.current.dataset, self.review_template, params)
