@@ -721,21 +721,18 @@ class McpServer:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: uri must be a string")
-        body = self._resource_body(uri)
-        if body is None:  # 2026-07-28 says -32602 where the 2025 revisions said -32002
+        snapshot = self.app.store.current
+        path = uri[len(self.base_url):] if uri.startswith(self.base_url + "/") else ""
+        # A path not under REVIEW_PATH keeps its leading "/" (or is empty), and no review id is either.
+        position = snapshot.dataset.position_of.get(path.removeprefix(REVIEW_PATH))
+        if path in RESOURCES:
+            body = snapshot.payloads[path].identity.body
+        elif position is not None:
+            body = snapshot.dataset.review_json(position)
+        else:  # 2026-07-28 says -32602 where the 2025 revisions said -32002
             code = ErrorCode.INVALID_PARAMS if session.modern else ErrorCode.RESOURCE_NOT_FOUND
             raise RpcError(code, "Resource not found", {"uri": uri})
         return {"contents": [{"uri": uri, "mimeType": "application/json", "text": body.decode("utf-8")}]}
-
-    def _resource_body(self, uri: str) -> bytes | None:
-        snapshot = self.app.store.current
-        path = uri[len(self.base_url):] if uri.startswith(self.base_url + "/") else None
-        if path in RESOURCES:
-            return snapshot.payloads[path].identity.body
-        if path and path.startswith(REVIEW_PATH) and "/" not in path[len(REVIEW_PATH):]:
-            position = snapshot.dataset.position_of.get(path[len(REVIEW_PATH):])
-            return None if position is None else snapshot.dataset.review_json(position)
-        return None
 
     def list_prompts(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return {"prompts": self.prompt_list}
