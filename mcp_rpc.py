@@ -313,8 +313,8 @@ def _newest(dataset: Dataset, fields: Mapping[str, Any], positions: Sequence[int
     return with_reviews({**fields, "matched": len(positions), "returned": len(chosen)}, reviews)
 
 
-def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: Sequence[str],
-            describe: Callable[[Mapping[str, Any]], str]) -> Mapping[str, Any]:
+def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: Sequence[str] = ("id", "label"),
+            describe: Callable[[Mapping[str, Any]], str] = lambda r: f"{r['id']} ({r['label']})") -> Mapping[str, Any]:
     """The record `query` names (dataset.named: the search's rule), else a ToolError listing the choices."""
     found = named(query, folded_names(records, keys))
     if len(found) == 1:
@@ -374,8 +374,7 @@ def get_reviews_since(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
 
 
 def get_aspect_sentiment(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
-    aspect = resolve("aspect", args["aspect"], dataset.insights_doc["aspects"], ("id", "label"),
-                     lambda a: f"{a['id']} ({a['label']})")
+    aspect = resolve("aspect", args["aspect"], dataset.insights_doc["aspects"])
     sentiment = args.get("sentiment")
     positions = dataset.positions_by_aspect.get((aspect["id"], sentiment), [])
     return _newest(dataset, {"aspect": aspect, "sentiment": sentiment}, positions, args.get("limit", 3))
@@ -389,8 +388,7 @@ def get_technician(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
 
 
 def get_service(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
-    service = resolve("service", args["service"], dataset.business["services"], ("id", "label"),
-                      lambda s: f"{s['id']} ({s['label']})")
+    service = resolve("service", args["service"], dataset.business["services"])
     positions = dataset.positions_by_service.get(service["id"], [])
     return _newest(dataset, {"service": service, "insights": dataset.services.get(service["id"])}, positions,
                    args.get("limit", 5))
