@@ -4,10 +4,6 @@ Pure functions of the dataset current at call time, like the tools (mcp_rpc.py),
 results the practitioner, service and aspect prompts embed as they are. Errors are
 `PromptError` values, answered as -32602 by `McpServer.handle` (MCP server/prompts and
 server/utilities/completion: unknown prompt, missing or invalid argument).
-
-Completion offers a value when one of its names (id, name or label), or a word of one, starts
-with the typed prefix, case- and accent-insensitively as the search's name filters compare
-(`dataset.fold_name`).
 """
 
 from __future__ import annotations
@@ -221,7 +217,8 @@ def get_prompt(dataset: Dataset, base_url: str, params: Mapping[str, Any]) -> di
 
 
 def complete_names(prefix: str, candidates: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
-    """The values of (value, folded names) candidates with a name, or a word of one, starting with `prefix` folded."""
+    """The values of (value, folded names) candidates with a name, or a word of one, starting with `prefix`
+    (folded: case and accents do not matter, as in the search's name filters)."""
     folded = fold_name(prefix)
     return [value for value, names in candidates
             if any(name.startswith(folded) or f" {folded}" in f" {name}" for name in names)]
