@@ -752,9 +752,8 @@ def tool_error(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def attach(app: Any, clock: Callable[[], float] = time.monotonic) -> Any:
+def attach(app: Any, clock: Callable[[], float] = time.monotonic) -> None:
     """Install the MCP endpoint (mcp_http.McpEndpoint) as `app.mcp` (reviewsd.create_app calls this)."""
     from mcp_http import McpEndpoint  # mcp_http imports this module
 
     app.mcp = McpEndpoint(app, clock)
-    return app.mcp
