@@ -347,9 +347,6 @@ def get_business(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
     return {"business": dataset.business, "aggregate_rating": dataset.reviews_doc["aggregate_rating"]}
 
 
-# Tools that return reviews build their result from the pre-encoded reviews (EncodedJson).
-
-
 def search_reviews(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
     matched, positions = run_search(dataset, args)  # the same path as GET /api/reviews/search
     return EncodedJson(search_result_json(dataset, matched, positions))
