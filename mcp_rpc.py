@@ -365,7 +365,7 @@ def get_review(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
 
 def get_reviews_since(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
     lo, hi = dataset.window(args["since"], None)
-    stop = min(hi, lo + int(args.get("limit", 50)))
+    stop = min(hi, lo + int(args["limit"]))
     return with_reviews({"since": args["since"], "count": hi - lo, "returned": stop - lo},
                         dataset.reviews_json_range(lo, stop))
 
@@ -374,21 +374,21 @@ def get_aspect_sentiment(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
     aspect = resolve("aspect", args["aspect"], dataset.insights_doc["aspects"])
     sentiment = args.get("sentiment")
     positions = dataset.positions_by_aspect.get((aspect["id"], sentiment), [])
-    return _newest(dataset, {"aspect": aspect, "sentiment": sentiment}, positions, args.get("limit", 3))
+    return _newest(dataset, {"aspect": aspect, "sentiment": sentiment}, positions, args["limit"])
 
 
 def get_technician(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
     technician = resolve("technician", args["name"], list(dataset.technicians.values()), ("id", "name", "label"),
                          lambda t: f"{t['name']} (id {t['id']}, {t['role']})")
     positions = dataset.positions_by_technician.get(technician["id"], [])
-    return _newest(dataset, {"technician": technician}, positions, args.get("limit", 5))
+    return _newest(dataset, {"technician": technician}, positions, args["limit"])
 
 
 def get_service(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
     service = resolve("service", args["service"], dataset.business["services"])
     positions = dataset.positions_by_service.get(service["id"], [])
     return _newest(dataset, {"service": service, "insights": dataset.services.get(service["id"])}, positions,
-                   args.get("limit", 5))
+                   args["limit"])
 
 
 def get_rating_trend(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
@@ -500,6 +500,9 @@ TOOLS = {tool.name: tool for tool in (  # the nine read-only tools
 )}
 _VALIDATORS = {name: SchemaValidator(tool.input_schema, noun="argument")
                for name, tool in TOOLS.items() if tool.validate}
+# A default is written once, in the input schema that clients read; run_tool fills it in.
+_DEFAULTS = {name: {key: spec["default"] for key, spec in tool.input_schema["properties"].items() if "default" in spec}
+             for name, tool in TOOLS.items()}
 
 
 def run_tool(name: str, dataset: Dataset, arguments: dict[str, Any]) -> dict[str, Any] | EncodedJson:
@@ -509,7 +512,7 @@ def run_tool(name: str, dataset: Dataset, arguments: dict[str, Any]) -> dict[str
         issues = _VALIDATORS[name].issues(arguments)
         if issues:
             raise InvalidParams(issues)
-    return tool.run(dataset, arguments)
+    return tool.run(dataset, {**_DEFAULTS[name], **arguments})
 
 
 @dataclass
