@@ -51,8 +51,6 @@ class Prompt:
 
 
 class PromptError(Exception):
-    """An invalid prompt request; mcp_rpc turns it into -32602 with `data`."""
-
     def __init__(self, message: str, data: Any = None):
         super().__init__(message)
         self.message, self.data = message, data
