@@ -4,10 +4,6 @@ Pure functions of the dataset current at call time, like the tools (mcp_rpc.py),
 results the practitioner, service and aspect prompts embed as they are. Errors are
 `PromptError` values, answered as -32602 by `McpServer.handle` (MCP server/prompts and
 server/utilities/completion: unknown prompt, missing or invalid argument).
-
-Completion offers a value when one of its names (id, name or label), or a word of one, starts
-with the typed prefix, case- and accent-insensitively as the search's name filters compare
-(`dataset.fold_name`).
 """
 
 from __future__ import annotations
@@ -47,31 +43,17 @@ class Prompt:
     title: str
     description: str
     arguments: tuple[Argument, ...]
-    render: Callable[["PromptContext", Mapping[str, str]], list[dict[str, Any]]]
+    render: Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]  # (dataset, base URL, arguments)
 
     def definition(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "description": self.description,
                 "arguments": [a.definition() for a in self.arguments]}
 
 
-@dataclass(frozen=True)
-class PromptContext:
-    """What a prompt reads: the dataset of this call, the public base URL and the tools (mcp_rpc.Tools)."""
-
-    dataset: Dataset
-    base_url: str
-    run_tool: Callable[[str, Dataset, dict[str, Any]], Any]
-
-
 class PromptError(Exception):
-    """An invalid prompt request; mcp_rpc turns it into -32602 with `data`."""
-
     def __init__(self, message: str, data: Any = None):
         super().__init__(message)
         self.message, self.data = message, data
-
-
-# --------------------------------------------------------------------------- messages
 
 
 def user_text(text: str) -> dict[str, Any]:
@@ -89,8 +71,7 @@ def business_line(dataset: Dataset) -> str:
     return f"{business['name']} ({business.get('category', 'local business')})"
 
 
-def render_digest(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
-    dataset = context.dataset
+def render_digest(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
     newest = dataset.reviews[0]["date"] if len(dataset.reviews) else date.today().isoformat()
     until = _date_arg(args, "until") or newest
     since = _date_arg(args, "since") or (date.fromisoformat(until) - timedelta(days=DIGEST_DAYS)).isoformat()
@@ -98,7 +79,7 @@ def render_digest(context: PromptContext, args: Mapping[str, str]) -> list[dict[
         raise PromptError(f"since ({since}) is after until ({until})", {"since": since, "until": until})
     query = {"since": since, "until": until, "limit": DIGEST_REVIEWS}
     matched, positions = run_search(dataset, query)
-    uri = f"{context.base_url}/api/reviews/search?{urlencode(query)}"
+    uri = f"{base_url}/api/reviews/search?{urlencode(query)}"
     return [
         user_text(f"Write a digest of the customer reviews of {business_line(dataset)} from {since} to {until} "
                   f"for the owner and staff. {matched} reviews fall in this period; the newest "
@@ -110,10 +91,9 @@ def render_digest(context: PromptContext, args: Mapping[str, str]) -> list[dict[
     ]
 
 
-def render_reply(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
+def render_reply(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
     from mcp_rpc import encode_message  # mcp_rpc imports this module: import at call time
 
-    dataset = context.dataset
     review_id = args["review_id"].strip().upper()  # ULIDs are case-insensitive
     position = dataset.position_of.get(review_id)
     if position is None:
@@ -125,7 +105,7 @@ def render_reply(context: PromptContext, args: Mapping[str, str]) -> list[dict[s
         if review.get("owner_reply") else ""
     mentions = dataset.insights_doc["per_review"].get(review_id)
     return [
-        user_resource(context.base_url + REVIEW_PATH + review_id, dataset.review_json(position)),
+        user_resource(base_url + REVIEW_PATH + review_id, dataset.review_json(position)),
         user_text(f"Draft a public owner reply from {business['name']} to the {review['rating']}-star review above "
                   f"by {review['author']} ({review['date']}). {answered}Thank them, acknowledge each concrete "
                   "problem they raise without arguing or making excuses, say what the clinic will do, and invite "
@@ -135,24 +115,23 @@ def render_reply(context: PromptContext, args: Mapping[str, str]) -> list[dict[s
     ]
 
 
-def render_entity(tool: str, argument: str, subject: str, key: str, optional: Sequence[str] = ()
-                  ) -> Callable[[PromptContext, Mapping[str, str]], list[dict[str, Any]]]:
-    """A prompt over one practitioner, service or aspect (`key` in the tool's result): its result as data."""
+def render_entity(tool: str, subject: str, key: str
+                  ) -> Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]:
+    """A prompt over one practitioner, service or aspect (`key` in the result of `tool`, which takes its arguments)."""
 
-    def render(context: PromptContext, args: Mapping[str, str]) -> list[dict[str, Any]]:
-        from mcp_rpc import ToolError, encoded  # mcp_rpc imports this module: import at call time
+    def render(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
+        from mcp_rpc import ToolError, encoded, run_tool  # mcp_rpc imports this module: import at call time
 
-        tool_args: dict[str, Any] = {argument: args[argument], "limit": 20}
-        tool_args.update({k: args[k] for k in optional if args.get(k)})
+        tool_args = {**{name: value for name, value in args.items() if value}, "limit": 20}
         try:
-            data = encoded(context.run_tool(tool, context.dataset, tool_args))
+            data = encoded(run_tool(tool, dataset, tool_args))
         except ToolError as exc:
             raise PromptError(str(exc), {"tool": tool}) from None
         except InvalidParams as exc:
             raise PromptError("; ".join(i["message"] for i in exc.issues), {"issues": exc.issues}) from None
         record = json.loads(data)[key]
         return [
-            user_text(f"Review how patients of {business_line(context.dataset)} experience {subject} "
+            user_text(f"Review how patients of {business_line(dataset)} experience {subject} "
                       f"{record.get('name') or record['label']}, from the data below (the result of the {tool} "
                       "tool: the record with its mention counts and sentiment score, and the newest reviews "
                       "mentioning it). Summarise "
@@ -174,15 +153,13 @@ def _date_arg(args: Mapping[str, str], name: str) -> str | None:
         raise PromptError(exc.issues[0]["message"], {"argument": name}) from None
 
 
-PERIOD_ARGS = (
-    Argument("since", "From", "First day, YYYY-MM-DD (default: 30 days before `until`)."),
-    Argument("until", "To", "Last day, YYYY-MM-DD (default: the newest review's date)."),
-)
 PROMPTS = {p.name: p for p in (
     Prompt("review_digest", "Digest of recent reviews",
            "A digest of the reviews for a period (default: the last 30 days of reviews): praise, complaints, "
            "practitioners and services mentioned, next steps. Embeds the period's reviews.",
-           PERIOD_ARGS, render_digest),
+           (Argument("since", "From", "First day, YYYY-MM-DD (default: 30 days before `until`)."),
+            Argument("until", "To", "Last day, YYYY-MM-DD (default: the newest review's date).")),
+           render_digest),
     Prompt("reply_draft", "Draft a reply to a review",
            "Drafts a short public owner reply to one review, typically an unanswered low-rated one (completion "
            "offers those, newest first). Embeds the review and what the analysis found in it.",
@@ -193,19 +170,19 @@ PROMPTS = {p.name: p for p in (
            "and newest reviews.",
            (Argument("name", "Practitioner", "Name or id, case- and accent-insensitive (e.g. Dr. Maya Patel).",
                      True, "technician"),),
-           render_entity("get_technician", "name", "the practitioner", "technician")),
+           render_entity("get_technician", "the practitioner", "technician")),
     Prompt("service_review", "Service review",
            "What patients say about one service the clinic offers. Embeds the service, its sentiment and the "
            "newest reviews mentioning it.",
            (Argument("service", "Service", "Service label or id (e.g. Massage therapy).", True, "service"),),
-           render_entity("get_service", "service", "the service", "service")),
+           render_entity("get_service", "the service", "service")),
     Prompt("aspect_review", "Aspect review",
            "What patients say about one aspect of a visit (wait time, billing, front desk...), optionally only "
            "positive, neutral or negative mentions. Embeds the aspect's sentiment and the newest reviews.",
            (Argument("aspect", "Aspect", "Aspect label or id (e.g. Wait time).", True, "aspect"),
             Argument("sentiment", "Sentiment", "positive, neutral or negative (default: all).", False,
                      "sentiment")),
-           render_entity("get_aspect_sentiment", "aspect", "the aspect", "aspect", ["sentiment"])),
+           render_entity("get_aspect_sentiment", "the aspect", "aspect")),
 )}
 
 
@@ -227,21 +204,19 @@ def prompt_arguments(prompt: Prompt, arguments: Any) -> dict[str, str]:
     return arguments
 
 
-def get_prompt(context: PromptContext, params: Mapping[str, Any]) -> dict[str, Any]:
+def get_prompt(dataset: Dataset, base_url: str, params: Mapping[str, Any]) -> dict[str, Any]:
     name = params.get("name")
     prompt = PROMPTS.get(name) if isinstance(name, str) else None
     if prompt is None:
         raise PromptError(f"Unknown prompt: {name}; known prompts: {', '.join(PROMPTS)}",
                           {"prompt": name, "prompts": list(PROMPTS)})
     arguments = prompt_arguments(prompt, params.get("arguments"))
-    return {"description": prompt.description, "messages": prompt.render(context, arguments)}
-
-
-# --------------------------------------------------------------------------- completion
+    return {"description": prompt.description, "messages": prompt.render(dataset, base_url, arguments)}
 
 
 def complete_names(prefix: str, candidates: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
-    """The values of (value, folded names) candidates with a name, or a word of one, starting with `prefix` folded."""
+    """The values of (value, folded names) candidates with a name, or a word of one, starting with `prefix`
+    (folded: case and accents do not matter, as in the search's name filters)."""
     folded = fold_name(prefix)
     return [value for value, names in candidates
             if any(name.startswith(folded) or f" {folded}" in f" {name}" for name in names)]
@@ -289,7 +264,7 @@ def complete(dataset: Dataset, template_uri: str, params: Mapping[str, Any]) -> 
 
 def argument_kind(ref: Mapping[str, Any], name: str, template_uri: str) -> str | None:
     if ref.get("type") == "ref/prompt":
-        prompt = PROMPTS.get(ref.get("name"))  # type: ignore[arg-type]
+        prompt = PROMPTS.get(ref["name"]) if isinstance(ref.get("name"), str) else None
         if prompt is None:
             raise PromptError(f"Unknown prompt: {ref.get('name')}; known prompts: {', '.join(PROMPTS)}",
                               {"prompt": ref.get("name")})

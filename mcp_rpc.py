@@ -1,8 +1,8 @@
 """MCP server at POST /mcp: hand-rolled JSON-RPC 2.0, protocol 2026-07-28 (stateless) and the 2025 sessions.
 
-A pure pipeline, `McpServer.dispatch(session, body) -> response dict | None`: parse, check the
-envelope (`classify`), look the method up, call it, wrap the result. No I/O; errors are `RpcError`
-values with named `ErrorCode`s, turned into JSON-RPC error objects in one place (`McpServer.handle`).
+A pure pipeline with no I/O: `parse` the body, check the envelope (`classify`), then `McpServer.handle`
+looks the method up, calls it and wraps the result. Errors are `RpcError` values with named `ErrorCode`s,
+turned into JSON-RPC error objects in one place (`McpServer.handle`).
 Tools, resources and sessions live here, prompts and completion in mcp_prompts.py, the HTTP layer
 (Origin, media types, body size, sessions by header, the 2026-07-28 per-request rules) in
 mcp_http.py. Every tool and resource reads `app.store.current` when it is called, so after a data
@@ -29,7 +29,7 @@ from urllib.parse import urljoin
 
 import mcp_prompts
 from dataset import SCHEMAS, Dataset, encode_json, folded_names, loads_data, named
-from mcp_prompts import REVIEW_PATH, PromptContext, PromptError
+from mcp_prompts import REVIEW_PATH, PromptError
 from search import InvalidParams, SchemaValidator, run_search, search_result_json
 
 log = logging.getLogger("reviewsd.mcp")
@@ -152,10 +152,7 @@ class RpcResponse:
 Message = RpcRequest | RpcNotification | RpcResponse
 
 
-def parse(body: bytes | Any) -> Any:
-    """Body bytes to a JSON value; anything else is taken as an already parsed value."""
-    if not isinstance(body, (bytes, bytearray)):
-        return body
+def parse(body: bytes) -> Any:
     try:
         return loads_data(body.decode("utf-8"))
     except UnicodeDecodeError:
@@ -207,12 +204,9 @@ _SCHEMA_BASE_URI = next(iter(SCHEMAS.values()))["$id"].rsplit("/", 1)[0] + "/"
 _DROPPED_KEYS = ("$id", "$schema", "$defs")
 
 
-def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict[str, Any]:
-    """`node` with every `$ref` into schemas/ inlined as `#/$defs/<name>`, for clients that cannot fetch refs.
-
-    `base` is the URI that relative refs in `node` resolve against: a schema's `$id`
-    for a node taken from that file, the schemas directory for a new composite schema.
-    """
+def bundle_schema(node: Mapping[str, Any]) -> dict[str, Any]:
+    """`node` (one of schemas/*.json, or a new schema referring to them) with every `$ref` into schemas/ inlined
+    as `#/$defs/<name>`, for clients that cannot fetch refs."""
     defs: dict[str, Any] = {}
     names: dict[tuple[str, str], str] = {}
 
@@ -241,7 +235,7 @@ def bundle_schema(node: Mapping[str, Any], base: str = _SCHEMA_BASE_URI) -> dict
                 out[key] = rewrite(item, base_uri)
         return out
 
-    root = rewrite(node, base, top=True)
+    root = rewrite(node, node.get("$id", _SCHEMA_BASE_URI), top=True)
     if defs:
         root["$defs"] = dict(sorted(defs.items()))
     return root
@@ -257,11 +251,6 @@ def _def_name(file: str, parts: Sequence[str], taken: set[str]) -> str:
     while candidate in taken:
         candidate, n = f"{name}_{n}", n + 1
     return candidate
-
-
-def bundle_file(file: str) -> dict[str, Any]:
-    """One of schemas/*.json as a self-contained schema."""
-    return bundle_schema(SCHEMAS[file], SCHEMAS[file]["$id"])
 
 
 def ref(file: str, fragment: str = "") -> dict[str, str]:
@@ -324,8 +313,8 @@ def _newest(dataset: Dataset, fields: Mapping[str, Any], positions: Sequence[int
     return with_reviews({**fields, "matched": len(positions), "returned": len(chosen)}, reviews)
 
 
-def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: Sequence[str],
-            describe: Callable[[Mapping[str, Any]], str]) -> Mapping[str, Any]:
+def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: Sequence[str] = ("id", "label"),
+            describe: Callable[[Mapping[str, Any]], str] = lambda r: f"{r['id']} ({r['label']})") -> Mapping[str, Any]:
     """The record `query` names (dataset.named: the search's rule), else a ToolError listing the choices."""
     found = named(query, folded_names(records, keys))
     if len(found) == 1:
@@ -336,202 +325,194 @@ def resolve(kind: str, query: str, records: Sequence[Mapping[str, Any]], keys: S
     raise ToolError(f"Unknown {kind} {query!r}. Valid {kind}s: {choices}.")
 
 
-class Tools:
-    """The nine read-only tools; each `run` takes the dataset current at call time."""
+def _since_output_schema() -> dict[str, Any]:
+    schema = bundle_schema(SCHEMAS["since-result.schema.json"])
+    schema["properties"]["count"]["description"] = "Reviews dated on or after `since`, before the limit."
+    schema["properties"]["returned"] = {"description": "Reviews in this result (at most limit).",
+                                        "type": "integer", "minimum": 0}
+    schema["required"] = ["since", "count", "returned", "reviews"]
+    return schema
 
-    def __init__(self) -> None:
-        self.by_name: dict[str, Tool] = {tool.name: tool for tool in self._build()}
-        self._validators = {
-            t.name: SchemaValidator(t.input_schema, noun="argument")
-            for t in self.by_name.values() if t.validate
-        }
 
-    def call(self, name: str, dataset: Dataset, arguments: dict[str, Any]) -> dict[str, Any] | EncodedJson:
-        """Run a tool; InvalidParams or ToolError for arguments the model should fix."""
-        tool = self.by_name[name]
-        if tool.validate:
-            issues = self._validators[name].issues(arguments)
-            if issues:
-                raise InvalidParams(issues)
-        return tool.run(dataset, arguments)
+def _summary_output_schema() -> dict[str, Any]:
+    properties = {
+        **{key: ref(INSIGHTS, f"/properties/{key}") for key in SUMMARY_KEYS},
+        "technicians": ref(INSIGHTS, "/properties/entities/properties/technicians"),
+        "services": ref(INSIGHTS, "/properties/entities/properties/services"),
+    }
+    return bundle_schema(_object_schema(properties, list(properties)))
 
-    def _build(self) -> list[Tool]:
-        return [
-            Tool("get_business", "Business details and rating",
-                 "Returns the clinic's identity (name, category, description, website, phone, address, geo, "
-                 "opening hours, service areas, services with ids) and its aggregate star rating (mean, count, "
-                 "count per star). Use it first when asked about the business itself, where it is, when it is "
-                 "open, what services it offers, or its overall rating. Takes no arguments. Example: {}.",
-                 _object_schema({}),
-                 bundle_schema(_object_schema({"business": ref(REVIEWS, "/$defs/business"),
-                                               "aggregate_rating": ref(REVIEWS, "/$defs/aggregate_rating")},
-                                              ["business", "aggregate_rating"])),
-                 self.get_business),
-            Tool("search_reviews", "Search reviews",
-                 "Finds verified reviews matching every filter given (filters combine with AND); results are "
-                 "newest first. Returns {matched: total matches before the limit, returned, reviews: full review "
-                 "objects}. Use it for questions like 'recent 1-star reviews', 'reviews mentioning parking', "
-                 "'what do people say about Dr. Patel'. Same parameters and results as GET /api/reviews/search. "
-                 "Example: {\"min_rating\": 4, \"mentions_service\": \"massage-therapy\", \"limit\": 5}.",
-                 {k: v for k, v in SCHEMAS["search-params.schema.json"].items() if k not in ("$id", "$schema")},
-                 bundle_file("search-result.schema.json"), self.search_reviews, validate=False),
-            Tool("get_review", "One review by id",
-                 "Returns one review (author, rating, date, text, source, owner reply) and what the analysis found "
-                 "in it (aspects with sentiment, technicians, services, problems, service areas, topics; null if "
-                 "not analysed). Use it when you have a review id from another tool, a feed or a pull quote. "
-                 "Example: {\"id\": \"01HV6Z9M8Q2W3E4R5T6Y7U8I9O\"}.",
-                 _object_schema({"id": {"description": "Review id (26-character ULID).", "type": "string",
-                                        "minLength": 1, "maxLength": 64}}, ["id"]),
-                 bundle_schema(_object_schema({"review": ref(REVIEW),
-                                               "mentions": {"oneOf": [ref(INSIGHTS, "/$defs/review_mentions"),
-                                                                      {"type": "null"}]}}, ["review", "mentions"])),
-                 self.get_review),
-            Tool("get_reviews_since", "Reviews since a date",
-                 "Returns the reviews dated on or after a date, newest first: {since, count: how many there are "
-                 "in total, returned, reviews}. The list is capped by `limit` (default 50, at most 500) to fit a "
-                 "model's context; when count > returned, narrow the window or page with search_reviews "
-                 "(since/until). Use it for 'what's new since ...'. A date after the newest review gives count 0. "
-                 "Example: {\"since\": \"2026-10-01\", \"limit\": 20}.",
-                 _object_schema({"since": {**DATE_ARG, "description": "First date to include, YYYY-MM-DD."},
-                                 "limit": _limit_arg(500, 50)}, ["since"]),
-                 self._since_output_schema(), self.get_reviews_since),
-            Tool("get_aspect_sentiment", "Sentiment about one aspect",
-                 "Returns what reviewers think about one aspect of the visit (e.g. pain relief, wait time, "
-                 "billing and insurance, front desk): mention counts per sentiment, positive share, score from "
-                 "-1 to 1, top phrases, plus the newest reviews mentioning it, optionally only those with one "
-                 "sentiment. Aspect ids and labels are listed by get_insights_summary; an unknown aspect returns "
-                 "the valid ones. Example: {\"aspect\": \"wait time\", \"sentiment\": \"negative\", \"limit\": 3}.",
-                 _object_schema({"aspect": {"description": "Aspect id or label, case-insensitive (e.g. wait-time).",
-                                            "type": "string", "minLength": 1, "maxLength": 200},
-                                 "sentiment": {"description": "Only reviews with this sentiment about the aspect.",
-                                               "enum": list(SENTIMENTS)},
-                                 "limit": _limit_arg(20, 3)}, ["aspect"]),
-                 _reviews_result("aspect", ref(INSIGHTS, "/$defs/aspect"),
-                                 {"sentiment": {"oneOf": [{"enum": list(SENTIMENTS)}, {"type": "null"}]}}),
-                 self.get_aspect_sentiment),
-            Tool("get_technician", "One practitioner",
-                 "Returns what reviews say about one practitioner (chiropractor, massage or physical therapist): "
-                 "role, mention counts per sentiment, score from -1 to 1, plus the newest reviews mentioning them. "
-                 "Accepts an id, full name or label, case- and accent-insensitive; a unique part of a name also "
-                 "works ('Patel'). An unknown name returns the valid ones. Example: {\"name\": \"Dr. Maya Patel\"}.",
-                 _object_schema({"name": {"description": "Technician id, name or label (e.g. Dr. Maya Patel).",
-                                          "type": "string", "minLength": 1, "maxLength": 200},
-                                 "limit": _limit_arg(20, 5)}, ["name"]),
-                 _reviews_result("technician", ref(INSIGHTS, "/$defs/technician")),
-                 self.get_technician),
-            Tool("get_service", "One service",
-                 "Returns one service the clinic offers (id, label, description), what reviews say about it "
-                 "(mention counts per sentiment and score, or null if no review mentions it) and the newest "
-                 "reviews mentioning it. Accepts a service id or label, case-insensitive; get_business lists "
-                 "them. Example: {\"service\": \"spinal adjustment\", \"limit\": 3}.",
-                 _object_schema({"service": {"description": "Service id or label (e.g. massage-therapy).",
-                                             "type": "string", "minLength": 1, "maxLength": 200},
-                                 "limit": _limit_arg(20, 5)}, ["service"]),
-                 _reviews_result("service", ref(REVIEWS, "/$defs/business/properties/services/items"),
-                                 {"insights": {"oneOf": [ref(INSIGHTS, "/$defs/entity"),
-                                                         {"type": "null"}]}}),
-                 self.get_service),
-            Tool("get_rating_trend", "Ratings over time",
-                 "Returns the monthly series (month, review count, average rating, sentiment score; null for "
-                 "months without reviews), oldest first, and the fitted trend of the average rating (improving, "
-                 "stable or declining, slope per month, window). Use it for 'are reviews getting better?'. "
-                 "`months` keeps only the most recent months. Example: {\"months\": 12}.",
-                 _object_schema({"months": {"description": "Only the most recent N months (default: all).",
-                                            "type": "integer", "minimum": 1, "maximum": 1200}}),
-                 bundle_schema(_object_schema({"monthly": {"type": "array",
-                                                           "items": ref(INSIGHTS, "/$defs/month")},
-                                               "trend": ref(INSIGHTS, "/$defs/trend")},
-                                              ["monthly", "trend"])),
-                 self.get_rating_trend),
-            Tool("get_insights_summary", "Insights summary",
-                 "Returns the analysis of all reviews in one object: overall sentiment (score, positive/neutral/"
-                 "negative shares), an editorial summary, a pull quote, topics, an FAQ answered from reviews, "
-                 "and the aspect, technician and service records with their sentiment. Start here for 'what do "
-                 "patients think of this clinic?' and to learn valid aspect, technician and service names. "
-                 "Takes no arguments. Example: {}.",
-                 _object_schema({}), self._summary_output_schema(), self.get_insights_summary),
-        ]
 
-    @staticmethod
-    def _since_output_schema() -> dict[str, Any]:
-        schema = bundle_file("since-result.schema.json")
-        schema["properties"]["count"]["description"] = "Reviews dated on or after `since`, before the limit."
-        schema["properties"]["returned"] = {"description": "Reviews in this result (at most limit).",
-                                            "type": "integer", "minimum": 0}
-        schema["required"] = ["since", "count", "returned", "reviews"]
-        return schema
+def get_business(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+    return {"business": dataset.business, "aggregate_rating": dataset.reviews_doc["aggregate_rating"]}
 
-    @staticmethod
-    def _summary_output_schema() -> dict[str, Any]:
-        properties = {
-            **{key: ref(INSIGHTS, f"/properties/{key}") for key in SUMMARY_KEYS},
-            "technicians": ref(INSIGHTS, "/properties/entities/properties/technicians"),
-            "services": ref(INSIGHTS, "/properties/entities/properties/services"),
-        }
-        return bundle_schema(_object_schema(properties, list(properties)))
 
-    @staticmethod
-    def get_business(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
-        return {"business": dataset.business, "aggregate_rating": dataset.reviews_doc["aggregate_rating"]}
+def search_reviews(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
+    matched, positions = run_search(dataset, args)  # the same path as GET /api/reviews/search
+    return EncodedJson(search_result_json(dataset, matched, positions))
 
-    # Tools that return reviews build their result from the pre-encoded reviews (EncodedJson).
 
-    @staticmethod
-    def search_reviews(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
-        matched, positions = run_search(dataset, args)  # the same path as GET /api/reviews/search
-        return EncodedJson(search_result_json(dataset, matched, positions))
+def get_review(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
+    review_id = args["id"].strip().upper()  # ULIDs are case-insensitive; the data spells them upper case
+    position = dataset.position_of.get(review_id)
+    if position is None:
+        raise ToolError(f"No review has id {args['id']!r}. Review ids are 26-character ULIDs such as "
+                        f"{dataset.reviews[0]['id'] if dataset.reviews else '01HV6Z9M8Q2W3E4R5T6Y7U8I9O'}; "
+                        "use search_reviews or get_reviews_since to find them.")
+    mentions = encode_message(dataset.insights_doc["per_review"].get(review_id))
+    return EncodedJson(b'{"review":%s,"mentions":%s}' % (dataset.review_json(position), mentions))
 
-    @staticmethod
-    def get_review(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
-        review_id = args["id"].strip().upper()  # ULIDs are case-insensitive; the data spells them upper case
-        position = dataset.position_of.get(review_id)
-        if position is None:
-            raise ToolError(f"No review has id {args['id']!r}. Review ids are 26-character ULIDs such as "
-                            f"{dataset.reviews[0]['id'] if dataset.reviews else '01HV6Z9M8Q2W3E4R5T6Y7U8I9O'}; "
-                            "use search_reviews or get_reviews_since to find them.")
-        mentions = encode_message(dataset.insights_doc["per_review"].get(review_id))
-        return EncodedJson(b'{"review":%s,"mentions":%s}' % (dataset.review_json(position), mentions))
 
-    @staticmethod
-    def get_reviews_since(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
-        lo, hi = dataset.window(args["since"], None)
-        stop = min(hi, lo + int(args.get("limit", 50)))
-        return with_reviews({"since": args["since"], "count": hi - lo, "returned": stop - lo},
-                            dataset.reviews_json_range(lo, stop))
+def get_reviews_since(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
+    lo, hi = dataset.window(args["since"], None)
+    stop = min(hi, lo + int(args["limit"]))
+    return with_reviews({"since": args["since"], "count": hi - lo, "returned": stop - lo},
+                        dataset.reviews_json_range(lo, stop))
 
-    def get_aspect_sentiment(self, dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
-        aspect = resolve("aspect", args["aspect"], dataset.insights_doc["aspects"], ("id", "label"),
-                         lambda a: f"{a['id']} ({a['label']})")
-        sentiment = args.get("sentiment")
-        positions = dataset.positions_by_aspect.get((aspect["id"], sentiment), [])
-        return _newest(dataset, {"aspect": aspect, "sentiment": sentiment}, positions, args.get("limit", 3))
 
-    @staticmethod
-    def get_technician(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
-        technician = resolve("technician", args["name"], list(dataset.technicians.values()), ("id", "name", "label"),
-                             lambda t: f"{t['name']} (id {t['id']}, {t['role']})")
-        positions = dataset.positions_by_technician.get(technician["id"], [])
-        return _newest(dataset, {"technician": technician}, positions, args.get("limit", 5))
+def get_aspect_sentiment(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
+    aspect = resolve("aspect", args["aspect"], dataset.insights_doc["aspects"])
+    sentiment = args.get("sentiment")
+    positions = dataset.positions_by_aspect.get((aspect["id"], sentiment), [])
+    return _newest(dataset, {"aspect": aspect, "sentiment": sentiment}, positions, args["limit"])
 
-    @staticmethod
-    def get_service(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
-        service = resolve("service", args["service"], dataset.business["services"], ("id", "label"),
-                          lambda s: f"{s['id']} ({s['label']})")
-        positions = dataset.positions_by_service.get(service["id"], [])
-        return _newest(dataset, {"service": service, "insights": dataset.services.get(service["id"])}, positions,
-                       args.get("limit", 5))
 
-    @staticmethod
-    def get_rating_trend(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
-        temporal = dataset.insights_doc["temporal"]
-        monthly = temporal["monthly"][-int(args["months"]):] if "months" in args else temporal["monthly"]
-        return {"monthly": monthly, "trend": temporal["trend"]}
+def get_technician(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
+    technician = resolve("technician", args["name"], list(dataset.technicians.values()), ("id", "name", "label"),
+                         lambda t: f"{t['name']} (id {t['id']}, {t['role']})")
+    positions = dataset.positions_by_technician.get(technician["id"], [])
+    return _newest(dataset, {"technician": technician}, positions, args["limit"])
 
-    @staticmethod
-    def get_insights_summary(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
-        doc = dataset.insights_doc
-        return {**{key: doc[key] for key in SUMMARY_KEYS}, "technicians": doc["entities"]["technicians"],
-                "services": doc["entities"]["services"]}
+
+def get_service(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
+    service = resolve("service", args["service"], dataset.business["services"])
+    positions = dataset.positions_by_service.get(service["id"], [])
+    return _newest(dataset, {"service": service, "insights": dataset.services.get(service["id"])}, positions,
+                   args["limit"])
+
+
+def get_rating_trend(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+    temporal = dataset.insights_doc["temporal"]
+    monthly = temporal["monthly"][-int(args["months"]):] if "months" in args else temporal["monthly"]
+    return {"monthly": monthly, "trend": temporal["trend"]}
+
+
+def get_insights_summary(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
+    doc = dataset.insights_doc
+    return {**{key: doc[key] for key in SUMMARY_KEYS}, "technicians": doc["entities"]["technicians"],
+            "services": doc["entities"]["services"]}
+
+
+TOOLS = {tool.name: tool for tool in (  # the nine read-only tools
+    Tool("get_business", "Business details and rating",
+         "Returns the clinic's identity (name, category, description, website, phone, address, geo, "
+         "opening hours, service areas, services with ids) and its aggregate star rating (mean, count, "
+         "count per star). Use it first when asked about the business itself, where it is, when it is "
+         "open, what services it offers, or its overall rating. Takes no arguments. Example: {}.",
+         _object_schema({}),
+         bundle_schema(_object_schema({"business": ref(REVIEWS, "/$defs/business"),
+                                       "aggregate_rating": ref(REVIEWS, "/$defs/aggregate_rating")},
+                                      ["business", "aggregate_rating"])),
+         get_business),
+    Tool("search_reviews", "Search reviews",
+         "Finds verified reviews matching every filter given (filters combine with AND); results are "
+         "newest first. Returns {matched: total matches before the limit, returned, reviews: full review "
+         "objects}. Use it for questions like 'recent 1-star reviews', 'reviews mentioning parking', "
+         "'what do people say about Dr. Patel'. Same parameters and results as GET /api/reviews/search. "
+         "Example: {\"min_rating\": 4, \"mentions_service\": \"massage-therapy\", \"limit\": 5}.",
+         {k: v for k, v in SCHEMAS["search-params.schema.json"].items() if k not in ("$id", "$schema")},
+         bundle_schema(SCHEMAS["search-result.schema.json"]), search_reviews, validate=False),
+    Tool("get_review", "One review by id",
+         "Returns one review (author, rating, date, text, source, owner reply) and what the analysis found "
+         "in it (aspects with sentiment, technicians, services, problems, service areas, topics; null if "
+         "not analysed). Use it when you have a review id from another tool, a feed or a pull quote. "
+         "Example: {\"id\": \"01HV6Z9M8Q2W3E4R5T6Y7U8I9O\"}.",
+         _object_schema({"id": {"description": "Review id (26-character ULID).", "type": "string",
+                                "minLength": 1, "maxLength": 64}}, ["id"]),
+         bundle_schema(_object_schema({"review": ref(REVIEW),
+                                       "mentions": {"oneOf": [ref(INSIGHTS, "/$defs/review_mentions"),
+                                                              {"type": "null"}]}}, ["review", "mentions"])),
+         get_review),
+    Tool("get_reviews_since", "Reviews since a date",
+         "Returns the reviews dated on or after a date, newest first: {since, count: how many there are "
+         "in total, returned, reviews}. The list is capped by `limit` (default 50, at most 500) to fit a "
+         "model's context; when count > returned, narrow the window or page with search_reviews "
+         "(since/until). Use it for 'what's new since ...'. A date after the newest review gives count 0. "
+         "Example: {\"since\": \"2026-10-01\", \"limit\": 20}.",
+         _object_schema({"since": {**DATE_ARG, "description": "First date to include, YYYY-MM-DD."},
+                         "limit": _limit_arg(500, 50)}, ["since"]),
+         _since_output_schema(), get_reviews_since),
+    Tool("get_aspect_sentiment", "Sentiment about one aspect",
+         "Returns what reviewers think about one aspect of the visit (e.g. pain relief, wait time, "
+         "billing and insurance, front desk): mention counts per sentiment, positive share, score from "
+         "-1 to 1, top phrases, plus the newest reviews mentioning it, optionally only those with one "
+         "sentiment. Aspect ids and labels are listed by get_insights_summary; an unknown aspect returns "
+         "the valid ones. Example: {\"aspect\": \"wait time\", \"sentiment\": \"negative\", \"limit\": 3}.",
+         _object_schema({"aspect": {"description": "Aspect id or label, case-insensitive (e.g. wait-time).",
+                                    "type": "string", "minLength": 1, "maxLength": 200},
+                         "sentiment": {"description": "Only reviews with this sentiment about the aspect.",
+                                       "enum": list(SENTIMENTS)},
+                         "limit": _limit_arg(20, 3)}, ["aspect"]),
+         _reviews_result("aspect", ref(INSIGHTS, "/$defs/aspect"),
+                         {"sentiment": {"oneOf": [{"enum": list(SENTIMENTS)}, {"type": "null"}]}}),
+         get_aspect_sentiment),
+    Tool("get_technician", "One practitioner",
+         "Returns what reviews say about one practitioner (chiropractor, massage or physical therapist): "
+         "role, mention counts per sentiment, score from -1 to 1, plus the newest reviews mentioning them. "
+         "Accepts an id, full name or label, case- and accent-insensitive; a unique part of a name also "
+         "works ('Patel'). An unknown name returns the valid ones. Example: {\"name\": \"Dr. Maya Patel\"}.",
+         _object_schema({"name": {"description": "Technician id, name or label (e.g. Dr. Maya Patel).",
+                                  "type": "string", "minLength": 1, "maxLength": 200},
+                         "limit": _limit_arg(20, 5)}, ["name"]),
+         _reviews_result("technician", ref(INSIGHTS, "/$defs/technician")),
+         get_technician),
+    Tool("get_service", "One service",
+         "Returns one service the clinic offers (id, label, description), what reviews say about it "
+         "(mention counts per sentiment and score, or null if no review mentions it) and the newest "
+         "reviews mentioning it. Accepts a service id or label, case-insensitive; get_business lists "
+         "them. Example: {\"service\": \"spinal adjustment\", \"limit\": 3}.",
+         _object_schema({"service": {"description": "Service id or label (e.g. massage-therapy).",
+                                     "type": "string", "minLength": 1, "maxLength": 200},
+                         "limit": _limit_arg(20, 5)}, ["service"]),
+         _reviews_result("service", ref(REVIEWS, "/$defs/business/properties/services/items"),
+                         {"insights": {"oneOf": [ref(INSIGHTS, "/$defs/entity"),
+                                                 {"type": "null"}]}}),
+         get_service),
+    Tool("get_rating_trend", "Ratings over time",
+         "Returns the monthly series (month, review count, average rating, sentiment score; null for "
+         "months without reviews), oldest first, and the fitted trend of the average rating (improving, "
+         "stable or declining, slope per month, window). Use it for 'are reviews getting better?'. "
+         "`months` keeps only the most recent months. Example: {\"months\": 12}.",
+         _object_schema({"months": {"description": "Only the most recent N months (default: all).",
+                                    "type": "integer", "minimum": 1, "maximum": 1200}}),
+         bundle_schema(_object_schema({"monthly": {"type": "array",
+                                                   "items": ref(INSIGHTS, "/$defs/month")},
+                                       "trend": ref(INSIGHTS, "/$defs/trend")},
+                                      ["monthly", "trend"])),
+         get_rating_trend),
+    Tool("get_insights_summary", "Insights summary",
+         "Returns the analysis of all reviews in one object: overall sentiment (score, positive/neutral/"
+         "negative shares), an editorial summary, a pull quote, topics, an FAQ answered from reviews, "
+         "and the aspect, technician and service records with their sentiment. Start here for 'what do "
+         "patients think of this clinic?' and to learn valid aspect, technician and service names. "
+         "Takes no arguments. Example: {}.",
+         _object_schema({}), _summary_output_schema(), get_insights_summary),
+)}
+_VALIDATORS = {name: SchemaValidator(tool.input_schema, noun="argument")
+               for name, tool in TOOLS.items() if tool.validate}
+# A default is written once, in the input schema that clients read; run_tool fills it in.
+_DEFAULTS = {name: {key: spec["default"] for key, spec in tool.input_schema["properties"].items() if "default" in spec}
+             for name, tool in TOOLS.items()}
+
+
+def run_tool(name: str, dataset: Dataset, arguments: dict[str, Any]) -> dict[str, Any] | EncodedJson:
+    """Run a tool on the dataset current at call time; InvalidParams or ToolError for arguments the model should fix."""
+    tool = TOOLS[name]
+    if tool.validate:
+        issues = _VALIDATORS[name].issues(arguments)
+        if issues:
+            raise InvalidParams(issues)
+    return tool.run(dataset, {**_DEFAULTS[name], **arguments})
 
 
 @dataclass
@@ -609,12 +590,11 @@ RESOURCES = {
 
 
 class McpServer:
-    """JSON-RPC methods over the app's current data: `dispatch(session, body)` with no I/O."""
+    """JSON-RPC methods over the app's current data: `handle(session, message)` with no I/O."""
 
     def __init__(self, app: Any):
         self.app = app
-        self.tools = Tools()
-        self.tool_list = [tool.definition() for tool in self.tools.by_name.values()]
+        self.tool_list = [tool.definition() for tool in TOOLS.values()]
         self.prompt_list = [prompt.definition() for prompt in mcp_prompts.PROMPTS.values()]
         common: dict[str, Callable[[Session, Any], Any]] = {
             "tools/list": self.list_tools,
@@ -638,18 +618,6 @@ class McpServer:
     @property
     def review_template(self) -> str:
         return self.base_url + REVIEW_PATH + "{id}"
-
-    def dispatch(self, session: Session, body: bytes | Any) -> dict[str, Any] | None:
-        """One message in (body bytes or a parsed JSON value), its response out as plain JSON values
-        (None if it needs none)."""
-        try:
-            message = classify(parse(body))
-        except RpcError as error:
-            return error_response(error.request_id, error.code, error.message, error.data)
-        response = self.handle(session, message)
-        if response is not None and isinstance(response.get("result"), EncodedJson):
-            return {**response, "result": json.loads(response["result"])}  # as a client reads it
-        return response
 
     def handle(self, session: Session, message: Message) -> dict[str, Any] | None:
         """The one place where method errors become JSON-RPC error responses; a result may be EncodedJson."""
@@ -714,17 +682,17 @@ class McpServer:
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: name must be a string naming a tool",
-                           {"tools": list(self.tools.by_name)})
-        if name not in self.tools.by_name:
+                           {"tools": list(TOOLS)})
+        if name not in TOOLS:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"Unknown tool: {name}; known tools: "
-                           f"{', '.join(self.tools.by_name)}", {"tool": name, "tools": list(self.tools.by_name)})
+                           f"{', '.join(TOOLS)}", {"tool": name, "tools": list(TOOLS)})
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: arguments must be an object")
         dataset = self.app.store.current.dataset  # read once: one call never mixes two data versions
         try:
-            structured = self.tools.call(name, dataset, arguments)
+            structured = run_tool(name, dataset, arguments)
         except InvalidParams as exc:
             lines = "".join(f"\n- {i['message']}" for i in exc.issues)
             return tool_error(f"Invalid arguments for {name}; fix these and call again:{lines}")
@@ -751,28 +719,24 @@ class McpServer:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: uri must be a string")
-        body = self._resource_body(uri)
-        if body is None:  # 2026-07-28 says -32602 where the 2025 revisions said -32002
+        snapshot = self.app.store.current
+        path = uri[len(self.base_url):] if uri.startswith(self.base_url + "/") else ""
+        # A path not under REVIEW_PATH keeps its leading "/" (or is empty), and no review id is either.
+        position = snapshot.dataset.position_of.get(path.removeprefix(REVIEW_PATH))
+        if path in RESOURCES:
+            body = snapshot.payloads[path].identity.body
+        elif position is not None:
+            body = snapshot.dataset.review_json(position)
+        else:  # 2026-07-28 says -32602 where the 2025 revisions said -32002
             code = ErrorCode.INVALID_PARAMS if session.modern else ErrorCode.RESOURCE_NOT_FOUND
             raise RpcError(code, "Resource not found", {"uri": uri})
         return {"contents": [{"uri": uri, "mimeType": "application/json", "text": body.decode("utf-8")}]}
-
-    def _resource_body(self, uri: str) -> bytes | None:
-        snapshot = self.app.store.current
-        path = uri[len(self.base_url):] if uri.startswith(self.base_url + "/") else None
-        if path in RESOURCES:
-            return snapshot.payloads[path].identity.body
-        if path and path.startswith(REVIEW_PATH) and "/" not in path[len(REVIEW_PATH):]:
-            position = snapshot.dataset.position_of.get(path[len(REVIEW_PATH):])
-            return None if position is None else snapshot.dataset.review_json(position)
-        return None
 
     def list_prompts(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return {"prompts": self.prompt_list}
 
     def get_prompt(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        context = PromptContext(self.app.store.current.dataset, self.base_url, self.tools.call)
-        return mcp_prompts.get_prompt(context, params)
+        return mcp_prompts.get_prompt(self.app.store.current.dataset, self.base_url, params)
 
     def complete(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return mcp_prompts.complete(self.app.store.current.dataset, self.review_template, params)
@@ -788,9 +752,8 @@ def tool_error(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def attach(app: Any, clock: Callable[[], float] = time.monotonic) -> Any:
+def attach(app: Any, clock: Callable[[], float] = time.monotonic) -> None:
     """Install the MCP endpoint (mcp_http.McpEndpoint) as `app.mcp` (reviewsd.create_app calls this)."""
     from mcp_http import McpEndpoint  # mcp_http imports this module
 
     app.mcp = McpEndpoint(app, clock)
-    return app.mcp

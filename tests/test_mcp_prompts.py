@@ -17,7 +17,7 @@ import reviewsd
 from dataset import fold_name
 from factories import Spec, make_docs, write_docs
 from mcp_rpc import ErrorCode, Session
-from test_mcp_rpc import BASE, SPECS, assert_error, initialize_body, mcp_data_dir  # noqa: F401 (fixture)
+from test_mcp_rpc import BASE, SPECS, assert_error, dispatch, initialize_body, mcp_data_dir  # noqa: F401 (fixture)
 
 
 @pytest.fixture
@@ -33,12 +33,12 @@ def session(request, server) -> Session:
     if request.param == "2026":
         return Session(protocol_version="2026-07-28")
     state = Session()
-    assert "result" in server.dispatch(state, initialize_body("2025-11-25"))
+    assert "result" in dispatch(server, state, initialize_body("2025-11-25"))
     return state
 
 
 def call(server, session: Session, method: str, params: dict | None = None) -> dict:
-    return server.dispatch(session, {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}})
+    return dispatch(server, session, {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}})
 
 
 def result(response: dict) -> dict:
@@ -167,6 +167,8 @@ def test_template_id_completion_is_a_case_insensitive_prefix(server, session):
     (prompt_ref("nope"), "name"), (prompt_ref("practitioner_review"), "service"),
     ({"type": "ref/resource", "uri": BASE + "/other/{id}"}, "id"), (TEMPLATE, "name"),
     ({"type": "ref/tool", "name": "get_review"}, "id"), ("practitioner_review", "name"),
+    ({"type": "ref/prompt", "name": ["x"]}, "name"), ({"type": "ref/prompt", "name": {"a": 1}}, "name"),
+    ({"type": "ref/resource", "uri": ["x"]}, "id"),
 ])
 def test_completion_errors_are_invalid_params(server, session, ref, argument):
     assert_error(complete(server, session, ref, argument, ""), ErrorCode.INVALID_PARAMS, 1)

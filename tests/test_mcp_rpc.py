@@ -78,7 +78,7 @@ def server(mcp_app) -> mcp_rpc.McpServer:
 @pytest.fixture
 def session(server) -> Session:
     state = Session()
-    response = server.dispatch(state, initialize_body())
+    response = dispatch(server, state, initialize_body())
     assert "result" in response
     return state
 
@@ -88,11 +88,21 @@ def initialize_body(version: Any = "2025-06-18") -> dict:
             "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
 
 
+def dispatch(server, session, body: Any) -> dict | None:
+    """One message (bytes, or a value sent as JSON) the way mcp_http takes it, its response as a client reads it."""
+    try:
+        message = mcp_rpc.classify(mcp_rpc.parse(body if isinstance(body, bytes) else json.dumps(body).encode()))
+    except mcp_rpc.RpcError as error:
+        return mcp_rpc.error_response(error.request_id, error.code, error.message, error.data)
+    response = server.handle(session, message)
+    return None if response is None else json.loads(mcp_rpc.encode_response(response))
+
+
 def call(server, session, name: str, arguments: Any = None, request_id: int = 7) -> dict:
     params: dict[str, Any] = {"name": name}
     if arguments is not None:
         params["arguments"] = arguments
-    return server.dispatch(session, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+    return dispatch(server, session, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
 
 
 def tool_result(server, session, name: str, arguments: Any = None) -> dict:
@@ -118,7 +128,7 @@ def assert_error(response: dict, code: int, request_id: Any) -> dict:
     b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}',
 ])
 def test_parse_errors(server, session, body):
-    assert_error(server.dispatch(session, body), ErrorCode.PARSE_ERROR, None)
+    assert_error(dispatch(server, session, body), ErrorCode.PARSE_ERROR, None)
 
 
 @pytest.mark.parametrize("message, request_id", [
@@ -147,11 +157,11 @@ def test_parse_errors(server, session, body):
     ({"jsonrpc": "2.0", "id": 1.5, "result": {}}, None),
 ])
 def test_invalid_requests(server, session, message, request_id):
-    assert_error(server.dispatch(session, message), ErrorCode.INVALID_REQUEST, request_id)
+    assert_error(dispatch(server, session, message), ErrorCode.INVALID_REQUEST, request_id)
 
 
 def test_invalid_request_from_bytes_keeps_a_readable_id(server, session):
-    response = server.dispatch(session, b'{"jsonrpc":"2.1","id":"abc","method":"ping"}')
+    response = dispatch(server, session, b'{"jsonrpc":"2.1","id":"abc","method":"ping"}')
     assert_error(response, ErrorCode.INVALID_REQUEST, "abc")
 
 
@@ -161,7 +171,7 @@ def test_invalid_request_from_bytes_keeps_a_readable_id(server, session):
     "", "rpc.discover", "tools/List", "TOOLS/LIST", "notifications/initialized",
 ])
 def test_unknown_methods(server, session, method):
-    error = assert_error(server.dispatch(session, {"jsonrpc": "2.0", "id": 3, "method": method}),
+    error = assert_error(dispatch(server, session, {"jsonrpc": "2.0", "id": 3, "method": method}),
                          ErrorCode.METHOD_NOT_FOUND, 3)
     assert error["data"] == {"method": method}
 
@@ -191,7 +201,7 @@ def test_unknown_methods(server, session, method):
     {"method": "ping", "params": []},
 ])
 def test_invalid_params(server, session, message):
-    assert_error(server.dispatch(session, {"jsonrpc": "2.0", "id": "x1", **message}), ErrorCode.INVALID_PARAMS, "x1")
+    assert_error(dispatch(server, session, {"jsonrpc": "2.0", "id": "x1", **message}), ErrorCode.INVALID_PARAMS, "x1")
 
 
 def test_unknown_tool_error_names_the_tools(server, session):
@@ -204,10 +214,10 @@ def test_internal_error_is_logged_not_leaked(server, session, monkeypatch, caplo
     def explode(dataset, args):
         raise RuntimeError("secret detail /etc/passwd")
 
-    broken = replace(server.tools.by_name["get_business"], run=explode)
-    monkeypatch.setitem(server.tools.by_name, "get_business", broken)
+    broken = replace(mcp_rpc.TOOLS["get_business"], run=explode)
+    monkeypatch.setitem(mcp_rpc.TOOLS, "get_business", broken)
     with caplog.at_level(logging.ERROR, logger="reviewsd.mcp"):
-        response = server.dispatch(session, {"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+        response = dispatch(server, session, {"jsonrpc": "2.0", "id": 11, "method": "tools/call",
                                              "params": {"name": "get_business"}})
     error = assert_error(response, ErrorCode.INTERNAL_ERROR, 11)
     assert error == {"code": -32603, "message": "Internal error"}
@@ -231,14 +241,14 @@ def test_internal_error_is_logged_not_leaked(server, session, monkeypatch, caplo
     {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}},
 ])
 def test_notifications_and_client_responses_get_no_answer(server, session, message):
-    assert server.dispatch(session, message) is None
+    assert dispatch(server, session, message) is None
 
 
 def test_initialized_notification_gets_no_answer_and_the_session_goes_on(server):
     state = Session()
-    server.dispatch(state, initialize_body())
-    assert server.dispatch(state, b'{"jsonrpc":"2.0","method":"notifications/initialized"}') is None
-    assert "result" in server.dispatch(state, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    dispatch(server, state, initialize_body())
+    assert dispatch(server, state, b'{"jsonrpc":"2.0","method":"notifications/initialized"}') is None
+    assert "result" in dispatch(server, state, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
 
 
 # --------------------------------------------------------------------------- lifecycle
@@ -255,7 +265,7 @@ def test_initialized_notification_gets_no_answer_and_the_session_goes_on(server)
 ])
 def test_initialize_negotiates_the_version(server, requested, answered):
     state = Session()
-    response = server.dispatch(state, initialize_body(requested))
+    response = dispatch(server, state, initialize_body(requested))
     result = response["result"]
     assert response["id"] == 1 and result["protocolVersion"] == answered == state.protocol_version
     assert result["capabilities"] == {"tools": {"listChanged": False},
@@ -266,7 +276,7 @@ def test_initialize_negotiates_the_version(server, requested, answered):
 
 
 def test_initialize_is_lenient_about_missing_capabilities_and_client_info(server):
-    response = server.dispatch(Session(), {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+    response = dispatch(server, Session(), {"jsonrpc": "2.0", "id": 0, "method": "initialize",
                                            "params": {"protocolVersion": "2025-06-18"}})
     assert response["result"]["protocolVersion"] == "2025-06-18"
 
@@ -274,19 +284,19 @@ def test_initialize_is_lenient_about_missing_capabilities_and_client_info(server
 @pytest.mark.parametrize("params", [None, {}, {"_meta": {"progressToken": 1}}])
 def test_ping(server, session, params):
     message = {"jsonrpc": "2.0", "id": "p", "method": "ping", **({} if params is None else {"params": params})}
-    assert server.dispatch(session, message) == {"jsonrpc": "2.0", "id": "p", "result": {}}
+    assert dispatch(server, session, message) == {"jsonrpc": "2.0", "id": "p", "result": {}}
 
 
 @pytest.mark.parametrize("request_id", [0, -1, 2**62, "", "id with spaces", "ü"])
 def test_ids_are_echoed(server, session, request_id):
-    response = server.dispatch(session, {"jsonrpc": "2.0", "id": request_id, "method": "ping"})
+    response = dispatch(server, session, {"jsonrpc": "2.0", "id": request_id, "method": "ping"})
     assert response["id"] == request_id
 
 
 def test_lone_surrogates_still_encode(server, session):
     body = b'{"jsonrpc":"2.0","id":"\\ud800","method":"tools/call","params":{"name":"get_technician",' \
            b'"arguments":{"name":"\\udfff"}}}'
-    response = server.dispatch(session, body)
+    response = dispatch(server, session, body)
     assert response["result"]["isError"] is True
     assert json.loads(mcp_rpc.encode_message(response)) == response
 
@@ -295,7 +305,7 @@ def test_lone_surrogates_still_encode(server, session):
 
 
 def test_tools_list(server, session):
-    response = server.dispatch(session, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+    response = dispatch(server, session, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
     tools = response["result"]["tools"]
     assert [t["name"] for t in tools] == TOOL_NAMES
     assert "nextCursor" not in response["result"]
@@ -312,7 +322,7 @@ def test_tools_list(server, session):
 
 
 def test_search_reviews_input_schema_is_the_search_parameter_schema(server):
-    schema = server.tools.by_name["search_reviews"].definition()["inputSchema"]
+    schema = mcp_rpc.TOOLS["search_reviews"].definition()["inputSchema"]
     expected = {k: v for k, v in SCHEMAS["search-params.schema.json"].items() if k not in ("$id", "$schema")}
     assert schema == expected
 
@@ -328,7 +338,7 @@ def refs(node: Any) -> list[str]:
 
 @pytest.mark.parametrize("name", TOOL_NAMES)
 def test_output_schemas_are_self_contained(server, name):
-    schema = server.tools.by_name[name].output_schema
+    schema = mcp_rpc.TOOLS[name].output_schema
     assert "$id" not in schema and "$schema" not in schema
     for target in refs(schema):
         assert target.startswith("#/$defs/") and target[len("#/$defs/"):] in schema["$defs"]
@@ -372,7 +382,7 @@ def test_every_tool_result_matches_its_output_schema(server, session, mcp_app):
         structured = result["structuredContent"]
         assert result["content"] == [{"type": "text", "text": result["content"][0]["text"]}]
         assert json.loads(result["content"][0]["text"]) == structured
-        schema = server.tools.by_name[name].output_schema
+        schema = mcp_rpc.TOOLS[name].output_schema
         errors = list(Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
                       .iter_errors(structured))
         assert not errors, (name, [e.message for e in errors])
@@ -386,7 +396,7 @@ def test_get_business(server, session, mcp_app):
 
 def test_missing_and_null_arguments_mean_none(server, session):
     assert tool_result(server, session, "get_business")["isError"] is False
-    response = server.dispatch(session, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+    response = dispatch(server, session, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                                          "params": {"name": "get_business", "arguments": None}})
     assert response["result"]["isError"] is False
 
@@ -499,8 +509,9 @@ def test_search_result_bytes_equal_the_dict_built_result(server, session, mcp_ap
 def test_every_tool_result_on_the_wire_is_the_dispatched_result(server, session, mcp_app):
     for name, arguments in valid_calls(mcp_app):
         message = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-        wire = mcp_rpc.encode_response(server.handle(session, mcp_rpc.classify(message)))
-        assert json.loads(wire) == server.dispatch(session, message), name
+        response = server.handle(session, mcp_rpc.classify(message))
+        expected = {**response, "result": json.loads(response["result"])}  # the result as a client reads it
+        assert json.loads(mcp_rpc.encode_response(response)) == expected, name
 
 
 @given(st.text())  # any text that UTF-8 can carry (no lone surrogates)
@@ -566,12 +577,12 @@ def test_every_issue_is_listed_at_once(server, session):
 
 
 def test_resources_list_and_read(server, session, mcp_app):
-    listed = server.dispatch(session, {"jsonrpc": "2.0", "id": 1, "method": "resources/list"})["result"]["resources"]
+    listed = dispatch(server, session, {"jsonrpc": "2.0", "id": 1, "method": "resources/list"})["result"]["resources"]
     assert [r["uri"] for r in listed] == [f"{BASE}/reviews.json", f"{BASE}/insights.json"]
     payloads = mcp_app.store.current.payloads
     for resource in listed:
         assert resource["mimeType"] == "application/json" and resource["name"] and resource["title"]
-        response = server.dispatch(session, {"jsonrpc": "2.0", "id": 2, "method": "resources/read",
+        response = dispatch(server, session, {"jsonrpc": "2.0", "id": 2, "method": "resources/read",
                                              "params": {"uri": resource["uri"]}})
         (content,) = response["result"]["contents"]
         body = payloads[resource["uri"][len(BASE):]].identity.body
@@ -580,12 +591,13 @@ def test_resources_list_and_read(server, session, mcp_app):
 
 
 def test_resource_template_reads_one_review(server, session, mcp_app):
-    result = server.dispatch(session, {"jsonrpc": "2.0", "id": 1, "method": "resources/templates/list"})["result"]
+    result = dispatch(server, session, {"jsonrpc": "2.0", "id": 1, "method": "resources/templates/list"})["result"]
     (template,) = result["resourceTemplates"]
     assert template["uriTemplate"] == f"{BASE}/api/reviews/{{id}}" and template["mimeType"] == "application/json"
     review = mcp_app.store.current.dataset.reviews[2]
     uri = template["uriTemplate"].replace("{id}", review["id"])
-    response = server.dispatch(session, {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": uri}})
+    response = dispatch(server, session, {"jsonrpc": "2.0", "id": 3, "method": "resources/read",
+                                          "params": {"uri": uri}})
     assert json.loads(response["result"]["contents"][0]["text"]) == review
 
 
@@ -595,16 +607,17 @@ def test_resource_template_reads_one_review(server, session, mcp_app):
     f"{BASE}/api/feed.json", f"{BASE}", "", f"{BASE}/reviews.json?x=1",
 ])
 def test_unknown_resource(server, session, uri):
-    response = server.dispatch(session, {"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": uri}})
+    response = dispatch(server, session, {"jsonrpc": "2.0", "id": 4, "method": "resources/read",
+                                          "params": {"uri": uri}})
     assert assert_error(response, ErrorCode.RESOURCE_NOT_FOUND, 4)["data"] == {"uri": uri}
 
 
 # --------------------------------------------------------------------------- schema bundling
 
 
-def test_bundle_file_validates_like_the_original(mcp_app):
+def test_a_bundled_file_validates_like_the_original(mcp_app):
     dataset = mcp_app.store.current.dataset
-    bundled = Draft202012Validator(mcp_rpc.bundle_file("search-result.schema.json"),
+    bundled = Draft202012Validator(mcp_rpc.bundle_schema(SCHEMAS["search-result.schema.json"]),
                                    format_checker=Draft202012Validator.FORMAT_CHECKER)
     original = validator("search-result.schema.json")
     good = search_result(dataset, *run_search(dataset, {}))
