@@ -336,8 +336,9 @@ class Outbound:
     read_timeout = 10.0
     total_timeout = 30.0  # a callback trickling bytes is cut off after this
 
-    def __init__(self, context: ssl.SSLContext, allow_private: bool, resolve: Resolver = system_resolver):
-        self._context = context
+    def __init__(self, ca_file: str, allow_private: bool, resolve: Resolver = system_resolver):
+        # Without a CA file, OpenSSL's defaults (and SSL_CERT_FILE) apply.
+        self._context = ssl.create_default_context(cafile=ca_file or None)
         self._allow_private = allow_private
         self._resolve = resolve
         self._inflight: dict[socket.socket, float] = {}  # a duplicate of each request's socket: its deadline
@@ -398,11 +399,6 @@ class Outbound:
         for sock in late:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-
-
-def make_ssl_context(ca_file: str) -> ssl.SSLContext:
-    """Certificate-verifying client context; without a CA file, OpenSSL's defaults (and SSL_CERT_FILE) apply."""
-    return ssl.create_default_context(cafile=ca_file or None)
 
 
 # --------------------------------------------------------------------------- subscription requests
@@ -655,7 +651,7 @@ class Hub:
         self.caps = Caps(config.hub_max_subscriptions, config.hub_max_per_topic, config.hub_max_per_host)
         self.limiter = RateLimiter(config.hub_rate_limit)
         self.trusted = parse_networks(config.trusted_proxies)
-        self.outbound = outbound or Outbound(make_ssl_context(config.ca_file), config.allow_private_callbacks, resolve)
+        self.outbound = outbound or Outbound(config.ca_file, config.allow_private_callbacks, resolve)
         self.db = Store(config.state_dir, config.hub_state_check)
         self.scheduler = Scheduler(self._service, config.hub_workers, clock, retry_after=config.hub_retry_delay)
         self._stopped = threading.Event()

@@ -595,12 +595,12 @@ def test_outbound_verifies_certificates(subscriber: HTTPSSubscriber, ca_file: Pa
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     url = subscriber.url("/x?hub.challenge=abc")
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
-    untrusted = hub.Outbound(hub.make_ssl_context(""), allow_private=True).request("GET", url, {}, None, 100)
+    untrusted = hub.Outbound("", allow_private=True).request("GET", url, {}, None, 100)
     assert untrusted.status is None and "CERTIFICATE_VERIFY_FAILED" in untrusted.error
-    trusted = hub.Outbound(hub.make_ssl_context(str(ca_file)), allow_private=True).request("GET", url, {}, None, 100)
+    trusted = hub.Outbound(str(ca_file), allow_private=True).request("GET", url, {}, None, 100)
     assert (trusted.status, trusted.body) == (200, b"abc")
     monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
-    from_env = hub.Outbound(hub.make_ssl_context(""), allow_private=True).request("GET", url, {}, None, 100)
+    from_env = hub.Outbound("", allow_private=True).request("GET", url, {}, None, 100)
     assert from_env.status == 200
 
 
@@ -612,7 +612,7 @@ def test_a_callback_without_a_path_is_asked_for_slash(url: str, target: str) -> 
 
 def test_outbound_to_a_callback_without_a_path_sends_a_valid_request_line(subscriber: HTTPSSubscriber,
                                                                          ca_file: Path) -> None:
-    outbound = hub.Outbound(hub.make_ssl_context(str(ca_file)), allow_private=True)
+    outbound = hub.Outbound(str(ca_file), allow_private=True)
     reply = outbound.request("GET", subscriber.url("?hub.challenge=abc"), {}, None, 100)
     assert (reply.status, reply.body) == (200, b"abc")
     assert [r.path for r in subscriber.requests()] == ["/"]
@@ -620,7 +620,7 @@ def test_outbound_to_a_callback_without_a_path_sends_a_valid_request_line(subscr
 
 def test_outbound_does_not_follow_redirects_and_reads_little(subscriber: HTTPSSubscriber, ca_file: Path) -> None:
     subscriber.set("/moved", verify="redirect", redirect_to=subscriber.url("/target"))
-    outbound = hub.Outbound(hub.make_ssl_context(str(ca_file)), allow_private=True)
+    outbound = hub.Outbound(str(ca_file), allow_private=True)
     assert outbound.request("GET", subscriber.url("/moved"), {}, None, 100).status == 302
     assert subscriber.requests("/target") == []
     long_challenge = "c" * 3000  # the callback plus hub parameters may exceed the 2048 allowed in hub.callback
@@ -630,7 +630,7 @@ def test_outbound_does_not_follow_redirects_and_reads_little(subscriber: HTTPSSu
 
 def test_outbound_gives_up_after_its_deadline(subscriber: HTTPSSubscriber, ca_file: Path) -> None:
     subscriber.set("/slow", delay=30)
-    outbound = hub.Outbound(hub.make_ssl_context(str(ca_file)), allow_private=True)
+    outbound = hub.Outbound(str(ca_file), allow_private=True)
     outbound.total_timeout = 0.3
     started = time.monotonic()
     reply = outbound.request("POST", subscriber.url("/slow"), {"Content-Type": "text/plain"}, b"x", 100)
@@ -638,7 +638,7 @@ def test_outbound_gives_up_after_its_deadline(subscriber: HTTPSSubscriber, ca_fi
 
 
 def test_outbound_sends_the_exact_callback_and_pins_the_host(subscriber: HTTPSSubscriber, ca_file: Path) -> None:
-    outbound = hub.Outbound(hub.make_ssl_context(str(ca_file)), allow_private=True)
+    outbound = hub.Outbound(str(ca_file), allow_private=True)
     reply = outbound.request("POST", subscriber.url("/p/a%2Fb?q=%20x&y"), {"Content-Type": "text/plain"}, b"hi", 10)
     assert reply.status == 204
     record = subscriber.requests("/p/a%2Fb", "POST")[0]
