@@ -140,14 +140,8 @@ class Callback:
         return f"https://{host}{port}{self.target.split('?', 1)[0]}"
 
 
-def parse_callback(url: str, max_length: int | None = MAX_URL) -> Callback:
-    """Validate a callback URL: HTTPS, no fragment or credentials, a sane host. Raises Refusal.
-
-    `max_length` applies to what subscribers send; None for the hub's own request
-    URLs, which are a callback plus the appended hub parameters.
-    """
-    if max_length is not None and len(url) > max_length:
-        raise Refusal(400, f"hub.callback is longer than {max_length} characters")
+def parse_callback(url: str) -> Callback:
+    """Validate a callback URL: HTTPS, no fragment or credentials, a sane host. Raises Refusal."""
     if not url.isascii() or any(c <= " " or c in "\x7f\\" for c in url):
         raise Refusal(400, "hub.callback must be an ASCII URL without spaces, backslashes or control characters "
                            "(percent-encode anything else)")
@@ -355,7 +349,7 @@ class Outbound:
         deadline = time.monotonic() + self.total_timeout  # lookup, connection and answer together
         conn = watch = None
         try:
-            callback = parse_callback(url, max_length=None)
+            callback = parse_callback(url)  # no MAX_URL here: the hub's parameters are appended
             addresses = vet_addresses(callback.host, callback.port, self._allow_private, self._resolve,
                                       min(LOOKUP_TIMEOUT, deadline - time.monotonic()))
             conn = http.client.HTTPSConnection(callback.host, callback.port, context=self._context)
@@ -426,6 +420,8 @@ def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, st
     topic = topics.get(normalise_url(topic_url) or "") if len(topic_url) <= MAX_URL else None
     if topic is None:
         raise Refusal(400, "hub.topic is not a topic of this hub; topics: " + ", ".join(sorted(topics)))
+    if len(fields["hub.callback"]) > MAX_URL:
+        raise Refusal(400, f"hub.callback is longer than {MAX_URL} characters")
     callback = parse_callback(fields["hub.callback"])
     lease, secret = 0, None  # lease and secret "MUST be ignored" on unsubscribe
     if mode == "subscribe":
