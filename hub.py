@@ -34,7 +34,7 @@ import reviewsd
 from payloads import status_line
 from hub_store import (DB_FILE, CapReached, Caps, Intent, Key, Store, StoreClosed,  # noqa: F401
                        StoreUnavailable, Subscription)
-from reviewsd import client_address, parse_networks  # noqa: F401 (the app's one implementation)
+from reviewsd import client_address
 
 log = logging.getLogger("reviewsd.hub")
 
@@ -646,7 +646,6 @@ class Hub:
         self.leases = (config.hub_lease_min, config.hub_lease_default, config.hub_lease_max)
         self.caps = Caps(config.hub_max_subscriptions, config.hub_max_per_topic, config.hub_max_per_host)
         self.limiter = RateLimiter(config.hub_rate_limit)
-        self.trusted = parse_networks(config.trusted_proxies)
         self.outbound = outbound or Outbound(config.ca_file, config.allow_private_callbacks, resolve)
         self.db = Store(config.state_dir, config.hub_state_check)
         self.scheduler = Scheduler(self._service, config.hub_workers, clock, retry_after=config.hub_retry_delay)
@@ -738,7 +737,7 @@ class Hub:
 
     def handle(self, environ: dict) -> Response:
         """POST /api/websub/hub: 202 when accepted (verification follows), else 4xx with a text reason."""
-        wait = self.limiter.wait_needed(client_address(environ, self.trusted))
+        wait = self.limiter.wait_needed(client_address(environ, self.app.trusted_proxies))
         if wait > 0:
             seconds = max(1, int(wait + 0.999))
             return text_response(429, f"too many hub requests from this address; retry in {seconds} s",

@@ -175,7 +175,7 @@ def test_rate_limiter_is_a_token_bucket_per_client() -> None:
     ("10.0.0.2", "junk", "10.0.0.2"),
 ])
 def test_client_address_believes_only_trusted_proxies(remote: str, forwarded: str, client: str) -> None:
-    trusted = hub.parse_networks("10.0.0.0/8")
+    trusted = reviewsd.parse_networks("10.0.0.0/8")
     assert hub.client_address({"REMOTE_ADDR": remote, "HTTP_X_FORWARDED_FOR": forwarded}, trusted) == client
 
 
