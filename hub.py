@@ -32,8 +32,7 @@ from werkzeug.wsgi import get_content_length
 
 import reviewsd
 from payloads import status_line
-from hub_store import (DB_FILE, CapReached, Caps, Intent, Key, Store, StoreClosed,  # noqa: F401
-                       StoreUnavailable, Subscription)
+from hub_store import CapReached, Caps, Intent, Key, Store, StoreClosed, StoreUnavailable, Subscription
 from reviewsd import client_address
 
 log = logging.getLogger("reviewsd.hub")

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from werkzeug.test import Client
 
 import hub
+import hub_store
 import reviewsd
 from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from polling import wait_until
@@ -566,7 +567,7 @@ def test_state_is_sqlite_in_the_state_dir(make_hub: HubMaker) -> None:
     outbound = FakeOutbound()
     app = make_hub(outbound)
     subscribe_active(app, outbound, secret="k")
-    path = Path(app.config.state_dir) / hub.DB_FILE
+    path = Path(app.config.state_dir) / hub_store.DB_FILE
     assert path.stat().st_mode & 0o777 == 0o600
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
