@@ -760,13 +760,12 @@ class Hub:
             retry = max(1, math.ceil(self.config.hub_state_check))
             return text_response(503, f"the hub is unavailable: {exc}; nothing was stored, try again later",
                                  [("Retry-After", str(retry))])
-        if queued:
-            self.scheduler.poke(intent.key)
         log.info("%s request accepted for %s on %s", intent.mode, callback.display, intent.topic,
                  extra={"event": "hub_request", "mode": intent.mode, "callback": callback.display,
                         "topic": intent.topic, "queued": queued})
         if not queued:
             return text_response(202, "unsubscribe request accepted; there is no such subscription, nothing to do")
+        self.scheduler.poke(intent.key)
         return text_response(202, f"{intent.mode} request accepted; the hub will verify it with a GET to the callback")
 
     # ----------------------------------------------------------------- reloads
