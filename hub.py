@@ -869,19 +869,16 @@ class Hub:
             log.info("subscription of %s to %s removed: callback answered 410", display, sub.topic,
                      extra={"event": "removed_gone", **extra})
             return None
-        return self._failed(sub, reply, extra)
-
-    def _failed(self, sub: Subscription, reply: Reply, extra: dict[str, Any]) -> float | None:
         failures = sub.failures + 1
         if failures >= MAX_FAILURES:
             self.db.remove(sub.key)
-            log.warning("subscription of %s to %s removed after %d failed deliveries (last: %s)", extra["callback"],
+            log.warning("subscription of %s to %s removed after %d failed deliveries (last: %s)", display,
                         sub.topic, failures, reply.describe(), extra={"event": "removed_failures", **extra})
             self._deny(sub, f"removed after {failures} consecutive failed deliveries; subscribe again")
             return None
         retry_at = self.clock() + self.config.hub_retry_delay * 2 ** (failures - 1)
         self.db.record_failure(sub.key, failures, retry_at)
-        log.info("delivery of %s to %s failed (%s); retry %d of %d in %.1f s", sub.topic, extra["callback"],
+        log.info("delivery of %s to %s failed (%s); retry %d of %d in %.1f s", sub.topic, display,
                  reply.describe(), failures, MAX_FAILURES - 1, retry_at - self.clock(),
                  extra={"event": "delivery_failed", "failures": failures, **extra})
         return min(retry_at, sub.expires_at)
