@@ -428,9 +428,6 @@ def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, st
     return callback, Intent(0, callback.url, topic, topic_url, callback.host, mode, lease, secret, now)
 
 
-MAX_LEASE_DIGITS = 18  # any longer number is beyond every lease bound, and is granted as --hub-lease-max
-
-
 def _lease(raw: str | None, bounds: tuple[int, int, int]) -> int:
     """The lease granted: the one asked for (any positive whole number, however many digits) within the bounds."""
     minimum, asked, maximum = bounds  # none asked for: the default
@@ -438,7 +435,7 @@ def _lease(raw: str | None, bounds: tuple[int, int, int]) -> int:
         digits = raw.lstrip("0")
         if not raw.isascii() or not raw.isdigit() or not digits:
             raise Refusal(400, "hub.lease_seconds must be a positive whole number of seconds")
-        asked = int(digits) if len(digits) <= MAX_LEASE_DIGITS else 10 ** MAX_LEASE_DIGITS
+        asked = int(digits[:19])  # a longer number is beyond every lease bound all the same: --hub-lease-max
     return max(minimum, min(maximum, asked))
 
 
