@@ -721,10 +721,9 @@ class Hub:
             return {"enabled": True, "running": False}
         current = self._etags()
         by_topic = {path: 0 for path in reviewsd.TOPIC_PATHS}
-        outdated = 0
         for topic, etag, count in groups:
             by_topic[topic] = by_topic.get(topic, 0) + count
-            outdated += count if etag != current.get(topic) else 0
+        outdated = sum(count for topic, etag, count in groups if etag != current.get(topic))
         return {"enabled": True, "running": True, "available": True, "subscriptions": sum(by_topic.values()),
                 "by_topic": by_topic,
                 "pending_verifications": intents, "pending_deliveries": outdated}
