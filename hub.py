@@ -194,9 +194,7 @@ _SPECIAL_NETWORKS = [(name, ipaddress.ip_network(net)) for name, net in (
     ("documentation", "2001:db8::/32"), ("benchmarking", "198.18.0.0/15"),
     ("NAT64 local-use", "64:ff9b:1::/48"), ("discard-only", "100::/64"),
 )]
-_ADDRESS_FLAGS = (("loopback", "is_loopback"), ("unspecified", "is_unspecified"), ("link-local", "is_link_local"),
-                  ("multicast", "is_multicast"), ("site-local", "is_site_local"), ("private", "is_private"),
-                  ("reserved", "is_reserved"))
+_ADDRESS_FLAGS = ("loopback", "unspecified", "link_local", "multicast", "site_local", "private", "reserved")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
@@ -218,9 +216,9 @@ def address_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | 
     for name, network in _SPECIAL_NETWORKS:
         if ip.version == network.version and ip in network:
             return name
-    for name, attr in _ADDRESS_FLAGS:
-        if getattr(ip, attr, False):
-            return name
+    for flag in _ADDRESS_FLAGS:  # ipaddress's is_<flag>; the reason says link-local, site-local
+        if getattr(ip, "is_" + flag, False):
+            return flag.replace("_", "-")
     return None if ip.is_global else "non-global"
 
 
