@@ -52,9 +52,6 @@ AddrInfo = tuple[Any, ...]  # one socket.getaddrinfo entry
 Resolver = Callable[[str, int], Sequence[AddrInfo]]
 
 
-# --------------------------------------------------------------------------- refusals
-
-
 class Refusal(Exception):
     """A request the hub answers with a 4xx and a plain-text reason."""
 
@@ -482,9 +479,6 @@ def _read_body(environ: dict, max_body: int) -> bytes:
     return body
 
 
-# --------------------------------------------------------------------------- rate limit
-
-
 class RateLimiter:
     """A token bucket per client address: `per_minute` requests a minute, bursts of as many."""
 
@@ -510,9 +504,6 @@ class RateLimiter:
             if len(self._buckets) > self.MAX_CLIENTS:
                 del self._buckets[next(iter(self._buckets))]  # the least recently seen client starts afresh
         return wait
-
-
-# --------------------------------------------------------------------------- scheduler
 
 
 class Scheduler:
@@ -623,9 +614,6 @@ class Scheduler:
                     self._cond.notify()
 
 
-# --------------------------------------------------------------------------- the hub
-
-
 class Hub:
     """The WebSub hub of one ReviewsApp. Its threads: docs/internals.md."""
 
@@ -645,8 +633,6 @@ class Hub:
         self.scheduler = Scheduler(self._service, config.hub_workers, clock, retry_after=config.hub_retry_delay)
         self._stopped = threading.Event()
         self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
-
-    # ----------------------------------------------------------------- lifecycle
 
     def start(self) -> None:
         """Open the store, start the workers and bring every subscriber to the current content.
@@ -726,7 +712,7 @@ class Hub:
                 "by_topic": by_topic,
                 "pending_verifications": intents, "pending_deliveries": outdated}
 
-    # ----------------------------------------------------------------- requests
+    # ----------------------------------------------------------------- requests and reloads
 
     def handle(self, environ: dict) -> Response:
         """POST /api/websub/hub: 202 when accepted (verification follows), else 4xx with a text reason."""
@@ -761,8 +747,6 @@ class Hub:
             return text_response(202, "unsubscribe request accepted; there is no such subscription, nothing to do")
         self.scheduler.poke(intent.key)
         return text_response(202, f"{intent.mode} request accepted; the hub will verify it with a GET to the callback")
-
-    # ----------------------------------------------------------------- reloads
 
     def on_reload(self, old: Any, new: Any) -> None:
         """DataStore listener: schedule a delivery for every subscriber of each topic whose body changed."""
