@@ -229,13 +229,7 @@ _LOOKUPS_AT_ONCE = threading.BoundedSemaphore(16)
 
 
 def resolve_within(resolve: Resolver, host: str, port: int, timeout: float) -> Sequence[AddrInfo]:
-    """resolve(host, port), or TimeoutError after `timeout` seconds.
-
-    getaddrinfo takes no timeout, and a name server that never answers would hold
-    the caller (a request thread at subscribe time, a hub worker) for as long as
-    the system resolver retries. The lookup runs on a thread of its own, which is
-    left to finish alone; at most 16 run at once, so stuck ones cannot pile up.
-    """
+    """resolve(host, port), or TimeoutError after `timeout` seconds (why a thread: docs/internals.md)."""
     if not _LOOKUPS_AT_ONCE.acquire(timeout=max(0.0, timeout)):
         raise TimeoutError("too many DNS lookups in progress")
     answer: futures.Future[Sequence[AddrInfo]] = futures.Future()
@@ -635,11 +629,7 @@ class Hub:
         self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
 
     def start(self) -> None:
-        """Open the store, start the workers and bring every subscriber to the current content.
-
-        A store that cannot be opened (or a state directory another server's hub holds)
-        does not stop the start: the hub answers 503 and the keeper thread retries.
-        """
+        """Open the store (else the keeper thread retries), start the workers, bring every subscriber up to date."""
         if self.db.open():
             subscriptions, intents, expired = self._schedule_all()
             log.info("hub started: %d subscriptions, %d pending verifications, %d expired leases removed",
@@ -673,11 +663,7 @@ class Hub:
                 log.exception("hub store check failed", extra={"event": "hub_store_check_failed"})
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop taking work; in-flight requests get `timeout` seconds, then are cut; close the database.
-
-        Nothing is lost: what was not delivered is still due in the database and
-        goes out after the next start.
-        """
+        """Stop taking work; in-flight requests get `timeout` seconds, then are cut; close the database."""
         if self._stopped.is_set():
             return
         self._stopped.set()
