@@ -58,7 +58,6 @@ class Refusal(Exception):
     def __init__(self, status: int, reason: str):
         super().__init__(reason)
         self.status = status
-        self.reason = reason
 
 
 class Refused(Exception):
@@ -715,7 +714,7 @@ class Hub:
             vet_addresses(callback.host, callback.port, self.config.allow_private_callbacks, self.resolve)
             queued = self.db.add_intent(intent, self.caps)
         except Refusal as refusal:
-            return text_response(refusal.status, refusal.reason)
+            return text_response(refusal.status, str(refusal))
         except Refused as exc:
             return text_response(400, f"hub.callback refused: {exc}")
         except CapReached as exc:
