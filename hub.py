@@ -38,7 +38,6 @@ from reviewsd import client_address
 log = logging.getLogger("reviewsd.hub")
 
 FORM = "application/x-www-form-urlencoded"
-MODES = ("subscribe", "unsubscribe")
 HUB_FIELDS = ("hub.callback", "hub.mode", "hub.topic", "hub.lease_seconds", "hub.secret")
 MAX_FIELDS = 100  # form fields in one request
 MAX_URL = 2048  # characters in hub.callback / hub.topic
@@ -401,7 +400,7 @@ def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, st
         if not fields.get(name):
             raise Refusal(400, f"{name} is required")
     mode = fields["hub.mode"]
-    if mode not in MODES:
+    if mode not in ("subscribe", "unsubscribe"):
         raise Refusal(400, "hub.mode must be subscribe or unsubscribe")
     topic_url = fields["hub.topic"]
     topic = topics.get(normalise_url(topic_url) or "") if len(topic_url) <= MAX_URL else None
