@@ -32,14 +32,12 @@ from werkzeug.wsgi import get_content_length
 
 import reviewsd
 from payloads import status_line
-from hub_store import (DB_FILE, CapReached, Caps, Intent, Key, Store, StoreClosed,  # noqa: F401
-                       StoreUnavailable, Subscription)
-from reviewsd import client_address, parse_networks  # noqa: F401 (the app's one implementation)
+from hub_store import CapReached, Caps, Intent, Key, Store, StoreClosed, StoreUnavailable, Subscription
+from reviewsd import client_address
 
 log = logging.getLogger("reviewsd.hub")
 
 FORM = "application/x-www-form-urlencoded"
-MODES = ("subscribe", "unsubscribe")
 HUB_FIELDS = ("hub.callback", "hub.mode", "hub.topic", "hub.lease_seconds", "hub.secret")
 MAX_FIELDS = 100  # form fields in one request
 MAX_URL = 2048  # characters in hub.callback / hub.topic
@@ -53,16 +51,12 @@ AddrInfo = tuple[Any, ...]  # one socket.getaddrinfo entry
 Resolver = Callable[[str, int], Sequence[AddrInfo]]
 
 
-# --------------------------------------------------------------------------- refusals
-
-
 class Refusal(Exception):
     """A request the hub answers with a 4xx and a plain-text reason."""
 
     def __init__(self, status: int, reason: str):
         super().__init__(reason)
         self.status = status
-        self.reason = reason
 
 
 class Refused(Exception):
@@ -140,14 +134,8 @@ class Callback:
         return f"https://{host}{port}{self.target.split('?', 1)[0]}"
 
 
-def parse_callback(url: str, max_length: int | None = MAX_URL) -> Callback:
-    """Validate a callback URL: HTTPS, no fragment or credentials, a sane host. Raises Refusal.
-
-    `max_length` applies to what subscribers send; None for the hub's own request
-    URLs, which are a callback plus the appended hub parameters.
-    """
-    if max_length is not None and len(url) > max_length:
-        raise Refusal(400, f"hub.callback is longer than {max_length} characters")
+def parse_callback(url: str) -> Callback:
+    """Validate a callback URL: HTTPS, no fragment or credentials, a sane host. Raises Refusal."""
     if not url.isascii() or any(c <= " " or c in "\x7f\\" for c in url):
         raise Refusal(400, "hub.callback must be an ASCII URL without spaces, backslashes or control characters "
                            "(percent-encode anything else)")
@@ -201,9 +189,7 @@ _SPECIAL_NETWORKS = [(name, ipaddress.ip_network(net)) for name, net in (
     ("documentation", "2001:db8::/32"), ("benchmarking", "198.18.0.0/15"),
     ("NAT64 local-use", "64:ff9b:1::/48"), ("discard-only", "100::/64"),
 )]
-_ADDRESS_FLAGS = (("loopback", "is_loopback"), ("unspecified", "is_unspecified"), ("link-local", "is_link_local"),
-                  ("multicast", "is_multicast"), ("site-local", "is_site_local"), ("private", "is_private"),
-                  ("reserved", "is_reserved"))
+_ADDRESS_FLAGS = ("loopback", "unspecified", "link_local", "multicast", "site_local", "private", "reserved")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
@@ -225,9 +211,9 @@ def address_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | 
     for name, network in _SPECIAL_NETWORKS:
         if ip.version == network.version and ip in network:
             return name
-    for name, attr in _ADDRESS_FLAGS:
-        if getattr(ip, attr, False):
-            return name
+    for flag in _ADDRESS_FLAGS:  # ipaddress's is_<flag>; the reason says link-local, site-local
+        if getattr(ip, "is_" + flag, False):
+            return flag.replace("_", "-")
     return None if ip.is_global else "non-global"
 
 
@@ -241,13 +227,7 @@ _LOOKUPS_AT_ONCE = threading.BoundedSemaphore(16)
 
 
 def resolve_within(resolve: Resolver, host: str, port: int, timeout: float) -> Sequence[AddrInfo]:
-    """resolve(host, port), or TimeoutError after `timeout` seconds.
-
-    getaddrinfo takes no timeout, and a name server that never answers would hold
-    the caller (a request thread at subscribe time, a hub worker) for as long as
-    the system resolver retries. The lookup runs on a thread of its own, which is
-    left to finish alone; at most 16 run at once, so stuck ones cannot pile up.
-    """
+    """resolve(host, port), or TimeoutError after `timeout` seconds (why a thread: docs/internals.md)."""
     if not _LOOKUPS_AT_ONCE.acquire(timeout=max(0.0, timeout)):
         raise TimeoutError("too many DNS lookups in progress")
     answer: futures.Future[Sequence[AddrInfo]] = futures.Future()
@@ -336,8 +316,9 @@ class Outbound:
     read_timeout = 10.0
     total_timeout = 30.0  # a callback trickling bytes is cut off after this
 
-    def __init__(self, context: ssl.SSLContext, allow_private: bool, resolve: Resolver = system_resolver):
-        self._context = context
+    def __init__(self, ca_file: str, allow_private: bool, resolve: Resolver = system_resolver):
+        # Without a CA file, OpenSSL's defaults (and SSL_CERT_FILE) apply.
+        self._context = ssl.create_default_context(cafile=ca_file or None)
         self._allow_private = allow_private
         self._resolve = resolve
         self._inflight: dict[socket.socket, float] = {}  # a duplicate of each request's socket: its deadline
@@ -354,7 +335,7 @@ class Outbound:
         deadline = time.monotonic() + self.total_timeout  # lookup, connection and answer together
         conn = watch = None
         try:
-            callback = parse_callback(url, max_length=None)
+            callback = parse_callback(url)  # no MAX_URL here: the hub's parameters are appended
             addresses = vet_addresses(callback.host, callback.port, self._allow_private, self._resolve,
                                       min(LOOKUP_TIMEOUT, deadline - time.monotonic()))
             conn = http.client.HTTPSConnection(callback.host, callback.port, context=self._context)
@@ -400,11 +381,6 @@ class Outbound:
                 sock.shutdown(socket.SHUT_RDWR)
 
 
-def make_ssl_context(ca_file: str) -> ssl.SSLContext:
-    """Certificate-verifying client context; without a CA file, OpenSSL's defaults (and SSL_CERT_FILE) apply."""
-    return ssl.create_default_context(cafile=ca_file or None)
-
-
 # --------------------------------------------------------------------------- subscription requests
 
 
@@ -424,20 +400,19 @@ def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, st
         if not fields.get(name):
             raise Refusal(400, f"{name} is required")
     mode = fields["hub.mode"]
-    if mode not in MODES:
+    if mode not in ("subscribe", "unsubscribe"):
         raise Refusal(400, "hub.mode must be subscribe or unsubscribe")
     topic_url = fields["hub.topic"]
     topic = topics.get(normalise_url(topic_url) or "") if len(topic_url) <= MAX_URL else None
     if topic is None:
         raise Refusal(400, "hub.topic is not a topic of this hub; topics: " + ", ".join(sorted(topics)))
+    if len(fields["hub.callback"]) > MAX_URL:
+        raise Refusal(400, f"hub.callback is longer than {MAX_URL} characters")
     callback = parse_callback(fields["hub.callback"])
     lease, secret = 0, None  # lease and secret "MUST be ignored" on unsubscribe
     if mode == "subscribe":
         lease, secret = _lease(fields.get("hub.lease_seconds"), leases), _secret(fields.get("hub.secret"))
     return callback, Intent(0, callback.url, topic, topic_url, callback.host, mode, lease, secret, now)
-
-
-MAX_LEASE_DIGITS = 18  # any longer number is beyond every lease bound, and is granted as --hub-lease-max
 
 
 def _lease(raw: str | None, bounds: tuple[int, int, int]) -> int:
@@ -447,7 +422,7 @@ def _lease(raw: str | None, bounds: tuple[int, int, int]) -> int:
         digits = raw.lstrip("0")
         if not raw.isascii() or not raw.isdigit() or not digits:
             raise Refusal(400, "hub.lease_seconds must be a positive whole number of seconds")
-        asked = int(digits) if len(digits) <= MAX_LEASE_DIGITS else 10 ** MAX_LEASE_DIGITS
+        asked = int(digits[:19])  # a longer number is beyond every lease bound all the same: --hub-lease-max
     return max(minimum, min(maximum, asked))
 
 
@@ -496,9 +471,6 @@ def _read_body(environ: dict, max_body: int) -> bytes:
     return body
 
 
-# --------------------------------------------------------------------------- rate limit
-
-
 class RateLimiter:
     """A token bucket per client address: `per_minute` requests a minute, bursts of as many."""
 
@@ -524,9 +496,6 @@ class RateLimiter:
             if len(self._buckets) > self.MAX_CLIENTS:
                 del self._buckets[next(iter(self._buckets))]  # the least recently seen client starts afresh
         return wait
-
-
-# --------------------------------------------------------------------------- scheduler
 
 
 class Scheduler:
@@ -637,9 +606,6 @@ class Scheduler:
                     self._cond.notify()
 
 
-# --------------------------------------------------------------------------- the hub
-
-
 class Hub:
     """The WebSub hub of one ReviewsApp. Its threads: docs/internals.md."""
 
@@ -654,21 +620,14 @@ class Hub:
         self.leases = (config.hub_lease_min, config.hub_lease_default, config.hub_lease_max)
         self.caps = Caps(config.hub_max_subscriptions, config.hub_max_per_topic, config.hub_max_per_host)
         self.limiter = RateLimiter(config.hub_rate_limit)
-        self.trusted = parse_networks(config.trusted_proxies)
-        self.outbound = outbound or Outbound(make_ssl_context(config.ca_file), config.allow_private_callbacks, resolve)
+        self.outbound = outbound or Outbound(config.ca_file, config.allow_private_callbacks, resolve)
         self.db = Store(config.state_dir, config.hub_state_check)
         self.scheduler = Scheduler(self._service, config.hub_workers, clock, retry_after=config.hub_retry_delay)
         self._stopped = threading.Event()
         self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
 
-    # ----------------------------------------------------------------- lifecycle
-
     def start(self) -> None:
-        """Open the store, start the workers and bring every subscriber to the current content.
-
-        A store that cannot be opened (or a state directory another server's hub holds)
-        does not stop the start: the hub answers 503 and the keeper thread retries.
-        """
+        """Open the store (else the keeper thread retries), start the workers, bring every subscriber up to date."""
         if self.db.open():
             subscriptions, intents, expired = self._schedule_all()
             log.info("hub started: %d subscriptions, %d pending verifications, %d expired leases removed",
@@ -702,11 +661,7 @@ class Hub:
                 log.exception("hub store check failed", extra={"event": "hub_store_check_failed"})
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop taking work; in-flight requests get `timeout` seconds, then are cut; close the database.
-
-        Nothing is lost: what was not delivered is still due in the database and
-        goes out after the next start.
-        """
+        """Stop taking work; in-flight requests get `timeout` seconds, then are cut; close the database."""
         if self._stopped.is_set():
             return
         self._stopped.set()
@@ -734,19 +689,18 @@ class Hub:
             return {"enabled": True, "running": False}
         current = self._etags()
         by_topic = {path: 0 for path in reviewsd.TOPIC_PATHS}
-        outdated = 0
         for topic, etag, count in groups:
             by_topic[topic] = by_topic.get(topic, 0) + count
-            outdated += count if etag != current.get(topic) else 0
+        outdated = sum(count for topic, etag, count in groups if etag != current.get(topic))
         return {"enabled": True, "running": True, "available": True, "subscriptions": sum(by_topic.values()),
                 "by_topic": by_topic,
                 "pending_verifications": intents, "pending_deliveries": outdated}
 
-    # ----------------------------------------------------------------- requests
+    # ----------------------------------------------------------------- requests and reloads
 
     def handle(self, environ: dict) -> Response:
         """POST /api/websub/hub: 202 when accepted (verification follows), else 4xx with a text reason."""
-        wait = self.limiter.wait_needed(client_address(environ, self.trusted))
+        wait = self.limiter.wait_needed(client_address(environ, self.app.trusted_proxies))
         if wait > 0:
             seconds = max(1, int(wait + 0.999))
             return text_response(429, f"too many hub requests from this address; retry in {seconds} s",
@@ -759,7 +713,7 @@ class Hub:
             vet_addresses(callback.host, callback.port, self.config.allow_private_callbacks, self.resolve)
             queued = self.db.add_intent(intent, self.caps)
         except Refusal as refusal:
-            return text_response(refusal.status, refusal.reason)
+            return text_response(refusal.status, str(refusal))
         except Refused as exc:
             return text_response(400, f"hub.callback refused: {exc}")
         except CapReached as exc:
@@ -770,16 +724,13 @@ class Hub:
             retry = max(1, math.ceil(self.config.hub_state_check))
             return text_response(503, f"the hub is unavailable: {exc}; nothing was stored, try again later",
                                  [("Retry-After", str(retry))])
-        if queued:
-            self.scheduler.poke(intent.key)
         log.info("%s request accepted for %s on %s", intent.mode, callback.display, intent.topic,
                  extra={"event": "hub_request", "mode": intent.mode, "callback": callback.display,
                         "topic": intent.topic, "queued": queued})
         if not queued:
             return text_response(202, "unsubscribe request accepted; there is no such subscription, nothing to do")
+        self.scheduler.poke(intent.key)
         return text_response(202, f"{intent.mode} request accepted; the hub will verify it with a GET to the callback")
-
-    # ----------------------------------------------------------------- reloads
 
     def on_reload(self, old: Any, new: Any) -> None:
         """DataStore listener: schedule a delivery for every subscriber of each topic whose body changed."""
@@ -880,19 +831,16 @@ class Hub:
             log.info("subscription of %s to %s removed: callback answered 410", display, sub.topic,
                      extra={"event": "removed_gone", **extra})
             return None
-        return self._failed(sub, reply, extra)
-
-    def _failed(self, sub: Subscription, reply: Reply, extra: dict[str, Any]) -> float | None:
         failures = sub.failures + 1
         if failures >= MAX_FAILURES:
             self.db.remove(sub.key)
-            log.warning("subscription of %s to %s removed after %d failed deliveries (last: %s)", extra["callback"],
+            log.warning("subscription of %s to %s removed after %d failed deliveries (last: %s)", display,
                         sub.topic, failures, reply.describe(), extra={"event": "removed_failures", **extra})
             self._deny(sub, f"removed after {failures} consecutive failed deliveries; subscribe again")
             return None
         retry_at = self.clock() + self.config.hub_retry_delay * 2 ** (failures - 1)
         self.db.record_failure(sub.key, failures, retry_at)
-        log.info("delivery of %s to %s failed (%s); retry %d of %d in %.1f s", sub.topic, extra["callback"],
+        log.info("delivery of %s to %s failed (%s); retry %d of %d in %.1f s", sub.topic, display,
                  reply.describe(), failures, MAX_FAILURES - 1, retry_at - self.clock(),
                  extra={"event": "delivery_failed", "failures": failures, **extra})
         return min(retry_at, sub.expires_at)

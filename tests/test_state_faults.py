@@ -128,7 +128,7 @@ def assert_unavailable(app: reviewsd.ReviewsApp, *reason_parts: str) -> None:
 
 
 def db_rows(state_dir: str, table: str = "subscriptions") -> list[tuple]:
-    with sqlite3.connect(Path(state_dir) / hub.DB_FILE) as db:
+    with sqlite3.connect(Path(state_dir) / hub_store.DB_FILE) as db:
         return db.execute(f"SELECT callback, topic FROM {table}").fetchall()
 
 
@@ -148,20 +148,20 @@ def test_a_state_path_that_is_a_file_leaves_reads_serving_and_the_hub_retrying(m
 def test_a_garbage_database_is_moved_aside_and_the_hub_starts_empty(make_hub: HubMaker, garbage: bytes,
                                                                     caplog: pytest.LogCaptureFixture) -> None:
     make_hub.state_dir.mkdir()
-    (make_hub.state_dir / hub.DB_FILE).write_bytes(garbage)
+    (make_hub.state_dir / hub_store.DB_FILE).write_bytes(garbage)
     outbound = FakeOutbound()
     app = make_hub(outbound)
     assert_moved_aside(make_hub.state_dir, garbage, caplog)
     assert healthz(app) == (200, healthz(app)[1]) and healthz(app)[1]["status"] == "ok"
     assert app.hub.status()["subscriptions"] == 0
-    assert (make_hub.state_dir / hub.DB_FILE).stat().st_mode & 0o777 == 0o600  # the new one holds secrets too
+    assert (make_hub.state_dir / hub_store.DB_FILE).stat().st_mode & 0o777 == 0o600  # the new one holds secrets too
     subscribe_active(app, outbound)
     assert db_rows(app.config.state_dir) == [(CALLBACK, "/feed.xml")]
 
 
 def assert_moved_aside(state_dir: Path, content: bytes | None, caplog: pytest.LogCaptureFixture) -> None:
-    moved, = state_dir.glob(hub.DB_FILE + ".corrupt-*")
-    assert moved.name[len(hub.DB_FILE + ".corrupt-"):].endswith("Z")  # when: 20261124T051500Z
+    moved, = state_dir.glob(hub_store.DB_FILE + ".corrupt-*")
+    assert moved.name[len(hub_store.DB_FILE + ".corrupt-"):].endswith("Z")  # when: 20261124T051500Z
     if content is not None:
         assert moved.read_bytes() == content  # never deleted or changed
     record, = [r for r in caplog.records if getattr(r, "event", "") == "hub_store_corrupt"]
@@ -179,9 +179,9 @@ def test_corrupt_databases_moved_aside_in_one_second_are_all_kept(make_hub: HubM
     monkeypatch.setattr(hub_store, "datetime", Frozen)
     make_hub.state_dir.mkdir()
     for garbage in (b"first garbage " * 100, b"second garbage " * 100):
-        (make_hub.state_dir / hub.DB_FILE).write_bytes(garbage)
+        (make_hub.state_dir / hub_store.DB_FILE).write_bytes(garbage)
         make_hub(FakeOutbound()).hub.stop()
-    kept = {p.name: p.read_bytes()[:6] for p in make_hub.state_dir.glob(hub.DB_FILE + ".corrupt-*")}
+    kept = {p.name: p.read_bytes()[:6] for p in make_hub.state_dir.glob(hub_store.DB_FILE + ".corrupt-*")}
     assert kept == {"hub.sqlite3.corrupt-20261124T051500Z": b"first ",
                     "hub.sqlite3.corrupt-20261124T051500Z-1": b"second"}
 
@@ -194,7 +194,7 @@ def test_a_database_with_corrupted_pages_is_moved_aside(make_hub: HubMaker, capl
     outbound.wait_for(40, "GET")
     wait_idle(app.hub)
     app.hub.stop()  # the last connection's close checkpoints the WAL into the file
-    path = make_hub.state_dir / hub.DB_FILE
+    path = make_hub.state_dir / hub_store.DB_FILE
     data = bytearray(path.read_bytes())
     assert len(data) >= 4 * 4096
     data[4096:len(data)] = b"\xa5" * (len(data) - 4096)  # every page after the first: the schema survives
@@ -227,7 +227,7 @@ def test_no_space_for_the_database_file_at_start(make_hub: HubMaker, monkeypatch
     full = [True]
 
     def open_unless_full(path: Any, flags: int, *args: Any) -> int:
-        if full[0] and str(path).endswith(hub.DB_FILE):
+        if full[0] and str(path).endswith(hub_store.DB_FILE):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
         return real_open(path, flags, *args)
 
@@ -321,7 +321,7 @@ def test_a_replaced_database_is_noticed_and_written_back(make_hub: HubMaker, cap
     released: list[object] = []
     real_release = hub_store.StateLock.release
     monkeypatch.setattr(hub_store.StateLock, "release", lambda lock: (released.append(lock), real_release(lock)))
-    path = make_hub.state_dir / hub.DB_FILE
+    path = make_hub.state_dir / hub_store.DB_FILE
     path.rename(path.with_name("old.sqlite3"))
     wait_until(lambda: any(getattr(r, "event", "") == "hub_state_replaced" for r in caplog.records))
     assert [r.levelno for r in caplog.records if getattr(r, "event", "") == "hub_state_replaced"] == [logging.ERROR]
