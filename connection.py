@@ -69,10 +69,6 @@ def server_environ(address: Any) -> dict:
     }
 
 
-def body_size(response: bytes) -> int:
-    return len(response) - response.index(b"\r\n\r\n") - 4
-
-
 def http_date() -> str:
     return _http_date(int(time.time()))
 
@@ -108,7 +104,7 @@ class Connection:
         self.environ: dict | None = None
         self.command: str | None = None
         self.unsent: memoryview | None = None  # a response's last bytes, for the selector thread to send
-        self._unsent_log = (0, 0, 0.0)  # its access line's status, size and start
+        self._unsent_log: tuple[int, int, float | None] = (0, 0, None)  # its access line's status, size and start
         self._poll: Any = None
         self._base_environ = server.environ.copy()
         if self.client:
@@ -212,21 +208,17 @@ class Connection:
         log.debug("connection from %s dropped: %s", self.client, error)
 
     def refuse(self, error: HTTPError) -> None:
-        """Answer a refused request from a worker (the socket is non-blocking: waits up to socket_timeout)."""
-        self.close_connection = self.linger = True
-        response = error_response(error.status, error.message)
-        size = body_size(response)
-        try:
-            self._send(response)
-        except OSError:
-            size = 0
-        self.log_refusal(error, size)
+        """Answer a refused request, logged with its target and method as far as they were read, then linger.
 
-    def log_refusal(self, error: HTTPError, size: int) -> None:
-        """The access line of a request the server refused (its target and method as far as they were read)."""
+        The answer is left unsent for the selector thread, which sends it as it does a large response's rest
+        (waiting up to socket_timeout for the client to read) and logs it once it went.
+        """
+        response = error_response(error.status, error.message)
+        self.close_connection = self.linger = True
         self.environ = {"REQUEST_URI": error.target} if error.target else None
         self.command = error.method
-        self.log_request(error.status, size)
+        self.unsent = memoryview(response)
+        self._unsent_log = (error.status, len(response) - response.index(b"\r\n\r\n") - 4, None)
 
     def _send(self, data: bytes, *, head: bytes = b"", last: bool = False) -> None:
         """Send `head` then `data`; the rest of a response's `last` write goes to the selector thread."""
@@ -292,9 +284,9 @@ class Connection:
         self.log_unsent()
 
     def log_unsent(self) -> None:
-        """The access line of a response whose end the selector thread sent (size: the bytes that went)."""
+        """The access line of a response whose end the selector thread sent (size: the body's bytes that went)."""
         code, size, start = self._unsent_log
-        self.log_request(code, size - len(self.unsent), start)
+        self.log_request(code, max(0, size - len(self.unsent)), start)
         self.environ = None
         self.unsent = None  # what did not go is let go of
 

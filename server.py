@@ -24,7 +24,7 @@ from typing import Any
 
 import service
 from config import Network, is_trusted
-from connection import Connection, body_size, error_response, server_environ
+from connection import Connection, server_environ
 from http_parser import HTTPError
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
@@ -370,17 +370,8 @@ class Server:
                     self._close(conn)
 
     def _reject(self, conn: Connection, error: HTTPError) -> None:
-        """Answer a refused request from the selector thread (non-blocking), then linger so the client reads it."""
-        response = error_response(error.status, error.message)
-        try:
-            conn.connection.send(response)
-            conn.connection.shutdown(socket.SHUT_WR)
-        except OSError:
-            self._close(conn)
-            return
-        conn.log_refusal(error, body_size(response))
-        conn.parser.buf.clear()
-        self._watch(conn, _LINGER, LINGER_SECONDS)
+        conn.refuse(error)
+        self._take_back(conn)  # sent like a large response's rest, then lingering so the client reads it
 
     def _wake(self) -> None:
         if not self._wake_pending:
