@@ -126,7 +126,6 @@ class Server:
         self._accept_retry_at = 0.0
         self._workers: list[threading.Thread] = []
         self._thread: threading.Thread | None = None
-        self._started = threading.Event()
         self._stopped = threading.Event()
         self._heartbeat = self._progress = time.monotonic()
         self._hard_stop = False
@@ -134,26 +133,16 @@ class Server:
         self._max_waiting = max(1, threads // 2)
         self.environ = server_environ(self.server_address)  # the part of the WSGI environ every request shares
 
-    def _serve(self) -> None:
-        """The selector thread: accept and serve until shutdown() has drained everything."""
+    def start(self) -> Server:
+        """Start the workers and the selector thread, which accepts and serves until shutdown() has drained all."""
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._resume_accept()
         for i in range(self.threads):
             worker = threading.Thread(target=self._work, name=f"reviewsd-worker-{i}", daemon=True)
             worker.start()
             self._workers.append(worker)
-        self._started.set()
-        try:
-            self._loop()
-        finally:
-            self._drain()
-            self._stopped.set()
-
-    def start(self) -> Server:
-        """Serve in a background thread and return once it is accepting."""
         self._thread = threading.Thread(target=self._serve, name="reviewsd-selector", daemon=True)
         self._thread.start()
-        self._started.wait()
         return self
 
     def shutdown(self, grace: float = 10.0) -> None:
@@ -192,10 +181,14 @@ class Server:
 
     # -- selector thread ---------------------------------------------------
 
-    def _loop(self) -> None:
-        while not self.stopping:
-            now = self._heartbeat = time.monotonic()
-            self._poll(self._next_timeout(now))
+    def _serve(self) -> None:
+        try:
+            while not self.stopping:
+                now = self._heartbeat = time.monotonic()
+                self._poll(self._next_timeout(now))
+        finally:
+            self._drain()
+            self._stopped.set()
 
     def _poll(self, timeout: float) -> None:
         """Serve the sockets ready within `timeout` seconds, then the deadlines that have passed."""
