@@ -15,6 +15,7 @@ import logging
 import os
 import queue
 import selectors
+import signal
 import socket
 import sys
 import threading
@@ -520,8 +521,11 @@ def run(
 
     Call it from the main thread (signal handling).  `sock` is a listening socket
     from `listen()` (so the caller can learn the port first); without it, run()
-    takes the socket-activated one or binds host:port.  `options` are Server's;
-    the rest are service.serve()'s.  1 if it could not listen.
+    takes the socket-activated one or binds host:port.  `options` are Server's.
+    `on_ready` runs once on this thread right after READY=1: work that serving need
+    not wait for.  `reload_pending`, set by the caller's own SIGHUP handler before
+    this took over, reloads after it.  0 after a clean stop; 130 after SIGINT
+    (Ctrl-C); 1 if it could not listen, the serve loop died or on_stop raised.
     """
     if not logging.getLogger().handlers:  # nobody configured logging: journald reads stderr
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -531,6 +535,39 @@ def run(
     except OSError as e:
         log.error("cannot listen on %s:%s: %s", host, port, e)
         return 1
-    return service.serve(server, activated=activated, shutdown_grace=shutdown_grace, on_reload=on_reload,
-                         on_stop=on_stop, on_ready=on_ready, ready_status=ready_status,
-                         reload_pending=reload_pending)
+    with service.signal_socket((signal.SIGHUP, signal.SIGTERM, signal.SIGINT)) as signals:
+        server.start()
+        url = _url(server.server_address)
+        service.log_listening(url, server.threads, activated)
+        service.notify_ready(ready_status or f"listening on {url}")
+        # Serving goes on if it fails: what it would have done is not needed to serve.
+        service.call_hook(on_ready, "the work after READY failed")
+        if reload_pending is not None and reload_pending.is_set():
+            log.info("a SIGHUP came during start-up")
+            service.reload(on_reload)
+        watchdog = service.start_watchdog(server.healthy)
+        signals.settimeout(1.0)
+        try:
+            while True:
+                try:
+                    received = signals.recv(64)
+                except TimeoutError:
+                    received = b""
+                for signum in received:
+                    if signum == signal.SIGHUP:
+                        service.reload(on_reload)
+                    elif signum in (signal.SIGTERM, signal.SIGINT):
+                        failed = service.stop(server, shutdown_grace, on_stop, signal.Signals(signum).name)
+                        return failed or (130 if signum == signal.SIGINT else 0)  # Ctrl-C: the shell's 128 + SIGINT
+                if server.stopped():  # the selector thread died: let systemd restart us
+                    log.error("server loop ended unexpectedly")
+                    return service.stop(server, 0.0, on_stop, "failure") or 1
+        finally:
+            watchdog.set()
+
+
+def _url(address: Any) -> str:
+    if not isinstance(address, tuple):
+        return f"unix:{address}"
+    host = f"[{address[0]}]" if ":" in address[0] else address[0]
+    return f"http://{host}:{address[1]}"
