@@ -272,17 +272,6 @@ class Connection:
             self.log_unsent()
         return total - len(unsent)
 
-    def flush_unsent(self) -> None:
-        """Send `unsent` waiting for the client (on a stop, when no selector loop runs); closes on failure."""
-        if self.unsent is None:
-            return
-        try:
-            self._send_waiting(self.unsent)
-            self.unsent = self.unsent[len(self.unsent):]
-        except OSError as e:
-            self.drop(e)
-        self.log_unsent()
-
     def log_unsent(self) -> None:
         """The access line of a response whose end the selector thread sent (size: the body's bytes that went)."""
         code, size, start = self._unsent_log

@@ -110,9 +110,8 @@ class Server:
         self._per_client: collections.Counter[str] = collections.Counter()  # open connections by address
         self.stopping = False
         self._grace = 10.0
-        self._draining = False
+        self._drained = False  # set under the lock: from then on a worker closes the connection it is done with
         self._lock = threading.Lock()
-        self._all_closed = threading.Condition(self._lock)
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._returned: collections.deque = collections.deque()
         self._conns: set[Connection] = set()
@@ -399,7 +398,7 @@ class Server:
                 self._watch(conn, _IDLE, self.keepalive_timeout)
                 if not self._accepting:
                     self._resume_accept()  # an idle connection can now make room
-        elif conn.close_connection and (conn.linger or conn.parser.buf) and not self._draining:
+        elif conn.close_connection and (conn.linger or conn.parser.buf) and not self.stopping:
             try:
                 conn.connection.shutdown(socket.SHUT_WR)  # FIN after the response, keep reading
             except OSError:
@@ -446,35 +445,36 @@ class Server:
 
     def _release(self, conn: Connection) -> None:
         with self._lock:
-            if not self._draining:
+            if not self._drained:
                 self._returned.append(conn)  # the selector thread sends any rest, then settles it
                 self._wake()
                 return
-        conn.flush_unsent()  # stopping: no selector loop runs any more
-        with self._lock:
-            conn.connection.close()
-            self._conns.discard(conn)
-            self._all_closed.notify_all()
+        # Past the grace and the second after it: no selector loop runs, and the hard stop shut the socket down.
+        if conn.unsent is not None:
+            conn.log_unsent()
+        conn.connection.close()
 
     # -- stopping ----------------------------------------------------------
 
     def _drain(self) -> None:
-        """After the loop: close what is idle, wait up to the grace for workers, then close the rest."""
+        """After the loop: close what is idle, serve the rest up to the grace, shut it down, give the workers 1 s."""
         deadline = time.monotonic() + self._grace
-        with self._lock:
-            self._draining = True
         self.socket.close()
         for conn in list(self._conns):
             if conn.state not in (_BUSY, _SEND):
                 self._close(conn)
-        self._on_wake()  # what the workers handed back before the drain began
-        self._finish_sending(deadline)
-        if not self._wait_idle(deadline):
+        if not self._settle(deadline):
             self._hard_stop = True
             for conn in list(self._conns):
-                with contextlib.suppress(OSError):
-                    conn.connection.shutdown(socket.SHUT_RDWR)  # unblocks a worker stuck on this client
-            self._wait_idle(time.monotonic() + 1.0)
+                if conn.state == _SEND:
+                    self._give_up_sending(conn, TimeoutError("server stopped"))
+                else:
+                    with contextlib.suppress(OSError):
+                        conn.connection.shutdown(socket.SHUT_RDWR)  # unblocks a worker stuck on this client
+            self._settle(time.monotonic() + 1.0)
+        with self._lock:
+            self._drained = True
+        self._on_wake()  # what the workers handed back since the last poll
         for _ in self._workers:
             self._jobs.put(None)
         for worker in self._workers:
@@ -482,20 +482,11 @@ class Server:
         for obj in (self._wake_r, self._wake_w, self._sel):
             obj.close()
 
-    def _finish_sending(self, deadline: float) -> None:
-        """On a stop: send the responses the selector thread holds, until they are sent or the grace ends."""
-        sending = self._timers[_SEND]
-        while sending and time.monotonic() < deadline:
-            wait = min(deadline, next(iter(sending.values()))) - time.monotonic()
-            self._poll(max(0.0, wait))  # only the wake-up socket and the sending connections are left
-        for conn in list(sending):
-            self._give_up_sending(conn, TimeoutError("server stopped"))
-
-    def _wait_idle(self, deadline: float) -> bool:
-        with self._all_closed:
-            return self._all_closed.wait_for(
-                lambda: not self._conns, timeout=max(0.0, deadline - time.monotonic())
-            )
+    def _settle(self, deadline: float) -> bool:
+        """On a stop: serve the connections left as the loop does, until `deadline`; True once none is left."""
+        while self._conns and (now := time.monotonic()) < deadline:
+            self._poll(min(self._next_timeout(now), deadline - now))
+        return not self._conns
 
 
 def make_server(app: WSGIApp, host: str = "127.0.0.1", port: int = 0, **options: Any) -> Server:
