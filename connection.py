@@ -105,7 +105,6 @@ class Connection:
         self.command: str | None = None
         self.unsent: memoryview | None = None  # a response's last bytes, for the selector thread to send
         self._unsent_log: tuple[int, int, float | None] = (0, 0, None)  # its access line's status, size and start
-        self._poll: Any = None
         self._base_environ = server.environ.copy()
         if self.client:
             self._base_environ.update(REMOTE_ADDR=self.client, REMOTE_PORT=str(client_address[1]))
@@ -181,10 +180,9 @@ class Connection:
         if not server.may_wait_for_next():
             return False
         try:
-            if self._poll is None:
-                self._poll = select.poll()
-                self._poll.register(self.connection, select.POLLIN)
-            if not self._poll.poll(server.next_request_wait_ms):
+            poll = select.poll()  # made each time: 0.2 us more than one kept on the connection
+            poll.register(self.connection, select.POLLIN)
+            if not poll.poll(server.next_request_wait_ms):
                 return False
             data = self.connection.recv(65536)
         except (BlockingIOError, InterruptedError):
