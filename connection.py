@@ -112,8 +112,6 @@ class Connection:
     def handle(self) -> None:
         """Serve self.request and any complete requests buffered behind it."""
         request, self.request = self.request, None  # an idle connection keeps no request (nor its body)
-        self.close_connection = False
-        self.linger = False
         for served in range(1, MAX_PIPELINED + 1):
             self.serve(request)
             if self.close_connection or self.unsent is not None or served == MAX_PIPELINED:
