@@ -332,10 +332,7 @@ class Connection:
 
     def write(self, data: bytes) -> None:
         """The WSGI write callable: sends one block (with the head, before the first block)."""
-        head = b""
-        if not self._headers_sent:
-            head = self._response_head()
-            self._headers_sent = True
+        head = b"" if self._headers_sent else self._response_head()
         framed = self._frame(data) if data else b""
         if head and len(data) <= 65536:  # one send for head and body: the common case
             head, framed = b"", head + framed
@@ -404,6 +401,7 @@ class Connection:
         # first two), so a header value cannot inject lines.
         if text.count("\n") != len(parts) - 2 or text.count("\r") != len(parts) - 2:
             raise ValueError("CR or LF in a response header")
+        self._headers_sent = True
         return text.encode("latin-1")
 
     def log_request(self, code: int | str = "-", size: int | str = "-", start: float | None = None) -> None:
