@@ -396,8 +396,7 @@ class Server:
                 self._examine(conn)
             else:
                 self._watch(conn, _IDLE, self.keepalive_timeout)
-                if not self._accepting:
-                    self._resume_accept()  # an idle connection can now make room
+                self._resume_accept()  # an idle connection can now make room
         elif conn.close_connection and (conn.linger or conn.parser.buf) and not self.stopping:
             try:
                 conn.connection.shutdown(socket.SHUT_WR)  # FIN after the response, keep reading
