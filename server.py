@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-import os
 import queue
 import selectors
 import signal
@@ -519,16 +518,16 @@ def run(
     """
     if not logging.getLogger().handlers:  # nobody configured logging: journald reads stderr
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    activated = sock is None and os.environ.get("LISTEN_FDS") is not None
     try:
-        server = Server(app, host, port, sock=sock or service.activated_socket(), **options)
+        activated = service.activated_socket() if sock is None else None
+        server = Server(app, host, port, sock=sock or activated, **options)
     except OSError as e:
         log.error("cannot listen on %s:%s: %s", host, port, e)
         return 1
     with service.signal_socket((signal.SIGHUP, signal.SIGTERM, signal.SIGINT)) as signals:
         server.start()
         url = _url(server.server_address)
-        service.log_listening(url, server.threads, activated)
+        service.log_listening(url, server.threads, activated is not None)
         service.notify_ready(ready_status or f"listening on {url}")
         # Serving goes on if it fails: what it would have done is not needed to serve.
         service.call_hook(on_ready, "the work after READY failed")
