@@ -95,7 +95,6 @@ class Connection:
         self.client = str(client_address[0]) if isinstance(client_address, tuple) and client_address else ""
         self.server = server
         self.parser = RequestParser(server.max_body)
-        self.request: Request | None = None  # the complete request a worker is to serve
         self.state = ""
         self.registered = 0  # the selector events the socket is registered for; 0: not registered
         self.close_connection = False
@@ -109,9 +108,8 @@ class Connection:
         if self.client:
             self._base_environ.update(REMOTE_ADDR=self.client, REMOTE_PORT=str(client_address[1]))
 
-    def handle(self) -> None:
-        """Serve self.request and any complete requests buffered behind it."""
-        request, self.request = self.request, None  # an idle connection keeps no request (nor its body)
+    def handle(self, request: Request) -> None:
+        """Serve `request` and any complete requests buffered behind it."""
         for served in range(1, MAX_PIPELINED + 1):
             self.serve(request)
             if self.close_connection or self.unsent is not None or served == MAX_PIPELINED:

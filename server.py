@@ -25,7 +25,7 @@ from typing import Any
 import service
 from config import Network, is_trusted
 from connection import Connection, server_environ
-from http_parser import HTTPError
+from http_parser import HTTPError, Request
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 
@@ -111,7 +111,7 @@ class Server:
         self._grace = 10.0
         self._drained = False  # set under the lock: from then on a worker closes the connection it is done with
         self._lock = threading.Lock()
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[Connection, Request] | None] = queue.SimpleQueue()
         self._returned: collections.deque = collections.deque()
         self._conns: set[Connection] = set()
         # Deadlines by state, each in the order they fall (one timeout per state, and a dict keeps its order).
@@ -351,8 +351,7 @@ class Server:
         if request is not None:  # a worker's now
             self._unwatch(conn)
             conn.state = _BUSY
-            conn.request = request
-            self._jobs.put(conn)
+            self._jobs.put((conn, request))
         elif parser.pending is not None and conn.state != _BODY:
             self._watch(conn, _BODY, self.body_timeout)  # one deadline for the whole body, this once per request
             if parser.pending.expect_continue and not parser.buf:
@@ -428,17 +427,19 @@ class Server:
     def _work(self) -> None:
         jobs = self._jobs
         while True:
-            conn = jobs.get()
-            if conn is None:
+            job = jobs.get()
+            if job is None:
                 return
+            conn, request = job
             self._progress = time.monotonic()
             if not self._hard_stop:  # else it is closed unserved, as the drain closes every connection
                 try:
-                    conn.handle()
+                    conn.handle(request)
                 except Exception:
                     log.exception("error serving %s", conn.client_address)
                     conn.close_connection, conn.linger = True, False  # closed, not lingering
                     conn.parser.buf.clear()
+            del job, request  # its body is not kept while this worker waits for the next
             self._release(conn)
 
     def _release(self, conn: Connection) -> None:
