@@ -517,8 +517,7 @@ def run(
     this took over, reloads after it.  0 after a clean stop; 130 after SIGINT
     (Ctrl-C); 1 if it could not listen, the serve loop died or on_stop raised.
     """
-    if not logging.getLogger().handlers:  # nobody configured logging: journald reads stderr
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")  # to stderr, for journald
     try:
         activated = service.activated_socket() if sock is None else None
         server = Server(app, host, port, sock=sock or activated, **options)
