@@ -379,9 +379,8 @@ class Server:
             pass
         # Clear before draining: a worker appends first and checks the flag second.
         self._wake_pending = False
-        returned = self._returned
-        while returned:
-            self._take_back(returned.popleft())
+        while self._returned:
+            self._take_back(self._returned.popleft())
 
     def _take_back(self, conn: Connection) -> None:
         """A connection a worker is done with: send the rest of its response, then keep, linger or close it."""
@@ -425,9 +424,8 @@ class Server:
     # -- workers -----------------------------------------------------------
 
     def _work(self) -> None:
-        jobs = self._jobs
         while True:
-            job = jobs.get()
+            job = self._jobs.get()
             if job is None:
                 return
             conn, request = job
