@@ -446,7 +446,7 @@ class Server:
                 self._returned.append(conn)  # the selector thread sends any rest, then settles it
                 self._wake()
                 return
-        # Past the grace and the second after it: no selector loop runs, and the hard stop shut the socket down.
+        # Only after a hard stop (which shut the socket down) and the second after it: no selector loop runs now.
         if conn.unsent is not None:
             conn.log_unsent()
         conn.connection.close()
