@@ -12,9 +12,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-import os
 import queue
 import selectors
+import signal
 import socket
 import sys
 import threading
@@ -24,8 +24,8 @@ from typing import Any
 
 import service
 from config import Network, is_trusted
-from connection import Connection, body_size, error_response, server_environ
-from http_parser import HTTPError
+from connection import Connection, server_environ
+from http_parser import HTTPError, Request
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 
@@ -109,10 +109,9 @@ class Server:
         self._per_client: collections.Counter[str] = collections.Counter()  # open connections by address
         self.stopping = False
         self._grace = 10.0
-        self._draining = False
+        self._drained = False  # set under the lock: from then on a worker closes the connection it is done with
         self._lock = threading.Lock()
-        self._all_closed = threading.Condition(self._lock)
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[Connection, Request] | None] = queue.SimpleQueue()
         self._returned: collections.deque = collections.deque()
         self._conns: set[Connection] = set()
         # Deadlines by state, each in the order they fall (one timeout per state, and a dict keeps its order).
@@ -126,7 +125,6 @@ class Server:
         self._accept_retry_at = 0.0
         self._workers: list[threading.Thread] = []
         self._thread: threading.Thread | None = None
-        self._started = threading.Event()
         self._stopped = threading.Event()
         self._heartbeat = self._progress = time.monotonic()
         self._hard_stop = False
@@ -134,26 +132,16 @@ class Server:
         self._max_waiting = max(1, threads // 2)
         self.environ = server_environ(self.server_address)  # the part of the WSGI environ every request shares
 
-    def _serve(self) -> None:
-        """The selector thread: accept and serve until shutdown() has drained everything."""
+    def start(self) -> Server:
+        """Start the workers and the selector thread, which accepts and serves until shutdown() has drained all."""
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._resume_accept()
         for i in range(self.threads):
             worker = threading.Thread(target=self._work, name=f"reviewsd-worker-{i}", daemon=True)
             worker.start()
             self._workers.append(worker)
-        self._started.set()
-        try:
-            self._loop()
-        finally:
-            self._drain()
-            self._stopped.set()
-
-    def start(self) -> Server:
-        """Serve in a background thread and return once it is accepting."""
         self._thread = threading.Thread(target=self._serve, name="reviewsd-selector", daemon=True)
         self._thread.start()
-        self._started.wait()
         return self
 
     def shutdown(self, grace: float = 10.0) -> None:
@@ -192,10 +180,14 @@ class Server:
 
     # -- selector thread ---------------------------------------------------
 
-    def _loop(self) -> None:
-        while not self.stopping:
-            now = self._heartbeat = time.monotonic()
-            self._poll(self._next_timeout(now))
+    def _serve(self) -> None:
+        try:
+            while not self.stopping:
+                now = self._heartbeat = time.monotonic()
+                self._poll(self._next_timeout(now))
+        finally:
+            self._drain()
+            self._stopped.set()
 
     def _poll(self, timeout: float) -> None:
         """Serve the sockets ready within `timeout` seconds, then the deadlines that have passed."""
@@ -359,8 +351,7 @@ class Server:
         if request is not None:  # a worker's now
             self._unwatch(conn)
             conn.state = _BUSY
-            conn.request = request
-            self._jobs.put(conn)
+            self._jobs.put((conn, request))
         elif parser.pending is not None and conn.state != _BODY:
             self._watch(conn, _BODY, self.body_timeout)  # one deadline for the whole body, this once per request
             if parser.pending.expect_continue and not parser.buf:
@@ -370,17 +361,8 @@ class Server:
                     self._close(conn)
 
     def _reject(self, conn: Connection, error: HTTPError) -> None:
-        """Answer a refused request from the selector thread (non-blocking), then linger so the client reads it."""
-        response = error_response(error.status, error.message)
-        try:
-            conn.connection.send(response)
-            conn.connection.shutdown(socket.SHUT_WR)
-        except OSError:
-            self._close(conn)
-            return
-        conn.log_refusal(error, body_size(response))
-        conn.parser.buf.clear()
-        self._watch(conn, _LINGER, LINGER_SECONDS)
+        conn.refuse(error)
+        self._take_back(conn)  # sent like a large response's rest, then lingering so the client reads it
 
     def _wake(self) -> None:
         if not self._wake_pending:
@@ -397,9 +379,8 @@ class Server:
             pass
         # Clear before draining: a worker appends first and checks the flag second.
         self._wake_pending = False
-        returned = self._returned
-        while returned:
-            self._take_back(returned.popleft())
+        while self._returned:
+            self._take_back(self._returned.popleft())
 
     def _take_back(self, conn: Connection) -> None:
         """A connection a worker is done with: send the rest of its response, then keep, linger or close it."""
@@ -412,9 +393,8 @@ class Server:
                 self._examine(conn)
             else:
                 self._watch(conn, _IDLE, self.keepalive_timeout)
-                if not self._accepting:
-                    self._resume_accept()  # an idle connection can now make room
-        elif conn.close_connection and (conn.linger or conn.parser.buf) and not self._draining:
+                self._resume_accept()  # an idle connection can now make room
+        elif conn.close_connection and (conn.linger or conn.parser.buf) and not self.stopping:
             try:
                 conn.connection.shutdown(socket.SHUT_WR)  # FIN after the response, keep reading
             except OSError:
@@ -444,52 +424,54 @@ class Server:
     # -- workers -----------------------------------------------------------
 
     def _work(self) -> None:
-        jobs = self._jobs
         while True:
-            conn = jobs.get()
-            if conn is None:
+            job = self._jobs.get()
+            if job is None:
                 return
+            conn, request = job
             self._progress = time.monotonic()
             if not self._hard_stop:  # else it is closed unserved, as the drain closes every connection
                 try:
-                    conn.handle()
+                    conn.handle(request)
                 except Exception:
                     log.exception("error serving %s", conn.client_address)
                     conn.close_connection, conn.linger = True, False  # closed, not lingering
                     conn.parser.buf.clear()
+            del job, request  # its body is not kept while this worker waits for the next
             self._release(conn)
 
     def _release(self, conn: Connection) -> None:
         with self._lock:
-            if not self._draining:
+            if not self._drained:
                 self._returned.append(conn)  # the selector thread sends any rest, then settles it
                 self._wake()
                 return
-        conn.flush_unsent()  # stopping: no selector loop runs any more
-        with self._lock:
-            conn.connection.close()
-            self._conns.discard(conn)
-            self._all_closed.notify_all()
+        # Only after a hard stop (which shut the socket down) and the second after it: no selector loop runs now.
+        if conn.unsent is not None:
+            conn.log_unsent()
+        conn.connection.close()
 
     # -- stopping ----------------------------------------------------------
 
     def _drain(self) -> None:
-        """After the loop: close what is idle, wait up to the grace for workers, then close the rest."""
+        """After the loop: close what is idle, serve the rest up to the grace, shut it down, give the workers 1 s."""
         deadline = time.monotonic() + self._grace
-        with self._lock:
-            self._draining = True
         self.socket.close()
         for conn in list(self._conns):
             if conn.state not in (_BUSY, _SEND):
                 self._close(conn)
-        self._on_wake()  # what the workers handed back before the drain began
-        self._finish_sending(deadline)
-        if not self._wait_idle(deadline):
+        if not self._settle(deadline):
             self._hard_stop = True
             for conn in list(self._conns):
-                with contextlib.suppress(OSError):
-                    conn.connection.shutdown(socket.SHUT_RDWR)  # unblocks a worker stuck on this client
-            self._wait_idle(time.monotonic() + 1.0)
+                if conn.state == _SEND:
+                    self._give_up_sending(conn, TimeoutError("server stopped"))
+                else:
+                    with contextlib.suppress(OSError):
+                        conn.connection.shutdown(socket.SHUT_RDWR)  # unblocks a worker stuck on this client
+            self._settle(time.monotonic() + 1.0)
+        with self._lock:
+            self._drained = True
+        self._on_wake()  # what the workers handed back since the last poll
         for _ in self._workers:
             self._jobs.put(None)
         for worker in self._workers:
@@ -497,20 +479,11 @@ class Server:
         for obj in (self._wake_r, self._wake_w, self._sel):
             obj.close()
 
-    def _finish_sending(self, deadline: float) -> None:
-        """On a stop: send the responses the selector thread holds, until they are sent or the grace ends."""
-        sending = self._timers[_SEND]
-        while sending and time.monotonic() < deadline:
-            wait = min(deadline, next(iter(sending.values()))) - time.monotonic()
-            self._poll(max(0.0, wait))  # only the wake-up socket and the sending connections are left
-        for conn in list(sending):
-            self._give_up_sending(conn, TimeoutError("server stopped"))
-
-    def _wait_idle(self, deadline: float) -> bool:
-        with self._all_closed:
-            return self._all_closed.wait_for(
-                lambda: not self._conns, timeout=max(0.0, deadline - time.monotonic())
-            )
+    def _settle(self, deadline: float) -> bool:
+        """On a stop: serve the connections left as the loop does, until `deadline`; True once none is left."""
+        while self._conns and (now := time.monotonic()) < deadline:
+            self._poll(min(self._next_timeout(now), deadline - now))
+        return not self._conns
 
 
 def make_server(app: WSGIApp, host: str = "127.0.0.1", port: int = 0, **options: Any) -> Server:
@@ -536,17 +509,52 @@ def run(
 
     Call it from the main thread (signal handling).  `sock` is a listening socket
     from `listen()` (so the caller can learn the port first); without it, run()
-    takes the socket-activated one or binds host:port.  `options` are Server's;
-    the rest are service.serve()'s.  1 if it could not listen.
+    takes the socket-activated one or binds host:port.  `options` are Server's.
+    `on_ready` runs once on this thread right after READY=1: work that serving need
+    not wait for.  `reload_pending`, set by the caller's own SIGHUP handler before
+    this took over, reloads after it.  0 after a clean stop; 130 after SIGINT
+    (Ctrl-C); 1 if it could not listen, the serve loop died or on_stop raised.
     """
-    if not logging.getLogger().handlers:  # nobody configured logging: journald reads stderr
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    activated = sock is None and os.environ.get("LISTEN_FDS") is not None
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")  # to stderr, for journald
     try:
-        server = Server(app, host, port, sock=sock or service.activated_socket(), **options)
+        activated = service.activated_socket() if sock is None else None
+        server = Server(app, host, port, sock=sock or activated, **options)
     except OSError as e:
         log.error("cannot listen on %s:%s: %s", host, port, e)
         return 1
-    return service.serve(server, activated=activated, shutdown_grace=shutdown_grace, on_reload=on_reload,
-                         on_stop=on_stop, on_ready=on_ready, ready_status=ready_status,
-                         reload_pending=reload_pending)
+    with service.signal_socket((signal.SIGHUP, signal.SIGTERM, signal.SIGINT)) as signals:
+        server.start()
+        url = _url(server.server_address)
+        service.log_listening(url, server.threads, activated is not None)
+        service.notify_ready(ready_status or f"listening on {url}")
+        # Serving goes on if it fails: what it would have done is not needed to serve.
+        service.call_hook(on_ready, "the work after READY failed")
+        if reload_pending is not None and reload_pending.is_set():
+            log.info("a SIGHUP came during start-up")
+            service.reload(on_reload)
+        watchdog = service.start_watchdog(server.healthy)
+        signals.settimeout(1.0)
+        try:
+            while True:
+                try:
+                    received = signals.recv(64)
+                except TimeoutError:
+                    received = b""
+                for signum in received:
+                    if signum == signal.SIGHUP:
+                        service.reload(on_reload)
+                    elif signum in (signal.SIGTERM, signal.SIGINT):
+                        failed = service.stop(server, shutdown_grace, on_stop, signal.Signals(signum).name)
+                        return failed or (130 if signum == signal.SIGINT else 0)  # Ctrl-C: the shell's 128 + SIGINT
+                if server.stopped():  # the selector thread died: let systemd restart us
+                    log.error("server loop ended unexpectedly")
+                    return service.stop(server, 0.0, on_stop, "failure") or 1
+        finally:
+            watchdog.set()
+
+
+def _url(address: Any) -> str:
+    if not isinstance(address, tuple):
+        return f"unix:{address}"
+    host = f"[{address[0]}]" if ":" in address[0] else address[0]
+    return f"http://{host}:{address[1]}"

@@ -1,9 +1,9 @@
-"""The systemd glue: socket activation, the notify protocol, the watchdog, signals and graceful stop.
+"""The systemd glue server.run() uses: socket activation, the notify protocol, the watchdog, signals, stopping.
 
-serve() runs a started server the way a systemd service runs: READY=1 once it
-accepts, RELOADING=1/READY=1 around a reload on SIGHUP, STOPPING=1 and a
-graceful drain on SIGTERM/SIGINT, WATCHDOG=1 while the server is healthy.
-Every piece is a no-op outside systemd (no NOTIFY_SOCKET, no LISTEN_FDS).
+run() serves the way a systemd service runs: READY=1 once it accepts,
+RELOADING=1/READY=1 around a reload on SIGHUP, STOPPING=1 and a graceful
+drain on SIGTERM/SIGINT, WATCHDOG=1 while the server is healthy.  Every
+piece is a no-op outside systemd (no NOTIFY_SOCKET, no LISTEN_FDS).
 """
 
 from __future__ import annotations
@@ -93,83 +93,28 @@ def start_watchdog(healthy: Callable[[float], bool]) -> threading.Event:
     return stop
 
 
-def serve(
-    server: Server,
-    *,
-    activated: bool = False,
-    shutdown_grace: float = 10.0,
-    on_reload: Callable[[], Any] | None = None,
-    on_stop: Callable[[], Any] | None = None,
-    on_ready: Callable[[], Any] | None = None,
-    ready_status: str = "",
-    reload_pending: threading.Event | None = None,
-) -> int:
-    """Start `server` and run it as a systemd service until SIGTERM/SIGINT; returns the exit code.
-
-    Call it from the main thread (signal handling).  0 after a clean stop; 130 after
-    SIGINT (Ctrl-C); 1 if the serve loop died or on_stop raised.  `on_ready` runs once on this thread right
-    after READY=1: work that serving need not wait for.  `reload_pending`, set by
-    the caller's own SIGHUP handler before this took over, reloads after it.
-    """
-    with _signal_socket((signal.SIGHUP, signal.SIGTERM, signal.SIGINT)) as signals:
-        server.start()
-        url = _url(server.server_address)
-        log_listening(url, server.threads, activated)
-        notify_ready(ready_status or f"listening on {url}")
-        # Serving goes on if it fails: what it would have done is not needed to serve.
-        _call(on_ready, "the work after READY failed")
-        if reload_pending is not None and reload_pending.is_set():
-            log.info("a SIGHUP came during start-up")
-            _reload(on_reload)
-        watchdog = start_watchdog(server.healthy)
-        signals.settimeout(1.0)
-        try:
-            while True:
-                try:
-                    received = signals.recv(64)
-                except TimeoutError:
-                    received = b""
-                for signum in received:
-                    if signum == signal.SIGHUP:
-                        _reload(on_reload)
-                    elif signum in (signal.SIGTERM, signal.SIGINT):
-                        failed = _stop(server, shutdown_grace, on_stop, signal.Signals(signum).name)
-                        return failed or (130 if signum == signal.SIGINT else 0)  # Ctrl-C: the shell's 128 + SIGINT
-                if server.stopped():  # the selector thread died: let systemd restart us
-                    log.error("server loop ended unexpectedly")
-                    return _stop(server, 0.0, on_stop, "failure") or 1
-        finally:
-            watchdog.set()
-
-
-def _url(address: Any) -> str:
-    if not isinstance(address, tuple):
-        return f"unix:{address}"
-    host = f"[{address[0]}]" if ":" in address[0] else address[0]
-    return f"http://{host}:{address[1]}"
-
-
-def _reload(on_reload: Callable[[], Any] | None) -> None:
+def reload(on_reload: Callable[[], Any] | None) -> None:
     usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000  # required by Type=notify-reload on systemd >= 253
     notify(f"RELOADING=1\nMONOTONIC_USEC={usec}")
     log.info("reloading")
-    if _call(on_reload, "reload failed; still serving the previous state"):
+    if call_hook(on_reload, "reload failed; still serving the previous state"):
         notify_ready("reloaded")
     else:
         notify_ready("reload failed, serving the previous state")
 
 
-def _stop(server: Server, grace: float, on_stop: Callable[[], Any] | None, why: str) -> int:
+def stop(server: Server, grace: float, on_stop: Callable[[], Any] | None, why: str) -> int:
+    """STOPPING=1, a graceful shutdown, then the caller's on_stop; 1 if that raised, else 0."""
     notify("STOPPING=1")
     log.info("%s: stopping, up to %.1fs for in-flight requests", why, grace)
     server.shutdown(grace)
-    if not _call(on_stop, "on_stop failed"):
+    if not call_hook(on_stop, "on_stop failed"):
         return 1
     log.info("stopped")
     return 0
 
 
-def _call(hook: Callable[[], Any] | None, failure: str) -> bool:
+def call_hook(hook: Callable[[], Any] | None, failure: str) -> bool:
     """Call the caller's hook if there is one; False if it raised (logged as `failure`, with the traceback)."""
     try:
         if hook is not None:
@@ -181,7 +126,7 @@ def _call(hook: Callable[[], Any] | None, failure: str) -> bool:
 
 
 @contextlib.contextmanager
-def _signal_socket(signums: tuple[int, ...]) -> Iterator[socket.socket]:
+def signal_socket(signums: tuple[int, ...]) -> Iterator[socket.socket]:
     """A socket on which `signums` arrive as bytes (signal.set_wakeup_fd) while the block runs.
 
     The Python-level handlers do nothing: the work (reload, drain, on_stop)

@@ -371,7 +371,7 @@ def test_openapi_uses_the_same_schemas(openapi: dict) -> None:
 @pytest.mark.parametrize("status", [414, 431])
 def test_openapi_documents_the_servers_own_refusals_everywhere(openapi: dict, status: int) -> None:
     """The HTTP server answers 414 and 431 before routing, so every operation may return them."""
-    import server
+    import connection
 
     for path, operations in openapi["paths"].items():
         for method, operation in operations.items():
@@ -379,7 +379,7 @@ def test_openapi_documents_the_servers_own_refusals_everywhere(openapi: dict, st
             name = reference.rsplit("/", 1)[1]
             schema = openapi["components"]["responses"][name]["content"]["application/json"]["schema"]
             assert schema == {"$ref": "#/components/schemas/Error"}, (method, path)
-    head, _, body = server.error_response(status, "too large").partition(b"\r\n\r\n")
+    head, _, body = connection.error_response(status, "too large").partition(b"\r\n\r\n")
     assert head.startswith(f"HTTP/1.1 {status} ".encode())
     assert_valid(openapi, "Error", json.loads(body))
 
