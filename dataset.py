@@ -527,10 +527,6 @@ class Dataset:
     def business(self) -> Mapping[str, Any]:
         return self.reviews_doc["business"]
 
-    def review_by_id(self, review_id: str) -> Mapping[str, Any] | None:
-        position = self.position_of.get(review_id)
-        return None if position is None else self.reviews[position]
-
     def review_json(self, pos: int) -> bytes:
         """One review's JSON, as it appears in /reviews.json."""
         return self.reviews_json_range(pos, pos + 1)
