@@ -195,15 +195,9 @@ def _short(message: str, limit: int = 300) -> str:
 # --------------------------------------------------------------------------- build the Dataset and its indexes
 
 
-review_sort_key = operator.itemgetter("date", "id")  # the served order: by this, newest first
-
-
 def newest_first(reviews: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The reviews sorted by (date, id), newest first: the list itself when it already is (as files are written)."""
-    keys = list(map(review_sort_key, reviews))
-    if all(map(operator.ge, keys, islice(keys, 1, None))):
-        return reviews
-    return sorted(reviews, key=review_sort_key, reverse=True)
+    """The served order: by (date, id), newest first (a stable sort: equal keys keep the file's order)."""
+    return sorted(reviews, key=operator.itemgetter("date", "id"), reverse=True)
 
 
 def fold_name(text: str) -> str:
