@@ -718,29 +718,30 @@ class DataStore(Generic[S]):
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
         self._stamp = file_stamp(self.data_dir)
-        raws = self._read()
-        self._hashes = (raws[0].sha256, raws[1].sha256)
-        self.current: S = build(self._load(raws))
+        self._hashes: tuple[str, str] | None = None
+        self.current: S = self._load()  # not None: nothing is served yet
         self.loaded_at = datetime.now(timezone.utc)
         self.last_error: DataError | None = None
         self._poller: threading.Thread | None = None
         self._stop = threading.Event()
 
-    def _read(self) -> list[RawFile]:
-        """The files of the last stamp taken (whose sizes the log line gives)."""
+    def _load(self) -> S | None:
+        """The snapshot of the files the last stamp describes (its sizes are logged); None if already served."""
         sizes = [f"{name} ({size / 1e6:.1f} MB)" if size >= 0 else f"{name} (missing)"
                  for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)]
         log.info("loading %s from %s", " and ".join(sizes), self.data_dir, extra={"event": "load_started"})
-        return list(read_data_dir(self.data_dir, self.max_bytes))
-
-    def _load(self, raws: list[RawFile]) -> Dataset:
-        """The dataset of the files read, taken out of `raws` so that the load can free them as it goes."""
+        raws = list(read_data_dir(self.data_dir, self.max_bytes))
+        hashes = (raws[0].sha256, raws[1].sha256)
+        if hashes == self._hashes:
+            return None
         started = time.monotonic()
-        dataset = dataset_from_files(raws.pop(0), raws.pop(0))
+        dataset = dataset_from_files(raws.pop(0), raws.pop(0))  # taken out of `raws`: the load frees them as it goes
         took = time.monotonic() - started
         log.info("loaded %d reviews in %.2f s", len(dataset.reviews), took,
                  extra={"event": "load_done", "reviews": len(dataset.reviews), "seconds": round(took, 3)})
-        return dataset
+        snapshot = self._build(dataset)
+        self._hashes = hashes
+        return snapshot
 
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -758,24 +759,20 @@ class DataStore(Generic[S]):
                 return False
             self._stamp = stamp
             try:
-                raws = self._read()
-                hashes = (raws[0].sha256, raws[1].sha256)
-                if hashes == self._hashes:
-                    self.last_error = None  # the files are back to what is served: nothing is refused now
-                    log.info("the data files hold what is served already")
-                    return False
-                new = self._build(self._load(raws))
+                new = self._load()
             except DataError as exc:
                 self.last_error = exc
                 log.error("reload refused, still serving the previous data: %s", exc,
                           extra={"event": "reload_refused", "problems": [str(p) for p in exc.problems[:20]]})
                 return False
-            old, self.current = self.current, new
-            self._hashes = hashes
-            self.loaded_at = datetime.now(timezone.utc)
             self.last_error = None
-        log.info("data reloaded: reviews.json sha256 %s…, insights.json sha256 %s…",
-                 hashes[0][:12], hashes[1][:12], extra={"event": "reloaded"})
+            if new is None:  # the files are back to what is served: nothing is refused now
+                log.info("the data files hold what is served already")
+                return False
+            old, self.current = self.current, new
+            self.loaded_at = datetime.now(timezone.utc)
+            log.info("data reloaded: reviews.json sha256 %s…, insights.json sha256 %s…",
+                     self._hashes[0][:12], self._hashes[1][:12], extra={"event": "reloaded"})
         for listener in list(self._listeners):
             try:
                 listener(old, new)
