@@ -366,20 +366,16 @@ class _Insights:
             "services": {key: len(found) for key, found in services.items()},
             **{group: dict(Counter(listed)) for group, listed in others.items()}}
         indexes = [_frozen(index) for index in (technicians, services, aspects)]
-        keys = list(doc)
-        at = keys.index("per_review")
-        opening = b"{" + b"".join(_member(key, doc[key]) + b"," for key in keys[:at]) + b'"per_review":{'
-        closing = b"}" + b"".join(b"," + _member(key, doc[key]) for key in keys[at + 1:]) + b"}"
-        body, offsets = _joined(opening, (encode_record(key) + b":" + encode_record(value)
-                                          for key, value in per_review.items()), closing)
+        # The entries go between the braces of the one "per_review":{} (every other object admits only its named
+        # members, and a string's quotes are escaped).
+        head = encode_json({**doc, "per_review": {}})
+        at = head.index(b'"per_review":{}') + len(b'"per_review":{')
+        body, offsets = _joined(head[:at], (encode_record(key) + b":" + encode_record(value)
+                                            for key, value in per_review.items()), head[at:])
         for key, lo, hi in zip(per_review, offsets, offsets[1:]):
             if (pos := position_of.get(key)) is not None:
                 starts[pos], ends[pos] = lo + len(encode_record(key)) + 1, hi - 1
-        return cls(opening + closing, body, starts, ends, order, indexes, tallies)
-
-
-def _member(key: str, value: Any) -> bytes:
-    return encode_json(key) + b":" + encode_json(value)
+        return cls(head, body, starts, ends, order, indexes, tallies)
 
 
 def _frozen(index: Mapping[Any, array]) -> tuple[bytes, list[array]]:
