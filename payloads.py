@@ -115,16 +115,12 @@ def make_payload(
 
 
 def gzip_body(body: bytes) -> bytes:
-    """The gzip coding of a body (mtime 0, so equal bodies give equal bytes)."""
-    return gzip.compress(body, compresslevel=gzip_level(len(body)), mtime=0)
+    """The gzip coding of a body (mtime 0, so equal bodies give equal bytes).
 
-
-def gzip_level(size: int) -> int:
-    """9 for small bodies (the feeds); 6 from 64 KiB, where 9 costs several times the CPU for about 1% less.
-
-    Since-answers are compressed when first asked for, so their cost is a request's latency.
+    Level 9 for small bodies (the feeds); 6 from 64 KiB, where 9 costs several times the CPU for about 1% less
+    (since-answers are compressed when first asked for, so their cost is a request's latency).
     """
-    return 9 if size < 64 << 10 else 6
+    return gzip.compress(body, compresslevel=9 if len(body) < 64 << 10 else 6, mtime=0)
 
 
 # What a 304 repeats of a 200's headers.
