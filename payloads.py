@@ -85,10 +85,6 @@ class LateGzip:
             self.variant = _variant(gzip_body(self.body), self.etag, self.headers)
 
 
-def strong_etag(body: bytes) -> str:
-    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-
-
 def make_payload(
     body: bytes,
     content_type: str,
@@ -96,12 +92,12 @@ def make_payload(
     extra_headers: Sequence[tuple[str, str]] = (),
     gzip_later: bool = False,
 ) -> Payload:
-    """Encode a body once for every request that will ask for it.
+    """Encode a body once for every request that will ask for it, strongly tagged by its hash.
 
     The gzip variant's ETag is the body's with a `-gzip` suffix, because the two codings
     are different representations (RFC 9110 8.8.3).
     """
-    tag = strong_etag(body)
+    tag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
     common: Headers = [("Content-Type", content_type), *READ_HEADERS, *extra_headers]
     if last_modified is not None:
         common.append(("Last-Modified", http_date(last_modified)))
