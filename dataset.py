@@ -430,20 +430,11 @@ class EncodedMentions(Mapping[str, Mapping[str, Any]]):
         self._ids = ids
         self._position_of = position_of
 
-    def _span(self, review_id: Any) -> tuple[int, int] | None:
+    def __getitem__(self, review_id: str) -> Mapping[str, Any]:
         position = self._position_of.get(review_id) if isinstance(review_id, str) else None
         if position is None or self._starts[position] < 0:
-            return None
-        return self._starts[position], self._ends[position]
-
-    def __getitem__(self, review_id: str) -> Mapping[str, Any]:
-        span = self._span(review_id)
-        if span is None:
             raise KeyError(review_id)
-        return json.loads(self._body[span[0]:span[1]])
-
-    def __contains__(self, review_id: object) -> bool:
-        return self._span(review_id) is not None
+        return json.loads(self._body[self._starts[position]:self._ends[position]])
 
     def __iter__(self) -> Iterator[str]:
         return (self._ids[position] for position in self._order)
