@@ -339,8 +339,7 @@ class _Insights:
         n = max(position_of.values(), default=-1) + 1  # the reviews (position_of has one of an id written twice)
         starts, ends, order = array("q", [-1]) * n, array("q", [-1]) * n, array("i")
         positions = partial(array, "i")
-        technicians: dict[str, array] = defaultdict(positions)
-        services: dict[str, array] = defaultdict(positions)
+        entities: dict[str, dict[str, array]] = {group: defaultdict(positions) for group in ("technicians", "services")}
         aspects: dict[tuple[str, str | None], array] = defaultdict(positions)
         others: dict[str, list[str]] = {"problems": [], "service_areas": [], "topics": []}
         per_review = doc["per_review"]
@@ -352,20 +351,18 @@ class _Insights:
             for aspect in mentions["aspects"]:
                 aspects[aspect["id"], None].append(pos)
                 aspects[aspect["id"], aspect["sentiment"]].append(pos)
-            for technician in mentions["technicians"]:
-                technicians[technician].append(pos)
-            for service in mentions["services"]:
-                services[service].append(pos)
+            for group, index in entities.items():
+                for entity_id in mentions[group]:
+                    index[entity_id].append(pos)
             for group, listed in others.items():
                 listed += mentions[group]
         # problems.mention_tallies, counted on the way (None when some entry was skipped above).
         tallies = None if len(order) != len(per_review) else {
             "aspects": {key if sentiment is None else f"{key}#{sentiment}": len(found)
                         for (key, sentiment), found in aspects.items()},
-            "technicians": {key: len(found) for key, found in technicians.items()},
-            "services": {key: len(found) for key, found in services.items()},
+            **{group: {key: len(found) for key, found in index.items()} for group, index in entities.items()},
             **{group: dict(Counter(listed)) for group, listed in others.items()}}
-        indexes = [_frozen(index) for index in (technicians, services, aspects)]
+        indexes = [_frozen(index) for index in (*entities.values(), aspects)]
         # The entries go between the braces of the one "per_review":{} (every other object admits only its named
         # members, and a string's quotes are escaped).
         head = encode_json({**doc, "per_review": {}})
