@@ -406,12 +406,9 @@ class EncodedReviews(Sequence[Mapping[str, Any]]):
 
     def __getitem__(self, index: Any) -> Any:
         positions = range(len(self))[index]  # a position (IndexError out of range), or a slice's clipped range
-        body, offsets = self._body, self._offsets
-        if isinstance(positions, int):
-            return json.loads(body[offsets[positions]:offsets[positions + 1] - 1])
-        if positions.step != 1 or not positions:
+        if isinstance(positions, range):
             return tuple(map(self.__getitem__, positions))
-        return tuple(json.loads(b"[" + body[offsets[positions.start]:offsets[positions.stop] - 1] + b"]"))
+        return json.loads(self._body[self._offsets[positions]:self._offsets[positions + 1] - 1])
 
 
 class EncodedMentions(Mapping[str, Mapping[str, Any]]):
