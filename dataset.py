@@ -1,9 +1,7 @@
 """Loading, validating and indexing the two data files, in sections that follow a load.
 
-`dataset_from_files` parses `reviews.json` and `insights.json`, validates them against the
-JSON Schemas in `schemas/` (jsonschema-rs, draft 2020-12) and the cross-file rules, and
-returns an immutable `Dataset`: each file's response body encoded once, the reviews and
-per-review mentions kept as slices of those bodies, and the indexes `search.py` walks.
+`dataset_from_files` returns an immutable `Dataset`: each file's response body encoded once, the
+reviews and per-review mentions kept as slices of those bodies, and the indexes `search.py` walks.
 `DataStore` holds the current snapshot and swaps in a new one when the files change.
 """
 
@@ -92,9 +90,8 @@ def loads_data(text: str | bytes) -> Any:
 def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off for a parse, then back as it was.
 
-    A parse makes one container per JSON object and array, and no cycles; the collector,
-    counting them, would walk the young ones again and again meanwhile: parsing the two files
-    takes 0.4 instead of 1.3 s at 100,000 reviews, 28 instead of 48 ms at 10,000.
+    A parse makes a container per JSON object and array and no cycles, which the collector would walk
+    again and again: the two files parse in 0.4 instead of 1.3 s at 100,000 reviews, 28 instead of 48 ms at 10,000.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -108,12 +105,10 @@ def collector_paused() -> Iterator[None]:
 def parse_json(raw: RawFile) -> Any:
     """The parsed file, or DataError saying why it is not JSON.
 
-    orjson parses the bytes as they are, where json first makes a str of the whole file
-    (four bytes a character with one emoji in it): at 100,000 reviews, the load's peak is
-    100 MB lower and a reload's 2.4 instead of 2.8 times the steady state. What orjson
-    refuses goes to json, which says where it is not JSON (orjson is stricter only about
-    lone surrogates and nesting). As most parsers do (RFC 8259, section 6), orjson reads an
-    integer beyond 64 bits as the nearest float; no count in these files comes near one.
+    orjson parses the bytes, where json first makes a str of the file (four bytes a character once one
+    emoji is in it): at 100,000 reviews a peak 100 MB lower, a reload's 2.4 instead of 2.8 times the steady
+    state. json, stricter only about lone surrogates and nesting, says where what orjson refuses is not JSON.
+    orjson reads an integer beyond 64 bits as the nearest float (RFC 8259, section 6): no count comes near.
     """
     try:
         with collector_paused():
@@ -279,12 +274,11 @@ def _joined(opening: bytes, fragments: Iterable[bytes], closing: bytes, separato
 
 
 def _text_blob(texts: Iterable[str]) -> tuple[bytes, array]:
-    """All folded texts (fold_text, utf8) joined by 0xFF, and each one's start (plus one past the end).
+    """All folded texts joined by 0xFF, and each one's start (plus one past the end).
 
-    One `bytes.find` over the blob runs at C speed, so a substring query costs one pass
-    over the text instead of a Python loop per review. UTF-8 substring search is exact
-    (no character's encoding starts inside another's), and 0xFF never occurs in UTF-8,
-    so no match spans two reviews. A rating-only review is an empty segment.
+    A substring query is one C-speed `bytes.find` pass over the blob instead of a Python loop per review.
+    UTF-8 substring search is exact (no character's encoding starts inside another's), and 0xFF never
+    occurs in UTF-8, so no match spans two reviews.
     """
     return _joined(b"", (utf8(fold_text(text)) for text in texts), b"", b"\xff")
 
@@ -388,11 +382,10 @@ def _thawed(frozen: tuple[bytes, list[array]], numbers: list[int]) -> dict[Any, 
 
 
 class EncodedReviews(Sequence[Mapping[str, Any]]):
-    """The reviews, newest first, kept as their bytes in the /reviews.json body and decoded when read.
+    """The reviews, newest first, kept as their bytes in the /reviews.json body; each read decodes a new dict.
 
-    Holding 100,000 reviews as dicts costs several times their JSON (479 against 175 MB),
-    and a request needs a few of them (search and since answers are cut from the body as
-    bytes). Each read returns a new dict.
+    As dicts, 100,000 reviews cost several times their JSON (479 against 175 MB), and a request needs a
+    few of them (search and since answers are cut from the body as bytes).
     """
 
     __slots__ = ("_body", "_offsets")
@@ -440,11 +433,9 @@ class EncodedMentions(Mapping[str, Mapping[str, Any]]):
 class Dataset:
     """Validated, immutable data with the indexes that search needs.
 
-    `reviews` is newest first (date, then id, descending); a review's position in it is
-    its rank, so every index is a sorted list of positions and results come out newest
-    first without sorting. Reviews and per_review entries are kept as encoded JSON (see
-    EncodedReviews); `reviews_doc` holds every key of reviews.json but "reviews", and
-    `insights_doc["per_review"]` is an EncodedMentions.
+    A review's position in `reviews` (newest first) is its rank, so every index is a sorted list of
+    positions and results come out newest first without sorting. `reviews_doc` holds every key of
+    reviews.json but "reviews"; `insights_doc["per_review"]` is an EncodedMentions.
     """
 
     def __init__(self, reviews: _Reviews, insights: _Insights, review_ids: tuple[list[str], list[int], dict[str, int]],
@@ -587,9 +578,8 @@ def _by_rating(positions: Mapping[str, list[int]], ratings: bytes) -> dict[tuple
 def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
     """Parse, validate and index; raises DataError listing every problem.
 
-    Each file's bytes and parse are let go as soon as they are used (a caller that holds
-    no other reference to the RawFiles frees them then), and reviews.json's parse before
-    insights.json is parsed: a load's peak holds one parsed file, not both.
+    Each file's bytes and parse are let go once used (freed if the caller holds the RawFiles nowhere else),
+    reviews.json's before insights.json is parsed: a load's peak holds one parsed file, not both.
     """
     problems: list[Problem] = []
     hashes = (reviews_raw.sha256, insights_raw.sha256)
@@ -684,11 +674,9 @@ Listener = Callable[[Any, Any], None]
 class DataStore(Generic[S]):
     """The current snapshot of the data, swapped atomically on reload.
 
-    `build(dataset)` turns a validated Dataset into whatever the app serves (a
-    snapshot with precomputed responses). Readers take `store.current` once per
-    request and use only that object, so a swap never mixes two versions.
-    Listeners are called as `listener(old, new)` after each swap, on the thread
-    that reloaded; they must not block for long. Data files over `max_bytes` are refused.
+    `build(dataset)` makes what the app serves. Readers take `store.current` once per request and use
+    only that object, so a swap never mixes two versions. Listeners are called as `listener(old, new)`
+    after each swap, on the thread that reloaded; they must not block for long.
     """
 
     def __init__(self, data_dir: Path | str, build: Callable[[Dataset], S],
@@ -730,9 +718,8 @@ class DataStore(Generic[S]):
     def reload(self, force: bool = False) -> bool:
         """Load the files again if they changed; True when a new snapshot is served.
 
-        A file that fails to read, parse or validate is refused with a log line and
-        the previous snapshot stays. Without `force`, files whose stat has not
-        changed since the last attempt are not read again.
+        Refused files (unreadable, not JSON, invalid) are logged, and the previous snapshot stays. Without
+        `force`, files whose stat has not changed since the last attempt are not read again.
         """
         with self._lock:
             stamp = file_stamp(self.data_dir)
