@@ -1,8 +1,7 @@
 """HTTP representations computed once per data load, and the answers built from them.
 
-A `Payload` holds a body in both content-codings (identity and gzip), each with
-its own strong ETag and its complete header list, so that answering a GET, a HEAD
-or a 304 is a lookup plus werkzeug's conditional-request check.
+A `Payload` holds a body in both content-codings, each with its own strong ETag and complete header
+list, so that answering a GET, a HEAD or a 304 is a lookup plus werkzeug's conditional-request check.
 """
 
 from __future__ import annotations
@@ -71,8 +70,7 @@ class Payload:
 class LateGzip:
     """A gzip variant made later (`compress()`, on a first start after READY); until then, identity is served.
 
-    Identity answers a request that accepts gzip just as well (RFC 9110 12.5.3), with
-    its own ETag and `Vary: Accept-Encoding`.
+    Identity, with its own ETag and `Vary: Accept-Encoding`, answers a gzip request just as well (RFC 9110 12.5.3).
     """
 
     body: bytes  # the identity body, to compress
@@ -132,10 +130,9 @@ def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
 
 @lru_cache(maxsize=512)
 def accepts_gzip(accept_encoding: str) -> bool:
-    """Whether an Accept-Encoding value allows gzip (q > 0), parsed by werkzeug.
+    """Whether an Accept-Encoding value allows gzip (q > 0).
 
-    RFC 9110 12.5.3: "x-gzip" is "gzip", and "*" stands only for codings not listed,
-    so `gzip;q=0, *` refuses gzip.
+    RFC 9110 12.5.3: "x-gzip" is "gzip", and "*" stands only for codings not listed: `gzip;q=0, *` refuses gzip.
     """
     accept = parse_accept_header(accept_encoding, Accept)
     listed = [quality for coding, quality in accept if coding.lower() in ("gzip", "x-gzip")]
