@@ -668,9 +668,6 @@ def file_stamp(data_dir: Path) -> list[tuple[int, int, int, int]]:
     return stats
 
 
-Listener = Callable[[Any, Any], None]
-
-
 class DataStore(Generic[S]):
     """The current snapshot of the data, swapped atomically on reload.
 
@@ -685,7 +682,7 @@ class DataStore(Generic[S]):
         self.max_bytes = max_bytes
         self._build = build
         self._lock = threading.Lock()
-        self._listeners: list[Listener] = []
+        self._listeners: list[Callable[[S, S], None]] = []
         self._stamp = file_stamp(self.data_dir)
         self._hashes: tuple[str, str] | None = None
         self.current: S = self._load()  # not None: nothing is served yet
@@ -712,7 +709,7 @@ class DataStore(Generic[S]):
         self._hashes = hashes
         return snapshot
 
-    def subscribe(self, listener: Listener) -> None:
+    def subscribe(self, listener: Callable[[S, S], None]) -> None:
         self._listeners.append(listener)
 
     def reload(self, force: bool = False) -> bool:
