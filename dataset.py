@@ -637,18 +637,16 @@ def check_data_dir(data_dir: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
     raws = []
     for name in DATA_FILES:
         try:
-            raw = read_file(Path(data_dir), name, max_bytes)
-            parse_json(raw)
-            raws.append(raw)
+            raws.append(read_file(Path(data_dir), name, max_bytes))
+            parse_json(raws[-1])  # a file that is not JSON is reported with the other's read or parse problems only
         except DataError as exc:
             problems += exc.problems
-    if problems:
-        return problems
-    try:
-        dataset_from_files(*raws)
-    except DataError as exc:
-        return exc.problems
-    return []
+    if not problems:
+        try:
+            dataset_from_files(*raws)
+        except DataError as exc:
+            problems = exc.problems
+    return problems
 
 
 # --------------------------------------------------------------------------- the reloading store
