@@ -59,18 +59,15 @@ def read_file(data_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
     try:
         with open(path, "rb") as file:
             size = os.fstat(file.fileno()).st_size
-            if size > max_bytes:
-                raise DataError([_too_large(name, size, max_bytes)])
-            content = file.read(max_bytes + 1)  # a file that grew since its stat is read no further
+            # Over the limit by its stat, nothing is read; a file that grew since is read one byte past it, no further.
+            content = b"" if size > max_bytes else file.read(max_bytes + 1)
     except OSError as exc:
         raise DataError([Problem(name, "$", "readable", f"cannot read {path}: {exc.strerror or exc}")]) from None
-    if len(content) > max_bytes:
-        raise DataError([_too_large(name, len(content), max_bytes)])
+    size = max(size, len(content))
+    if size > max_bytes:
+        raise DataError([Problem(name, "$", "size",
+                                 f"{size:,} bytes is over the limit of {max_bytes:,} bytes (--max-data-file-bytes)")])
     return RawFile(name, content, hashlib.sha256(content).hexdigest())
-
-
-def _too_large(name: str, size: int, limit: int) -> Problem:
-    return Problem(name, "$", "size", f"{size:,} bytes is over the limit of {limit:,} bytes (--max-data-file-bytes)")
 
 
 def read_data_dir(data_dir: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[RawFile, RawFile]:
