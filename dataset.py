@@ -453,11 +453,9 @@ class Dataset:
         self.text_blob: tuple[bytes, array] = reviews.text_blob
         self.positions_by_rating = {star: list(compress(numbers, reviews.ratings.translate(mask)))
                                     for star, mask in _STAR_MASKS.items()}
-        technicians, services, aspects = (_thawed(index, numbers) for index in insights.indexes)
-        self.positions_by_technician: Mapping[str, list[int]] = technicians
-        self.positions_by_service: Mapping[str, list[int]] = services
-        # (aspect id, sentiment or None) -> positions of the reviews mentioning it.
-        self.positions_by_aspect: Mapping[tuple[str, str | None], list[int]] = aspects
+        # Technician id, service id, (aspect id, sentiment or None) -> positions of the reviews mentioning it.
+        self.positions_by_technician, self.positions_by_service, self.positions_by_aspect = (
+            _thawed(index, numbers) for index in insights.indexes)
         self.technicians: Mapping[str, Mapping[str, Any]] = {
             t["id"]: t for t in self.insights_doc["entities"]["technicians"]}
         self.services: Mapping[str, Mapping[str, Any]] = {s["id"]: s for s in self.insights_doc["entities"]["services"]}
