@@ -241,11 +241,10 @@ def encode_json(value: Any) -> bytes:
     return _ENCODER.encode(value).encode("utf-8")
 
 
-# Reviews and per_review entries hold strings, small integers, booleans and null only (their
-# schemas allow nothing else), which orjson writes exactly as encode_json does (tests/test_dataset_memory.py),
-# 7 to 9 times faster: 100,000 reviews and entries in 0.36 s instead of 2.3 s, 10,000 in 0.03 s
-# instead of 0.31 s (a third of a 10,000-review load). Other values (floats) go through encode_json.
-# orjson.JSONEncodeError (a TypeError): a lone surrogate.
+# Reviews and per_review entries hold only strings, small integers, booleans and null (their schemas
+# allow nothing else), which orjson writes exactly as encode_json does (tests/test_dataset_memory.py), 7 to 9
+# times faster: 10,000 in 0.03 instead of 0.31 s (a third of a load), 100,000 in 0.36 instead of 2.3 s.
+# Other values (floats) go through encode_json. orjson.JSONEncodeError (a TypeError): a lone surrogate.
 encode_record: Callable[[Any], bytes] = orjson.dumps
 
 
