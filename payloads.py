@@ -90,11 +90,7 @@ def make_payload(
     extra_headers: Sequence[tuple[str, str]] = (),
     gzip_later: bool = False,
 ) -> Payload:
-    """Encode a body once for every request that will ask for it, strongly tagged by its hash.
-
-    The gzip variant's ETag is the body's with a `-gzip` suffix, because the two codings
-    are different representations (RFC 9110 8.8.3).
-    """
+    """Encode a body once for every request that will ask for it, strongly tagged by its hash."""
     tag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
     common: Headers = [("Content-Type", content_type), *READ_HEADERS, *extra_headers]
     if last_modified is not None:
@@ -102,7 +98,8 @@ def make_payload(
     common.append(("Vary", "Accept-Encoding"))
     gzipped: Variant | LateGzip | None = None
     if len(body) >= GZIP_MIN_BYTES:
-        gzip_tag, gzip_headers = tag[:-1] + '-gzip"', common + [("Content-Encoding", "gzip")]
+        gzip_tag = tag[:-1] + '-gzip"'  # the two codings are different representations (RFC 9110 8.8.3)
+        gzip_headers = common + [("Content-Encoding", "gzip")]
         gzipped = (LateGzip(body, gzip_tag, gzip_headers) if gzip_later
                    else _variant(gzip_body(body), gzip_tag, gzip_headers))
     return Payload(_variant(body, tag, common), gzipped, content_type, last_modified)
