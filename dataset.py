@@ -173,8 +173,8 @@ def schema_keyword(error: jsonschema_rs.ValidationError) -> str:
     return next((part for part in reversed(error.schema_path) if isinstance(part, str)), "")
 
 
-def _short(message: str, limit: int = 300) -> str:
-    return message if len(message) <= limit else message[: limit - 1] + "…"
+def _short(message: str) -> str:
+    return message if len(message) <= 300 else message[:299] + "…"
 
 
 # --------------------------------------------------------------------------- cross-file rules
