@@ -1,9 +1,7 @@
 """Loading, validating and indexing the two data files, in sections that follow a load.
 
-`dataset_from_files` parses `reviews.json` and `insights.json`, validates them against the
-JSON Schemas in `schemas/` (jsonschema-rs, draft 2020-12) and the cross-file rules, and
-returns an immutable `Dataset`: each file's response body encoded once, the reviews and
-per-review mentions kept as slices of those bodies, and the indexes `search.py` walks.
+`dataset_from_files` returns an immutable `Dataset`: each file's response body encoded once, the
+reviews and per-review mentions kept as slices of those bodies, and the indexes `search.py` walks.
 `DataStore` holds the current snapshot and swaps in a new one when the files change.
 """
 
@@ -61,18 +59,15 @@ def read_file(data_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
     try:
         with open(path, "rb") as file:
             size = os.fstat(file.fileno()).st_size
-            if size > max_bytes:
-                raise DataError([_too_large(name, size, max_bytes)])
-            content = file.read(max_bytes + 1)  # a file that grew since its stat is read no further
+            # Over the limit by its stat, nothing is read; a file that grew since is read one byte past it, no further.
+            content = b"" if size > max_bytes else file.read(max_bytes + 1)
     except OSError as exc:
         raise DataError([Problem(name, "$", "readable", f"cannot read {path}: {exc.strerror or exc}")]) from None
-    if len(content) > max_bytes:
-        raise DataError([_too_large(name, len(content), max_bytes)])
+    size = max(size, len(content))
+    if size > max_bytes:
+        raise DataError([Problem(name, "$", "size",
+                                 f"{size:,} bytes is over the limit of {max_bytes:,} bytes (--max-data-file-bytes)")])
     return RawFile(name, content, hashlib.sha256(content).hexdigest())
-
-
-def _too_large(name: str, size: int, limit: int) -> Problem:
-    return Problem(name, "$", "size", f"{size:,} bytes is over the limit of {limit:,} bytes (--max-data-file-bytes)")
 
 
 def read_data_dir(data_dir: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[RawFile, RawFile]:
@@ -92,9 +87,8 @@ def loads_data(text: str | bytes) -> Any:
 def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off for a parse, then back as it was.
 
-    A parse makes one container per JSON object and array, and no cycles; the collector,
-    counting them, would walk the young ones again and again meanwhile: parsing the two files
-    takes 0.4 instead of 1.3 s at 100,000 reviews, 28 instead of 48 ms at 10,000.
+    A parse makes a container per JSON object and array and no cycles, which the collector would walk again
+    and again: the two files parse in 0.4 instead of 1.3 s at 100,000 reviews, 28 instead of 48 ms at 10,000.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -108,12 +102,10 @@ def collector_paused() -> Iterator[None]:
 def parse_json(raw: RawFile) -> Any:
     """The parsed file, or DataError saying why it is not JSON.
 
-    orjson parses the bytes as they are, where json first makes a str of the whole file
-    (four bytes a character with one emoji in it): at 100,000 reviews, the load's peak is
-    100 MB lower and a reload's 2.4 instead of 2.8 times the steady state. What orjson
-    refuses goes to json, which says where it is not JSON (orjson is stricter only about
-    lone surrogates and nesting). As most parsers do (RFC 8259, section 6), orjson reads an
-    integer beyond 64 bits as the nearest float; no count in these files comes near one.
+    orjson parses the bytes, where json first makes a str of the file (four bytes a character once one
+    emoji is in it): at 100,000 reviews a peak 100 MB lower, a reload's 2.4 instead of 2.8 times the steady
+    state. json, stricter only about lone surrogates and nesting, says where what orjson refuses is not JSON.
+    orjson reads an integer beyond 64 bits as the nearest float (RFC 8259, section 6); no count here nears one.
     """
     try:
         with collector_paused():
@@ -181,8 +173,8 @@ def schema_keyword(error: jsonschema_rs.ValidationError) -> str:
     return next((part for part in reversed(error.schema_path) if isinstance(part, str)), "")
 
 
-def _short(message: str, limit: int = 300) -> str:
-    return message if len(message) <= limit else message[: limit - 1] + "…"
+def _short(message: str) -> str:
+    return message if len(message) <= 300 else message[:299] + "…"
 
 
 # --------------------------------------------------------------------------- cross-file rules
@@ -195,15 +187,9 @@ def _short(message: str, limit: int = 300) -> str:
 # --------------------------------------------------------------------------- build the Dataset and its indexes
 
 
-review_sort_key = operator.itemgetter("date", "id")  # the served order: by this, newest first
-
-
 def newest_first(reviews: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The reviews sorted by (date, id), newest first: the list itself when it already is (as files are written)."""
-    keys = list(map(review_sort_key, reviews))
-    if all(map(operator.ge, keys, islice(keys, 1, None))):
-        return reviews
-    return sorted(reviews, key=review_sort_key, reverse=True)
+    """The served order: by (date, id), newest first (a stable sort: equal keys keep the file's order)."""
+    return sorted(reviews, key=operator.itemgetter("date", "id"), reverse=True)
 
 
 def fold_name(text: str) -> str:
@@ -255,11 +241,10 @@ def encode_json(value: Any) -> bytes:
     return _ENCODER.encode(value).encode("utf-8")
 
 
-# Reviews and per_review entries hold strings, small integers, booleans and null only (their
-# schemas allow nothing else), which orjson writes exactly as encode_json does (tests/test_dataset_memory.py),
-# 7 to 9 times faster: 100,000 reviews and entries in 0.36 s instead of 2.3 s, 10,000 in 0.03 s
-# instead of 0.31 s (a third of a 10,000-review load). Other values (floats) go through encode_json.
-# orjson.JSONEncodeError (a TypeError): a lone surrogate.
+# Reviews and per_review entries hold only strings, small integers, booleans and null (their schemas
+# allow nothing else), which orjson writes exactly as encode_json does (tests/test_dataset_memory.py), 7 to 9
+# times faster: 10,000 in 0.03 instead of 0.31 s (a third of a load), 100,000 in 0.36 instead of 2.3 s.
+# Other values (floats) go through encode_json. orjson.JSONEncodeError (a TypeError): a lone surrogate.
 encode_record: Callable[[Any], bytes] = orjson.dumps
 
 
@@ -285,12 +270,11 @@ def _joined(opening: bytes, fragments: Iterable[bytes], closing: bytes, separato
 
 
 def _text_blob(texts: Iterable[str]) -> tuple[bytes, array]:
-    """All folded texts (fold_text, utf8) joined by 0xFF, and each one's start (plus one past the end).
+    """All folded texts joined by 0xFF, and each one's start (plus one past the end).
 
-    One `bytes.find` over the blob runs at C speed, so a substring query costs one pass
-    over the text instead of a Python loop per review. UTF-8 substring search is exact
-    (no character's encoding starts inside another's), and 0xFF never occurs in UTF-8,
-    so no match spans two reviews. A rating-only review is an empty segment.
+    A substring query is one C-speed `bytes.find` pass over the blob instead of a Python loop per review.
+    UTF-8 substring search is exact (no character's encoding starts inside another's), and 0xFF never
+    occurs in UTF-8, so no match spans two reviews.
     """
     return _joined(b"", (utf8(fold_text(text)) for text in texts), b"", b"\xff")
 
@@ -345,8 +329,7 @@ class _Insights:
         n = max(position_of.values(), default=-1) + 1  # the reviews (position_of has one of an id written twice)
         starts, ends, order = array("q", [-1]) * n, array("q", [-1]) * n, array("i")
         positions = partial(array, "i")
-        technicians: dict[str, array] = defaultdict(positions)
-        services: dict[str, array] = defaultdict(positions)
+        entities: dict[str, dict[str, array]] = {group: defaultdict(positions) for group in ("technicians", "services")}
         aspects: dict[tuple[str, str | None], array] = defaultdict(positions)
         others: dict[str, list[str]] = {"problems": [], "service_areas": [], "topics": []}
         per_review = doc["per_review"]
@@ -358,34 +341,28 @@ class _Insights:
             for aspect in mentions["aspects"]:
                 aspects[aspect["id"], None].append(pos)
                 aspects[aspect["id"], aspect["sentiment"]].append(pos)
-            for technician in mentions["technicians"]:
-                technicians[technician].append(pos)
-            for service in mentions["services"]:
-                services[service].append(pos)
+            for group, index in entities.items():
+                for entity_id in mentions[group]:
+                    index[entity_id].append(pos)
             for group, listed in others.items():
                 listed += mentions[group]
         # problems.mention_tallies, counted on the way (None when some entry was skipped above).
         tallies = None if len(order) != len(per_review) else {
             "aspects": {key if sentiment is None else f"{key}#{sentiment}": len(found)
                         for (key, sentiment), found in aspects.items()},
-            "technicians": {key: len(found) for key, found in technicians.items()},
-            "services": {key: len(found) for key, found in services.items()},
+            **{group: {key: len(found) for key, found in index.items()} for group, index in entities.items()},
             **{group: dict(Counter(listed)) for group, listed in others.items()}}
-        indexes = [_frozen(index) for index in (technicians, services, aspects)]
-        keys = list(doc)
-        at = keys.index("per_review")
-        opening = b"{" + b"".join(_member(key, doc[key]) + b"," for key in keys[:at]) + b'"per_review":{'
-        closing = b"}" + b"".join(b"," + _member(key, doc[key]) for key in keys[at + 1:]) + b"}"
-        body, offsets = _joined(opening, (encode_record(key) + b":" + encode_record(value)
-                                          for key, value in per_review.items()), closing)
+        indexes = [_frozen(index) for index in (*entities.values(), aspects)]
+        # The entries go between the braces of the one "per_review":{} (every other object admits only its named
+        # members, and a string's quotes are escaped).
+        head = encode_json({**doc, "per_review": {}})
+        at = head.index(b'"per_review":{}') + len(b'"per_review":{')
+        body, offsets = _joined(head[:at], (encode_record(key) + b":" + encode_record(value)
+                                            for key, value in per_review.items()), head[at:])
         for key, lo, hi in zip(per_review, offsets, offsets[1:]):
             if (pos := position_of.get(key)) is not None:
                 starts[pos], ends[pos] = lo + len(encode_record(key)) + 1, hi - 1
-        return cls(opening + closing, body, starts, ends, order, indexes, tallies)
-
-
-def _member(key: str, value: Any) -> bytes:
-    return encode_json(key) + b":" + encode_json(value)
+        return cls(head, body, starts, ends, order, indexes, tallies)
 
 
 def _frozen(index: Mapping[Any, array]) -> tuple[bytes, list[array]]:
@@ -401,11 +378,10 @@ def _thawed(frozen: tuple[bytes, list[array]], numbers: list[int]) -> dict[Any, 
 
 
 class EncodedReviews(Sequence[Mapping[str, Any]]):
-    """The reviews, newest first, kept as their bytes in the /reviews.json body and decoded when read.
+    """The reviews, newest first, kept as their bytes in the /reviews.json body; each read decodes a new dict.
 
-    Holding 100,000 reviews as dicts costs several times their JSON (479 against 175 MB),
-    and a request needs a few of them (search and since answers are cut from the body as
-    bytes). Each read returns a new dict.
+    As dicts, 100,000 reviews cost several times their JSON (479 against 175 MB), and a request needs a
+    few of them (search and since answers are cut from the body as bytes).
     """
 
     __slots__ = ("_body", "_offsets")
@@ -419,12 +395,9 @@ class EncodedReviews(Sequence[Mapping[str, Any]]):
 
     def __getitem__(self, index: Any) -> Any:
         positions = range(len(self))[index]  # a position (IndexError out of range), or a slice's clipped range
-        body, offsets = self._body, self._offsets
-        if isinstance(positions, int):
-            return json.loads(body[offsets[positions]:offsets[positions + 1] - 1])
-        if positions.step != 1 or not positions:
+        if isinstance(positions, range):
             return tuple(map(self.__getitem__, positions))
-        return tuple(json.loads(b"[" + body[offsets[positions.start]:offsets[positions.stop] - 1] + b"]"))
+        return json.loads(self._body[self._offsets[positions]:self._offsets[positions + 1] - 1])
 
 
 class EncodedMentions(Mapping[str, Mapping[str, Any]]):
@@ -440,20 +413,11 @@ class EncodedMentions(Mapping[str, Mapping[str, Any]]):
         self._ids = ids
         self._position_of = position_of
 
-    def _span(self, review_id: Any) -> tuple[int, int] | None:
+    def __getitem__(self, review_id: str) -> Mapping[str, Any]:
         position = self._position_of.get(review_id) if isinstance(review_id, str) else None
         if position is None or self._starts[position] < 0:
-            return None
-        return self._starts[position], self._ends[position]
-
-    def __getitem__(self, review_id: str) -> Mapping[str, Any]:
-        span = self._span(review_id)
-        if span is None:
             raise KeyError(review_id)
-        return json.loads(self._body[span[0]:span[1]])
-
-    def __contains__(self, review_id: object) -> bool:
-        return self._span(review_id) is not None
+        return json.loads(self._body[self._starts[position]:self._ends[position]])
 
     def __iter__(self) -> Iterator[str]:
         return (self._ids[position] for position in self._order)
@@ -465,11 +429,9 @@ class EncodedMentions(Mapping[str, Mapping[str, Any]]):
 class Dataset:
     """Validated, immutable data with the indexes that search needs.
 
-    `reviews` is newest first (date, then id, descending); a review's position in it is
-    its rank, so every index is a sorted list of positions and results come out newest
-    first without sorting. Reviews and per_review entries are kept as encoded JSON (see
-    EncodedReviews); `reviews_doc` holds every key of reviews.json but "reviews", and
-    `insights_doc["per_review"]` is an EncodedMentions.
+    A review's position in `reviews` (newest first) is its rank, so every index is a sorted list of
+    positions and results come out newest first without sorting. `reviews_doc` holds every key of
+    reviews.json but "reviews"; `insights_doc["per_review"]` is an EncodedMentions.
     """
 
     def __init__(self, reviews: _Reviews, insights: _Insights, review_ids: tuple[list[str], list[int], dict[str, int]],
@@ -490,11 +452,9 @@ class Dataset:
         self.text_blob: tuple[bytes, array] = reviews.text_blob
         self.positions_by_rating = {star: list(compress(numbers, reviews.ratings.translate(mask)))
                                     for star, mask in _STAR_MASKS.items()}
-        technicians, services, aspects = (_thawed(index, numbers) for index in insights.indexes)
-        self.positions_by_technician: Mapping[str, list[int]] = technicians
-        self.positions_by_service: Mapping[str, list[int]] = services
-        # (aspect id, sentiment or None) -> positions of the reviews mentioning it.
-        self.positions_by_aspect: Mapping[tuple[str, str | None], list[int]] = aspects
+        # Technician id, service id, (aspect id, sentiment or None) -> positions of the reviews mentioning it.
+        self.positions_by_technician, self.positions_by_service, self.positions_by_aspect = (
+            _thawed(index, numbers) for index in insights.indexes)
         self.technicians: Mapping[str, Mapping[str, Any]] = {
             t["id"]: t for t in self.insights_doc["entities"]["technicians"]}
         self.services: Mapping[str, Mapping[str, Any]] = {s["id"]: s for s in self.insights_doc["entities"]["services"]}
@@ -526,10 +486,6 @@ class Dataset:
     @property
     def business(self) -> Mapping[str, Any]:
         return self.reviews_doc["business"]
-
-    def review_by_id(self, review_id: str) -> Mapping[str, Any] | None:
-        position = self.position_of.get(review_id)
-        return None if position is None else self.reviews[position]
 
     def review_json(self, pos: int) -> bytes:
         """One review's JSON, as it appears in /reviews.json."""
@@ -616,9 +572,8 @@ def _by_rating(positions: Mapping[str, list[int]], ratings: bytes) -> dict[tuple
 def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
     """Parse, validate and index; raises DataError listing every problem.
 
-    Each file's bytes and parse are let go as soon as they are used (a caller that holds
-    no other reference to the RawFiles frees them then), and reviews.json's parse before
-    insights.json is parsed: a load's peak holds one parsed file, not both.
+    Each file's bytes and parse are let go once used (freed if the caller holds the RawFiles nowhere else),
+    reviews.json's before insights.json is parsed: a load's peak holds one parsed file, not both.
     """
     problems: list[Problem] = []
     hashes = (reviews_raw.sha256, insights_raw.sha256)
@@ -676,18 +631,16 @@ def check_data_dir(data_dir: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
     raws = []
     for name in DATA_FILES:
         try:
-            raw = read_file(Path(data_dir), name, max_bytes)
-            parse_json(raw)
-            raws.append(raw)
+            raws.append(read_file(Path(data_dir), name, max_bytes))
+            parse_json(raws[-1])  # a file that is not JSON is reported with the other's read or parse problems only
         except DataError as exc:
             problems += exc.problems
-    if problems:
-        return problems
-    try:
-        dataset_from_files(*raws)
-    except DataError as exc:
-        return exc.problems
-    return []
+    if not problems:
+        try:
+            dataset_from_files(*raws)
+        except DataError as exc:
+            problems = exc.problems
+    return problems
 
 
 # --------------------------------------------------------------------------- the reloading store
@@ -707,17 +660,12 @@ def file_stamp(data_dir: Path) -> list[tuple[int, int, int, int]]:
     return stats
 
 
-Listener = Callable[[Any, Any], None]
-
-
 class DataStore(Generic[S]):
     """The current snapshot of the data, swapped atomically on reload.
 
-    `build(dataset)` turns a validated Dataset into whatever the app serves (a
-    snapshot with precomputed responses). Readers take `store.current` once per
-    request and use only that object, so a swap never mixes two versions.
-    Listeners are called as `listener(old, new)` after each swap, on the thread
-    that reloaded; they must not block for long. Data files over `max_bytes` are refused.
+    `build(dataset)` makes what the app serves. Readers take `store.current` once per request and use
+    only that object, so a swap never mixes two versions. Listeners are called as `listener(old, new)`
+    after each swap, on the thread that reloaded; they must not block for long.
     """
 
     def __init__(self, data_dir: Path | str, build: Callable[[Dataset], S],
@@ -726,41 +674,41 @@ class DataStore(Generic[S]):
         self.max_bytes = max_bytes
         self._build = build
         self._lock = threading.Lock()
-        self._listeners: list[Listener] = []
+        self._listeners: list[Callable[[S, S], None]] = []
         self._stamp = file_stamp(self.data_dir)
-        raws = self._read()
-        self._hashes = (raws[0].sha256, raws[1].sha256)
-        self.current: S = build(self._load(raws))
+        self._hashes: tuple[str, str] | None = None
+        self.current: S = self._load()  # not None: nothing is served yet
         self.loaded_at = datetime.now(timezone.utc)
         self.last_error: DataError | None = None
         self._poller: threading.Thread | None = None
         self._stop = threading.Event()
 
-    def _read(self) -> list[RawFile]:
-        """The files of the last stamp taken (whose sizes the log line gives)."""
+    def _load(self) -> S | None:
+        """The snapshot of the files the last stamp describes (its sizes are logged); None if already served."""
         sizes = [f"{name} ({size / 1e6:.1f} MB)" if size >= 0 else f"{name} (missing)"
                  for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)]
         log.info("loading %s from %s", " and ".join(sizes), self.data_dir, extra={"event": "load_started"})
-        return list(read_data_dir(self.data_dir, self.max_bytes))
-
-    def _load(self, raws: list[RawFile]) -> Dataset:
-        """The dataset of the files read, taken out of `raws` so that the load can free them as it goes."""
+        raws = list(read_data_dir(self.data_dir, self.max_bytes))
+        hashes = (raws[0].sha256, raws[1].sha256)
+        if hashes == self._hashes:
+            return None
         started = time.monotonic()
-        dataset = dataset_from_files(raws.pop(0), raws.pop(0))
+        dataset = dataset_from_files(raws.pop(0), raws.pop(0))  # taken out of `raws`: the load frees them as it goes
         took = time.monotonic() - started
         log.info("loaded %d reviews in %.2f s", len(dataset.reviews), took,
                  extra={"event": "load_done", "reviews": len(dataset.reviews), "seconds": round(took, 3)})
-        return dataset
+        snapshot = self._build(dataset)
+        self._hashes = hashes
+        return snapshot
 
-    def subscribe(self, listener: Listener) -> None:
+    def subscribe(self, listener: Callable[[S, S], None]) -> None:
         self._listeners.append(listener)
 
     def reload(self, force: bool = False) -> bool:
         """Load the files again if they changed; True when a new snapshot is served.
 
-        A file that fails to read, parse or validate is refused with a log line and
-        the previous snapshot stays. Without `force`, files whose stat has not
-        changed since the last attempt are not read again.
+        Refused files (unreadable, not JSON, invalid) are logged, and the previous snapshot stays. Without
+        `force`, files whose stat has not changed since the last attempt are not read again.
         """
         with self._lock:
             stamp = file_stamp(self.data_dir)
@@ -768,24 +716,20 @@ class DataStore(Generic[S]):
                 return False
             self._stamp = stamp
             try:
-                raws = self._read()
-                hashes = (raws[0].sha256, raws[1].sha256)
-                if hashes == self._hashes:
-                    self.last_error = None  # the files are back to what is served: nothing is refused now
-                    log.info("the data files hold what is served already")
-                    return False
-                new = self._build(self._load(raws))
+                new = self._load()
             except DataError as exc:
                 self.last_error = exc
                 log.error("reload refused, still serving the previous data: %s", exc,
                           extra={"event": "reload_refused", "problems": [str(p) for p in exc.problems[:20]]})
                 return False
-            old, self.current = self.current, new
-            self._hashes = hashes
-            self.loaded_at = datetime.now(timezone.utc)
             self.last_error = None
-        log.info("data reloaded: reviews.json sha256 %s…, insights.json sha256 %s…",
-                 hashes[0][:12], hashes[1][:12], extra={"event": "reloaded"})
+            if new is None:  # the files are back to what is served: nothing is refused now
+                log.info("the data files hold what is served already")
+                return False
+            old, self.current = self.current, new
+            self.loaded_at = datetime.now(timezone.utc)
+            log.info("data reloaded: reviews.json sha256 %s…, insights.json sha256 %s…",
+                     self._hashes[0][:12], self._hashes[1][:12], extra={"event": "reloaded"})
         for listener in list(self._listeners):
             try:
                 listener(old, new)

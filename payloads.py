@@ -1,8 +1,7 @@
 """HTTP representations computed once per data load, and the answers built from them.
 
-A `Payload` holds a body in both content-codings (identity and gzip), each with
-its own strong ETag and its complete header list, so that answering a GET, a HEAD
-or a 304 is a lookup plus werkzeug's conditional-request check.
+A `Payload` holds a body in both content-codings, each with its own strong ETag and complete header
+list, so that answering a GET, a HEAD or a 304 is a lookup plus werkzeug's conditional-request check.
 """
 
 from __future__ import annotations
@@ -71,8 +70,7 @@ class Payload:
 class LateGzip:
     """A gzip variant made later (`compress()`, on a first start after READY); until then, identity is served.
 
-    Identity answers a request that accepts gzip just as well (RFC 9110 12.5.3), with
-    its own ETag and `Vary: Accept-Encoding`.
+    Identity, with its own ETag and `Vary: Accept-Encoding`, answers a gzip request just as well (RFC 9110 12.5.3).
     """
 
     body: bytes  # the identity body, to compress
@@ -85,10 +83,6 @@ class LateGzip:
             self.variant = _variant(gzip_body(self.body), self.etag, self.headers)
 
 
-def strong_etag(body: bytes) -> str:
-    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-
-
 def make_payload(
     body: bytes,
     content_type: str,
@@ -96,35 +90,28 @@ def make_payload(
     extra_headers: Sequence[tuple[str, str]] = (),
     gzip_later: bool = False,
 ) -> Payload:
-    """Encode a body once for every request that will ask for it.
-
-    The gzip variant's ETag is the body's with a `-gzip` suffix, because the two codings
-    are different representations (RFC 9110 8.8.3).
-    """
-    tag = strong_etag(body)
+    """Encode a body once for every request that will ask for it, strongly tagged by its hash."""
+    tag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
     common: Headers = [("Content-Type", content_type), *READ_HEADERS, *extra_headers]
     if last_modified is not None:
         common.append(("Last-Modified", http_date(last_modified)))
     common.append(("Vary", "Accept-Encoding"))
     gzipped: Variant | LateGzip | None = None
     if len(body) >= GZIP_MIN_BYTES:
-        gzip_tag, gzip_headers = tag[:-1] + '-gzip"', common + [("Content-Encoding", "gzip")]
+        gzip_tag = tag[:-1] + '-gzip"'  # the two codings are different representations (RFC 9110 8.8.3)
+        gzip_headers = common + [("Content-Encoding", "gzip")]
         gzipped = (LateGzip(body, gzip_tag, gzip_headers) if gzip_later
                    else _variant(gzip_body(body), gzip_tag, gzip_headers))
     return Payload(_variant(body, tag, common), gzipped, content_type, last_modified)
 
 
 def gzip_body(body: bytes) -> bytes:
-    """The gzip coding of a body (mtime 0, so equal bodies give equal bytes)."""
-    return gzip.compress(body, compresslevel=gzip_level(len(body)), mtime=0)
+    """The gzip coding of a body (mtime 0, so equal bodies give equal bytes).
 
-
-def gzip_level(size: int) -> int:
-    """9 for small bodies (the feeds); 6 from 64 KiB, where 9 costs several times the CPU for about 1% less.
-
-    Since-answers are compressed when first asked for, so their cost is a request's latency.
+    Level 9 for small bodies (the feeds); 6 from 64 KiB, where 9 costs several times the CPU for about 1% less
+    (since-answers are compressed when first asked for, so their cost is a request's latency).
     """
-    return 9 if size < 64 << 10 else 6
+    return gzip.compress(body, compresslevel=9 if len(body) < 64 << 10 else 6, mtime=0)
 
 
 # What a 304 repeats of a 200's headers.
@@ -140,10 +127,9 @@ def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
 
 @lru_cache(maxsize=512)
 def accepts_gzip(accept_encoding: str) -> bool:
-    """Whether an Accept-Encoding value allows gzip (q > 0), parsed by werkzeug.
+    """Whether an Accept-Encoding value allows gzip (q > 0).
 
-    RFC 9110 12.5.3: "x-gzip" is "gzip", and "*" stands only for codings not listed,
-    so `gzip;q=0, *` refuses gzip.
+    RFC 9110 12.5.3: "x-gzip" is "gzip", and "*" stands only for codings not listed: `gzip;q=0, *` refuses gzip.
     """
     accept = parse_accept_header(accept_encoding, Accept)
     listed = [quality for coding, quality in accept if coding.lower() in ("gzip", "x-gzip")]

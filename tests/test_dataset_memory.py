@@ -65,8 +65,8 @@ def test_reviews_read_back_exactly_what_the_documents_held() -> None:
     with pytest.raises(IndexError):
         dataset.reviews[len(expected)]
     for review in expected:
-        assert dataset.review_by_id(review["id"]) == review
-    assert dataset.review_by_id("nope") is None
+        assert dataset.reviews[dataset.position_of[review["id"]]] == review
+    assert "nope" not in dataset.position_of
 
 
 def test_reading_a_review_twice_gives_independent_dicts() -> None:
