@@ -360,8 +360,11 @@ def check_main(argv: Sequence[str]) -> int:
                                 "0 when they would be served, 1 when they would be refused.")
     parser.add_argument("--data-dir", default=env_value("data_dir", Config.data_dir),
                         help="directory holding reviews.json and insights.json (REVIEWSD_DATA_DIR)")
+    parser.add_argument("--max-data-file-bytes", type=int, metavar="BYTES",
+                        default=env_value("max_data_file_bytes", Config.max_data_file_bytes),
+                        help="largest data file loaded, as the server's option (REVIEWSD_MAX_DATA_FILE_BYTES)")
     args = parser.parse_args(argv)
-    problems = check_data_dir(args.data_dir, env_value("max_data_file_bytes", Config.max_data_file_bytes))
+    problems = check_data_dir(args.data_dir, args.max_data_file_bytes)
     for problem in problems:
         print(problem)
         if problem.hint:

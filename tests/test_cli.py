@@ -40,6 +40,19 @@ def test_check_has_its_own_help() -> None:
     assert done.returncode == 0 and "--data-dir" in done.stdout and "JSON path" in done.stdout
 
 
+def test_check_takes_the_data_file_limit_as_the_server_does(tmp_path: Path) -> None:
+    for name in ("reviews.json", "insights.json"):
+        shutil.copy(ROOT / "examples" / "minimal" / name, tmp_path / name)
+    size = (tmp_path / "insights.json").stat().st_size
+    by_flag = reviewsd("check", "--data-dir", str(tmp_path), "--max-data-file-bytes", str(size - 1))
+    env = {**os.environ, "REVIEWSD_MAX_DATA_FILE_BYTES": str(size - 1)}
+    by_env = reviewsd("check", "--data-dir", str(tmp_path), env=env)
+    for done in (by_flag, by_env):
+        assert done.returncode == 1
+        assert f"insights.json: $: size: {size:,} bytes is over the limit of {size - 1:,} bytes" in done.stdout
+    assert reviewsd("check", "--data-dir", str(tmp_path), "--max-data-file-bytes", str(size)).returncode == 0
+
+
 def test_version_is_the_projects() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["version"]
     done = reviewsd("--version")
