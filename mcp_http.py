@@ -29,8 +29,6 @@ from mcp_rpc import (LEGACY_VERSIONS, MODERN_VERSION, SERVER_INFO, SUPPORTED_VER
                      classify, encode_message, encode_response, error_response, parse)
 from payloads import Triple, status_line
 
-# --------------------------------------------------------------------------- 2026-07-28 rules (pure)
-
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 SERVER_META = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
@@ -128,9 +126,6 @@ def modern_result(method: str, result: dict[str, Any] | EncodedJson) -> dict[str
     return EncodedJson(head + b"}" if result == b"{}" else head + b"," + result[1:])
 
 
-# --------------------------------------------------------------------------- HTTP transport
-
-
 class HttpRefusal(RpcError):
     """A request the transport refuses before dispatch: a JSON-RPC error with its HTTP status and headers."""
 
@@ -199,8 +194,6 @@ class McpEndpoint:
             body = error_response(refusal.request_id, code, refusal.message, refusal.data)
             return json_response(body, refusal.status, refusal.headers)
 
-    # ----------------------------------------------------------------- POST
-
     def post(self, environ: dict) -> Triple:
         check_content_type(environ.get("CONTENT_TYPE", ""))
         check_accept(environ.get("HTTP_ACCEPT", ""))
@@ -255,8 +248,6 @@ class McpEndpoint:
         if len(body) > self.max_body:
             raise too_large
         return body
-
-    # ----------------------------------------------------------------- sessions
 
     def session_for(self, environ: dict, request_id: Any) -> Session:
         session = self.sessions.get(session_header(environ, request_id, "send initialize first, then the session "
