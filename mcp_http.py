@@ -60,11 +60,6 @@ def request_meta(message: Message) -> Mapping[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def is_modern(environ: Mapping[str, Any], message: Message) -> bool:
-    """Whether a message is 2026-07-28: its _meta names a version, or its header is 2026-07-28."""
-    return META_VERSION in request_meta(message) or header_version(environ) == MODERN_VERSION
-
-
 def decode_header(value: str) -> str | None:
     """A header value as the client meant it: the `=?base64?...?=` form decoded; None if malformed.
 
@@ -202,7 +197,7 @@ class McpEndpoint:
             message = classify(parse(body))
         except RpcError as error:
             raise HttpRefusal(400, error.message, error.request_id, error.code) from None
-        if is_modern(environ, message):
+        if META_VERSION in request_meta(message) or header_version(environ) == MODERN_VERSION:  # 2026-07-28
             return self.post_modern(environ, message)
         if isinstance(message, RpcRequest) and message.method == "initialize":
             return self.initialize(environ, message)
