@@ -213,8 +213,7 @@ class McpEndpoint:
         reply = self.server.handle(session, message)
         if reply is None or "error" in reply:  # None never happens for a request; it keeps the types honest
             return json_response(reply, 200)
-        session_id = self.sessions.add(session)
-        return json_response(reply, 200, [("Mcp-Session-Id", session_id)])
+        return json_response(reply, 200, [("Mcp-Session-Id", self.sessions.add(session))])
 
     def post_modern(self, environ: dict, message: Message) -> Triple:
         """One 2026-07-28 message: checked, answered and forgotten (no session)."""
