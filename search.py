@@ -177,7 +177,9 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]
     costs about its smallest filter's size, not the data's.
     """
     lo, hi = dataset.window(params.since, params.until)
-    stars = _allowed_ratings(params)
+    stars = ALL_RATINGS if params.rating is None else ALL_RATINGS & {params.rating}
+    if params.min_rating is not None:
+        stars &= set(range(math.ceil(params.min_rating), 6))
     needle = fold_text(params.query) if params.query is not None else None
     sources = _sources(dataset, params, stars, lo, hi)
     if not sources and needle is None:  # every review in the window matches, and the window is newest first
@@ -195,15 +197,6 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]
             if matched <= params.limit:
                 first.append(pos)
     return matched, first
-
-
-def _allowed_ratings(params: SearchParams) -> frozenset[int]:
-    stars = set(ALL_RATINGS)
-    if params.rating is not None:
-        stars &= {params.rating}
-    if params.min_rating is not None:
-        stars &= set(range(math.ceil(params.min_rating), 6))
-    return frozenset(stars)
 
 
 @dataclass(frozen=True)
