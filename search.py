@@ -228,8 +228,7 @@ def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: 
     """The window-limited sources of the rating, technician and service filters that were given."""
     sources = []
     ratings = dataset.ratings
-    given = [params.mentions_technician, params.mentions_service]
-    if stars != ALL_RATINGS and all(name is None for name in given):
+    if stars != ALL_RATINGS and params.mentions_technician is None and params.mentions_service is None:
         spans = [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
         sources.append(_Source(sum(map(len, spans)), lambda: _merged(spans),
                                lambda pos: ratings[pos] in stars))
