@@ -164,7 +164,7 @@ class _Source:
     """One filter: how many reviews in the window pass it, those positions, and its test for one position."""
 
     size: int
-    positions: Callable[[], Iterable[int]]
+    positions: Iterable[int]  # lazy: only the smallest source's are walked
     passes: Callable[[int], bool]
     exact: bool = True  # size is the number of positions (not an upper bound)
 
@@ -189,9 +189,9 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]
     sources.sort(key=lambda source: source.size)
     driver, tests = sources[0], [source.passes for source in sources[1:]]
     if not tests and driver.exact:  # one filter: its size is the count
-        return driver.size, list(itertools.islice(driver.positions(), params.limit))
+        return driver.size, list(itertools.islice(driver.positions, params.limit))
     matched, first = 0, []
-    for pos in driver.positions():
+    for pos in driver.positions:
         if all(test(pos) for test in tests):
             matched += 1
             if matched <= params.limit:
@@ -230,8 +230,7 @@ def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: 
     ratings = dataset.ratings
     if stars != ALL_RATINGS and params.mentions_technician is None and params.mentions_service is None:
         spans = [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
-        sources.append(_Source(sum(map(len, spans)), lambda: _merged(spans),
-                               lambda pos: ratings[pos] in stars))
+        sources.append(_Source(sum(map(len, spans)), _merged(spans), lambda pos: ratings[pos] in stars))
     # An entity source is cut from per-rating spans of the allowed ratings only, and
     # its test checks the rating too, so no separate rating source is needed beside it.
     for name, (bits, masks), by_rating, lookup in (
@@ -246,7 +245,7 @@ def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: 
             # Split by rating, so that a rating plus an entity walks only their common reviews.
             spans = [_windowed(by_rating.get((entity, star), []), lo, hi) for star in sorted(stars)] if entity else []
             bit = bits.get(entity, 0) if entity else 0
-            sources.append(_Source(sum(map(len, spans)), lambda s=spans: _merged(s),
+            sources.append(_Source(sum(map(len, spans)), _merged(spans),
                                    lambda pos, b=bit, m=masks: bool(m[pos] & b) and ratings[pos] in stars))
     return sources
 
@@ -259,9 +258,9 @@ def _text_source(dataset: Dataset, needle: str, lo: int, hi: int, smallest_other
         return dataset.text_contains(pos, encoded)
 
     if smallest_other <= _BLOB_THRESHOLD:  # checking a few texts beats scanning them all
-        return _Source(hi - lo + 1, lambda: (pos for pos in range(lo, hi) if contains(pos)), contains, exact=False)
+        return _Source(hi - lo + 1, (pos for pos in range(lo, hi) if contains(pos)), contains, exact=False)
     found = [pos for pos in dataset.positions_with_text(needle) if lo <= pos < hi]
-    return _Source(len(found), lambda: found, contains)
+    return _Source(len(found), found, contains)
 
 
 def run_search(dataset: Dataset, args: Mapping[str, Any]) -> tuple[int, list[int]]:
