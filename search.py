@@ -177,15 +177,12 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]
     costs about its smallest filter's size, not the data's.
     """
     lo, hi = dataset.window(params.since, params.until)
-    stars = ALL_RATINGS if params.rating is None else ALL_RATINGS & {params.rating}
-    if params.min_rating is not None:
-        stars &= set(range(math.ceil(params.min_rating), 6))
-    needle = fold_text(params.query) if params.query is not None else None
-    sources = _sources(dataset, params, stars, lo, hi)
-    if not sources and needle is None:  # every review in the window matches, and the window is newest first
+    sources = _sources(dataset, params, lo, hi)
+    if not sources and params.query is None:  # every review in the window matches, and the window is newest first
         return hi - lo, list(range(lo, min(hi, lo + params.limit)))
-    if needle is not None:
-        sources.append(_text_source(dataset, needle, lo, hi, min((s.size for s in sources), default=hi - lo)))
+    if params.query is not None:
+        smallest_other = min((s.size for s in sources), default=hi - lo)
+        sources.append(_text_source(dataset, fold_text(params.query), lo, hi, smallest_other))
     sources.sort(key=lambda source: source.size)
     driver, tests = sources[0], [source.passes for source in sources[1:]]
     if not tests and driver.exact:  # one filter: its size is the count
@@ -224,8 +221,11 @@ def _merged(spans: Sequence[_Span]) -> Iterator[int]:
     return iter(spans[0]) if len(spans) == 1 else heapq.merge(*spans)
 
 
-def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: int, hi: int) -> list[_Source]:
+def _sources(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> list[_Source]:
     """The window-limited sources of the rating, technician and service filters that were given."""
+    stars = ALL_RATINGS if params.rating is None else ALL_RATINGS & {params.rating}
+    if params.min_rating is not None:
+        stars &= set(range(math.ceil(params.min_rating), 6))
     sources = []
     ratings = dataset.ratings
     if stars != ALL_RATINGS and params.mentions_technician is None and params.mentions_service is None:
