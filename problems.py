@@ -102,9 +102,6 @@ def unencodable_problems(file: str, doc: Any) -> list[Problem]:
     return problems
 
 
-# --------------------------------------------------------------------------- cross-file rules
-
-
 def cross_file_problems(reviews_head: Mapping, ratings: Sequence[int], review_ids: Container[str],
                         insights_doc: Mapping, tallies: Mapping[str, Mapping[str, int]] | None = None) -> list[Problem]:
     """Rules a schema cannot express, but those of each review (review_record_problems): references,
