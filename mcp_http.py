@@ -1,13 +1,7 @@
-"""MCP over HTTP at POST /mcp: the 2026-07-28 stateless requests beside the 2025 sessions.
-
-`McpEndpoint(app).handle(environ) -> (status, headers, body)` around the pure
-`mcp_rpc.McpServer`. Every POST is checked for Origin (403), Content-Type (415), Accept
-(406) and body size (413); then the message picks its era ("a dual-era server selects its
-behavior from how the client opens", MCP 2026-07-28 basic/versioning). A request whose
-`params._meta` names a protocol version, or whose `MCP-Protocol-Version` header is
-2026-07-28, is served statelessly (no initialize, no session: any replica can answer it)
-under the rules docs/mcp.md tables, checked in its order. Anything else is 2025:
-`initialize` starts a session, every other message needs its `Mcp-Session-Id`, DELETE ends it.
+"""MCP over HTTP at POST /mcp: `McpEndpoint(app).handle(environ) -> (status, headers, body)` around the pure
+`mcp_rpc.McpServer`. Origin (403), Content-Type (415), Accept (406) and body size (413) are checked first; then
+the message picks its era ("a dual-era server selects its behavior from how the client opens", MCP 2026-07-28
+basic/versioning): a stateless 2026-07-28 request, or a 2025 session, as docs/mcp.md tables them.
 """
 
 from __future__ import annotations
