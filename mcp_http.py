@@ -196,7 +196,12 @@ class McpEndpoint:
         if isinstance(message, RpcRequest) and message.method == "initialize":
             return self.initialize(environ, message)
         # A refusal answers a request by its id; a notification or a client response gets one without.
-        session = self.session_for(environ, message.id if isinstance(message, RpcRequest) else None)
+        request_id = message.id if isinstance(message, RpcRequest) else None
+        session = self.sessions.get(session_header(environ, request_id, "send initialize first, then the session "
+                                                   "id from its response on every request"))
+        if session is None:
+            raise HttpRefusal(404, "Unknown or ended session: send initialize (without Mcp-Session-Id) to start "
+                                   "a new one", request_id)
         reply = self.server.handle(session, message)
         return json_response(reply, 200) if reply is not None else empty_response(202)
 
@@ -236,14 +241,6 @@ class McpEndpoint:
         if len(body) > self.max_body:
             raise too_large
         return body
-
-    def session_for(self, environ: dict, request_id: Any) -> Session:
-        session = self.sessions.get(session_header(environ, request_id, "send initialize first, then the session "
-                                                   "id from its response on every request"))
-        if session is None:
-            raise HttpRefusal(404, "Unknown or ended session: send initialize (without Mcp-Session-Id) to start "
-                                   "a new one", request_id)
-        return session
 
     def delete(self, environ: dict) -> Triple:
         if not self.sessions.end(session_header(environ, None, "name the session to end")):
