@@ -301,9 +301,8 @@ class Store:
             n += 1
             target = self.path.with_name(f"{DB_FILE}.corrupt-{stamp}-{n}")
         for suffix in ("", "-wal", "-shm"):
-            source = Path(str(self.path) + suffix)
-            if source.exists():
-                os.replace(source, Path(str(target) + suffix))
+            with suppress(FileNotFoundError):
+                os.replace(f"{self.path}{suffix}", f"{target}{suffix}")
         log.error("hub database %s is corrupt (%s): moved aside to %s; the hub starts with %s; subscribers "
                   "come back at their next renewal", self.path, str(exc)[:200], target.name,
                   "the subscriptions it holds in memory" if self._loaded else "no subscriptions",
