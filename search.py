@@ -231,8 +231,8 @@ def _sources(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> list[_
     if stars != ALL_RATINGS and params.mentions_technician is None and params.mentions_service is None:
         spans = [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
         sources.append(_Source(sum(map(len, spans)), _merged(spans), lambda pos: ratings[pos] in stars))
-    # An entity source is cut from per-rating spans of the allowed ratings only, and
-    # its test checks the rating too, so no separate rating source is needed beside it.
+    # An entity source is cut from per-rating spans of the allowed ratings only (so a rating plus an entity walks
+    # only their common reviews), and its test checks the rating too: no rating source is needed beside it.
     for name, (bits, masks), by_rating, lookup in (
         (params.mentions_technician, dataset.technician_masks, dataset.positions_by_technician_rating,
          dataset.technician_names),
@@ -242,7 +242,6 @@ def _sources(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> list[_
         if name is not None:
             found = set(named(name, lookup))
             entity = found.pop() if len(found) == 1 else None  # none or several: no review matches
-            # Split by rating, so that a rating plus an entity walks only their common reviews.
             spans = [_windowed(by_rating.get((entity, star), []), lo, hi) for star in sorted(stars)] if entity else []
             bit = bits.get(entity, 0) if entity else 0
             sources.append(_Source(sum(map(len, spans)), _merged(spans),
