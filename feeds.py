@@ -96,16 +96,12 @@ def _json_feed(reviews: Sequence[Mapping], site: FeedSite) -> dict:
     """The JSON Feed 1.1 document with one item per review, in input order."""
     base = xml_safe(site.base_url.rstrip("/"))
     home = xml_safe(site.business["url"])
-    feed: dict = {"version": JSON_FEED_VERSION, "title": f"{xml_safe(site.business['name'])}: latest reviews",
-                  "home_page_url": home, "feed_url": base + JSON_FEED_PATH}
     description = xml_safe(site.business.get("description") or "")
-    if description:
-        feed["description"] = description
-    feed["language"] = LANGUAGE
-    feed["authors"] = [{"name": xml_safe(site.business["name"]), "url": home}]
-    feed["hubs"] = [{"type": "WebSub", "url": base + HUB_PATH}]
-    feed["items"] = [_item(r, base) for r in reviews]
-    return feed
+    return {"version": JSON_FEED_VERSION, "title": f"{xml_safe(site.business['name'])}: latest reviews",
+            "home_page_url": home, "feed_url": base + JSON_FEED_PATH,
+            **({"description": description} if description else {}), "language": LANGUAGE,
+            "authors": [{"name": xml_safe(site.business["name"]), "url": home}],
+            "hubs": [{"type": "WebSub", "url": base + HUB_PATH}], "items": [_item(r, base) for r in reviews]}
 
 
 def render_json_feed(reviews: Sequence[Mapping], site: FeedSite) -> bytes:
