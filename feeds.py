@@ -53,22 +53,19 @@ def _rfc3339(day: date) -> str:
     return f"{day.isoformat()}T00:00:00Z"
 
 
-def _stars(rating: int) -> str:
-    if not 1 <= rating <= 5:
-        raise ValueError(f"rating must be 1-5, got {rating!r}")
-    return "\u2605" * rating + "\u2606" * (5 - rating)
-
-
 def _item(review: Mapping, base_url: str) -> dict:
     """One JSON Feed item; every string taken from the data goes through xml_safe()."""
     rating = int(review["rating"])
+    if not 1 <= rating <= 5:
+        raise ValueError(f"rating must be 1-5, got {rating!r}")
+    stars = "\u2605" * rating + "\u2606" * (5 - rating)
     author = xml_safe(review["author"])
     author = author if author.strip() else "Anonymous"
     review_id = xml_safe(review["id"])
     url = review_url(base_url, review_id)
     text = xml_safe(review.get("text") or "")
     published = date.fromisoformat(review["date"])
-    item: dict = {"id": url, "url": url, "title": f"{_stars(rating)} {rating}/5 from {author}",
+    item: dict = {"id": url, "url": url, "title": f"{stars} {rating}/5 from {author}",
                   "content_text": text if text.strip() else f"Rated {rating} out of 5. No written review.",
                   "date_published": _rfc3339(published)}
     reply = review.get("owner_reply")
