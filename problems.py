@@ -236,5 +236,3 @@ def _insights_business_problems(doc: Mapping, business: Mapping) -> Iterator[Pro
             if record["id"] not in declared:
                 yield Problem(INSIGHTS_FILE, f"$.entities.{group}[{i}].id", "known-id",
                               f"{record['id']} is not in {REVIEWS_FILE} $.business.{group}")
-
-
