@@ -77,29 +77,26 @@ def json_path(parts: Iterable[Any]) -> str:
 def unencodable_problems(file: str, doc: Any) -> list[Problem]:
     """What parses but cannot be served: strings (keys too) holding a lone surrogate (JSON can escape
     one, \\ud800, UTF-8 cannot carry it) and numbers beyond a float's range (1e400 reads as infinity)."""
-    problems: list[Problem] = []
-
-    def visit(node: Any, parts: list[Any]) -> None:
+    def visit(node: Any, parts: list[Any]) -> Iterator[Problem]:
         if isinstance(node, dict):
             for key, value in node.items():
-                visit(key, parts)
-                visit(value, [*parts, key])
+                yield from visit(key, parts)
+                yield from visit(value, [*parts, key])
         elif isinstance(node, list):
             for index, item in enumerate(node):
-                visit(item, [*parts, index])
+                yield from visit(item, [*parts, index])
         elif isinstance(node, float) and not math.isfinite(node):
-            problems.append(Problem(file, json_path(parts), "number",
-                                    "a number beyond the range of a 64-bit float; write a finite number"))
+            yield Problem(file, json_path(parts), "number",
+                          "a number beyond the range of a 64-bit float; write a finite number")
         elif isinstance(node, str) and not node.isascii():
             try:
                 node.encode("utf-8")
             except UnicodeEncodeError as exc:
                 code = ord(node[exc.start])
-                problems.append(Problem(file, json_path(parts), "unicode",
-                                        f"lone surrogate U+{code:04X} is not a character; write valid Unicode text"))
+                yield Problem(file, json_path(parts), "unicode",
+                              f"lone surrogate U+{code:04X} is not a character; write valid Unicode text")
 
-    visit(doc, [])
-    return problems
+    return list(visit(doc, []))
 
 
 def cross_file_problems(reviews_head: Mapping, ratings: Sequence[int], review_ids: Container[str],
