@@ -159,14 +159,7 @@ def _referenced_review_ids(doc: Mapping) -> Iterator[tuple[str, str]]:
         yield "$.pull_quote.review_id", doc["pull_quote"]["review_id"]
 
 
-MENTION_GROUPS = {
-    "aspects": "aspects",
-    "technicians": "entities.technicians",
-    "services": "entities.services",
-    "problems": "entities.problems",
-    "service_areas": "entities.service_areas",
-    "topics": "topics",
-}
+MENTION_GROUPS = ("aspects", "technicians", "services", "problems", "service_areas", "topics")  # per_review's lists
 
 
 def mention_tallies(doc: Mapping) -> dict[str, Counter[str]]:
@@ -175,7 +168,7 @@ def mention_tallies(doc: Mapping) -> dict[str, Counter[str]]:
     for mentions in doc["per_review"].values():
         for aspect in mentions["aspects"]:
             tallies["aspects"].update((aspect["id"], f"{aspect['id']}#{aspect['sentiment']}"))
-        for group in MENTION_GROUPS.keys() - {"aspects"}:
+        for group in MENTION_GROUPS[1:]:  # lists of ids; aspects, first, are objects
             tallies[group].update(mentions[group])
     return tallies
 
@@ -184,9 +177,11 @@ def _insights_count_problems(doc: Mapping, tallies: Mapping[str, Mapping[str, in
     if doc["review_count"] != len(doc["per_review"]):
         yield Problem(INSIGHTS_FILE, "$.review_count", "counts-agree",
                       f"says {doc['review_count']}, per_review has {len(doc['per_review'])} entries")
-    for group, dotted in MENTION_GROUPS.items():
+    for group in MENTION_GROUPS:
         known = set()
-        records = doc["entities"][group] if dotted.startswith("entities.") else doc[group]
+        top_level = group in ("aspects", "topics")  # the others are insights.json's entities
+        dotted = group if top_level else f"entities.{group}"
+        records = doc[group] if top_level else doc["entities"][group]
         for i, record in enumerate(records):
             path = f"$.{dotted}[{i}]"
             if record["id"] in known:
