@@ -124,9 +124,6 @@ class HttpRefusal(RpcError):
         self.status, self.headers = status, headers
 
 
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
-
-
 def origin_of(url: str, with_path: bool = False) -> str | None:
     """`scheme://host[:port]` in lower case without the default port; None if `url` is not an http(s) origin.
 
@@ -163,7 +160,8 @@ class McpEndpoint:
         if self.any_origin:
             return origin.strip() != "null"
         normal = origin_of(origin)
-        return normal is not None and (normal in self.origins or urlsplit(normal).hostname in LOOPBACK_HOSTS)
+        return normal is not None and (normal in self.origins
+                                       or urlsplit(normal).hostname in ("localhost", "127.0.0.1", "::1"))
 
     def handle(self, environ: dict) -> Triple:
         try:
