@@ -112,20 +112,6 @@ def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrib: str) -
     return child
 
 
-def _atom_entry(feed: ET.Element, item: Mapping) -> None:
-    node = _sub(feed, "entry")
-    _sub(node, "id", item["id"])
-    _sub(node, "title", item["title"], type="text")
-    _sub(node, "updated", item.get("date_modified", item["date_published"]))
-    _sub(node, "published", item["date_published"])
-    _sub(_sub(node, "author"), "name", item["authors"][0]["name"])
-    _sub(node, "link", rel="alternate", href=item["id"])
-    if "external_url" in item:
-        _sub(node, "link", rel="related", href=item["external_url"])
-    _sub(node, "category", term=f"rating-{item['_reviewsd']['rating']}")
-    _sub(node, "content", item["content_text"], type="text")
-
-
 def render_atom_feed(reviews: Sequence[Mapping], site: FeedSite) -> bytes:
     """Atom (RFC 4287) feed document (UTF-8) with one entry per review, in input order."""
     doc = _json_feed(reviews, site)
@@ -148,7 +134,17 @@ def render_atom_feed(reviews: Sequence[Mapping], site: FeedSite) -> bytes:
     _sub(feed, "link", rel="alternate", type="text/html", href=doc["home_page_url"])
     _sub(feed, "generator", "reviewsd")
     for item in doc["items"]:
-        _atom_entry(feed, item)
+        entry = _sub(feed, "entry")
+        _sub(entry, "id", item["id"])
+        _sub(entry, "title", item["title"], type="text")
+        _sub(entry, "updated", item.get("date_modified", item["date_published"]))
+        _sub(entry, "published", item["date_published"])
+        _sub(_sub(entry, "author"), "name", item["authors"][0]["name"])
+        _sub(entry, "link", rel="alternate", href=item["id"])
+        if "external_url" in item:
+            _sub(entry, "link", rel="related", href=item["external_url"])
+        _sub(entry, "category", term=f"rating-{item['_reviewsd']['rating']}")
+        _sub(entry, "content", item["content_text"], type="text")
     body = ET.tostring(feed, encoding="unicode")
     # ElementTree leaves CR raw in text, which parsers would read back as LF;
     # it never writes a CR of its own, so every raw CR here comes from the data.
