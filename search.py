@@ -187,13 +187,8 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]
     driver, tests = sources[0], [source.passes for source in sources[1:]]
     if not tests and driver.exact:  # one filter: its size is the count
         return driver.size, list(itertools.islice(driver.positions, params.limit))
-    matched, first = 0, []
-    for pos in driver.positions:
-        if all(test(pos) for test in tests):
-            matched += 1
-            if matched <= params.limit:
-                first.append(pos)
-    return matched, first
+    found = [pos for pos in driver.positions if all(test(pos) for test in tests)]
+    return len(found), found[:params.limit]
 
 
 @dataclass(frozen=True)
