@@ -197,8 +197,6 @@ class StateLock:
 
 
 class Store:
-    """Subscriptions and intents in memory, written through to STATE_DIR/hub.sqlite3 (see the module docstring)."""
-
     def __init__(self, state_dir: str, retry_every: float = 5.0):
         self.directory = Path(state_dir)
         self.path = self.directory / DB_FILE
