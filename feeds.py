@@ -53,22 +53,19 @@ def _rfc3339(day: date) -> str:
     return f"{day.isoformat()}T00:00:00Z"
 
 
-def _stars(rating: int) -> str:
-    if not 1 <= rating <= 5:
-        raise ValueError(f"rating must be 1-5, got {rating!r}")
-    return "\u2605" * rating + "\u2606" * (5 - rating)
-
-
 def _item(review: Mapping, base_url: str) -> dict:
     """One JSON Feed item; every string taken from the data goes through xml_safe()."""
     rating = int(review["rating"])
+    if not 1 <= rating <= 5:
+        raise ValueError(f"rating must be 1-5, got {rating!r}")
+    stars = "\u2605" * rating + "\u2606" * (5 - rating)
     author = xml_safe(review["author"])
     author = author if author.strip() else "Anonymous"
     review_id = xml_safe(review["id"])
     url = review_url(base_url, review_id)
     text = xml_safe(review.get("text") or "")
     published = date.fromisoformat(review["date"])
-    item: dict = {"id": url, "url": url, "title": f"{_stars(rating)} {rating}/5 from {author}",
+    item: dict = {"id": url, "url": url, "title": f"{stars} {rating}/5 from {author}",
                   "content_text": text if text.strip() else f"Rated {rating} out of 5. No written review.",
                   "date_published": _rfc3339(published)}
     reply = review.get("owner_reply")
@@ -96,16 +93,12 @@ def _json_feed(reviews: Sequence[Mapping], site: FeedSite) -> dict:
     """The JSON Feed 1.1 document with one item per review, in input order."""
     base = xml_safe(site.base_url.rstrip("/"))
     home = xml_safe(site.business["url"])
-    feed: dict = {"version": JSON_FEED_VERSION, "title": f"{xml_safe(site.business['name'])}: latest reviews",
-                  "home_page_url": home, "feed_url": base + JSON_FEED_PATH}
     description = xml_safe(site.business.get("description") or "")
-    if description:
-        feed["description"] = description
-    feed["language"] = LANGUAGE
-    feed["authors"] = [{"name": xml_safe(site.business["name"]), "url": home}]
-    feed["hubs"] = [{"type": "WebSub", "url": base + HUB_PATH}]
-    feed["items"] = [_item(r, base) for r in reviews]
-    return feed
+    return {"version": JSON_FEED_VERSION, "title": f"{xml_safe(site.business['name'])}: latest reviews",
+            "home_page_url": home, "feed_url": base + JSON_FEED_PATH,
+            **({"description": description} if description else {}), "language": LANGUAGE,
+            "authors": [{"name": xml_safe(site.business["name"]), "url": home}],
+            "hubs": [{"type": "WebSub", "url": base + HUB_PATH}], "items": [_item(r, base) for r in reviews]}
 
 
 def render_json_feed(reviews: Sequence[Mapping], site: FeedSite) -> bytes:
@@ -117,20 +110,6 @@ def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrib: str) -
     child = ET.SubElement(parent, tag, attrib)
     child.text = text
     return child
-
-
-def _atom_entry(feed: ET.Element, item: Mapping) -> None:
-    node = _sub(feed, "entry")
-    _sub(node, "id", item["id"])
-    _sub(node, "title", item["title"], type="text")
-    _sub(node, "updated", item.get("date_modified", item["date_published"]))
-    _sub(node, "published", item["date_published"])
-    _sub(_sub(node, "author"), "name", item["authors"][0]["name"])
-    _sub(node, "link", rel="alternate", href=item["id"])
-    if "external_url" in item:
-        _sub(node, "link", rel="related", href=item["external_url"])
-    _sub(node, "category", term=f"rating-{item['_reviewsd']['rating']}")
-    _sub(node, "content", item["content_text"], type="text")
 
 
 def render_atom_feed(reviews: Sequence[Mapping], site: FeedSite) -> bytes:
@@ -155,7 +134,17 @@ def render_atom_feed(reviews: Sequence[Mapping], site: FeedSite) -> bytes:
     _sub(feed, "link", rel="alternate", type="text/html", href=doc["home_page_url"])
     _sub(feed, "generator", "reviewsd")
     for item in doc["items"]:
-        _atom_entry(feed, item)
+        entry = _sub(feed, "entry")
+        _sub(entry, "id", item["id"])
+        _sub(entry, "title", item["title"], type="text")
+        _sub(entry, "updated", item.get("date_modified", item["date_published"]))
+        _sub(entry, "published", item["date_published"])
+        _sub(_sub(entry, "author"), "name", item["authors"][0]["name"])
+        _sub(entry, "link", rel="alternate", href=item["id"])
+        if "external_url" in item:
+            _sub(entry, "link", rel="related", href=item["external_url"])
+        _sub(entry, "category", term=f"rating-{item['_reviewsd']['rating']}")
+        _sub(entry, "content", item["content_text"], type="text")
     body = ET.tostring(feed, encoding="unicode")
     # ElementTree leaves CR raw in text, which parsers would read back as LF;
     # it never writes a CR of its own, so every raw CR here comes from the data.

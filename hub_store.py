@@ -197,8 +197,6 @@ class StateLock:
 
 
 class Store:
-    """Subscriptions and intents in memory, written through to STATE_DIR/hub.sqlite3 (see the module docstring)."""
-
     def __init__(self, state_dir: str, retry_every: float = 5.0):
         self.directory = Path(state_dir)
         self.path = self.directory / DB_FILE
@@ -301,9 +299,8 @@ class Store:
             n += 1
             target = self.path.with_name(f"{DB_FILE}.corrupt-{stamp}-{n}")
         for suffix in ("", "-wal", "-shm"):
-            source = Path(str(self.path) + suffix)
-            if source.exists():
-                os.replace(source, Path(str(target) + suffix))
+            with suppress(FileNotFoundError):
+                os.replace(f"{self.path}{suffix}", f"{target}{suffix}")
         log.error("hub database %s is corrupt (%s): moved aside to %s; the hub starts with %s; subscribers "
                   "come back at their next renewal", self.path, str(exc)[:200], target.name,
                   "the subscriptions it holds in memory" if self._loaded else "no subscriptions",

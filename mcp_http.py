@@ -1,13 +1,7 @@
-"""MCP over HTTP at POST /mcp: the 2026-07-28 stateless requests beside the 2025 sessions.
-
-`McpEndpoint(app).handle(environ) -> (status, headers, body)` around the pure
-`mcp_rpc.McpServer`. Every POST is checked for Origin (403), Content-Type (415), Accept
-(406) and body size (413); then the message picks its era ("a dual-era server selects its
-behavior from how the client opens", MCP 2026-07-28 basic/versioning). A request whose
-`params._meta` names a protocol version, or whose `MCP-Protocol-Version` header is
-2026-07-28, is served statelessly (no initialize, no session: any replica can answer it)
-under the rules docs/mcp.md tables, checked in its order. Anything else is 2025:
-`initialize` starts a session, every other message needs its `Mcp-Session-Id`, DELETE ends it.
+"""MCP over HTTP at POST /mcp: `McpEndpoint(app).handle(environ) -> (status, headers, body)` around the pure
+`mcp_rpc.McpServer`. Origin (403), Content-Type (415), Accept (406) and body size (413) are checked first; then
+the message picks its era ("a dual-era server selects its behavior from how the client opens", MCP 2026-07-28
+basic/versioning): a stateless 2026-07-28 request, or a 2025 session, as docs/mcp.md tables them.
 """
 
 from __future__ import annotations
@@ -28,8 +22,6 @@ from mcp_rpc import (LEGACY_VERSIONS, MODERN_VERSION, SERVER_INFO, SUPPORTED_VER
                      McpServer, Message, RpcError, RpcNotification, RpcRequest, RpcResponse, Session, SessionStore,
                      classify, encode_message, encode_response, error_response, parse)
 from payloads import Triple, status_line
-
-# --------------------------------------------------------------------------- 2026-07-28 rules (pure)
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -60,11 +52,6 @@ def request_meta(message: Message) -> Mapping[str, Any]:
     params = message.params if isinstance(message, (RpcRequest, RpcNotification)) else None
     meta = params.get("_meta") if isinstance(params, dict) else None
     return meta if isinstance(meta, dict) else {}
-
-
-def is_modern(environ: Mapping[str, Any], message: Message) -> bool:
-    """Whether a message is 2026-07-28: its _meta names a version, or its header is 2026-07-28."""
-    return META_VERSION in request_meta(message) or header_version(environ) == MODERN_VERSION
 
 
 def decode_header(value: str) -> str | None:
@@ -128,9 +115,6 @@ def modern_result(method: str, result: dict[str, Any] | EncodedJson) -> dict[str
     return EncodedJson(head + b"}" if result == b"{}" else head + b"," + result[1:])
 
 
-# --------------------------------------------------------------------------- HTTP transport
-
-
 class HttpRefusal(RpcError):
     """A request the transport refuses before dispatch: a JSON-RPC error with its HTTP status and headers."""
 
@@ -138,9 +122,6 @@ class HttpRefusal(RpcError):
                  headers: Sequence[tuple[str, str]] = (), data: Any = None):
         super().__init__(code, message, data, request_id)
         self.status, self.headers = status, headers
-
-
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 def origin_of(url: str, with_path: bool = False) -> str | None:
@@ -179,7 +160,8 @@ class McpEndpoint:
         if self.any_origin:
             return origin.strip() != "null"
         normal = origin_of(origin)
-        return normal is not None and (normal in self.origins or urlsplit(normal).hostname in LOOPBACK_HOSTS)
+        return normal is not None and (normal in self.origins
+                                       or urlsplit(normal).hostname in ("localhost", "127.0.0.1", "::1"))
 
     def handle(self, environ: dict) -> Triple:
         try:
@@ -199,8 +181,6 @@ class McpEndpoint:
             body = error_response(refusal.request_id, code, refusal.message, refusal.data)
             return json_response(body, refusal.status, refusal.headers)
 
-    # ----------------------------------------------------------------- POST
-
     def post(self, environ: dict) -> Triple:
         check_content_type(environ.get("CONTENT_TYPE", ""))
         check_accept(environ.get("HTTP_ACCEPT", ""))
@@ -209,12 +189,17 @@ class McpEndpoint:
             message = classify(parse(body))
         except RpcError as error:
             raise HttpRefusal(400, error.message, error.request_id, error.code) from None
-        if is_modern(environ, message):
+        if META_VERSION in request_meta(message) or header_version(environ) == MODERN_VERSION:  # 2026-07-28
             return self.post_modern(environ, message)
         if isinstance(message, RpcRequest) and message.method == "initialize":
             return self.initialize(environ, message)
         # A refusal answers a request by its id; a notification or a client response gets one without.
-        session = self.session_for(environ, message.id if isinstance(message, RpcRequest) else None)
+        request_id = message.id if isinstance(message, RpcRequest) else None
+        session = self.sessions.get(session_header(environ, request_id, "send initialize first, then the session "
+                                                   "id from its response on every request"))
+        if session is None:
+            raise HttpRefusal(404, "Unknown or ended session: send initialize (without Mcp-Session-Id) to start "
+                                   "a new one", request_id)
         reply = self.server.handle(session, message)
         return json_response(reply, 200) if reply is not None else empty_response(202)
 
@@ -225,8 +210,7 @@ class McpEndpoint:
         reply = self.server.handle(session, message)
         if reply is None or "error" in reply:  # None never happens for a request; it keeps the types honest
             return json_response(reply, 200)
-        session_id = self.sessions.add(session)
-        return json_response(reply, 200, [("Mcp-Session-Id", session_id)])
+        return json_response(reply, 200, [("Mcp-Session-Id", self.sessions.add(session))])
 
     def post_modern(self, environ: dict, message: Message) -> Triple:
         """One 2026-07-28 message: checked, answered and forgotten (no session)."""
@@ -255,16 +239,6 @@ class McpEndpoint:
         if len(body) > self.max_body:
             raise too_large
         return body
-
-    # ----------------------------------------------------------------- sessions
-
-    def session_for(self, environ: dict, request_id: Any) -> Session:
-        session = self.sessions.get(session_header(environ, request_id, "send initialize first, then the session "
-                                                   "id from its response on every request"))
-        if session is None:
-            raise HttpRefusal(404, "Unknown or ended session: send initialize (without Mcp-Session-Id) to start "
-                                   "a new one", request_id)
-        return session
 
     def delete(self, environ: dict) -> Triple:
         if not self.sessions.end(session_header(environ, None, "name the session to end")):

@@ -77,32 +77,26 @@ def json_path(parts: Iterable[Any]) -> str:
 def unencodable_problems(file: str, doc: Any) -> list[Problem]:
     """What parses but cannot be served: strings (keys too) holding a lone surrogate (JSON can escape
     one, \\ud800, UTF-8 cannot carry it) and numbers beyond a float's range (1e400 reads as infinity)."""
-    problems: list[Problem] = []
-
-    def visit(node: Any, parts: list[Any]) -> None:
+    def visit(node: Any, parts: list[Any]) -> Iterator[Problem]:
         if isinstance(node, dict):
             for key, value in node.items():
-                visit(key, parts)
-                visit(value, [*parts, key])
+                yield from visit(key, parts)
+                yield from visit(value, [*parts, key])
         elif isinstance(node, list):
             for index, item in enumerate(node):
-                visit(item, [*parts, index])
+                yield from visit(item, [*parts, index])
         elif isinstance(node, float) and not math.isfinite(node):
-            problems.append(Problem(file, json_path(parts), "number",
-                                    "a number beyond the range of a 64-bit float; write a finite number"))
+            yield Problem(file, json_path(parts), "number",
+                          "a number beyond the range of a 64-bit float; write a finite number")
         elif isinstance(node, str) and not node.isascii():
             try:
                 node.encode("utf-8")
             except UnicodeEncodeError as exc:
                 code = ord(node[exc.start])
-                problems.append(Problem(file, json_path(parts), "unicode",
-                                        f"lone surrogate U+{code:04X} is not a character; write valid Unicode text"))
+                yield Problem(file, json_path(parts), "unicode",
+                              f"lone surrogate U+{code:04X} is not a character; write valid Unicode text")
 
-    visit(doc, [])
-    return problems
-
-
-# --------------------------------------------------------------------------- cross-file rules
+    return list(visit(doc, []))
 
 
 def cross_file_problems(reviews_head: Mapping, ratings: Sequence[int], review_ids: Container[str],
@@ -110,7 +104,7 @@ def cross_file_problems(reviews_head: Mapping, ratings: Sequence[int], review_id
     """Rules a schema cannot express, but those of each review (review_record_problems): references,
     agreeing counts; from what they read of reviews.json (its other keys, the ratings, the ids).
     `tallies`: mention_tallies(insights_doc), where already counted."""
-    problems = _aggregate_problems(reviews_head["aggregate_rating"], ratings)
+    problems = list(_aggregate_problems(reviews_head["aggregate_rating"], ratings))
     problems += [Problem(INSIGHTS_FILE, path, "review-exists", f"review {review_id} is not in {REVIEWS_FILE}")
                  for path, review_id in _referenced_review_ids(insights_doc) if review_id not in review_ids]
     problems += _insights_count_problems(insights_doc, tallies or mention_tallies(insights_doc))
@@ -133,21 +127,19 @@ def review_record_problems(reviews: Sequence[Mapping]) -> list[Problem]:
     return problems
 
 
-def _aggregate_problems(aggregate: Mapping, ratings: Sequence[int]) -> list[Problem]:
-    problems = []
+def _aggregate_problems(aggregate: Mapping, ratings: Sequence[int]) -> Iterator[Problem]:
     if aggregate["review_count"] != len(ratings):
-        problems.append(Problem(REVIEWS_FILE, "$.aggregate_rating.review_count", "aggregate-agrees",
-                                f"says {aggregate['review_count']}, the file holds {len(ratings)} reviews"))
+        yield Problem(REVIEWS_FILE, "$.aggregate_rating.review_count", "aggregate-agrees",
+                      f"says {aggregate['review_count']}, the file holds {len(ratings)} reviews")
     for star in "12345":
         actual = ratings.count(int(star))
         if aggregate["distribution"][star] != actual:
-            problems.append(Problem(REVIEWS_FILE, f'$.aggregate_rating.distribution["{star}"]', "aggregate-agrees",
-                                    f"says {aggregate['distribution'][star]}, the file holds {actual}"))
+            yield Problem(REVIEWS_FILE, f'$.aggregate_rating.distribution["{star}"]', "aggregate-agrees",
+                          f"says {aggregate['distribution'][star]}, the file holds {actual}")
     mean = sum(ratings) / len(ratings) if ratings else 0
     if abs(aggregate["rating_value"] - mean) > 0.05:
-        problems.append(Problem(REVIEWS_FILE, "$.aggregate_rating.rating_value", "aggregate-agrees",
-                                f"says {aggregate['rating_value']}, the mean rating is {mean:.2f}"))
-    return problems
+        yield Problem(REVIEWS_FILE, "$.aggregate_rating.rating_value", "aggregate-agrees",
+                      f"says {aggregate['rating_value']}, the mean rating is {mean:.2f}")
 
 
 def _referenced_review_ids(doc: Mapping) -> Iterator[tuple[str, str]]:
@@ -167,14 +159,7 @@ def _referenced_review_ids(doc: Mapping) -> Iterator[tuple[str, str]]:
         yield "$.pull_quote.review_id", doc["pull_quote"]["review_id"]
 
 
-MENTION_GROUPS = {
-    "aspects": "aspects",
-    "technicians": "entities.technicians",
-    "services": "entities.services",
-    "problems": "entities.problems",
-    "service_areas": "entities.service_areas",
-    "topics": "topics",
-}
+MENTION_GROUPS = ("aspects", "technicians", "services", "problems", "service_areas", "topics")  # per_review's lists
 
 
 def mention_tallies(doc: Mapping) -> dict[str, Counter[str]]:
@@ -183,70 +168,63 @@ def mention_tallies(doc: Mapping) -> dict[str, Counter[str]]:
     for mentions in doc["per_review"].values():
         for aspect in mentions["aspects"]:
             tallies["aspects"].update((aspect["id"], f"{aspect['id']}#{aspect['sentiment']}"))
-        for group in MENTION_GROUPS.keys() - {"aspects"}:
+        for group in MENTION_GROUPS[1:]:  # lists of ids; aspects, first, are objects
             tallies[group].update(mentions[group])
     return tallies
 
 
-def _insights_count_problems(doc: Mapping, tallies: Mapping[str, Mapping[str, int]]) -> list[Problem]:
-    problems = []
+def _insights_count_problems(doc: Mapping, tallies: Mapping[str, Mapping[str, int]]) -> Iterator[Problem]:
     if doc["review_count"] != len(doc["per_review"]):
-        problems.append(Problem(INSIGHTS_FILE, "$.review_count", "counts-agree",
-                                f"says {doc['review_count']}, per_review has {len(doc['per_review'])} entries"))
-    for group, dotted in MENTION_GROUPS.items():
+        yield Problem(INSIGHTS_FILE, "$.review_count", "counts-agree",
+                      f"says {doc['review_count']}, per_review has {len(doc['per_review'])} entries")
+    for group in MENTION_GROUPS:
         known = set()
-        records = doc["entities"][group] if dotted.startswith("entities.") else doc[group]
+        top_level = group in ("aspects", "topics")  # the others are insights.json's entities
+        dotted = group if top_level else f"entities.{group}"
+        records = doc[group] if top_level else doc["entities"][group]
         for i, record in enumerate(records):
             path = f"$.{dotted}[{i}]"
             if record["id"] in known:
-                problems.append(Problem(INSIGHTS_FILE, f"{path}.id", "unique-id", f"id {record['id']} is repeated"))
+                yield Problem(INSIGHTS_FILE, f"{path}.id", "unique-id", f"id {record['id']} is repeated")
             known.add(record["id"])
-            problems += _record_count_problems(path, record, tallies[group], group == "aspects")
+            yield from _record_count_problems(path, record, tallies[group], group == "aspects")
         # Aspect tallies also count "id#sentiment" keys; slugs hold no "#".
         if any(key not in known for key in tallies[group] if "#" not in key):
-            problems += _unknown_mention_problems(doc, group, dotted, known)
-    return problems
+            yield from _unknown_mention_problems(doc, group, dotted, known)
 
 
-def _unknown_mention_problems(doc: Mapping, group: str, dotted: str, known: set[str]) -> list[Problem]:
+def _unknown_mention_problems(doc: Mapping, group: str, dotted: str, known: set[str]) -> Iterator[Problem]:
     """Each per_review listing of an id the records do not know (only run when the tallies show one)."""
-    problems = []
     for review_id, mentions in doc["per_review"].items():
         listed = [a["id"] for a in mentions["aspects"]] if group == "aspects" else mentions[group]
         for entity_id in listed:
             if entity_id not in known:
-                problems.append(Problem(INSIGHTS_FILE, f"$.per_review[{json.dumps(review_id)}].{group}",
-                                        "known-id", f"{entity_id} is not listed in $.{dotted}"))
-    return problems
+                yield Problem(INSIGHTS_FILE, f"$.per_review[{json.dumps(review_id)}].{group}",
+                              "known-id", f"{entity_id} is not listed in $.{dotted}")
 
 
-def _record_count_problems(path: str, record: Mapping, tally: Mapping[str, int], by_sentiment: bool) -> list[Problem]:
-    problems = []
+def _record_count_problems(path: str, record: Mapping, tally: Mapping[str, int],
+                           by_sentiment: bool) -> Iterator[Problem]:
     parts = record["positive_count"] + record["neutral_count"] + record["negative_count"]
     if record["mention_count"] != parts:
-        problems.append(Problem(INSIGHTS_FILE, f"{path}.mention_count", "counts-agree",
-                                f"{record['mention_count']} != positive + neutral + negative ({parts})"))
+        yield Problem(INSIGHTS_FILE, f"{path}.mention_count", "counts-agree",
+                      f"{record['mention_count']} != positive + neutral + negative ({parts})")
     listed = tally.get(record["id"], 0)
     if record["mention_count"] != listed:
-        problems.append(Problem(INSIGHTS_FILE, f"{path}.mention_count", "counts-agree",
-                                f"says {record['mention_count']}, per_review lists {record['id']} {listed} times"))
+        yield Problem(INSIGHTS_FILE, f"{path}.mention_count", "counts-agree",
+                      f"says {record['mention_count']}, per_review lists {record['id']} {listed} times")
     if by_sentiment:
         for sentiment in ("positive", "neutral", "negative"):
             listed = tally.get(f"{record['id']}#{sentiment}", 0)
             if record[f"{sentiment}_count"] != listed:
-                problems.append(Problem(INSIGHTS_FILE, f"{path}.{sentiment}_count", "counts-agree",
-                                        f"says {record[f'{sentiment}_count']}, per_review has {listed}"))
-    return problems
+                yield Problem(INSIGHTS_FILE, f"{path}.{sentiment}_count", "counts-agree",
+                              f"says {record[f'{sentiment}_count']}, per_review has {listed}")
 
 
-def _insights_business_problems(doc: Mapping, business: Mapping) -> list[Problem]:
-    problems = []
+def _insights_business_problems(doc: Mapping, business: Mapping) -> Iterator[Problem]:
     for group in ("services", "service_areas"):
         declared = {item["id"] for item in business[group]}
         for i, record in enumerate(doc["entities"][group]):
             if record["id"] not in declared:
-                problems.append(Problem(INSIGHTS_FILE, f"$.entities.{group}[{i}].id", "known-id",
-                                        f"{record['id']} is not in {REVIEWS_FILE} $.business.{group}"))
-    return problems
-
-
+                yield Problem(INSIGHTS_FILE, f"$.entities.{group}[{i}].id", "known-id",
+                              f"{record['id']} is not in {REVIEWS_FILE} $.business.{group}")

@@ -164,7 +164,7 @@ class _Source:
     """One filter: how many reviews in the window pass it, those positions, and its test for one position."""
 
     size: int
-    positions: Callable[[], Iterable[int]]
+    positions: Iterable[int]  # lazy: only the smallest source's are walked
     passes: Callable[[int], bool]
     exact: bool = True  # size is the number of positions (not an upper bound)
 
@@ -177,33 +177,18 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]
     costs about its smallest filter's size, not the data's.
     """
     lo, hi = dataset.window(params.since, params.until)
-    stars = _allowed_ratings(params)
-    needle = fold_text(params.query) if params.query is not None else None
-    sources = _sources(dataset, params, stars, lo, hi)
-    if not sources and needle is None:  # every review in the window matches, and the window is newest first
+    sources = _sources(dataset, params, lo, hi)
+    if not sources and params.query is None:  # every review in the window matches, and the window is newest first
         return hi - lo, list(range(lo, min(hi, lo + params.limit)))
-    if needle is not None:
-        sources.append(_text_source(dataset, needle, lo, hi, min((s.size for s in sources), default=hi - lo)))
+    if params.query is not None:
+        smallest_other = min((s.size for s in sources), default=hi - lo)
+        sources.append(_text_source(dataset, fold_text(params.query), lo, hi, smallest_other))
     sources.sort(key=lambda source: source.size)
     driver, tests = sources[0], [source.passes for source in sources[1:]]
     if not tests and driver.exact:  # one filter: its size is the count
-        return driver.size, list(itertools.islice(driver.positions(), params.limit))
-    matched, first = 0, []
-    for pos in driver.positions():
-        if all(test(pos) for test in tests):
-            matched += 1
-            if matched <= params.limit:
-                first.append(pos)
-    return matched, first
-
-
-def _allowed_ratings(params: SearchParams) -> frozenset[int]:
-    stars = set(ALL_RATINGS)
-    if params.rating is not None:
-        stars &= {params.rating}
-    if params.min_rating is not None:
-        stars &= set(range(math.ceil(params.min_rating), 6))
-    return frozenset(stars)
+        return driver.size, list(itertools.islice(driver.positions, params.limit))
+    found = [pos for pos in driver.positions if all(test(pos) for test in tests)]
+    return len(found), found[:params.limit]
 
 
 @dataclass(frozen=True)
@@ -231,17 +216,18 @@ def _merged(spans: Sequence[_Span]) -> Iterator[int]:
     return iter(spans[0]) if len(spans) == 1 else heapq.merge(*spans)
 
 
-def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: int, hi: int) -> list[_Source]:
+def _sources(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> list[_Source]:
     """The window-limited sources of the rating, technician and service filters that were given."""
+    stars = ALL_RATINGS if params.rating is None else ALL_RATINGS & {params.rating}
+    if params.min_rating is not None:
+        stars &= set(range(math.ceil(params.min_rating), 6))
     sources = []
     ratings = dataset.ratings
-    given = [params.mentions_technician, params.mentions_service]
-    if stars != ALL_RATINGS and all(name is None for name in given):
+    if stars != ALL_RATINGS and params.mentions_technician is None and params.mentions_service is None:
         spans = [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
-        sources.append(_Source(sum(map(len, spans)), lambda: _merged(spans),
-                               lambda pos: ratings[pos] in stars))
-    # An entity source is cut from per-rating spans of the allowed ratings only, and
-    # its test checks the rating too, so no separate rating source is needed beside it.
+        sources.append(_Source(sum(map(len, spans)), _merged(spans), lambda pos: ratings[pos] in stars))
+    # An entity source is cut from per-rating spans of the allowed ratings only (so a rating plus an entity walks
+    # only their common reviews), and its test checks the rating too: no rating source is needed beside it.
     for name, (bits, masks), by_rating, lookup in (
         (params.mentions_technician, dataset.technician_masks, dataset.positions_by_technician_rating,
          dataset.technician_names),
@@ -251,10 +237,9 @@ def _sources(dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: 
         if name is not None:
             found = set(named(name, lookup))
             entity = found.pop() if len(found) == 1 else None  # none or several: no review matches
-            # Split by rating, so that a rating plus an entity walks only their common reviews.
             spans = [_windowed(by_rating.get((entity, star), []), lo, hi) for star in sorted(stars)] if entity else []
             bit = bits.get(entity, 0) if entity else 0
-            sources.append(_Source(sum(map(len, spans)), lambda s=spans: _merged(s),
+            sources.append(_Source(sum(map(len, spans)), _merged(spans),
                                    lambda pos, b=bit, m=masks: bool(m[pos] & b) and ratings[pos] in stars))
     return sources
 
@@ -267,9 +252,9 @@ def _text_source(dataset: Dataset, needle: str, lo: int, hi: int, smallest_other
         return dataset.text_contains(pos, encoded)
 
     if smallest_other <= _BLOB_THRESHOLD:  # checking a few texts beats scanning them all
-        return _Source(hi - lo + 1, lambda: (pos for pos in range(lo, hi) if contains(pos)), contains, exact=False)
+        return _Source(hi - lo + 1, (pos for pos in range(lo, hi) if contains(pos)), contains, exact=False)
     found = [pos for pos in dataset.positions_with_text(needle) if lo <= pos < hi]
-    return _Source(len(found), lambda: found, contains)
+    return _Source(len(found), found, contains)
 
 
 def run_search(dataset: Dataset, args: Mapping[str, Any]) -> tuple[int, list[int]]:
