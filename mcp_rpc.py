@@ -30,7 +30,7 @@ from urllib.parse import urljoin
 import mcp_prompts
 from dataset import SCHEMAS, Dataset, encode_json, folded_names, loads_data, named
 from mcp_prompts import REVIEW_PATH, PromptError
-from search import InvalidParams, SchemaValidator, run_search, search_result_json
+from search import DATE_SCHEMA, InvalidParams, SchemaValidator, run_search, search_result_json
 
 log = logging.getLogger("reviewsd.mcp")
 
@@ -281,7 +281,6 @@ class Tool:
 
 
 REVIEW, REVIEWS, INSIGHTS = "review.schema.json", "reviews.schema.json", "insights.schema.json"
-DATE_ARG = {"type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
 SENTIMENTS = ("positive", "neutral", "negative")
 # The members of insights.json that get_insights_summary returns as they are, beside the entities.
 SUMMARY_KEYS = ("generated_at", "review_count", "date_range", "overall_sentiment", "summary", "pull_quote", "topics",
@@ -439,7 +438,7 @@ TOOLS = {tool.name: tool for tool in (  # the nine read-only tools
          "model's context; when count > returned, narrow the window or page with search_reviews "
          "(since/until). Use it for 'what's new since ...'. A date after the newest review gives count 0. "
          "Example: {\"since\": \"2026-10-01\", \"limit\": 20}.",
-         _object_schema({"since": {**DATE_ARG, "description": "First date to include, YYYY-MM-DD."},
+         _object_schema({"since": {**DATE_SCHEMA, "description": "First date to include, YYYY-MM-DD."},
                          "limit": _limit_arg(500, 50)}, ["since"]),
          _since_output_schema(), get_reviews_since),
     Tool("get_aspect_sentiment", "Sentiment about one aspect",

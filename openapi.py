@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from dataset import SCHEMAS
 from mcp_rpc import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS
 from payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
+from search import DATE_SCHEMA
 
 API_VERSION = "1.0.0"
 
@@ -186,7 +187,6 @@ HUB_ANSWERS = {  # each with a plain-text body (hub.py)
 
 
 def _paths() -> dict[str, Any]:
-    since_schema = {k: v for k, v in SCHEMAS[SEARCH_PARAMS]["properties"]["since"].items() if k != "description"}
     return {
         "/reviews.json": _read("getReviews", "data", "Reviews dataset", "Business metadata, aggregate rating and "
                                "every verified review, newest first. A WebSub topic.", ref("ReviewsDocument"),
@@ -214,7 +214,7 @@ def _paths() -> dict[str, Any]:
             {**_representation(ref("SinceResult"), "Reviews dated on or after `date`, newest first."),
              "400": _error("`date` is not a real calendar date as YYYY-MM-DD.")},
             [{"name": "date", "in": "path", "required": True, "description": "A real calendar date, YYYY-MM-DD.",
-              "schema": since_schema}, *CONDITIONAL_PARAMS])},
+              "schema": DATE_SCHEMA}, *CONDITIONAL_PARAMS])},
         "/api/reviews/{id}": {"get": _operation(
             "getReview", "reviews", "One review", "A single review by its id (ULID). Feed items link here.",
             {**_representation(ref("Review"), "The review."),

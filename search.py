@@ -59,7 +59,7 @@ class SchemaValidator:
         if keyword == "required":
             return issue(kind.property, "required", f"{kind.property} is required")
         if keyword in ("format", "pattern"):  # every format and pattern in these schemas is a date's
-            return issue(name, "invalid_date", f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}")
+            return invalid_date(name, value)
         messages = {
             "type": lambda: f"{name} must be {_TYPE_WORDS.get(kind.types[0], kind.types[0])}, got {value!r}",
             "minimum": lambda: f"{name} must be at least {kind.limit}, got {value!r}",
@@ -272,14 +272,21 @@ def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int])
     return b'{"matched":%d,"returned":%d,"reviews":[%s]}' % (matched, len(positions), reviews)
 
 
-_DATE = jsonschema_rs.Draft202012Validator({"type": "string", "format": "date"}, validate_formats=True)
+# The one date rule, search's `since`: for the since path, MCP's date arguments and the OpenAPI document too.
+# The pattern matters: jsonschema-rs's "date" format alone admits a signed year ("-568-08-13").
+DATE_SCHEMA = {key: value for key, value in SEARCH_PARAMS_SCHEMA["properties"]["since"].items() if key != "description"}
+_DATE = jsonschema_rs.Draft202012Validator(DATE_SCHEMA, validate_formats=True)
+
+
+def invalid_date(name: str, value: Any) -> dict[str, Any]:
+    return issue(name, "invalid_date", f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}")
 
 
 def validate_date(name: str, value: str) -> str:
     """A path or argument date as YYYY-MM-DD, or InvalidParams."""
     if _DATE.is_valid(value):
         return value
-    raise InvalidParams([issue(name, "invalid_date", f"{name} must be a real calendar date as YYYY-MM-DD, got {value!r}")])
+    raise InvalidParams([invalid_date(name, value)])
 
 
 def since_result_json(dataset: Dataset, since: str) -> bytes:
