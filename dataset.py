@@ -37,7 +37,6 @@ log = logging.getLogger("reviewsd.data")
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 DATA_FILES = (REVIEWS_FILE, INSIGHTS_FILE)
-DEFAULT_LIMIT = 20
 # The largest data file read: about 5 times the reviews.json of 100,000 reviews (50 MB). Parsing
 # takes several times a file's size in memory, so a runaway file is refused before it is read.
 DEFAULT_MAX_FILE_BYTES = 256 << 20

@@ -14,7 +14,6 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import jsonschema_rs
 
 from dataset import (
-    DEFAULT_LIMIT,
     REGISTRY,
     SEARCH_PARAMS_SCHEMA,
     Dataset,
@@ -75,6 +74,7 @@ _TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a strin
 
 
 SEARCH_PARAMS_VALIDATOR = SchemaValidator(SEARCH_PARAMS_SCHEMA)
+DEFAULT_LIMIT: int = SEARCH_PARAMS_SCHEMA["properties"]["limit"]["default"]  # the schema says it to clients
 
 
 class InvalidParams(Exception):
