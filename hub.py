@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import parse_options_header
 from werkzeug.wrappers import Response
 from werkzeug.wsgi import get_content_length
@@ -458,14 +457,11 @@ def _read_body(environ: dict, max_body: int) -> bytes:
     if length is not None and length > max_body:
         raise too_large
     stream = environ["wsgi.input"]
-    try:
-        if length is not None:
-            return stream.read(length)  # never past the end: some servers' streams block there
-        if not environ.get("wsgi.input_terminated"):
-            return b""  # no length and an unterminated stream: no body can be read safely
-        body = stream.read(max_body + 1)
-    except RequestEntityTooLarge:
-        raise too_large from None
+    if length is not None:
+        return stream.read(length)  # never past the end: some servers' streams block there
+    if not environ.get("wsgi.input_terminated"):
+        return b""  # no length and an unterminated stream: no body can be read safely
+    body = stream.read(max_body + 1)
     if len(body) > max_body:
         raise too_large
     return body
