@@ -1,22 +1,19 @@
-"""reviewsd as an installed package: the `reviewsd` command.
+"""reviewsd: a read-only API for one business's verified reviews and review insights.
 
-Installed, the flat modules live together in this package directory, `reviewsd_app/`, so that none
-is importable under a generic name (`config`, `server`, ...) from anyone else's code: only the
-`reviewsd` command's own process puts the directory on its import path.
+The package `reviewsd_app` (installed, or this checkout run by `python reviewsd.py`). Its layout and
+wiring: docs/internals.md. `main` is the `reviewsd` command.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 
 def main() -> int:
-    """The `reviewsd` console script: `reviewsd [serve] [OPTION ...]`, `reviewsd check`, `reviewsd --version`."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    try:
-        import reviewsd
-    except KeyboardInterrupt:  # Ctrl-C during the imports: as quiet as at any other moment
-        return 130
-    reviewsd.install_early_signals()
-    return reviewsd.main()
+    """The `reviewsd` command: `reviewsd [serve] [OPTION ...]`, `reviewsd check`, `reviewsd --version`."""
+    from .httpserver.service import install_early_signals  # light: the standard library only
+
+    install_early_signals(keep_hup=sys.argv[1:2] != ["check"])
+    from .reviewsd import main as run  # after the signals: the imports take a few tenths of a second
+
+    return run()

@@ -11,7 +11,7 @@ import os
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, Mapping, NoReturn, Sequence
 from urllib.parse import urlsplit
 
 HERE = Path(__file__).resolve().parent
@@ -211,3 +211,16 @@ def is_trusted(address: str, trusted: Sequence[Network]) -> bool:
     except ValueError:
         return False
     return any(ip in network for network in trusted)  # an address is never in a network of the other version
+
+
+def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> str:
+    """REMOTE_ADDR, or behind trusted proxies the right-most X-Forwarded-For entry that is not one of them."""
+    address = str(environ.get("REMOTE_ADDR") or "")
+    hops = [h.strip() for h in str(environ.get("HTTP_X_FORWARDED_FOR", "")).split(",") if h.strip()]
+    while is_trusted(address, trusted) and hops:
+        candidate = hops.pop()
+        try:
+            address = str(ipaddress.ip_address(candidate))
+        except ValueError:
+            break
+    return address

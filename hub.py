@@ -29,10 +29,11 @@ from werkzeug.http import parse_options_header
 from werkzeug.wrappers import Response
 from werkzeug.wsgi import get_content_length
 
-import reviewsd
-from payloads import status_line
-from hub_store import CapReached, Caps, Intent, Key, Store, StoreClosed, StoreUnavailable, Subscription
-from reviewsd import client_address
+from .config import Config, Network, client_address
+from .reviews.dataset import DataStore
+from .web.payloads import status_line
+from .web.snapshot import TOPIC_PATHS, Snapshot, link_header
+from .websub.store import CapReached, Caps, Intent, Key, Store, StoreClosed, StoreUnavailable, Subscription
 
 log = logging.getLogger("reviewsd.hub")
 
@@ -603,16 +604,17 @@ class Scheduler:
 
 
 class Hub:
-    """The WebSub hub of one ReviewsApp. Its threads: docs/internals.md."""
+    """The WebSub hub of the topics in `store`'s snapshots. Its threads: docs/internals.md."""
 
-    def __init__(self, app: reviewsd.ReviewsApp, clock: Callable[[], float] = time.time,
-                 outbound: Outbound | None = None, resolve: Resolver = system_resolver):
-        config: reviewsd.Config = app.config
-        self.app = app
+    def __init__(self, store: DataStore[Snapshot], config: Config, trusted_proxies: Sequence[Network] = (),
+                 clock: Callable[[], float] = time.time, outbound: Outbound | None = None,
+                 resolve: Resolver = system_resolver):
+        self.store = store
         self.config = config
+        self.trusted_proxies = trusted_proxies
         self.clock = clock
         self.resolve = resolve
-        self.topics = {normalise_url(config.url(path)) or config.url(path): path for path in reviewsd.TOPIC_PATHS}
+        self.topics = {normalise_url(config.url(path)) or config.url(path): path for path in TOPIC_PATHS}
         self.leases = (config.hub_lease_min, config.hub_lease_default, config.hub_lease_max)
         self.caps = Caps(config.hub_max_subscriptions, config.hub_max_per_topic, config.hub_max_per_host)
         self.limiter = RateLimiter(config.hub_rate_limit)
@@ -684,7 +686,7 @@ class Hub:
         except StoreClosed:
             return {"enabled": True, "running": False}
         current = self._etags()
-        by_topic = {path: 0 for path in reviewsd.TOPIC_PATHS}
+        by_topic = {path: 0 for path in TOPIC_PATHS}
         for topic, etag, count in groups:
             by_topic[topic] = by_topic.get(topic, 0) + count
         outdated = sum(count for topic, etag, count in groups if etag != current.get(topic))
@@ -696,7 +698,7 @@ class Hub:
 
     def handle(self, environ: dict) -> Response:
         """POST /api/websub/hub: 202 when accepted (verification follows), else 4xx with a text reason."""
-        wait = self.limiter.wait_needed(client_address(environ, self.app.trusted_proxies))
+        wait = self.limiter.wait_needed(client_address(environ, self.trusted_proxies))
         if wait > 0:
             seconds = max(1, int(wait + 0.999))
             return text_response(429, f"too many hub requests from this address; retry in {seconds} s",
@@ -730,7 +732,7 @@ class Hub:
 
     def on_reload(self, old: Any, new: Any) -> None:
         """DataStore listener: schedule a delivery for every subscriber of each topic whose body changed."""
-        for path in reviewsd.TOPIC_PATHS:
+        for path in TOPIC_PATHS:
             etag = new.topic(path).identity.etag
             if old is not None and old.topic(path).identity.etag == etag:
                 continue
@@ -744,8 +746,8 @@ class Hub:
                      extra={"event": "topic_changed", "topic": path, "subscribers": len(keys)})
 
     def _etags(self) -> dict[str, str]:
-        snapshot = self.app.store.current
-        return {path: snapshot.topic(path).identity.etag for path in reviewsd.TOPIC_PATHS}
+        snapshot = self.store.current
+        return {path: snapshot.topic(path).identity.etag for path in TOPIC_PATHS}
 
     # ----------------------------------------------------------------- work (worker threads)
 
@@ -801,7 +803,7 @@ class Hub:
             log.info("subscription of %s to %s removed: lease ended", _display(sub.callback), sub.topic,
                      extra={"event": "lease_ended", "callback": _display(sub.callback), "topic": sub.topic})
             return None
-        payload = self.app.store.current.topic(sub.topic)
+        payload = self.store.current.topic(sub.topic)
         if sub.last_etag == payload.identity.etag:
             return sub.expires_at
         if sub.next_attempt > now:
@@ -810,7 +812,7 @@ class Hub:
 
     def _deliver(self, sub: Subscription, payload: Any) -> float | None:
         body = payload.identity.body
-        headers = {"Content-Type": payload.content_type, "Link": reviewsd.link_header(self.config, sub.topic)}
+        headers = {"Content-Type": payload.content_type, "Link": link_header(self.config, sub.topic)}
         if sub.secret:
             headers["X-Hub-Signature"] = "sha256=" + signature(sub.secret, body)
         reply = self.outbound.request("POST", sub.callback, headers, body, READ_LIMIT)
@@ -861,15 +863,15 @@ def _display(callback_url: str) -> str:
         return "<invalid callback>"
 
 
-def attach(app: reviewsd.ReviewsApp, *, clock: Callable[[], float] = time.time, outbound: Outbound | None = None,
-           resolve: Resolver = system_resolver) -> Hub:
-    """Create and start the hub of `app`: `app.hub` is set and data reloads are followed.
+def start_hub(store: DataStore[Snapshot], config: Config, trusted_proxies: Sequence[Network] = (), *,
+              clock: Callable[[], float] = time.time, outbound: Outbound | None = None,
+              resolve: Resolver = system_resolver) -> Hub:
+    """Create and start the hub of `store`'s topics, following its data reloads.
 
     `clock`, `outbound` (anything with Outbound's three methods) and `resolve`
     (getaddrinfo's shape) are for tests.
     """
-    hub = Hub(app, clock=clock, outbound=outbound, resolve=resolve)
-    app.hub = hub
-    app.store.subscribe(hub.on_reload)
+    hub = Hub(store, config, trusted_proxies, clock=clock, outbound=outbound, resolve=resolve)
+    store.subscribe(hub.on_reload)
     hub.start()
     return hub

@@ -7,146 +7,58 @@ server in server.py, and `python reviewsd.py check --data-dir DIR` validates dat
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:
+    # `python reviewsd.py` from a checkout: run this folder as the package it is (reviewsd_app, whose modules
+    # import each other relatively), the way the installed `reviewsd` command runs it.
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    _here = Path(__file__).resolve().parent
+    if sys.path and Path(sys.path[0] or ".").resolve() == _here:
+        del sys.path[0]  # no module of ours importable under a generic top-level name (config, logs, ...)
+    _spec = importlib.util.spec_from_file_location("reviewsd_app", _here / "__init__.py",
+                                                   submodule_search_locations=[str(_here)])
+    _package = importlib.util.module_from_spec(_spec)
+    sys.modules["reviewsd_app"] = _package
+    _spec.loader.exec_module(_package)
+    sys.exit(_package.main())
+
 import dataclasses
 import errno
 import gzip
-import ipaddress
 import logging
-import os
-import signal
 import sys
 import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl
 
-from config import (PROG, Config, HelpFormatter, Network, Parser, env_value, is_trusted, parse_config,
-                    parse_networks)
+import werkzeug.urls  # noqa: F401  (registers the "werkzeug.url_quote" codec error handler query_args uses)
+from werkzeug.datastructures import MultiDict
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
+from werkzeug.routing import BaseConverter, Map, Rule
+from werkzeug.wrappers import Response
 
-
-# A SIGHUP before the server takes over its signals (during the first load, which can take
-# seconds) would end the process, its default action: kept for after READY instead.
-_hup_before_serving = threading.Event()
-
-
-def install_early_signals() -> None:
-    """From the process's start until server.run() takes the signals over: Ctrl-C quiet, SIGHUP kept."""
-    # Ctrl-C during the imports, the first load or `check`: status 130 at once, without a traceback
-    # (the data files are only read, nothing is half-done)
-    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
-    if sys.argv[1:2] != ["check"]:
-        signal.signal(signal.SIGHUP, lambda signum, frame: _hup_before_serving.set())
-
-
-if __name__ == "__main__":
-    install_early_signals()  # before the imports below, which take a few tenths of a second
-
-import werkzeug.urls  # noqa: E402,F401  (registers the "werkzeug.url_quote" codec error handler query_args uses)
-from werkzeug.datastructures import MultiDict  # noqa: E402
-from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound  # noqa: E402
-from werkzeug.routing import BaseConverter, Map, Rule  # noqa: E402
-from werkzeug.wrappers import Response  # noqa: E402
-
-import feeds  # noqa: E402
-import mcp_rpc  # noqa: E402
-from dataset import DataError, DataStore, Dataset, check_data_dir, encode_json  # noqa: E402
-from feeds import HUB_PATH, OPENAPI_PATH  # noqa: E402  (the URLs the feeds name)
-from logs import configure_logging  # noqa: E402
-from openapi import build_openapi  # noqa: E402
-from payloads import (ATOM, FEED_JSON, GZIP_MIN_BYTES, JSON, READ_HEADERS, LateGzip, Payload, Triple,  # noqa: E402
-                      accepts_gzip, answer, error_document, make_payload, status_line)
-from search import (InvalidParams, decode_query_args, run_search, search_result_json,  # noqa: E402
-                    since_result_json, validate_date)
+from .config import (PROG, Config, HelpFormatter, Network, Parser, client_address, env_value, parse_config,
+                     parse_networks)
+from .httpserver import server
+from .httpserver.service import hup_before_serving
+from .hub import Hub, start_hub
+from .logs import configure_logging
+from .mcp_rpc import McpServer
+from .mcpserver.transport import McpEndpoint
+from .reviews.dataset import DataError, DataStore, check_data_dir, encode_json
+from .reviews.search import InvalidParams, decode_query_args, run_search, search_result_json, validate_date
+from .web.feeds import HUB_PATH, OPENAPI_PATH
+from .web.openapi import build_openapi
+from .web.payloads import (GZIP_MIN_BYTES, JSON, READ_HEADERS, Triple, accepts_gzip, answer, error_document,
+                           make_payload, status_line)
+from .web.snapshot import Snapshot, build_snapshot
 
 log = logging.getLogger("reviewsd")
 
-FEED_LENGTH = 50
-TOPIC_PATHS = ("/feed.xml", "/api/feed.json", "/reviews.json")
 SEARCH_PATH = "/api/reviews/search"
-SINCE_CACHE_ENTRIES = 64
-SINCE_CACHE_BYTES = 64 << 20
-
-
-def last_modified(generated_at: str, now: datetime) -> datetime:
-    """A data file's generated_at as Last-Modified, but never after `now` (RFC 9110 8.8.2.1: a
-    modification time in the future, from a producer whose clock runs ahead, is replaced by now)."""
-    return min(datetime.fromisoformat(generated_at.replace("Z", "+00:00")), now)
-
-
-def link_header(config: Config, topic_path: str) -> str:
-    return f'<{config.url(HUB_PATH)}>; rel="hub", <{config.url(topic_path)}>; rel="self"'
-
-
-@dataclass(frozen=True, eq=False)
-class Snapshot:
-    """One version of everything served: the dataset, its precomputed responses and the since-answers last asked."""
-
-    dataset: Dataset
-    payloads: Mapping[str, Payload]
-    _since: OrderedDict[str, Payload] = field(default_factory=OrderedDict)  # bounded in entries and bytes
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def topic(self, path: str) -> Payload:
-        return self.payloads[path]
-
-    def since(self, date: str) -> Payload:
-        with self._lock:
-            if date in self._since:
-                self._since.move_to_end(date)
-                return self._since[date]
-        payload = make_payload(since_result_json(self.dataset, date), JSON,
-                               self.payloads["/reviews.json"].last_modified)
-        with self._lock:
-            self._since[date] = payload
-            while len(self._since) > 1 and (len(self._since) > SINCE_CACHE_ENTRIES
-                                            or self._since_bytes() > SINCE_CACHE_BYTES):
-                self._since.popitem(last=False)
-        return payload
-
-    def _since_bytes(self) -> int:
-        return sum(len(p.identity.body) + (len(p.gzipped.body) if p.gzipped else 0) for p in self._since.values())
-
-    def compress_late(self) -> None:
-        """Make the data files' gzip codings left for later by `gzip_later` (identity is served until then)."""
-        for payload in self.payloads.values():
-            if isinstance(payload.gzipped, LateGzip):
-                payload.gzipped.compress()
-
-
-def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_later: bool = False) -> Snapshot:
-    """Encode and compress every static body of this data version, once; the OpenAPI document's is the same for all."""
-    now = datetime.now(timezone.utc)
-    reviews_modified = last_modified(dataset.reviews_doc["generated_at"], now)
-    insights_modified = last_modified(dataset.insights_doc["generated_at"], now)
-    site = feeds.FeedSite(config.public_base_url, dataset.business)
-    newest = dataset.reviews[:FEED_LENGTH]
-    bodies = {
-        "/reviews.json": (dataset.reviews_document[0], JSON, reviews_modified, gzip_later),
-        "/insights.json": (dataset.insights_document, JSON, insights_modified, gzip_later),
-        "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified, False),
-        "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified, False),
-    }
-    payloads = {
-        path: make_payload(body, ctype, modified, [("Link", link_header(config, path))] if path in TOPIC_PATHS else [],
-                           gzip_later=later)
-        for path, (body, ctype, modified, later) in bodies.items()
-    }
-    return Snapshot(dataset, {**payloads, OPENAPI_PATH: openapi})
-
-
-def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> str:
-    """REMOTE_ADDR, or behind trusted proxies the right-most X-Forwarded-For entry that is not one of them."""
-    address = str(environ.get("REMOTE_ADDR") or "")
-    hops = [h.strip() for h in str(environ.get("HTTP_X_FORWARDED_FOR", "")).split(",") if h.strip()]
-    while is_trusted(address, trusted) and hops:
-        candidate = hops.pop()
-        try:
-            address = str(ipaddress.ip_address(candidate))
-        except ValueError:
-            break
-    return address
 
 
 def json_error(status: int, code: str, message: str, issues: Iterable[Mapping[str, Any]] | None = None,
@@ -177,7 +89,7 @@ class ReviewsApp:
             Rule("/api/reviews/since/<anything:date>", endpoint="since", methods=GET),
             Rule("/api/reviews/<review_id>", endpoint="review", methods=GET),
             Rule("/healthz", endpoint="healthz", methods=GET),
-            # the parts create_app attaches (mcp_rpc.py, hub.py)
+            # the parts create_app hands the app (mcp_rpc.py, hub.py)
             Rule("/mcp", endpoint="attached", defaults={"part": "mcp"}, methods=["POST", "DELETE"]),
             Rule(HUB_PATH, endpoint="attached", defaults={"part": "hub"}, methods=["POST"]),
         ],
@@ -186,19 +98,13 @@ class ReviewsApp:
         converters={"anything": AnySegmentsConverter},
     )
 
-    def __init__(self, config: Config, gzip_later: bool = False):
+    def __init__(self, config: Config, store: DataStore[Snapshot], trusted_proxies: Sequence[Network] = (), *,
+                 mcp: McpEndpoint | None = None, hub: Hub | None = None):
         self.config = config
-        openapi = make_payload(encode_json(build_openapi(config.public_base_url)), JSON)
-        # With gzip_later, the first snapshot's data files are compressed after it is served (see
-        # compress_late): gzip of 100,000 reviews' files takes about a second. Reloads compress before the swap.
-        self._gzip_later = gzip_later
-        self.store: DataStore[Snapshot] = DataStore(
-            config.data_dir, lambda dataset: build_snapshot(dataset, config, openapi, self._gzip_later),
-            max_bytes=config.max_data_file_bytes)
-        self._gzip_later = False
-        self.trusted_proxies = parse_networks(config.trusted_proxies)
-        self.mcp: Any = None  # set by mcp_rpc.attach
-        self.hub: Any = None  # set by hub.attach
+        self.store = store
+        self.trusted_proxies = trusted_proxies
+        self.mcp = mcp  # POST/DELETE /mcp; 404 without
+        self.hub = hub  # POST /api/websub/hub; 404 without (--no-hub)
 
     def compress_late(self) -> None:
         """Compress the first snapshot's data files on a background thread (see __init__)."""
@@ -339,18 +245,34 @@ def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
     return MultiDict(parse_qsl(text, keep_blank_values=True, errors="werkzeug.url_quote")).to_dict(flat=False)
 
 
-def create_app(config: Config, gzip_later: bool = False) -> ReviewsApp:
-    """The WSGI application for `config`: data loaded, MCP and (unless --no-hub) the hub attached.
+def open_store(config: Config, gzip_later: bool = False) -> DataStore[Snapshot]:
+    """The data of `config.data_dir`, loaded now (DataError if refused), as snapshots of everything served.
 
-    With `gzip_later`, the first data files' gzip codings are the caller's to start (`app.compress_late()`).
+    With `gzip_later`, the first snapshot's data files are compressed after it is served (the caller starts
+    `compress_late`): gzip of 100,000 reviews' files takes about a second. Reloads compress before the swap.
     """
-    app = ReviewsApp(config, gzip_later=gzip_later)
-    mcp_rpc.attach(app)
-    if config.hub:
-        import hub  # here, not at the top: hub imports this module
+    openapi = make_payload(encode_json(build_openapi(config.public_base_url)), JSON)  # the same for every snapshot
 
-        hub.attach(app)
-    return app
+    def build(dataset: Any, later: bool = False) -> Snapshot:
+        return build_snapshot(dataset, config, openapi, gzip_later=later)
+
+    return DataStore(config.data_dir, build, max_bytes=config.max_data_file_bytes,
+                     first_build=lambda dataset: build(dataset, later=gzip_later))
+
+
+def create_app(config: Config, gzip_later: bool = False, *,
+               mcp_clock: Callable[[], float] = time.monotonic) -> ReviewsApp:
+    """The WSGI application for `config`: the one place its parts are made and handed what they need.
+
+    The data is loaded, the MCP endpoint made, and (unless --no-hub) the hub started and following reloads.
+    With `gzip_later`, compressing the first data files is the caller's to start (`app.compress_late()`).
+    `mcp_clock` (the MCP session store's monotonic clock) is for tests.
+    """
+    store = open_store(config, gzip_later)
+    trusted = parse_networks(config.trusted_proxies)
+    mcp = McpEndpoint(McpServer(store, config), config, mcp_clock)
+    hub = start_hub(store, config, trusted) if config.hub else None
+    return ReviewsApp(config, store, trusted, mcp=mcp, hub=hub)
 
 
 def check_main(argv: Sequence[str]) -> int:
@@ -377,8 +299,6 @@ def check_main(argv: Sequence[str]) -> int:
 
 
 def serve_main(argv: Sequence[str]) -> int:
-    import server
-
     config = parse_config(argv)
     configure_logging(config.log_format)
     try:
@@ -411,7 +331,7 @@ def serve_main(argv: Sequence[str]) -> int:
                       max_connections_per_client=config.max_connections_per_client,
                       trusted_proxies=app.trusted_proxies,
                       on_reload=lambda: app.store.reload(force=True), on_stop=on_stop, on_ready=app.compress_late,
-                      ready_status=f"serving {count} reviews", sock=sock, reload_pending=_hup_before_serving)
+                      ready_status=f"serving {count} reviews", sock=sock, reload_pending=hup_before_serving)
 
 
 def main() -> int:

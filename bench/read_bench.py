@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from compare_support.procs import Processes, proc_status_kb, start_reviewsd  # noqa: E402
 
@@ -83,8 +82,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def in_process(data_dir: Path) -> list[tuple[str, float, float]]:
     """p50/p99 of run_search without HTTP, per case (milliseconds)."""
-    import dataset as ds
-    import search
+    from reviewsd_app.reviews import dataset as ds
+    from reviewsd_app.reviews import search
 
     data = ds.load_dataset(data_dir)
     tech = next(iter(data.technicians.values()))["name"]

@@ -19,11 +19,9 @@ import pytest
 from werkzeug.test import Client
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import dataset  # noqa: E402
-import reviewsd  # noqa: E402
+from reviewsd_app.reviews import dataset  # noqa: E402
+from reviewsd_app import reviewsd  # noqa: E402
 from factories import Spec, make_docs, write_docs  # noqa: E402
 
 STARTUP_TIMEOUT = 30.0

@@ -177,7 +177,7 @@ def plain(value: Any) -> Any:
     """A dataset attribute as plain values, so that two datasets compare with ==."""
     from array import array
 
-    from dataset import EncodedMentions, EncodedReviews
+    from reviewsd_app.reviews.dataset import EncodedMentions, EncodedReviews
 
     if isinstance(value, EncodedReviews):
         return [plain(review) for review in value]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import config
+from reviewsd_app import config
 from conftest import ROOT, LiveServer
 from polling import wait_until
 

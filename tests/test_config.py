@@ -6,7 +6,7 @@ from dataclasses import fields
 
 import pytest
 
-from config import Config, parse_config, range_problems
+from reviewsd_app.config import Config, parse_config, range_problems
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import dataset as dataset_module
-from dataset import DataError, DataStore, Dataset, RawFile, dataset_from_files, newest_first, parse_json
-from problems import mention_tallies
+from reviewsd_app.reviews import dataset as dataset_module
+from reviewsd_app.reviews.dataset import DataError, DataStore, Dataset, RawFile, dataset_from_files, newest_first, parse_json
+from reviewsd_app.reviews.problems import mention_tallies
 from factories import SERVICES, TECHNICIANS, Spec, dataset_state, make_docs, write_docs
 
 SPECS = [

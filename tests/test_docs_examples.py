@@ -219,8 +219,8 @@ def test_the_configuration_page_lists_every_option_of_help_with_its_variable_and
 def test_the_minimal_example_is_accepted_and_served(tmp_path: Path) -> None:
     from werkzeug.test import Client
 
-    import reviewsd
-    from dataset import check_data_dir
+    from reviewsd_app import reviewsd
+    from reviewsd_app.reviews.dataset import check_data_dir
 
     minimal = ROOT / "examples" / "minimal"
     assert check_data_dir(str(minimal)) == []
@@ -235,7 +235,7 @@ def page(name: str) -> str:
 
 
 def test_the_search_parameters_table_states_the_schema() -> None:
-    from dataset import SEARCH_PARAMS_SCHEMA
+    from reviewsd_app.reviews.dataset import SEARCH_PARAMS_SCHEMA
 
     section = page("docs/http-api.md").split("### GET /api/reviews/search", 1)[1].split("\n### ", 1)[0]
     rows = re.findall(r"^\| `(\w+)` \| (\w+) \| ([^|]+) \|", section, re.M)
@@ -253,7 +253,7 @@ def test_the_search_parameters_table_states_the_schema() -> None:
 
 @pytest.mark.parametrize("name", ["README.md", "docs/http-api.md"])
 def test_the_endpoints_table_lists_every_operation_of_the_openapi_document(name: str) -> None:
-    import openapi
+    from reviewsd_app.web import openapi
 
     section = page(name).split("| Method and path |", 1)[1].split("\n\n", 1)[0]
     documented = {(method, path.split("?")[0]) for method, path in re.findall(r"`([A-Z]+) (/[^`]*)`", section)}

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import feeds
-from feeds import FeedSite, render_atom_feed, render_json_feed, review_url, xml_safe
+from reviewsd_app.web import feeds
+from reviewsd_app.web.feeds import FeedSite, render_atom_feed, render_json_feed, review_url, xml_safe
 
 ROOT = Path(__file__).resolve().parent.parent
 A = "{http://www.w3.org/2005/Atom}"

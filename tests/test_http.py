@@ -19,8 +19,8 @@ from werkzeug.http import http_date, parse_date
 from werkzeug.test import Client
 from werkzeug.wrappers import Request
 
-import payloads
-import reviewsd
+from reviewsd_app.web import payloads
+from reviewsd_app import reviewsd
 from conftest import SMALL_SPECS
 from factories import make_docs, write_docs
 
@@ -360,7 +360,7 @@ def test_openapi_document_is_valid(openapi: dict) -> None:
 
 
 def test_openapi_uses_the_same_schemas(openapi: dict) -> None:
-    from dataset import SCHEMAS
+    from reviewsd_app.reviews.dataset import SCHEMAS
 
     params = openapi["paths"]["/api/reviews/search"]["get"]["parameters"]
     assert {p["name"] for p in params} == set(SCHEMAS["search-params.schema.json"]["properties"])
@@ -372,7 +372,7 @@ def test_openapi_uses_the_same_schemas(openapi: dict) -> None:
 @pytest.mark.parametrize("status", [414, 431])
 def test_openapi_documents_the_servers_own_refusals_everywhere(openapi: dict, status: int) -> None:
     """The HTTP server answers 414 and 431 before routing, so every operation may return them."""
-    import connection
+    from reviewsd_app.httpserver import connection
 
     for path, operations in openapi["paths"].items():
         for method, operation in operations.items():

@@ -20,8 +20,6 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from polling import wait_until  # noqa: E402
 from test_server import (WAIT, assert_json_error, closed_within, connect, exchange, read_response,  # noqa: E402
                          serving)

@@ -10,9 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from http_parser import MAX_HEADER_BYTES, MAX_REQUEST_LINE, HTTPError, Request, RequestParser  # noqa: E402
+from reviewsd_app.httpserver.parser import MAX_HEADER_BYTES, MAX_REQUEST_LINE, HTTPError, Request, RequestParser  # noqa: E402
 
 # -- generating valid requests -------------------------------------------------------------
 

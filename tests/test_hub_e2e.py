@@ -17,7 +17,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-import reviewsd
+from reviewsd_app import reviewsd
+from reviewsd_app.web import snapshot
 from conftest import LiveServer
 from factories import Spec, make_docs, write_docs
 from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
@@ -124,10 +125,10 @@ def signed(record: Any, secret: str) -> bool:
 
 def test_subscribe_verify_and_receive_each_topic(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
     server = hub_env.start()
-    for i, path in enumerate(reviewsd.TOPIC_PATHS):
+    for i, path in enumerate(snapshot.TOPIC_PATHS):
         subscribe(server, subscriber.url(f"/t{i}?token=abc&x=1"), BASE + path, secret=f"secret-{i}",
                   lease_seconds="3600")
-    for i, path in enumerate(reviewsd.TOPIC_PATHS):
+    for i, path in enumerate(snapshot.TOPIC_PATHS):
         check = subscriber.wait_for(1, f"/t{i}", "GET")[0]
         assert check.param("token") == "abc" and check.param("x") == "1"  # the callback's own query is kept
         assert check.query.startswith("token=abc&x=1&hub.")
@@ -136,7 +137,7 @@ def test_subscribe_verify_and_receive_each_topic(hub_env: HubEnv, subscriber: HT
     wait_status(server, settled(3))
 
     hub_env.write_version(2)
-    for i, path in enumerate(reviewsd.TOPIC_PATHS):
+    for i, path in enumerate(snapshot.TOPIC_PATHS):
         post = subscriber.wait_for(1, f"/t{i}", "POST")[0]
         status, headers, body = request(server, "GET", path)
         assert status == 200 and post.body == body and body_version(body) == 2

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import pytest
 from werkzeug.test import Client
 
-import hub
+from reviewsd_app import hub
 from test_hub_support import FEED, PUBLIC_IP, HubMaker, make_hub, wait_idle  # noqa: F401 (fixture)
 
 LOOPBACK_SPELLINGS = [

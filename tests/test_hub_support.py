@@ -15,8 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-import hub
-import reviewsd
+from reviewsd_app import hub
+from reviewsd_app import reviewsd
 from factories import Spec, make_docs, write_docs
 from polling import wait_until
 
@@ -127,6 +127,7 @@ class HubMaker:
         self.data_dir = tmp / "data"
         self.state_dir = tmp / "state"
         self.hubs: list[hub.Hub] = []
+        self.apps: list[reviewsd.ReviewsApp] = []
         self.write_version(1)
 
     def write_version(self, n: int) -> None:
@@ -140,9 +141,11 @@ class HubMaker:
 
     def __call__(self, outbound: object = None, clock: Callable[[], float] = time.time,
                  resolve: hub.Resolver = public_resolver, **overrides: object) -> reviewsd.ReviewsApp:
-        app = reviewsd.ReviewsApp(self.config(**overrides))
-        self.hubs.append(hub.attach(app, clock=clock, outbound=outbound, resolve=resolve))
-        return app
+        config = self.config(**overrides)
+        store = reviewsd.open_store(config)
+        self.hubs.append(hub.start_hub(store, config, clock=clock, outbound=outbound, resolve=resolve))
+        self.apps.append(reviewsd.ReviewsApp(config, store, hub=self.hubs[-1]))
+        return self.apps[-1]
 
     def stop_all(self) -> None:
         for h in self.hubs:

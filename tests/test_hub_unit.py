@@ -20,9 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from werkzeug.test import Client
 
-import hub
-import hub_store
-import reviewsd
+from reviewsd_app import hub
+from reviewsd_app.websub import store as hub_store
+from reviewsd_app import reviewsd
+from reviewsd_app.web import snapshot
+from reviewsd_app.config import client_address
 from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from polling import wait_until
 from test_hub_support import (BASE, FEED, Call, FakeClock, FakeOutbound, HubMaker, echo, make_hub,  # noqa: F401
@@ -31,7 +33,7 @@ from test_hub_support import (BASE, FEED, Call, FakeClock, FakeOutbound, HubMake
 FORM = "application/x-www-form-urlencoded"
 CALLBACK = "https://sub.example/cb?token=CAPABILITY-123"
 LEASES = (300, 86400, 30 * 86400)  # minimum, default, maximum
-TOPICS = {hub.normalise_url(BASE + p): p for p in reviewsd.TOPIC_PATHS}
+TOPICS = {hub.normalise_url(BASE + p): p for p in snapshot.TOPIC_PATHS}
 
 
 def post(app: reviewsd.ReviewsApp, fields: dict | list | None = None, body: bytes | None = None,
@@ -177,7 +179,7 @@ def test_rate_limiter_is_a_token_bucket_per_client() -> None:
 ])
 def test_client_address_believes_only_trusted_proxies(remote: str, forwarded: str, client: str) -> None:
     trusted = reviewsd.parse_networks("10.0.0.0/8")
-    assert hub.client_address({"REMOTE_ADDR": remote, "HTTP_X_FORWARDED_FOR": forwarded}, trusted) == client
+    assert client_address({"REMOTE_ADDR": remote, "HTTP_X_FORWARDED_FOR": forwarded}, trusted) == client
 
 
 def test_signature_is_lowercase_hex_hmac_sha256() -> None:
@@ -372,7 +374,7 @@ def test_later_request_replaces_an_unverified_one(make_hub: HubMaker) -> None:
 def test_delivery_is_the_topic_body_with_headers(make_hub: HubMaker) -> None:
     outbound = FakeOutbound()
     app = make_hub(outbound)
-    for path in reviewsd.TOPIC_PATHS:
+    for path in snapshot.TOPIC_PATHS:
         subscribe_active(app, outbound, callback=f"https://sub.example{path}", topic=BASE + path, secret="k")
     change(make_hub, app, 2)
     posts = outbound.wait_for(3, "POST")
@@ -654,7 +656,7 @@ def fuzz_app(maker: HubMaker) -> reviewsd.ReviewsApp:
     """One app for all examples of a test: outbound stubbed (verifications fail), no rate limit."""
     if not maker.hubs:
         maker(FakeOutbound(lambda call: hub.Reply(404)), hub_rate_limit=0)
-    return maker.hubs[0].app
+    return maker.apps[0]
 
 
 VALUES = st.one_of(

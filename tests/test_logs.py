@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-import logs
+from reviewsd_app import logs
 from polling import wait_until
 
 
@@ -164,7 +164,7 @@ def test_direct_path_steps_aside_whenever_records_could_differ(configured: logs.
 
 def test_the_ready_line_is_written_at_once(configured: logs.BatchingStreamHandler, stream: io.StringIO) -> None:
     """Whoever waits for "listening on" (a script, a test, bench/compare) sees it when the server is READY."""
-    import service
+    from reviewsd_app.httpserver import service
 
     logging.getLogger("reviewsd.anything").info("queued")
     assert stream.getvalue() == ""
@@ -175,7 +175,7 @@ def test_the_ready_line_is_written_at_once(configured: logs.BatchingStreamHandle
 
 def test_a_broken_stderr_does_not_stop_the_ready_line(configured: logs.BatchingStreamHandler,
                                                       stream: io.StringIO) -> None:
-    import service
+    from reviewsd_app.httpserver import service
 
     stream.close()  # writing raises ValueError now, as a closed stderr would
     service.log_listening("http://127.0.0.1:8080", 8)  # does not raise

@@ -5,16 +5,18 @@ from __future__ import annotations
 import io
 import json
 import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from werkzeug.test import Client, EnvironBuilder, run_wsgi_app
 
-import mcp_rpc
-import reviewsd
+from reviewsd_app import mcp_rpc
+from reviewsd_app import reviewsd
+from reviewsd_app.mcpserver import protocol
 from factories import Spec, make_docs, write_docs
 from test_mcp_rpc import SPECS, mcp_data_dir  # noqa: F401 (mcp_data_dir is a fixture)
 
@@ -32,10 +34,10 @@ class FakeClock:
 
 @pytest.fixture
 def make_app(mcp_data_dir: Path, tmp_path: Path):
-    def make(**options: Any) -> reviewsd.ReviewsApp:
+    def make(clock: Callable[[], float] = time.monotonic, **options: Any) -> reviewsd.ReviewsApp:
         config = reviewsd.Config(data_dir=str(mcp_data_dir), state_dir=str(tmp_path / "state"), reload_interval=0,
                                  hub=False, **{"base_url": BASE, **options})
-        return reviewsd.create_app(config)
+        return reviewsd.create_app(config, mcp_clock=clock)
 
     return make
 
@@ -47,9 +49,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def mcp_app(make_app, clock) -> reviewsd.ReviewsApp:
-    app = make_app(mcp_allowed_origins="https://app.example.org, http://tools.example.net:8443", max_body=4096)
-    mcp_rpc.attach(app, clock=clock)
-    return app
+    return make_app(clock, mcp_allowed_origins="https://app.example.org, http://tools.example.net:8443", max_body=4096)
 
 
 @pytest.fixture
@@ -184,8 +184,7 @@ def test_idle_sessions_expire(client, session, clock, mcp_app):
 
 
 def test_session_cap_evicts_the_least_recently_used(make_app, clock):
-    app = make_app(mcp_max_sessions=2)
-    mcp_rpc.attach(app, clock=clock)
+    app = make_app(clock, mcp_max_sessions=2)
     client = Client(app)
     first, second = initialize(client), initialize(client)
     clock.now += 1
@@ -534,5 +533,5 @@ def test_any_json_body_gets_a_well_formed_answer(client, session, message):
         assert isinstance(document["error"]["message"], str)
     else:
         assert response.status_code == 200
-    if isinstance(message, dict) and mcp_rpc.valid_id(message.get("id")) and "method" in message:
+    if isinstance(message, dict) and protocol.valid_id(message.get("id")) and "method" in message:
         assert document["id"] == message["id"]

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import mcp_http
-import mcp_prompts
-import reviewsd
-from dataset import fold_name
+from reviewsd_app.mcpserver import transport as mcp_http
+from reviewsd_app.mcpserver import prompts as mcp_prompts
+from reviewsd_app import reviewsd
+from reviewsd_app.reviews.dataset import fold_name
 from factories import Spec, make_docs, write_docs
-from mcp_rpc import ErrorCode, Session
+from reviewsd_app.mcp_rpc import ErrorCode, Session
 from test_mcp_rpc import BASE, SPECS, assert_error, dispatch, initialize_body, mcp_data_dir  # noqa: F401 (fixture)
 
 
@@ -221,7 +221,7 @@ def test_decode_header(raw, decoded):
 
 
 def test_modern_result_splices_pre_encoded_results():
-    from mcp_rpc import EncodedJson
+    from reviewsd_app.mcp_rpc import EncodedJson
 
     spliced = mcp_http.modern_result("tools/call", EncodedJson(b'{"isError":false}'))
     assert json.loads(spliced) == {"resultType": "complete", "_meta": mcp_http.SERVER_META, "isError": False}

@@ -14,12 +14,14 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from referencing.exceptions import Unresolvable
 
-import mcp_rpc
-import reviewsd
-from dataset import SCHEMAS, fold_name, validator
-from search import run_search, search_result
+from reviewsd_app import mcp_rpc
+from reviewsd_app import reviewsd
+from reviewsd_app.reviews.dataset import SCHEMAS, fold_name, validator
+from reviewsd_app.reviews.search import run_search, search_result
 from factories import Spec, make_docs, write_docs
-from mcp_rpc import ErrorCode, Session, SessionStore
+from reviewsd_app.mcp_rpc import ErrorCode, Session, SessionStore
+from reviewsd_app.mcpserver import protocol
+from reviewsd_app.mcpserver import tools as mcp_tools
 
 BASE = "https://reviews.example.com"
 TOOL_NAMES = ["get_business", "search_reviews", "get_review", "get_reviews_since", "get_aspect_sentiment",
@@ -91,11 +93,11 @@ def initialize_body(version: Any = "2025-06-18") -> dict:
 def dispatch(server, session, body: Any) -> dict | None:
     """One message (bytes, or a value sent as JSON) the way mcp_http takes it, its response as a client reads it."""
     try:
-        message = mcp_rpc.classify(mcp_rpc.parse(body if isinstance(body, bytes) else json.dumps(body).encode()))
-    except mcp_rpc.RpcError as error:
-        return mcp_rpc.error_response(error.request_id, error.code, error.message, error.data)
+        message = protocol.classify(protocol.parse(body if isinstance(body, bytes) else json.dumps(body).encode()))
+    except protocol.RpcError as error:
+        return protocol.error_response(error.request_id, error.code, error.message, error.data)
     response = server.handle(session, message)
-    return None if response is None else json.loads(mcp_rpc.encode_response(response))
+    return None if response is None else json.loads(protocol.encode_response(response))
 
 
 def call(server, session, name: str, arguments: Any = None, request_id: int = 7) -> dict:
@@ -214,8 +216,8 @@ def test_internal_error_is_logged_not_leaked(server, session, monkeypatch, caplo
     def explode(dataset, args):
         raise RuntimeError("secret detail /etc/passwd")
 
-    broken = replace(mcp_rpc.TOOLS["get_business"], run=explode)
-    monkeypatch.setitem(mcp_rpc.TOOLS, "get_business", broken)
+    broken = replace(mcp_tools.TOOLS["get_business"], run=explode)
+    monkeypatch.setitem(mcp_tools.TOOLS, "get_business", broken)
     with caplog.at_level(logging.ERROR, logger="reviewsd.mcp"):
         response = dispatch(server, session, {"jsonrpc": "2.0", "id": 11, "method": "tools/call",
                                              "params": {"name": "get_business"}})
@@ -298,7 +300,7 @@ def test_lone_surrogates_still_encode(server, session):
            b'"arguments":{"name":"\\udfff"}}}'
     response = dispatch(server, session, body)
     assert response["result"]["isError"] is True
-    assert json.loads(mcp_rpc.encode_message(response)) == response
+    assert json.loads(protocol.encode_message(response)) == response
 
 
 # --------------------------------------------------------------------------- tools/list
@@ -322,7 +324,7 @@ def test_tools_list(server, session):
 
 
 def test_search_reviews_input_schema_is_the_search_parameter_schema(server):
-    schema = mcp_rpc.TOOLS["search_reviews"].definition()["inputSchema"]
+    schema = mcp_tools.TOOLS["search_reviews"].definition()["inputSchema"]
     expected = {k: v for k, v in SCHEMAS["search-params.schema.json"].items() if k not in ("$id", "$schema")}
     assert schema == expected
 
@@ -338,7 +340,7 @@ def refs(node: Any) -> list[str]:
 
 @pytest.mark.parametrize("name", TOOL_NAMES)
 def test_output_schemas_are_self_contained(server, name):
-    schema = mcp_rpc.TOOLS[name].output_schema
+    schema = mcp_tools.TOOLS[name].output_schema
     assert "$id" not in schema and "$schema" not in schema
     for target in refs(schema):
         assert target.startswith("#/$defs/") and target[len("#/$defs/"):] in schema["$defs"]
@@ -382,7 +384,7 @@ def test_every_tool_result_matches_its_output_schema(server, session, mcp_app):
         structured = result["structuredContent"]
         assert result["content"] == [{"type": "text", "text": result["content"][0]["text"]}]
         assert json.loads(result["content"][0]["text"]) == structured
-        schema = mcp_rpc.TOOLS[name].output_schema
+        schema = mcp_tools.TOOLS[name].output_schema
         errors = list(Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
                       .iter_errors(structured))
         assert not errors, (name, [e.message for e in errors])
@@ -472,7 +474,7 @@ def test_get_insights_summary(server, session, mcp_app):
 
 # --------------------------------------------------------------------------- results written from bytes
 
-# Results with reviews are spliced from the pre-encoded reviews (mcp_rpc.EncodedJson): the
+# Results with reviews are spliced from the pre-encoded reviews (protocol.EncodedJson): the
 # wire bytes must parse to what building the result from review dicts and encoding it gives.
 
 search_arguments = st.fixed_dictionaries({}, optional={
@@ -494,7 +496,7 @@ def test_search_result_bytes_equal_the_dict_built_result(server, session, mcp_ap
     dataset = mcp_app.store.current.dataset
     message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
                "params": {"name": "search_reviews", "arguments": arguments}}
-    wire = mcp_rpc.encode_response(server.handle(session, mcp_rpc.classify(message)))
+    wire = protocol.encode_response(server.handle(session, protocol.classify(message)))
     if "since" in arguments and "until" in arguments and arguments["since"] > arguments["until"]:
         assert json.loads(wire)["result"]["isError"] is True
         return
@@ -509,16 +511,16 @@ def test_search_result_bytes_equal_the_dict_built_result(server, session, mcp_ap
 def test_every_tool_result_on_the_wire_is_the_dispatched_result(server, session, mcp_app):
     for name, arguments in valid_calls(mcp_app):
         message = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-        response = server.handle(session, mcp_rpc.classify(message))
+        response = server.handle(session, protocol.classify(message))
         expected = {**response, "result": json.loads(response["result"])}  # the result as a client reads it
-        assert json.loads(mcp_rpc.encode_response(response)) == expected, name
+        assert json.loads(protocol.encode_response(response)) == expected, name
 
 
 @given(st.text())  # any text that UTF-8 can carry (no lone surrogates)
 @example("quote \" backslash \\ newline \n nul \x00 tab \t del \x7f \u2028 😀 ß")
 def test_json_string_is_the_json_string_literal(text):
-    assert mcp_rpc.json_string(text.encode()) == mcp_rpc.encode_message(text)
-    assert mcp_rpc.json_string(mcp_rpc.encode_message(text)) == mcp_rpc.encode_message(mcp_rpc.encode_message(text).decode())
+    assert protocol.json_string(text.encode()) == protocol.encode_message(text)
+    assert protocol.json_string(protocol.encode_message(text)) == protocol.encode_message(protocol.encode_message(text).decode())
 
 
 @pytest.mark.parametrize("fields, reviews, expected", [
@@ -527,7 +529,7 @@ def test_json_string_is_the_json_string_literal(text):
      {"since": "2026-01-01", "count": 2, "reviews": [{"a": 1}, {"b": "ß"}]}),
 ])
 def test_with_reviews_appends_the_encoded_reviews(fields, reviews, expected):
-    assert json.loads(mcp_rpc.with_reviews(fields, reviews)) == expected
+    assert json.loads(protocol.with_reviews(fields, reviews)) == expected
 
 
 # Tool execution errors: a result with isError and a text a model can act on.
@@ -617,7 +619,7 @@ def test_unknown_resource(server, session, uri):
 
 def test_a_bundled_file_validates_like_the_original(mcp_app):
     dataset = mcp_app.store.current.dataset
-    bundled = Draft202012Validator(mcp_rpc.bundle_schema(SCHEMAS["search-result.schema.json"]),
+    bundled = Draft202012Validator(mcp_tools.bundle_schema(SCHEMAS["search-result.schema.json"]),
                                    format_checker=Draft202012Validator.FORMAT_CHECKER)
     original = validator("search-result.schema.json")
     good = search_result(dataset, *run_search(dataset, {}))
@@ -627,7 +629,7 @@ def test_a_bundled_file_validates_like_the_original(mcp_app):
 
 
 def test_bundle_schema_inlines_refs_across_files():
-    schema = mcp_rpc.bundle_schema({"type": "array", "items": mcp_rpc.ref("insights.schema.json", "/$defs/technician")})
+    schema = mcp_tools.bundle_schema({"type": "array", "items": mcp_tools.ref("insights.schema.json", "/$defs/technician")})
     assert schema["items"] == {"$ref": "#/$defs/technician"}
     assert {"technician", "slug", "count", "score", "review_ids"} <= set(schema["$defs"])
     id_pattern = SCHEMAS["review.schema.json"]["properties"]["id"]["pattern"]

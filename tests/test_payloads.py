@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-import payloads
-from payloads import (GZIP_MIN_BYTES, JSON, LateGzip, Variant, answer, gzip_body, accepts_gzip,
+from reviewsd_app.web import payloads
+from reviewsd_app.web.payloads import (GZIP_MIN_BYTES, JSON, LateGzip, Variant, answer, gzip_body, accepts_gzip,
                       make_payload, status_line)
 
 # Around every size where the coding changes: none below GZIP_MIN_BYTES, level 9, then level 6.

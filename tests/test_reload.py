@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from werkzeug.test import Client
 
-import dataset as dataset_module
-import payloads
-import reviewsd
-from dataset import DataError, check_data_dir, load_dataset
+from reviewsd_app.reviews import dataset as dataset_module
+from reviewsd_app.web import payloads
+from reviewsd_app import reviewsd
+from reviewsd_app.reviews.dataset import DataError, check_data_dir, load_dataset
 from factories import Spec, make_docs, write_docs
 from conftest import ROOT, SMALL_SPECS
-from payloads import Variant
+from reviewsd_app.web.payloads import Variant
+from reviewsd_app.web import snapshot
 from test_payloads import GatedCompression
 
 
@@ -35,10 +36,10 @@ NEW_SPECS = [*SMALL_SPECS, Spec(rating=1, date="2025-04-01", text="A brand new r
 def test_valid_replacement_is_served_with_new_etags(small_data_dir: Path) -> None:
     app = small_app(small_data_dir)
     client = Client(app)
-    before = {p: client.get(p).headers["ETag"] for p in reviewsd.TOPIC_PATHS}
+    before = {p: client.get(p).headers["ETag"] for p in snapshot.TOPIC_PATHS}
     write_docs(small_data_dir, *make_docs(NEW_SPECS))
     assert app.store.reload() is True
-    after = {p: client.get(p).headers["ETag"] for p in reviewsd.TOPIC_PATHS}
+    after = {p: client.get(p).headers["ETag"] for p in snapshot.TOPIC_PATHS}
     assert all(before[p] != after[p] for p in before)
     assert client.get("/reviews.json").get_json()["reviews"][0]["text"] == "A brand new review."
     assert client.get("/api/reviews/search?query=brand+new").get_json()["matched"] == 1

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from dataset import SCHEMAS, validator
+from reviewsd_app.reviews.dataset import SCHEMAS, validator
 from factories import Spec, make_docs
 from test_dataset_memory import SPEC_STRATEGY
 

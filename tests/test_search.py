@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import search as search_module
-from dataset import Dataset, fold_name
-from search import (
+from reviewsd_app.reviews import search as search_module
+from reviewsd_app.reviews.dataset import Dataset, fold_name
+from reviewsd_app.reviews.search import (
     InvalidParams,
     SearchParams,
     decode_query_args,

@@ -23,11 +23,10 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-import server  # noqa: E402
-import service  # noqa: E402
-from http_parser import MAX_REQUEST_LINE, Request  # noqa: E402
+from reviewsd_app.httpserver import server  # noqa: E402
+from reviewsd_app.httpserver import service  # noqa: E402
+from reviewsd_app.httpserver.parser import MAX_REQUEST_LINE, Request  # noqa: E402
 from polling import wait_until
 
 WAIT = 5.0  # upper bound for anything that should happen "promptly"
@@ -875,8 +874,7 @@ def test_a_send_buffer_the_kernel_caps_is_logged(caplog: pytest.LogCaptureFixtur
 
 SCRIPT = textwrap.dedent("""
     import os, sys
-    sys.path.insert(0, {repo!r})
-    import server
+    from reviewsd_app.httpserver import server
 
     def app(environ, start_response):
         body = ("pid=%d listen_fds=%s" % (os.getpid(), os.environ.get("LISTEN_FDS"))).encode()

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from werkzeug.test import Client
 
-import hub
-import hub_store
-import reviewsd
+from reviewsd_app import hub
+from reviewsd_app.websub import store as hub_store
+from reviewsd_app import reviewsd
 from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from polling import wait_until
 from test_hub_e2e import (HubEnv, body_version, hub_env, hub_request, request, settled,  # noqa: F401

@@ -109,8 +109,7 @@ def test_socket_unit_listens_where_the_service_does() -> None:
 
 def test_the_documented_drop_in_sets_the_base_url_and_no_flag_overrides_it() -> None:
     """The unit's options are variables, so the site's drop-in (docs/deployment.md) decides them."""
-    sys.path.insert(0, str(REPO))
-    from config import parse_config
+    from reviewsd_app.config import parse_config
 
     page = (REPO / "docs" / "deployment.md").read_text("utf-8")
     drop_in = re.search(r"```ini\n(.*?)```", page, re.S).group(1)

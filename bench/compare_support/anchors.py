@@ -30,9 +30,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-import config  # noqa: E402  (reviewsd's options; no third-party imports)
+from reviewsd_app import config  # noqa: E402  (reviewsd's options; no third-party imports)
 
 COMPARED = ("content-type", "content-encoding", "content-length", "etag", "last-modified", "cache-control", "vary",
             "access-control-allow-origin", "access-control-expose-headers", "link")

@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
-import reviewsd  # noqa: E402
+from reviewsd_app import reviewsd  # noqa: E402
 
 
 def build() -> reviewsd.ReviewsApp:

@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 NO_HITS = "zzqxj-no-such-text"
 
@@ -79,8 +78,8 @@ def search_cases(data: Any) -> dict[str, tuple[str, dict[str, Any]]]:
 
 
 def cmd_search(args: argparse.Namespace) -> dict[str, Any]:
-    import dataset as ds
-    from search import run_search
+    from reviewsd_app.reviews import dataset as ds
+    from reviewsd_app.reviews.search import run_search
 
     started = time.perf_counter()
     data = ds.load_dataset(args.data_dir)
@@ -99,7 +98,7 @@ def cmd_search(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def make_app(data_dir: str, base_url: str) -> Any:
-    import reviewsd
+    from reviewsd_app import reviewsd
 
     config = reviewsd.Config(data_dir=data_dir, state_dir=str(Path(data_dir) / "state"), base_url=base_url,
                              hub=False, reload_interval=0)
@@ -163,8 +162,8 @@ def count_calls(extra: dict[str, tuple[Any, str]]) -> dict[str, int]:
 
 
 def cmd_download(args: argparse.Namespace) -> dict[str, Any]:
-    import dataset as ds
-    import server
+    from reviewsd_app.reviews import dataset as ds
+    from reviewsd_app.httpserver import server
 
     app = make_app(args.data_dir, args.base_url)
     expected = app.store.current.payloads["/reviews.json"].gzipped.body

@@ -25,14 +25,13 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 import anyio  # noqa: E402
 import uvicorn  # noqa: E402
 from mcp.server.mcpserver import MCPServer  # noqa: E402
 
-import dataset as ds  # noqa: E402
-import search  # noqa: E402
+from reviewsd_app.reviews import dataset as ds  # noqa: E402
+from reviewsd_app.reviews import search  # noqa: E402
 
 
 class SearchResult(TypedDict):

@@ -17,14 +17,11 @@ import time
 from collections.abc import Callable
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import unquote_to_bytes
 
-from http_parser import HTTPError, Request, RequestParser
-from logs import direct_info_handler
-
-if TYPE_CHECKING:
-    from server import Server
+from .parser import HTTPError, Request, RequestParser
+from ..logs import direct_info_handler
 
 log = logging.getLogger("reviewsd.server")
 access_log = logging.getLogger("reviewsd.access")
@@ -86,10 +83,25 @@ def _environ_key(name: str) -> str | None:
     return key if key in ("CONTENT_LENGTH", "CONTENT_TYPE") else "HTTP_" + key
 
 
+class ConnectionHost(Protocol):
+    """What a connection needs of the server that accepted it (server.Server is one)."""
+
+    app: Callable[[dict, Callable], Any]  # the WSGI application
+    environ: dict  # the part of the WSGI environ every request shares
+    max_body: int
+    socket_timeout: float
+    stopping: bool
+    next_request_wait_ms: int
+
+    def may_wait_for_next(self) -> bool: ...
+
+    def done_waiting(self) -> None: ...
+
+
 class Connection:
     """One client connection; its state and deadlines are the server's to manage."""
 
-    def __init__(self, sock: socket.socket, client_address: Any, server: Server) -> None:
+    def __init__(self, sock: socket.socket, client_address: Any, server: ConnectionHost) -> None:
         self.connection = sock
         self.client_address = client_address
         self.client = str(client_address[0]) if isinstance(client_address, tuple) and client_address else ""

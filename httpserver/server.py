@@ -22,10 +22,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import service
-from config import Network, is_trusted
-from connection import Connection, server_environ
-from http_parser import HTTPError, Request
+from . import service
+from ..config import Network, is_trusted
+from .connection import Connection, server_environ
+from .parser import HTTPError, Request
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 
@@ -544,11 +544,11 @@ def run(
                     if signum == signal.SIGHUP:
                         service.reload(on_reload)
                     elif signum in (signal.SIGTERM, signal.SIGINT):
-                        failed = service.stop(server, shutdown_grace, on_stop, signal.Signals(signum).name)
+                        failed = service.stop(server.shutdown, shutdown_grace, on_stop, signal.Signals(signum).name)
                         return failed or (130 if signum == signal.SIGINT else 0)  # Ctrl-C: the shell's 128 + SIGINT
                 if server.stopped():  # the selector thread died: let systemd restart us
                     log.error("server loop ended unexpectedly")
-                    return service.stop(server, 0.0, on_stop, "failure") or 1
+                    return service.stop(server.shutdown, 0.0, on_stop, "failure") or 1
         finally:
             watchdog.set()
 

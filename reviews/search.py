@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import jsonschema_rs
 
-from dataset import (
+from .dataset import (
     REGISTRY,
     SEARCH_PARAMS_SCHEMA,
     Dataset,

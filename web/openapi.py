@@ -12,10 +12,10 @@ import copy
 import re
 from typing import Any, Mapping
 
-from dataset import SCHEMAS
-from mcp_rpc import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS
-from payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
-from search import DATE_SCHEMA
+from ..reviews.dataset import SCHEMAS
+from ..mcpserver.protocol import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS
+from .payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
+from ..reviews.search import DATE_SCHEMA
 
 API_VERSION = "1.0.0"
 

@@ -1,5 +1,5 @@
-"""MCP over HTTP at POST /mcp: `McpEndpoint(app).handle(environ) -> (status, headers, body)` around the pure
-`mcp_rpc.McpServer`. Origin (403), Content-Type (415), Accept (406) and body size (413) are checked first; then
+"""MCP over HTTP at POST /mcp: `McpEndpoint(server, config).handle(environ) -> (status, headers, body)` around
+the pure `mcp_rpc.McpServer`. Origin (403), Content-Type (415), Accept (406) and body size (413) are checked first; then
 the message picks its era ("a dual-era server selects its behavior from how the client opens", MCP 2026-07-28
 basic/versioning): a stateless 2026-07-28 request, or a 2025 session, as docs/mcp.md tables them.
 """
@@ -18,10 +18,12 @@ from werkzeug.exceptions import ClientDisconnected
 from werkzeug.http import parse_accept_header, parse_options_header
 from werkzeug.wsgi import get_content_length, get_input_stream
 
-from mcp_rpc import (LEGACY_VERSIONS, MODERN_VERSION, SERVER_INFO, SUPPORTED_VERSIONS, EncodedJson, ErrorCode,
-                     McpServer, Message, RpcError, RpcNotification, RpcRequest, RpcResponse, Session, SessionStore,
-                     classify, encode_message, encode_response, error_response, parse)
-from payloads import Triple, status_line
+from ..config import Config
+from ..mcp_rpc import McpServer, Session, SessionStore
+from .protocol import (LEGACY_VERSIONS, MODERN_VERSION, SERVER_INFO, SUPPORTED_VERSIONS, EncodedJson, ErrorCode,
+                       Message, RpcError, RpcNotification, RpcRequest, RpcResponse, classify, encode_message,
+                       encode_response, error_response, parse)
+from ..web.payloads import Triple, status_line
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -144,11 +146,10 @@ def origin_of(url: str, with_path: bool = False) -> str | None:
 
 
 class McpEndpoint:
-    """POST/DELETE /mcp for the app: transport rules around `McpServer`."""
+    """POST/DELETE /mcp: the transport rules around an `McpServer`."""
 
-    def __init__(self, app: Any, clock: Callable[[], float] = time.monotonic):
-        config = app.config
-        self.server = McpServer(app)
+    def __init__(self, server: McpServer, config: Config, clock: Callable[[], float] = time.monotonic):
+        self.server = server
         self.sessions = SessionStore(config.mcp_max_sessions, config.mcp_session_idle, clock)
         self.max_body = config.max_body
         # Origins allowed to call /mcp: the public base URL's, loopback on any port, and configured extras.

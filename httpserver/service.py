@@ -16,14 +16,24 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from server import Server
+from typing import Any
 
 log = logging.getLogger("reviewsd.server")
 
 SD_LISTEN_FDS_START = 3
+
+# A SIGHUP before the server takes over its signals (during the first load, which can take
+# seconds) would end the process, its default action: kept for after READY instead.
+hup_before_serving = threading.Event()
+
+
+def install_early_signals(keep_hup: bool = True) -> None:
+    """From the process's start until run() takes the signals over: Ctrl-C quiet, SIGHUP kept for later."""
+    # Ctrl-C during the imports, the first load or `check`: status 130 at once, without a traceback
+    # (the data files are only read, nothing is half-done)
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
+    if keep_hup:
+        signal.signal(signal.SIGHUP, lambda signum, frame: hup_before_serving.set())
 
 
 def activated_socket() -> socket.socket | None:
@@ -103,11 +113,11 @@ def reload(on_reload: Callable[[], Any] | None) -> None:
         notify_ready("reload failed, serving the previous state")
 
 
-def stop(server: Server, grace: float, on_stop: Callable[[], Any] | None, why: str) -> int:
-    """STOPPING=1, a graceful shutdown, then the caller's on_stop; 1 if that raised, else 0."""
+def stop(shutdown: Callable[[float], Any], grace: float, on_stop: Callable[[], Any] | None, why: str) -> int:
+    """STOPPING=1, a graceful `shutdown(grace)` of the server, then the caller's on_stop; 1 if that raised, else 0."""
     notify("STOPPING=1")
     log.info("%s: stopping, up to %.1fs for in-flight requests", why, grace)
-    server.shutdown(grace)
+    shutdown(grace)
     if not call_hook(on_stop, "on_stop failed"):
         return 1
     log.info("stopped")

@@ -17,7 +17,7 @@ from werkzeug.datastructures import Accept
 from werkzeug.http import HTTP_STATUS_CODES, http_date, parse_accept_header
 from werkzeug.sansio.http import is_resource_modified
 
-from dataset import encode_json
+from ..reviews.dataset import encode_json
 
 JSON = "application/json; charset=utf-8"
 FEED_JSON = "application/feed+json; charset=utf-8"

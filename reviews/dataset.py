@@ -30,12 +30,12 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence
 import jsonschema_rs
 import orjson
 
-from problems import (INSIGHTS_FILE, REVIEWS_FILE, DataError, Problem, cross_file_problems,  # noqa: F401 (re-exported)
+from .problems import (INSIGHTS_FILE, REVIEWS_FILE, DataError, Problem, cross_file_problems,  # noqa: F401 (re-exported)
                       json_path, review_record_problems, unencodable_problems)
 
 log = logging.getLogger("reviewsd.data")
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"  # the package root's schemas/
 DATA_FILES = (REVIEWS_FILE, INSIGHTS_FILE)
 # The largest data file read: about 5 times the reviews.json of 100,000 reviews (50 MB). Parsing
 # takes several times a file's size in memory, so a runaway file is refused before it is read.
@@ -668,7 +668,9 @@ class DataStore(Generic[S]):
     """
 
     def __init__(self, data_dir: Path | str, build: Callable[[Dataset], S],
-                 max_bytes: int = DEFAULT_MAX_FILE_BYTES):
+                 max_bytes: int = DEFAULT_MAX_FILE_BYTES, first_build: Callable[[Dataset], S] | None = None):
+        """Load the files now (DataError if refused); `first_build`, if given, builds the first snapshot instead of
+        `build` (the server defers the first snapshot's compression until it serves)."""
         self.data_dir = Path(data_dir)
         self.max_bytes = max_bytes
         self._build = build
@@ -676,13 +678,13 @@ class DataStore(Generic[S]):
         self._listeners: list[Callable[[S, S], None]] = []
         self._stamp = file_stamp(self.data_dir)
         self._hashes: tuple[str, str] | None = None
-        self.current: S = self._load()  # not None: nothing is served yet
+        self.current: S = self._load(first_build or build)  # not None: nothing is served yet
         self.loaded_at = datetime.now(timezone.utc)
         self.last_error: DataError | None = None
         self._poller: threading.Thread | None = None
         self._stop = threading.Event()
 
-    def _load(self) -> S | None:
+    def _load(self, build: Callable[[Dataset], S]) -> S | None:
         """The snapshot of the files the last stamp describes (its sizes are logged); None if already served."""
         sizes = [f"{name} ({size / 1e6:.1f} MB)" if size >= 0 else f"{name} (missing)"
                  for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)]
@@ -696,7 +698,7 @@ class DataStore(Generic[S]):
         took = time.monotonic() - started
         log.info("loaded %d reviews in %.2f s", len(dataset.reviews), took,
                  extra={"event": "load_done", "reviews": len(dataset.reviews), "seconds": round(took, 3)})
-        snapshot = self._build(dataset)
+        snapshot = build(dataset)
         self._hashes = hashes
         return snapshot
 
@@ -715,7 +717,7 @@ class DataStore(Generic[S]):
                 return False
             self._stamp = stamp
             try:
-                new = self._load()
+                new = self._load(self._build)
             except DataError as exc:
                 self.last_error = exc
                 log.error("reload refused, still serving the previous data: %s", exc,

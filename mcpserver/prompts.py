@@ -1,6 +1,6 @@
 """MCP prompts (prompts/list, prompts/get) and argument completion (completion/complete), both eras.
 
-Pure functions of the dataset current at call time, like the tools (mcp_rpc.py), whose
+Pure functions of the dataset current at call time, like the tools (tools.py), whose
 results the practitioner, service and aspect prompts embed as they are. Errors are
 `PromptError` values, answered as -32602 by `McpServer.handle` (MCP server/prompts and
 server/utilities/completion: unknown prompt, missing or invalid argument).
@@ -15,8 +15,10 @@ from heapq import merge
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlencode
 
-from dataset import Dataset, fold_name, folded_names
-from search import InvalidParams, run_search, search_result_json, validate_date
+from ..reviews.dataset import Dataset, fold_name, folded_names
+from ..reviews.search import InvalidParams, run_search, search_result_json, validate_date
+from .protocol import encode_message, encoded
+from .tools import ToolError, run_tool
 
 MAX_COMPLETIONS = 100  # the spec's cap on `values`
 DIGEST_DAYS = 30
@@ -92,8 +94,6 @@ def render_digest(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> l
 
 
 def render_reply(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
-    from mcp_rpc import encode_message  # mcp_rpc imports this module: import at call time
-
     review_id = args["review_id"].strip().upper()  # ULIDs are case-insensitive
     position = dataset.position_of.get(review_id)
     if position is None:
@@ -120,8 +120,6 @@ def render_entity(tool: str, subject: str, key: str
     """A prompt over one practitioner, service or aspect (`key` in the result of `tool`, which takes its arguments)."""
 
     def render(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
-        from mcp_rpc import ToolError, encoded, run_tool  # mcp_rpc imports this module: import at call time
-
         tool_args = {**{name: value for name, value in args.items() if value}, "limit": 20}
         try:
             data = encoded(run_tool(tool, dataset, tool_args))

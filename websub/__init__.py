@@ -1,0 +1,1 @@
+"""The WebSub hub's durable state (the hub itself: hub.py)."""
