@@ -43,7 +43,8 @@ class Config:
     base_url: str = option("", "public base URL used in every absolute URL (empty: http://HOST:PORT)")
     threads: int = option(8, "worker threads serving requests", 1, 1000)
     reload_interval: float = option(
-        2.0, "seconds between checks of the data files (0 disables polling; SIGHUP always reloads)", 0)
+        2.0, "seconds between checks of the data files (0 disables polling; SIGHUP always reloads)", 0
+    )
     log_format: str = option("text", "text or json log lines on stderr")
     # MCP (besides these origins, the base URL's origin and localhost are always allowed)
     mcp_allowed_origins: str = option("", "extra Origin values allowed on /mcp, comma-separated")
@@ -51,23 +52,36 @@ class Config:
     mcp_session_idle: float = option(1800.0, "seconds after which an idle MCP session ends", 1)
     max_body: int = option(1 << 20, "largest request body accepted, in bytes", 1)
     body_timeout: float = option(  # see server.Server: the selector thread reads bodies
-        30.0, "seconds a request body may take to arrive after its head (then 408 and close)", 0.1, 3600)
+        30.0, "seconds a request body may take to arrive after its head (then 408 and close)", 0.1, 3600
+    )
     max_connections: int = option(
-        1000, "most client connections open at once (idle keep-alive ones are closed first)", 1, 1_000_000)
+        1000, "most client connections open at once (idle keep-alive ones are closed first)", 1, 1_000_000
+    )
     max_connections_per_client: int = option(
-        100, "most connections open at once from one client address (0: no cap; --trusted-proxies are exempt; "
-             "idle keep-alive ones are closed first)", 0, 1_000_000)
+        100,
+        "most connections open at once from one client address (0: no cap; --trusted-proxies are exempt; "
+        "idle keep-alive ones are closed first)",
+        0,
+        1_000_000,
+    )
     send_buffer: int = option(  # see server.Server: bounded, a large body stays in the CPU cache on loopback
-        256 * 1024, "socket send buffer per client connection, in bytes (0: the kernel sizes it)", 0, 1 << 30)
+        256 * 1024, "socket send buffer per client connection, in bytes (0: the kernel sizes it)", 0, 1 << 30
+    )
     max_data_file_bytes: int = option(  # the default: about 5x the reviews.json of 100,000 reviews
-        256 << 20, "largest data file loaded, in bytes; a larger one is refused before it is read", 1)
+        256 << 20, "largest data file loaded, in bytes; a larger one is refused before it is read", 1
+    )
     # WebSub hub
     hub: bool = option(True, "run the WebSub hub (--no-hub on read-only replicas)")
     allow_private_callbacks: bool = option(
-        False, "allow hub callbacks on loopback/private addresses (development and tests only)")
+        False, "allow hub callbacks on loopback/private addresses (development and tests only)"
+    )
     ca_file: str = option(
-        "", "CA bundle for verifying subscribers' HTTPS certificates (empty: the system store, or SSL_CERT_FILE)")
-    hub_retry_delay: float = option(30.0, "first delay before retrying a failed delivery, seconds (doubles after)", 0)
+        "",
+        "CA bundle for verifying subscribers' HTTPS certificates (empty: the system store, or SSL_CERT_FILE)",
+    )
+    hub_retry_delay: float = option(
+        30.0, "first delay before retrying a failed delivery, seconds (doubles after)", 0
+    )
     hub_lease_min: int = option(300, "shortest lease granted, seconds", 1)
     hub_lease_default: int = option(86400, "lease granted when none is asked for, seconds", 1)
     hub_lease_max: int = option(30 * 86400, "longest lease granted, seconds", 1)
@@ -77,10 +91,16 @@ class Config:
     hub_max_per_host: int = option(50, "most subscriptions per callback host", 0)
     hub_rate_limit: float = option(60.0, "hub requests allowed per client per minute (0: no limit)", 0)
     hub_state_check: float = option(
-        5.0, "seconds between checks that the state directory is intact, retries of a hub store that failed, and "
-             "attempts to take the hub over from another server on the same directory", 0.01, 3600)
+        5.0,
+        "seconds between checks that the state directory is intact, retries of a hub store that failed, and "
+        "attempts to take the hub over from another server on the same directory",
+        0.01,
+        3600,
+    )
     # Behind a reverse proxy
-    trusted_proxies: str = option("", "reverse-proxy addresses whose X-Forwarded-For is trusted, comma-separated")
+    trusted_proxies: str = option(
+        "", "reverse-proxy addresses whose X-Forwarded-For is trusted, comma-separated"
+    )
 
     @property
     def public_base_url(self) -> str:
@@ -119,8 +139,10 @@ def range_problems(config: Config) -> list[str]:
         elif high is not None and value > high:
             problems.append(f"{flag(f.name)} must be at most {high:g}, got {value:g}")
     if not config.hub_lease_min <= config.hub_lease_default <= config.hub_lease_max:
-        problems.append(f"leases must satisfy --hub-lease-min <= --hub-lease-default <= --hub-lease-max, got "
-                        f"{config.hub_lease_min} / {config.hub_lease_default} / {config.hub_lease_max}")
+        problems.append(
+            f"leases must satisfy --hub-lease-min <= --hub-lease-default <= --hub-lease-max, got "
+            f"{config.hub_lease_min} / {config.hub_lease_default} / {config.hub_lease_max}"
+        )
     return problems
 
 
@@ -167,20 +189,32 @@ USAGE = f"""{PROG} [serve] [OPTION ...]     serve the API (the default command; 
 
 
 def parse_config(argv: Sequence[str]) -> Config:
-    parser = Parser(prog=PROG, usage=USAGE, formatter_class=HelpFormatter,
-                    description="Serve one business's reviews and review insights as a read-only API.",
-                    epilog="Every option can also be set as REVIEWSD_<NAME>, e.g. REVIEWSD_PORT=9000; a flag "
-                           "wins over its variable, and a default shown above already includes the variable. "
-                           f"`{PROG} check --help` describes the check command.")
-    parser.add_argument("--version", action=VersionAction, nargs=0, default=argparse.SUPPRESS,
-                        help="show reviewsd's version and exit")
+    parser = Parser(
+        prog=PROG,
+        usage=USAGE,
+        formatter_class=HelpFormatter,
+        description="Serve one business's reviews and review insights as a read-only API.",
+        epilog="Every option can also be set as REVIEWSD_<NAME>, e.g. REVIEWSD_PORT=9000; a flag "
+        "wins over its variable, and a default shown above already includes the variable. "
+        f"`{PROG} check --help` describes the check command.",
+    )
+    parser.add_argument(
+        "--version",
+        action=VersionAction,
+        nargs=0,
+        default=argparse.SUPPRESS,
+        help="show reviewsd's version and exit",
+    )
     for f in fields(Config):
         try:
             default = env_value(f.name, f.default)
         except ValueError as exc:
             parser.error(str(exc))
-        kind: dict[str, Any] = ({"action": argparse.BooleanOptionalAction} if isinstance(f.default, bool)
-                                else {"type": type(f.default)})
+        kind: dict[str, Any] = (
+            {"action": argparse.BooleanOptionalAction}
+            if isinstance(f.default, bool)
+            else {"type": type(f.default)}
+        )
         if f.name == "log_format":
             kind["choices"] = ("text", "json")
         parser.add_argument(flag(f.name), dest=f.name, default=default, help=f.metadata["help"], **kind)

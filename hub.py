@@ -64,8 +64,12 @@ class Refused(Exception):
 
 
 def text_response(status: int, text: str, headers: Sequence[tuple[str, str]] = ()) -> Response:
-    return Response(text + "\n", status=status_line(status), content_type="text/plain; charset=utf-8",
-                    headers=[("Cache-Control", "no-store"), *headers])
+    return Response(
+        text + "\n",
+        status=status_line(status),
+        content_type="text/plain; charset=utf-8",
+        headers=[("Cache-Control", "no-store"), *headers],
+    )
 
 
 # --------------------------------------------------------------------------- URLs
@@ -81,9 +85,11 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 def _normalise_escapes(text: str) -> str:
     """Decode escaped unreserved characters and upper-case the other escapes (RFC 3986 6.2.2)."""
+
     def fix(match: re.Match) -> str:
         char = chr(int(match.group(1), 16))
         return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
     return _ESCAPE.sub(fix, text)
 
 
@@ -137,8 +143,11 @@ class Callback:
 def parse_callback(url: str) -> Callback:
     """Validate a callback URL: HTTPS, no fragment or credentials, a sane host. Raises Refusal."""
     if not url.isascii() or any(c <= " " or c in "\x7f\\" for c in url):
-        raise Refusal(400, "hub.callback must be an ASCII URL without spaces, backslashes or control characters "
-                           "(percent-encode anything else)")
+        raise Refusal(
+            400,
+            "hub.callback must be an ASCII URL without spaces, backslashes or control characters "
+            "(percent-encode anything else)",
+        )
     try:
         parts = urlsplit(url)
         port = parts.port or 443
@@ -154,7 +163,7 @@ def parse_callback(url: str) -> Callback:
     if "@" in parts.netloc:
         raise Refusal(400, "hub.callback must not contain user credentials")
     host = _callback_host(parts.hostname or "", parts.netloc)
-    target = url[url.index("//") + 2 + len(parts.netloc):]
+    target = url[url.index("//") + 2 + len(parts.netloc) :]
     # An empty path is "/" on the request line (RFC 9112 3.2.1): `https://host` and `https://host?a=b`.
     return Callback(url, host, port, target if target.startswith("/") else "/" + target)
 
@@ -170,7 +179,9 @@ def _callback_host(hostname: str, netloc: str) -> str:
     if (address := literal_address(hostname)) is not None:
         return str(address)
     if not _DNS_NAME.fullmatch(hostname):
-        raise Refusal(400, "hub.callback host is not a valid DNS name (use the xn-- form for international names)")
+        raise Refusal(
+            400, "hub.callback host is not a valid DNS name (use the xn-- form for international names)"
+        )
     return hostname.rstrip(".")
 
 
@@ -183,12 +194,19 @@ def with_query(url: str, params: Mapping[str, str]) -> str:
 # --------------------------------------------------------------------------- addresses
 
 
-_SPECIAL_NETWORKS = [(name, ipaddress.ip_network(net)) for name, net in (
-    ("shared (carrier-grade NAT)", "100.64.0.0/10"),
-    ("documentation", "192.0.2.0/24"), ("documentation", "198.51.100.0/24"), ("documentation", "203.0.113.0/24"),
-    ("documentation", "2001:db8::/32"), ("benchmarking", "198.18.0.0/15"),
-    ("NAT64 local-use", "64:ff9b:1::/48"), ("discard-only", "100::/64"),
-)]
+_SPECIAL_NETWORKS = [
+    (name, ipaddress.ip_network(net))
+    for name, net in (
+        ("shared (carrier-grade NAT)", "100.64.0.0/10"),
+        ("documentation", "192.0.2.0/24"),
+        ("documentation", "198.51.100.0/24"),
+        ("documentation", "203.0.113.0/24"),
+        ("documentation", "2001:db8::/32"),
+        ("benchmarking", "198.18.0.0/15"),
+        ("NAT64 local-use", "64:ff9b:1::/48"),
+        ("discard-only", "100::/64"),
+    )
+]
 _ADDRESS_FLAGS = ("loopback", "unspecified", "link_local", "multicast", "site_local", "private", "reserved")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
@@ -246,8 +264,13 @@ def resolve_within(resolve: Resolver, host: str, port: int, timeout: float) -> S
     return answer.result()
 
 
-def vet_addresses(host: str, port: int, allow_private: bool, resolve: Resolver = system_resolver,
-                  timeout: float | None = None) -> list[AddrInfo]:
+def vet_addresses(
+    host: str,
+    port: int,
+    allow_private: bool,
+    resolve: Resolver = system_resolver,
+    timeout: float | None = None,
+) -> list[AddrInfo]:
     """Resolve `host` once (within `timeout`) and check every address: what to connect to. Raises Refused."""
     literal = literal_address(host)
     if literal is not None:  # AI_NUMERICHOST: getaddrinfo only converts the address, no DNS
@@ -267,8 +290,10 @@ def vet_addresses(host: str, port: int, allow_private: bool, resolve: Resolver =
             ip = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
             problem = address_problem(ip)
             if problem:
-                raise Refused(f"callback host {host} is or resolves to {ip} ({problem}); "
-                              "only public addresses are allowed")
+                raise Refused(
+                    f"callback host {host} is or resolves to {ip} ({problem}); "
+                    "only public addresses are allowed"
+                )
     return infos
 
 
@@ -326,7 +351,9 @@ class Outbound:
         self._closed = threading.Event()
         threading.Thread(target=self._reap_loop, name="hub-reaper", daemon=True).start()
 
-    def request(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None, limit: int) -> Reply:
+    def request(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes | None, limit: int
+    ) -> Reply:
         """One request; reads at most `limit` bytes of the answer. Never raises for network trouble.
 
         TCP goes to the addresses vetted beforehand, TLS and Host use the URL's host name:
@@ -336,18 +363,29 @@ class Outbound:
         conn = watch = None
         try:
             callback = parse_callback(url)  # no MAX_URL here: the hub's parameters are appended
-            addresses = vet_addresses(callback.host, callback.port, self._allow_private, self._resolve,
-                                      min(LOOKUP_TIMEOUT, deadline - time.monotonic()))
+            addresses = vet_addresses(
+                callback.host,
+                callback.port,
+                self._allow_private,
+                self._resolve,
+                min(LOOKUP_TIMEOUT, deadline - time.monotonic()),
+            )
             conn = http.client.HTTPSConnection(callback.host, callback.port, context=self._context)
             conn.sock = _connect_any(addresses, self.connect_timeout, deadline)
-            watch = conn.sock.dup()  # shutdown() on a duplicate ends the connection even after ssl takes it over
+            watch = (
+                conn.sock.dup()
+            )  # shutdown() on a duplicate ends the connection even after ssl takes it over
             with self._lock:
                 self._inflight[watch] = deadline
             conn.sock.settimeout(self.read_timeout)
             conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn.sock = self._context.wrap_socket(conn.sock, server_hostname=callback.host)
-            conn.request(method, callback.target, body=body,
-                         headers={"User-Agent": USER_AGENT, "Connection": "close", **headers})
+            conn.request(
+                method,
+                callback.target,
+                body=body,
+                headers={"User-Agent": USER_AGENT, "Connection": "close", **headers},
+            )
             response = conn.getresponse()
             return Reply(response.status, response.read(limit))
         except (Refusal, Refused) as exc:
@@ -384,8 +422,9 @@ class Outbound:
 # --------------------------------------------------------------------------- subscription requests
 
 
-def parse_subscription(pairs: Iterable[tuple[str, str]], topics: Mapping[str, str], leases: tuple[int, int, int],
-                       now: float) -> tuple[Callback, Intent]:
+def parse_subscription(
+    pairs: Iterable[tuple[str, str]], topics: Mapping[str, str], leases: tuple[int, int, int], now: float
+) -> tuple[Callback, Intent]:
     """Validate a form: its callback, parsed, and the intent to store (the store gives its id). Raises Refusal.
 
     `topics` maps each normalised topic URL to its path; `leases` are (minimum, default, maximum).
@@ -444,7 +483,9 @@ def read_form(environ: dict, max_body: int) -> list[tuple[str, str]]:
     body = _read_body(environ, max_body)
     try:
         # Bytes that are not UTF-8, raw or percent-encoded, are an unsupported encoding of the form: 415.
-        return parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=MAX_FIELDS)
+        return parse_qsl(
+            body.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=MAX_FIELDS
+        )
     except UnicodeDecodeError:
         raise Refusal(415, "the form must be encoded in UTF-8 (raw or percent-encoded)") from None
     except ValueError:
@@ -505,19 +546,28 @@ class Scheduler:
 
     MAX_WAIT = 30.0  # re-read the clock at least this often
 
-    def __init__(self, work: Callable[[Key], float | None], workers: int, clock: Callable[[], float],
-                 retry_after: float = 30.0):
+    def __init__(
+        self,
+        work: Callable[[Key], float | None],
+        workers: int,
+        clock: Callable[[], float],
+        retry_after: float = 30.0,
+    ):
         self._work = work
         self._clock = clock
-        self._retry_after = retry_after  # after `work` raised (a database error, say): try that key again then
+        self._retry_after = (
+            retry_after  # after `work` raised (a database error, say): try that key again then
+        )
         self._cond = threading.Condition()
         self._heap: list[tuple[float, Key]] = []  # (time, key); ties are ordered by the key
         self._due: dict[Key, float] = {}
         self._running: set[Key] = set()
         self._again: dict[Key, float] = {}
         self._stopping = False
-        self._threads = [threading.Thread(target=self._loop, name=f"hub-worker-{i}", daemon=True)
-                         for i in range(max(1, workers))]
+        self._threads = [
+            threading.Thread(target=self._loop, name=f"hub-worker-{i}", daemon=True)
+            for i in range(max(1, workers))
+        ]
 
     def start(self) -> None:
         for thread in self._threads:
@@ -593,8 +643,11 @@ class Scheduler:
             try:
                 later = self._work(key)
             except Exception:
-                log.exception("hub work failed; trying again in %.0f s", self._retry_after,
-                              extra={"event": "hub_work_failed"})
+                log.exception(
+                    "hub work failed; trying again in %.0f s",
+                    self._retry_after,
+                    extra={"event": "hub_work_failed"},
+                )
                 later = self._clock() + self._retry_after
             with self._cond:
                 self._running.discard(key)
@@ -606,9 +659,15 @@ class Scheduler:
 class Hub:
     """The WebSub hub of the topics in `store`'s snapshots. Its threads: docs/internals.md."""
 
-    def __init__(self, store: DataStore[Snapshot], config: Config, trusted_proxies: Sequence[Network] = (),
-                 clock: Callable[[], float] = time.time, outbound: Outbound | None = None,
-                 resolve: Resolver = system_resolver):
+    def __init__(
+        self,
+        store: DataStore[Snapshot],
+        config: Config,
+        trusted_proxies: Sequence[Network] = (),
+        clock: Callable[[], float] = time.time,
+        outbound: Outbound | None = None,
+        resolve: Resolver = system_resolver,
+    ):
         self.store = store
         self.config = config
         self.trusted_proxies = trusted_proxies
@@ -620,7 +679,9 @@ class Hub:
         self.limiter = RateLimiter(config.hub_rate_limit)
         self.outbound = outbound or Outbound(config.ca_file, config.allow_private_callbacks, resolve)
         self.db = Store(config.state_dir, config.hub_state_check)
-        self.scheduler = Scheduler(self._service, config.hub_workers, clock, retry_after=config.hub_retry_delay)
+        self.scheduler = Scheduler(
+            self._service, config.hub_workers, clock, retry_after=config.hub_retry_delay
+        )
         self._stopped = threading.Event()
         self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
 
@@ -628,11 +689,20 @@ class Hub:
         """Open the store (else the keeper thread retries), start the workers, bring every subscriber up to date."""
         if self.db.open():
             subscriptions, intents, expired = self._schedule_all()
-            log.info("hub started: %d subscriptions, %d pending verifications, %d expired leases removed",
-                     subscriptions, intents, expired, extra={"event": "hub_started"})
+            log.info(
+                "hub started: %d subscriptions, %d pending verifications, %d expired leases removed",
+                subscriptions,
+                intents,
+                expired,
+                extra={"event": "hub_started"},
+            )
         else:
-            log.info("hub started without its store (%s); retrying every %g s", self.db.problem.reason,
-                     self.config.hub_state_check, extra={"event": "hub_started", "available": False})
+            log.info(
+                "hub started without its store (%s); retrying every %g s",
+                self.db.problem.reason,
+                self.config.hub_state_check,
+                extra={"event": "hub_started", "available": False},
+            )
         self.scheduler.start()
         self._keeper.start()
 
@@ -679,8 +749,13 @@ class Hub:
         problem = self.db.problem
         if problem is not None:
             since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(problem.since))
-            return {"enabled": True, "running": True, "available": False, "reason": problem.reason,
-                    "unavailable_since": since}
+            return {
+                "enabled": True,
+                "running": True,
+                "available": False,
+                "reason": problem.reason,
+                "unavailable_since": since,
+            }
         try:
             groups, intents = self.db.counts()
         except StoreClosed:
@@ -690,9 +765,15 @@ class Hub:
         for topic, etag, count in groups:
             by_topic[topic] = by_topic.get(topic, 0) + count
         outdated = sum(count for topic, etag, count in groups if etag != current.get(topic))
-        return {"enabled": True, "running": True, "available": True, "subscriptions": sum(by_topic.values()),
-                "by_topic": by_topic,
-                "pending_verifications": intents, "pending_deliveries": outdated}
+        return {
+            "enabled": True,
+            "running": True,
+            "available": True,
+            "subscriptions": sum(by_topic.values()),
+            "by_topic": by_topic,
+            "pending_verifications": intents,
+            "pending_deliveries": outdated,
+        }
 
     # ----------------------------------------------------------------- requests and reloads
 
@@ -701,8 +782,11 @@ class Hub:
         wait = self.limiter.wait_needed(client_address(environ, self.trusted_proxies))
         if wait > 0:
             seconds = max(1, int(wait + 0.999))
-            return text_response(429, f"too many hub requests from this address; retry in {seconds} s",
-                                 [("Retry-After", str(seconds))])
+            return text_response(
+                429,
+                f"too many hub requests from this address; retry in {seconds} s",
+                [("Retry-After", str(seconds))],
+            )
         try:
             if (problem := self.db.problem) is not None:
                 raise StoreUnavailable(problem.reason)
@@ -720,15 +804,32 @@ class Hub:
             return text_response(503, "the hub is stopping; try again shortly", [("Retry-After", "5")])
         except StoreUnavailable as exc:
             retry = max(1, math.ceil(self.config.hub_state_check))
-            return text_response(503, f"the hub is unavailable: {exc}; nothing was stored, try again later",
-                                 [("Retry-After", str(retry))])
-        log.info("%s request accepted for %s on %s", intent.mode, callback.display, intent.topic,
-                 extra={"event": "hub_request", "mode": intent.mode, "callback": callback.display,
-                        "topic": intent.topic, "queued": queued})
+            return text_response(
+                503,
+                f"the hub is unavailable: {exc}; nothing was stored, try again later",
+                [("Retry-After", str(retry))],
+            )
+        log.info(
+            "%s request accepted for %s on %s",
+            intent.mode,
+            callback.display,
+            intent.topic,
+            extra={
+                "event": "hub_request",
+                "mode": intent.mode,
+                "callback": callback.display,
+                "topic": intent.topic,
+                "queued": queued,
+            },
+        )
         if not queued:
-            return text_response(202, "unsubscribe request accepted; there is no such subscription, nothing to do")
+            return text_response(
+                202, "unsubscribe request accepted; there is no such subscription, nothing to do"
+            )
         self.scheduler.poke(intent.key)
-        return text_response(202, f"{intent.mode} request accepted; the hub will verify it with a GET to the callback")
+        return text_response(
+            202, f"{intent.mode} request accepted; the hub will verify it with a GET to the callback"
+        )
 
     def on_reload(self, old: Any, new: Any) -> None:
         """DataStore listener: schedule a delivery for every subscriber of each topic whose body changed."""
@@ -742,8 +843,12 @@ class Hub:
                 return  # stopped: the next start compares ETags anyway
             for key in keys:
                 self.scheduler.poke(key)
-            log.info("topic %s changed: %d subscribers to notify", path, len(keys),
-                     extra={"event": "topic_changed", "topic": path, "subscribers": len(keys)})
+            log.info(
+                "topic %s changed: %d subscribers to notify",
+                path,
+                len(keys),
+                extra={"event": "topic_changed", "topic": path, "subscribers": len(keys)},
+            )
 
     def _etags(self) -> dict[str, str]:
         snapshot = self.store.current
@@ -772,25 +877,44 @@ class Hub:
         query = {"hub.mode": intent.mode, "hub.topic": intent.topic_url, "hub.challenge": challenge}
         if intent.mode == "subscribe":
             query["hub.lease_seconds"] = str(intent.lease_seconds)
-        baseline = self._etags()[intent.topic]  # before asking: a change during verification is then delivered
+        baseline = self._etags()[
+            intent.topic
+        ]  # before asking: a change during verification is then delivered
         started = self.clock()
-        reply = self.outbound.request("GET", with_query(intent.callback, query), {}, None, len(challenge) + READ_LIMIT)
+        reply = self.outbound.request(
+            "GET", with_query(intent.callback, query), {}, None, len(challenge) + READ_LIMIT
+        )
         if self._stopped.is_set() and not reply.ok:
             return  # cut short by the stop: the intent stays and is verified after the next start
         display = _display(intent.callback)
         if not reply.ok or reply.body != challenge.encode("ascii"):
             self.db.drop_intent(intent.id)
             why = "answer differs from the challenge" if reply.ok else reply.describe()
-            log.info("%s of %s to %s not verified: %s", intent.mode, display, intent.topic, why,
-                     extra={"event": "verification_failed", "callback": display, "topic": intent.topic})
+            log.info(
+                "%s of %s to %s not verified: %s",
+                intent.mode,
+                display,
+                intent.topic,
+                why,
+                extra={"event": "verification_failed", "callback": display, "topic": intent.topic},
+            )
         elif intent.mode == "subscribe":
             self.db.apply_subscribe(intent, started, baseline)
-            log.info("subscription of %s to %s verified (lease %d s)", display, intent.topic, intent.lease_seconds,
-                     extra={"event": "subscribed", "callback": display, "topic": intent.topic})
+            log.info(
+                "subscription of %s to %s verified (lease %d s)",
+                display,
+                intent.topic,
+                intent.lease_seconds,
+                extra={"event": "subscribed", "callback": display, "topic": intent.topic},
+            )
         else:
             self.db.apply_unsubscribe(intent)
-            log.info("%s unsubscribed from %s", display, intent.topic,
-                     extra={"event": "unsubscribed", "callback": display, "topic": intent.topic})
+            log.info(
+                "%s unsubscribed from %s",
+                display,
+                intent.topic,
+                extra={"event": "unsubscribed", "callback": display, "topic": intent.topic},
+            )
 
     def _reconcile(self, key: Key) -> float | None:
         """Bring one subscriber to the current content of its topic, if it is due."""
@@ -800,8 +924,12 @@ class Hub:
         now = self.clock()
         if sub.expires_at <= now:
             self.db.remove(key)
-            log.info("subscription of %s to %s removed: lease ended", _display(sub.callback), sub.topic,
-                     extra={"event": "lease_ended", "callback": _display(sub.callback), "topic": sub.topic})
+            log.info(
+                "subscription of %s to %s removed: lease ended",
+                _display(sub.callback),
+                sub.topic,
+                extra={"event": "lease_ended", "callback": _display(sub.callback), "topic": sub.topic},
+            )
             return None
         payload = self.store.current.topic(sub.topic)
         if sub.last_etag == payload.identity.etag:
@@ -826,29 +954,50 @@ class Hub:
             return None  # cut short by the stop: not the subscriber's failure; still due after the next start
         if reply.status == 410:  # "Gone": the subscriber deleted it (WebSub 7 allows ending it here)
             self.db.remove(sub.key)
-            log.info("subscription of %s to %s removed: callback answered 410", display, sub.topic,
-                     extra={"event": "removed_gone", **extra})
+            log.info(
+                "subscription of %s to %s removed: callback answered 410",
+                display,
+                sub.topic,
+                extra={"event": "removed_gone", **extra},
+            )
             return None
         failures = sub.failures + 1
         if failures >= MAX_FAILURES:
             self.db.remove(sub.key)
-            log.warning("subscription of %s to %s removed after %d failed deliveries (last: %s)", display,
-                        sub.topic, failures, reply.describe(), extra={"event": "removed_failures", **extra})
+            log.warning(
+                "subscription of %s to %s removed after %d failed deliveries (last: %s)",
+                display,
+                sub.topic,
+                failures,
+                reply.describe(),
+                extra={"event": "removed_failures", **extra},
+            )
             self._deny(sub, f"removed after {failures} consecutive failed deliveries; subscribe again")
             return None
         retry_at = self.clock() + self.config.hub_retry_delay * 2 ** (failures - 1)
         self.db.record_failure(sub.key, failures, retry_at)
-        log.info("delivery of %s to %s failed (%s); retry %d of %d in %.1f s", sub.topic, display,
-                 reply.describe(), failures, MAX_FAILURES - 1, retry_at - self.clock(),
-                 extra={"event": "delivery_failed", "failures": failures, **extra})
+        log.info(
+            "delivery of %s to %s failed (%s); retry %d of %d in %.1f s",
+            sub.topic,
+            display,
+            reply.describe(),
+            failures,
+            MAX_FAILURES - 1,
+            retry_at - self.clock(),
+            extra={"event": "delivery_failed", "failures": failures, **extra},
+        )
         return min(retry_at, sub.expires_at)
 
     def _deny(self, sub: Subscription, reason: str) -> None:
         """Tell the subscriber its subscription is gone (WebSub 5.2); best effort, once."""
         query = {"hub.mode": "denied", "hub.topic": sub.topic_url, "hub.reason": reason}
         reply = self.outbound.request("GET", with_query(sub.callback, query), {}, None, READ_LIMIT)
-        log.info("denial sent to %s: %s", _display(sub.callback), reply.describe(),
-                 extra={"event": "denial_sent", "callback": _display(sub.callback), "topic": sub.topic})
+        log.info(
+            "denial sent to %s: %s",
+            _display(sub.callback),
+            reply.describe(),
+            extra={"event": "denial_sent", "callback": _display(sub.callback), "topic": sub.topic},
+        )
 
 
 def signature(secret: str, body: bytes) -> str:
@@ -863,9 +1012,15 @@ def _display(callback_url: str) -> str:
         return "<invalid callback>"
 
 
-def start_hub(store: DataStore[Snapshot], config: Config, trusted_proxies: Sequence[Network] = (), *,
-              clock: Callable[[], float] = time.time, outbound: Outbound | None = None,
-              resolve: Resolver = system_resolver) -> Hub:
+def start_hub(
+    store: DataStore[Snapshot],
+    config: Config,
+    trusted_proxies: Sequence[Network] = (),
+    *,
+    clock: Callable[[], float] = time.time,
+    outbound: Outbound | None = None,
+    resolve: Resolver = system_resolver,
+) -> Hub:
     """Create and start the hub of `store`'s topics, following its data reloads.
 
     `clock`, `outbound` (anything with Outbound's three methods) and `resolve`

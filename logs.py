@@ -55,8 +55,12 @@ class JsonFormatter(_CachedTime):
     SKIP = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
     def format(self, record: logging.LogRecord) -> str:
-        line = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname.lower(),
-                "logger": record.name, "message": record.getMessage()}
+        line = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         line.update({k: v for k, v in vars(record).items() if k not in self.SKIP})
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
@@ -153,7 +157,11 @@ def direct_info_handler(logger: logging.Logger) -> BatchingStreamHandler | None:
         return None
     handler = handlers[0]
     # exact types: a subclass may format or filter differently
-    if (type(handler) is not BatchingStreamHandler or type(handler.formatter) is not TextFormatter
-            or handler.filters or handler.level > logging.INFO):
+    if (
+        type(handler) is not BatchingStreamHandler
+        or type(handler.formatter) is not TextFormatter
+        or handler.filters
+        or handler.level > logging.INFO
+    ):
         return None
     return handler

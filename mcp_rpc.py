@@ -23,9 +23,24 @@ from typing import Any, Callable
 from .config import Config
 from .mcpserver import prompts
 from .mcpserver.prompts import REVIEW_PATH, PromptError
-from .mcpserver.protocol import (CAPABILITIES, HEADER_DEFAULT_VERSION, LATEST_VERSION, LEGACY_VERSIONS,
-                                 MODERN_CAPABILITIES, MODERN_VERSION, SERVER_INFO, SUPPORTED_VERSIONS, EncodedJson,
-                                 ErrorCode, Message, RpcError, RpcRequest, encoded, error_response, json_string)
+from .mcpserver.protocol import (
+    CAPABILITIES,
+    HEADER_DEFAULT_VERSION,
+    LATEST_VERSION,
+    LEGACY_VERSIONS,
+    MODERN_CAPABILITIES,
+    MODERN_VERSION,
+    SERVER_INFO,
+    SUPPORTED_VERSIONS,
+    EncodedJson,
+    ErrorCode,
+    Message,
+    RpcError,
+    RpcRequest,
+    encoded,
+    error_response,
+    json_string,
+)
 from .mcpserver.tools import TOOLS, ToolError, run_tool
 from .reviews.dataset import DataStore
 from .reviews.search import InvalidParams
@@ -65,8 +80,12 @@ class SessionStore:
             self._drop_expired(now)
             while len(self._sessions) >= self.max_sessions:
                 evicted, _ = self._sessions.popitem(last=False)
-                log.info("MCP session cap (%d) reached: ended the least recently used session %s…",
-                         self.max_sessions, evicted[:8], extra={"event": "mcp_session_evicted"})
+                log.info(
+                    "MCP session cap (%d) reached: ended the least recently used session %s…",
+                    self.max_sessions,
+                    evicted[:8],
+                    extra={"event": "mcp_session_evicted"},
+                )
             session.last_used = now
             self._sessions[session_id] = session
         return session_id
@@ -100,11 +119,17 @@ class SessionStore:
 
 
 RESOURCES = {
-    "/reviews.json": ("reviews.json", "Reviews dataset",
-                      "The business, its aggregate rating and every verified review, newest first."),
-    "/insights.json": ("insights.json", "Insights dataset",
-                       "Aspect-based sentiment, technicians, services, topics, monthly trend, per-review "
-                       "mentions, FAQ and an editorial summary."),
+    "/reviews.json": (
+        "reviews.json",
+        "Reviews dataset",
+        "The business, its aggregate rating and every verified review, newest first.",
+    ),
+    "/insights.json": (
+        "insights.json",
+        "Insights dataset",
+        "Aspect-based sentiment, technicians, services, topics, monthly trend, per-review "
+        "mentions, FAQ and an editorial summary.",
+    ),
 }
 
 
@@ -141,19 +166,26 @@ class McpServer:
 
     def handle(self, session: Session, message: Message) -> dict[str, Any] | None:
         """The one place where method errors become JSON-RPC error responses; a result may be EncodedJson."""
-        if not isinstance(message, RpcRequest):  # a notification or a client's response: nothing to answer or do
+        if not isinstance(
+            message, RpcRequest
+        ):  # a notification or a client's response: nothing to answer or do
             return None
         method = (self.modern_methods if session.modern else self.methods).get(message.method)
         params = {} if message.params is None else message.params
         try:
             if method is None:
-                raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {message.method}",
-                               {"method": message.method})
+                raise RpcError(
+                    ErrorCode.METHOD_NOT_FOUND,
+                    f"Method not found: {message.method}",
+                    {"method": message.method},
+                )
             if not isinstance(params, dict):  # MCP methods take named parameters only
                 raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: params must be an object")
             if message.method.endswith("/list") and params.get("cursor") is not None:
                 # Every list fits in one page, so any cursor is one we never issued.
-                raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: unknown cursor (every list has one page)")
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS, "Invalid params: unknown cursor (every list has one page)"
+                )
             return {"jsonrpc": "2.0", "id": message.id, "result": method(session, params)}
         except RpcError as error:
             return error_response(message.id, error.code, error.message, error.data)
@@ -166,14 +198,21 @@ class McpServer:
     def initialize(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
-            raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: protocolVersion must be a string",
-                           {"supported": list(LEGACY_VERSIONS)})
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                "Invalid params: protocolVersion must be a string",
+                {"supported": list(LEGACY_VERSIONS)},
+            )
         for name in ("capabilities", "clientInfo"):
             if name in params and not isinstance(params[name], dict):
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Invalid params: {name} must be an object")
         session.protocol_version = requested if requested in LEGACY_VERSIONS else LATEST_VERSION
-        return {"protocolVersion": session.protocol_version, "capabilities": CAPABILITIES,
-                "serverInfo": SERVER_INFO, "instructions": self.instructions()}
+        return {
+            "protocolVersion": session.protocol_version,
+            "capabilities": CAPABILITIES,
+            "serverInfo": SERVER_INFO,
+            "instructions": self.instructions(),
+        }
 
     @staticmethod
     def ping(session: Session, params: dict[str, Any]) -> dict[str, Any]:
@@ -181,15 +220,20 @@ class McpServer:
 
     def discover(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         """server/discover (2026-07-28): versions, capabilities and instructions; mcp_http adds serverInfo."""
-        return {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": MODERN_CAPABILITIES,
-                "instructions": self.instructions()}
+        return {
+            "supportedVersions": list(SUPPORTED_VERSIONS),
+            "capabilities": MODERN_CAPABILITIES,
+            "instructions": self.instructions(),
+        }
 
     def instructions(self) -> str:
         name = self.store.current.dataset.business["name"]
-        return (f"Read-only, public data about {name}: verified customer reviews and their analysis. "
-                "Start with get_insights_summary (overall picture, valid aspect/technician/service names) or "
-                "get_business; use search_reviews to find reviews (filters combine with AND, newest first) and "
-                "get_review for one review by id. Nothing can be changed through this server.")
+        return (
+            f"Read-only, public data about {name}: verified customer reviews and their analysis. "
+            "Start with get_insights_summary (overall picture, valid aspect/technician/service names) or "
+            "get_business; use search_reviews to find reviews (filters combine with AND, newest first) and "
+            "get_review for one review by id. Nothing can be changed through this server."
+        )
 
     def list_tools(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return {"tools": self.tool_list}
@@ -201,11 +245,17 @@ class McpServer:
         request (params not an object, name missing or unknown, arguments not an object) is -32602."""
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
-            raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: name must be a string naming a tool",
-                           {"tools": list(TOOLS)})
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                "Invalid params: name must be a string naming a tool",
+                {"tools": list(TOOLS)},
+            )
         if name not in TOOLS:
-            raise RpcError(ErrorCode.INVALID_PARAMS, f"Unknown tool: {name}; known tools: "
-                           f"{', '.join(TOOLS)}", {"tool": name, "tools": list(TOOLS)})
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"Unknown tool: {name}; known tools: {', '.join(TOOLS)}",
+                {"tool": name, "tools": list(TOOLS)},
+            )
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
@@ -222,25 +272,39 @@ class McpServer:
 
     def list_resources(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         payloads = self.store.current.payloads
-        return {"resources": [
-            {"uri": self.base_url + path, "name": name, "title": title, "description": description,
-             "mimeType": "application/json", "size": len(payloads[path].identity.body)}
-            for path, (name, title, description) in RESOURCES.items()
-        ]}
+        return {
+            "resources": [
+                {
+                    "uri": self.base_url + path,
+                    "name": name,
+                    "title": title,
+                    "description": description,
+                    "mimeType": "application/json",
+                    "size": len(payloads[path].identity.body),
+                }
+                for path, (name, title, description) in RESOURCES.items()
+            ]
+        }
 
     def list_resource_templates(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        return {"resourceTemplates": [{
-            "uriTemplate": self.review_template, "name": "review", "title": "One review",
-            "description": "A single review by its id (ULID), as served by GET /api/reviews/{id}.",
-            "mimeType": "application/json",
-        }]}
+        return {
+            "resourceTemplates": [
+                {
+                    "uriTemplate": self.review_template,
+                    "name": "review",
+                    "title": "One review",
+                    "description": "A single review by its id (ULID), as served by GET /api/reviews/{id}.",
+                    "mimeType": "application/json",
+                }
+            ]
+        }
 
     def read_resource(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: uri must be a string")
         snapshot = self.store.current
-        path = uri[len(self.base_url):] if uri.startswith(self.base_url + "/") else ""
+        path = uri[len(self.base_url) :] if uri.startswith(self.base_url + "/") else ""
         # A path not under REVIEW_PATH keeps its leading "/" (or is empty), and no review id is either.
         position = snapshot.dataset.position_of.get(path.removeprefix(REVIEW_PATH))
         if path in RESOURCES:
@@ -264,10 +328,11 @@ class McpServer:
 
 def tool_result(structured: EncodedJson) -> EncodedJson:
     """A successful tools/call result: structuredContent and the same JSON as a text block."""
-    return EncodedJson(b'{"content":[{"type":"text","text":%s}],"structuredContent":%s,"isError":false}'
-                       % (json_string(structured), structured))
+    return EncodedJson(
+        b'{"content":[{"type":"text","text":%s}],"structuredContent":%s,"isError":false}'
+        % (json_string(structured), structured)
+    )
 
 
 def tool_error(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
-

@@ -17,8 +17,9 @@ if __name__ == "__main__" and not __package__:
     _here = Path(__file__).resolve().parent
     if sys.path and Path(sys.path[0] or ".").resolve() == _here:
         del sys.path[0]  # no module of ours importable under a generic top-level name (config, logs, ...)
-    _spec = importlib.util.spec_from_file_location("reviewsd_app", _here / "__init__.py",
-                                                   submodule_search_locations=[str(_here)])
+    _spec = importlib.util.spec_from_file_location(
+        "reviewsd_app", _here / "__init__.py", submodule_search_locations=[str(_here)]
+    )
     _package = importlib.util.module_from_spec(_spec)
     sys.modules["reviewsd_app"] = _package
     _spec.loader.exec_module(_package)
@@ -40,8 +41,17 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import BaseConverter, Map, Rule
 from werkzeug.wrappers import Response
 
-from .config import (PROG, Config, HelpFormatter, Network, Parser, client_address, env_value, parse_config,
-                     parse_networks)
+from .config import (
+    PROG,
+    Config,
+    HelpFormatter,
+    Network,
+    Parser,
+    client_address,
+    env_value,
+    parse_config,
+    parse_networks,
+)
 from .httpserver import server
 from .httpserver.service import hup_before_serving
 from .hub import Hub, start_hub
@@ -52,8 +62,17 @@ from .reviews.dataset import DataError, DataStore, check_data_dir, encode_json
 from .reviews.search import InvalidParams, decode_query_args, run_search, search_result_json, validate_date
 from .web.feeds import HUB_PATH, OPENAPI_PATH
 from .web.openapi import build_openapi
-from .web.payloads import (GZIP_MIN_BYTES, JSON, READ_HEADERS, Triple, accepts_gzip, answer, error_document,
-                           make_payload, status_line)
+from .web.payloads import (
+    GZIP_MIN_BYTES,
+    JSON,
+    READ_HEADERS,
+    Triple,
+    accepts_gzip,
+    answer,
+    error_document,
+    make_payload,
+    status_line,
+)
 from .web.snapshot import Snapshot, build_snapshot
 
 log = logging.getLogger("reviewsd")
@@ -61,11 +80,24 @@ log = logging.getLogger("reviewsd")
 SEARCH_PATH = "/api/reviews/search"
 
 
-def json_error(status: int, code: str, message: str, issues: Iterable[Mapping[str, Any]] | None = None,
-               headers: Sequence[tuple[str, str]] = ()) -> Triple:
+def json_error(
+    status: int,
+    code: str,
+    message: str,
+    issues: Iterable[Mapping[str, Any]] | None = None,
+    headers: Sequence[tuple[str, str]] = (),
+) -> Triple:
     body = error_document(code, message, issues)
-    return status_line(status), [("Content-Type", JSON), ("Access-Control-Allow-Origin", "*"), *headers,
-                                  ("Content-Length", str(len(body)))], body
+    return (
+        status_line(status),
+        [
+            ("Content-Type", JSON),
+            ("Access-Control-Allow-Origin", "*"),
+            *headers,
+            ("Content-Length", str(len(body))),
+        ],
+        body,
+    )
 
 
 GET = ["GET"]  # werkzeug adds HEAD
@@ -83,8 +115,10 @@ class ReviewsApp:
 
     url_map = Map(
         [
-            *(Rule(path, endpoint="payload", methods=GET)
-              for path in ("/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", OPENAPI_PATH)),
+            *(
+                Rule(path, endpoint="payload", methods=GET)
+                for path in ("/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", OPENAPI_PATH)
+            ),
             Rule(SEARCH_PATH, endpoint="search", methods=GET),
             Rule("/api/reviews/since/<anything:date>", endpoint="since", methods=GET),
             Rule("/api/reviews/<review_id>", endpoint="review", methods=GET),
@@ -98,8 +132,15 @@ class ReviewsApp:
         converters={"anything": AnySegmentsConverter},
     )
 
-    def __init__(self, config: Config, store: DataStore[Snapshot], trusted_proxies: Sequence[Network] = (), *,
-                 mcp: McpEndpoint | None = None, hub: Hub | None = None):
+    def __init__(
+        self,
+        config: Config,
+        store: DataStore[Snapshot],
+        trusted_proxies: Sequence[Network] = (),
+        *,
+        mcp: McpEndpoint | None = None,
+        hub: Hub | None = None,
+    ):
         self.config = config
         self.store = store
         self.trusted_proxies = trusted_proxies
@@ -108,7 +149,9 @@ class ReviewsApp:
 
     def compress_late(self) -> None:
         """Compress the first snapshot's data files on a background thread (see __init__)."""
-        threading.Thread(target=self.store.current.compress_late, name="gzip-after-start", daemon=True).start()
+        threading.Thread(
+            target=self.store.current.compress_late, name="gzip-after-start", daemon=True
+        ).start()
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         method = environ["REQUEST_METHOD"]
@@ -138,8 +181,9 @@ class ReviewsApp:
             status, headers, body = self.http_error(exc)
         except InvalidParams as exc:
             names = ", ".join(dict.fromkeys(str(i["path"][0]) for i in exc.issues if i["path"]))
-            status, headers, body = json_error(400, "invalid_parameters", f"invalid parameters: {names}; see issues",
-                                               exc.issues)
+            status, headers, body = json_error(
+                400, "invalid_parameters", f"invalid parameters: {names}; see issues", exc.issues
+            )
         except Exception:
             log.exception("unhandled error for %s %s", method, environ.get("PATH_INFO"))
             status, headers, body = json_error(500, "internal_error", "internal server error")
@@ -150,11 +194,17 @@ class ReviewsApp:
         code = exc.code or 500
         if isinstance(exc, MethodNotAllowed):
             allowed = sorted(set(exc.valid_methods or ()) | {"OPTIONS"})
-            return json_error(405, "method_not_allowed", f"this path allows {', '.join(allowed)}",
-                              headers=[("Allow", ", ".join(allowed))])
+            return json_error(
+                405,
+                "method_not_allowed",
+                f"this path allows {', '.join(allowed)}",
+                headers=[("Allow", ", ".join(allowed))],
+            )
         if isinstance(exc, NotFound):
             return json_error(404, "not_found", "no such path; see /.well-known/openapi.json")
-        name = "body_too_large" if code == 413 else exc.name.lower().replace(" ", "_")  # werkzeug's name, but 413's
+        name = (
+            "body_too_large" if code == 413 else exc.name.lower().replace(" ", "_")
+        )  # werkzeug's name, but 413's
         return json_error(code, name, exc.description or exc.name)
 
     def preflight(self, allowed: list[str]) -> Triple:
@@ -166,8 +216,10 @@ class ReviewsApp:
             ("Allow", methods),
             ("Access-Control-Allow-Origin", "*"),
             ("Access-Control-Allow-Methods", methods),
-            ("Access-Control-Allow-Headers",
-             "Content-Type, If-None-Match, If-Modified-Since, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"),
+            (
+                "Access-Control-Allow-Headers",
+                "Content-Type, If-None-Match, If-Modified-Since, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
+            ),
             ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link, Mcp-Session-Id"),
             ("Access-Control-Max-Age", "86400"),
         ]
@@ -201,8 +253,12 @@ class ReviewsApp:
         position = snapshot.dataset.position_of.get(review_id)
         if position is None:
             raise NotFound()
-        return answer(environ, make_payload(snapshot.dataset.review_json(position), JSON,
-                                            snapshot.payloads["/reviews.json"].last_modified))
+        return answer(
+            environ,
+            make_payload(
+                snapshot.dataset.review_json(position), JSON, snapshot.payloads["/reviews.json"].last_modified
+            ),
+        )
 
     def on_healthz(self, environ: Mapping[str, Any]) -> Triple:
         """200 while reads are served ("degraded" when the hub's store is unavailable); 503 once the hub stopped."""
@@ -210,12 +266,22 @@ class ReviewsApp:
         hub_status = self.hub.status() if self.hub is not None else {"enabled": False}
         ready = self.hub is None or bool(hub_status.get("running"))
         document = {
-            "status": "not_ready" if not ready else "degraded" if hub_status.get("available") is False else "ok",
+            "status": "not_ready"
+            if not ready
+            else "degraded"
+            if hub_status.get("available") is False
+            else "ok",
             "data": {
-                "reviews": {"generated_at": dataset.reviews_doc["generated_at"], "count": len(dataset.reviews),
-                            "sha256": dataset.reviews_sha256},
-                "insights": {"generated_at": dataset.insights_doc["generated_at"],
-                             "version": dataset.insights_doc["version"], "sha256": dataset.insights_sha256},
+                "reviews": {
+                    "generated_at": dataset.reviews_doc["generated_at"],
+                    "count": len(dataset.reviews),
+                    "sha256": dataset.reviews_sha256,
+                },
+                "insights": {
+                    "generated_at": dataset.insights_doc["generated_at"],
+                    "version": dataset.insights_doc["version"],
+                    "sha256": dataset.insights_sha256,
+                },
                 "loaded_at": self.store.loaded_at.isoformat().replace("+00:00", "Z"),
                 "last_reload_error": str(self.store.last_error) if self.store.last_error else None,
             },
@@ -223,8 +289,11 @@ class ReviewsApp:
         }
         body = encode_json(document)
         status = "200 OK" if ready else "503 Service Unavailable"
-        return status, [("Content-Type", JSON), ("Cache-Control", "no-store"),
-                        ("Content-Length", str(len(body)))], body
+        return (
+            status,
+            [("Content-Type", JSON), ("Cache-Control", "no-store"), ("Content-Length", str(len(body)))],
+            body,
+        )
 
     def on_attached(self, environ: dict, part: str) -> Any:
         if getattr(self, part) is None:
@@ -251,17 +320,24 @@ def open_store(config: Config, gzip_later: bool = False) -> DataStore[Snapshot]:
     With `gzip_later`, the first snapshot's data files are compressed after it is served (the caller starts
     `compress_late`): gzip of 100,000 reviews' files takes about a second. Reloads compress before the swap.
     """
-    openapi = make_payload(encode_json(build_openapi(config.public_base_url)), JSON)  # the same for every snapshot
+    openapi = make_payload(
+        encode_json(build_openapi(config.public_base_url)), JSON
+    )  # the same for every snapshot
 
     def build(dataset: Any, later: bool = False) -> Snapshot:
         return build_snapshot(dataset, config, openapi, gzip_later=later)
 
-    return DataStore(config.data_dir, build, max_bytes=config.max_data_file_bytes,
-                     first_build=lambda dataset: build(dataset, later=gzip_later))
+    return DataStore(
+        config.data_dir,
+        build,
+        max_bytes=config.max_data_file_bytes,
+        first_build=lambda dataset: build(dataset, later=gzip_later),
+    )
 
 
-def create_app(config: Config, gzip_later: bool = False, *,
-               mcp_clock: Callable[[], float] = time.monotonic) -> ReviewsApp:
+def create_app(
+    config: Config, gzip_later: bool = False, *, mcp_clock: Callable[[], float] = time.monotonic
+) -> ReviewsApp:
     """The WSGI application for `config`: the one place its parts are made and handed what they need.
 
     The data is loaded, the MCP endpoint made, and (unless --no-hub) the hub started and following reloads.
@@ -276,15 +352,25 @@ def create_app(config: Config, gzip_later: bool = False, *,
 
 
 def check_main(argv: Sequence[str]) -> int:
-    parser = Parser(prog=f"{PROG} check", formatter_class=HelpFormatter,
-                    description="Validate the data files of a directory (reviews.json and insights.json) as the "
-                                "server would, print every problem as `file: JSON path: rule: message`, and exit "
-                                "0 when they would be served, 1 when they would be refused.")
-    parser.add_argument("--data-dir", default=env_value("data_dir", Config.data_dir),
-                        help="directory holding reviews.json and insights.json (REVIEWSD_DATA_DIR)")
-    parser.add_argument("--max-data-file-bytes", type=int, metavar="BYTES",
-                        default=env_value("max_data_file_bytes", Config.max_data_file_bytes),
-                        help="largest data file loaded, as the server's option (REVIEWSD_MAX_DATA_FILE_BYTES)")
+    parser = Parser(
+        prog=f"{PROG} check",
+        formatter_class=HelpFormatter,
+        description="Validate the data files of a directory (reviews.json and insights.json) as the "
+        "server would, print every problem as `file: JSON path: rule: message`, and exit "
+        "0 when they would be served, 1 when they would be refused.",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=env_value("data_dir", Config.data_dir),
+        help="directory holding reviews.json and insights.json (REVIEWSD_DATA_DIR)",
+    )
+    parser.add_argument(
+        "--max-data-file-bytes",
+        type=int,
+        metavar="BYTES",
+        default=env_value("max_data_file_bytes", Config.max_data_file_bytes),
+        help="largest data file loaded, as the server's option (REVIEWSD_MAX_DATA_FILE_BYTES)",
+    )
     args = parser.parse_args(argv)
     problems = check_data_dir(args.data_dir, args.max_data_file_bytes)
     for problem in problems:
@@ -304,8 +390,13 @@ def serve_main(argv: Sequence[str]) -> int:
     try:
         sock = server.listen(config.host, config.port)
     except OSError as exc:
-        log.error("cannot listen on %s:%s: %s%s", config.host, config.port, exc.strerror or exc,
-                  "; choose another port with --port or REVIEWSD_PORT" if exc.errno == errno.EADDRINUSE else "")
+        log.error(
+            "cannot listen on %s:%s: %s%s",
+            config.host,
+            config.port,
+            exc.strerror or exc,
+            "; choose another port with --port or REVIEWSD_PORT" if exc.errno == errno.EADDRINUSE else "",
+        )
         return 1
     # Absolute URLs must name the port really listened on (--port 0, socket activation).
     config = dataclasses.replace(config, port=sock.getsockname()[1])
@@ -325,13 +416,24 @@ def serve_main(argv: Sequence[str]) -> int:
             app.hub.stop()
 
     count = len(app.store.current.dataset.reviews)  # not the dataset itself: a reload must be able to free it
-    return server.run(app, host=config.host, port=config.port, threads=config.threads, max_body=config.max_body,
-                      send_buffer=config.send_buffer, body_timeout=config.body_timeout,
-                      max_connections=config.max_connections,
-                      max_connections_per_client=config.max_connections_per_client,
-                      trusted_proxies=app.trusted_proxies,
-                      on_reload=lambda: app.store.reload(force=True), on_stop=on_stop, on_ready=app.compress_late,
-                      ready_status=f"serving {count} reviews", sock=sock, reload_pending=hup_before_serving)
+    return server.run(
+        app,
+        host=config.host,
+        port=config.port,
+        threads=config.threads,
+        max_body=config.max_body,
+        send_buffer=config.send_buffer,
+        body_timeout=config.body_timeout,
+        max_connections=config.max_connections,
+        max_connections_per_client=config.max_connections_per_client,
+        trusted_proxies=app.trusted_proxies,
+        on_reload=lambda: app.store.reload(force=True),
+        on_stop=on_stop,
+        on_ready=app.compress_late,
+        ready_status=f"serving {count} reviews",
+        sock=sock,
+        reload_pending=hup_before_serving,
+    )
 
 
 def main() -> int:

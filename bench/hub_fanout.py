@@ -27,7 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers
 
 import trustme  # noqa: E402
-
 from compare_support.procs import Processes, start_reviewsd  # noqa: E402
 from factories import Spec, make_docs, write_docs  # noqa: E402
 from https_subscriber import HTTPSSubscriber  # noqa: E402
@@ -46,7 +45,9 @@ def subscribe_all(port: int, callbacks: list[str]) -> None:
     try:
         for callback in callbacks:
             body = urlencode({"hub.callback": callback, "hub.mode": "subscribe", "hub.topic": TOPIC})
-            conn.request("POST", "/api/websub/hub", body, {"Content-Type": "application/x-www-form-urlencoded"})
+            conn.request(
+                "POST", "/api/websub/hub", body, {"Content-Type": "application/x-www-form-urlencoded"}
+            )
             response = conn.getresponse()
             response.read()
             if response.status != 202:
@@ -71,22 +72,48 @@ def wait_until(check, deadline: float, what: str) -> None:
         time.sleep(0.02)
 
 
-def run(args: argparse.Namespace, work: Path, ca_file: Path, subscriber: HTTPSSubscriber, deadline: float) -> None:
+def run(
+    args: argparse.Namespace, work: Path, ca_file: Path, subscriber: HTTPSSubscriber, deadline: float
+) -> None:
     subscriber.set("/cb", delay=args.delay, post_status=204)
     write_version(work / "data", 1)
     n = args.subscribers
     with Processes(work) as procs:
-        hub, base, _ = start_reviewsd(procs, [
-            "--data-dir", str(work / "data"), "--state-dir", str(work / "state"), "--base-url", BASE,
-            "--allow-private-callbacks", "--ca-file", str(ca_file), "--reload-interval", "0",
-            "--hub-workers", str(args.workers), "--hub-max-per-host", str(n + 10), "--hub-max-per-topic",
-            str(n + 10), "--hub-rate-limit", "0", "--threads", "8", "--log-format", "json",
-        ], timeout=max(0.0, deadline - time.monotonic()))
+        hub, base, _ = start_reviewsd(
+            procs,
+            [
+                "--data-dir",
+                str(work / "data"),
+                "--state-dir",
+                str(work / "state"),
+                "--base-url",
+                BASE,
+                "--allow-private-callbacks",
+                "--ca-file",
+                str(ca_file),
+                "--reload-interval",
+                "0",
+                "--hub-workers",
+                str(args.workers),
+                "--hub-max-per-host",
+                str(n + 10),
+                "--hub-max-per-topic",
+                str(n + 10),
+                "--hub-rate-limit",
+                "0",
+                "--threads",
+                "8",
+                "--log-format",
+                "json",
+            ],
+            timeout=max(0.0, deadline - time.monotonic()),
+        )
         fan_out(args, work, subscriber, deadline, hub.pid, int(base.rsplit(":", 1)[1]))
 
 
-def fan_out(args: argparse.Namespace, work: Path, subscriber: HTTPSSubscriber, deadline: float, pid: int,
-            port: int) -> None:
+def fan_out(
+    args: argparse.Namespace, work: Path, subscriber: HTTPSSubscriber, deadline: float, pid: int, port: int
+) -> None:
     """Subscribe every callback, change the data, and time the deliveries."""
     n = args.subscribers
     started = time.monotonic()
@@ -94,21 +121,27 @@ def fan_out(args: argparse.Namespace, work: Path, subscriber: HTTPSSubscriber, d
     accepted = time.monotonic()
     wait_until(lambda: hub_status(port)["subscriptions"] == n, deadline, "verifications")
     verified = time.monotonic()
-    print(f"subscribe: {n} requests answered 202 in {accepted - started:.2f} s; "
-          f"all verified after {verified - started:.2f} s")
+    print(
+        f"subscribe: {n} requests answered 202 in {accepted - started:.2f} s; "
+        f"all verified after {verified - started:.2f} s"
+    )
 
     write_version(work / "data", 2)
     changed = time.monotonic()
     os.kill(pid, signal.SIGHUP)
-    subscriber.wait_until(lambda records: sum(r.method == "POST" for r in records) >= n,
-                          timeout=max(0.0, deadline - time.monotonic()))
+    subscriber.wait_until(
+        lambda records: sum(r.method == "POST" for r in records) >= n,
+        timeout=max(0.0, deadline - time.monotonic()),
+    )
     done = time.monotonic()
     wait_until(lambda: hub_status(port)["pending_deliveries"] == 0, deadline, "acknowledgements")
     posts = subscriber.requests("/cb", "POST")
     distinct = {p.query for p in posts}
-    print(f"fan-out: {len(posts)} deliveries to {len(distinct)} distinct callbacks in {done - changed:.2f} s "
-          f"({len(posts) / (done - changed):.0f}/s); lower bound with {args.workers} workers and "
-          f"{args.delay * 1000:.0f} ms callbacks: {n * args.delay / args.workers:.2f} s")
+    print(
+        f"fan-out: {len(posts)} deliveries to {len(distinct)} distinct callbacks in {done - changed:.2f} s "
+        f"({len(posts) / (done - changed):.0f}/s); lower bound with {args.workers} workers and "
+        f"{args.delay * 1000:.0f} ms callbacks: {n * args.delay / args.workers:.2f} s"
+    )
     if len(posts) != n or len(distinct) != n:
         raise SystemExit(f"expected exactly {n} deliveries, got {len(posts)}")
 
@@ -116,7 +149,9 @@ def fan_out(args: argparse.Namespace, work: Path, subscriber: HTTPSSubscriber, d
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--subscribers", type=int, default=1000)
-    parser.add_argument("--delay", type=float, default=0.1, help="seconds each callback takes to answer a POST")
+    parser.add_argument(
+        "--delay", type=float, default=0.1, help="seconds each callback takes to answer a POST"
+    )
     parser.add_argument("--workers", type=int, default=32, help="--hub-workers of the server")
     parser.add_argument("--timeout", type=float, default=180.0, help="give up after this many seconds")
     args = parser.parse_args()

@@ -66,8 +66,12 @@ DISTURBED = " (not idle: the figures are lower than on a quiet machine)"
 MEMORY_TOLERANCE = 5.0  # per cent the RSS may rise over the last third of the samples
 PROTOCOL = "2025-06-18"
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-DOCUMENTS = {"reviews.json": "/reviews.json", "insights.json": "/insights.json",
-             "feed.json": "/api/feed.json", "feed.xml": "/feed.xml"}
+DOCUMENTS = {
+    "reviews.json": "/reviews.json",
+    "insights.json": "/insights.json",
+    "feed.json": "/api/feed.json",
+    "feed.xml": "/feed.xml",
+}
 
 # Request kinds on the normal connections and their weights (they add up to 100, so percentages).
 # Conditional GETs weigh most: pollers of feeds and since/{date} are the bulk of a public read API.
@@ -86,7 +90,17 @@ MIX = {
     "mcp get_business": 8,
 }
 SETUP_KINDS = ("mcp initialize", "mcp initialized")  # once per connection, before the mix
-WORDS = ("pain", "back", "wait", "front desk", "insurance", "massage", "friendly", "RAMÍREZ", "zzqxj-no-such-text")
+WORDS = (
+    "pain",
+    "back",
+    "wait",
+    "front desk",
+    "insurance",
+    "massage",
+    "friendly",
+    "RAMÍREZ",
+    "zzqxj-no-such-text",
+)
 INVALID = (  # every one must be answered 400
     "/api/reviews/search?rating=9",
     "/api/reviews/search?limit=0",
@@ -109,8 +123,11 @@ class ServerProcess:
 
     def __init__(self, procs: Processes, data_dir: Path, work: Path, threads: int) -> None:
         self.procs = procs
-        self.child, base, _ = start_reviewsd(procs, ["--data-dir", str(data_dir), "--state-dir", str(work / "state"),
-                                                     "--threads", str(threads)], timeout=120)
+        self.child, base, _ = start_reviewsd(
+            procs,
+            ["--data-dir", str(data_dir), "--state-dir", str(work / "state"), "--threads", str(threads)],
+            timeout=120,
+        )
         self.command = [str(arg) for arg in self.child.proc.args]
         self.pid = self.child.pid
         self.port = int(base.rsplit(":", 1)[1])
@@ -174,8 +191,19 @@ def prepare_data(args: argparse.Namespace, work: Path) -> tuple[Path, str]:
     if args.reviews:
         out = work / "data"
         started = time.perf_counter()
-        subprocess.run([sys.executable, str(ROOT / "tools" / "generate_data.py"), "--reviews", str(args.reviews),
-                        "--out", str(out)], check=True, timeout=900, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "tools" / "generate_data.py"),
+                "--reviews",
+                str(args.reviews),
+                "--out",
+                str(out),
+            ],
+            check=True,
+            timeout=900,
+            stdout=subprocess.DEVNULL,
+        )
         return out, f"generated, {args.reviews} reviews ({time.perf_counter() - started:.1f} s to generate)"
     data_dir = Path(args.data_dir)
     count = len(json.loads((data_dir / "reviews.json").read_bytes())["reviews"])
@@ -246,8 +274,13 @@ def selective_args(plan: Plan, rng: random.Random) -> dict[str, Any]:
 
 
 def broad_args(plan: Plan, rng: random.Random) -> dict[str, Any]:
-    return rng.choice([{"min_rating": 1, "limit": 100}, {"limit": 100},
-                       {"since": date.fromordinal(plan.first_day).isoformat(), "limit": 50}])
+    return rng.choice(
+        [
+            {"min_rating": 1, "limit": 100},
+            {"limit": 100},
+            {"since": date.fromordinal(plan.first_day).isoformat(), "limit": 50},
+        ]
+    )
 
 
 def substring_args(plan: Plan, rng: random.Random) -> dict[str, Any]:
@@ -257,7 +290,9 @@ def substring_args(plan: Plan, rng: random.Random) -> dict[str, Any]:
     return args
 
 
-def get(kind: str, path: str, rng: random.Random, expect: int = 200, headers: dict[str, str] | None = None) -> Request:
+def get(
+    kind: str, path: str, rng: random.Random, expect: int = 200, headers: dict[str, str] | None = None
+) -> Request:
     headers = dict(headers or {})
     if rng.random() < 0.5:  # half the clients accept gzip, as browsers and feed readers do
         headers.setdefault("Accept-Encoding", "gzip")
@@ -297,11 +332,16 @@ BUILDERS: dict[str, Builder] = {
     "search broad": lambda p, r, s: search("search broad", broad_args(p, r), r),
     "search substring": lambda p, r, s: search("search substring", substring_args(p, r), r),
     "invalid -> 400": lambda p, r, s: get("invalid -> 400", r.choice(INVALID), r, 400),
-    "since/{date}": lambda p, r, s: get("since/{date}", f"/api/reviews/since/{random_day(p, r, r.random() < 0.9)}", r),
+    "since/{date}": lambda p, r, s: get(
+        "since/{date}", f"/api/reviews/since/{random_day(p, r, r.random() < 0.9)}", r
+    ),
     "conditional -> 304": lambda p, r, s: conditional(p, r),
     "mcp search_reviews": lambda p, r, s: tool_call(
-        "mcp search_reviews", s, "search_reviews",
-        r.choice((selective_args, broad_args, substring_args))(p, r) | {"limit": r.choice((5, 10, 20))}),
+        "mcp search_reviews",
+        s,
+        "search_reviews",
+        r.choice((selective_args, broad_args, substring_args))(p, r) | {"limit": r.choice((5, 10, 20))},
+    ),
     "mcp get_business": lambda p, r, s: tool_call("mcp get_business", s, "get_business", {}),
 }
 assert set(BUILDERS) == set(MIX)
@@ -351,8 +391,18 @@ class Client:
 
     def start_session(self) -> None:
         """MCP initialize + notifications/initialized; the session is used by every later MCP call."""
-        answer = self.exchange(mcp("mcp initialize", "", "initialize", {
-            "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "load_mixed", "version": "1"}}))
+        answer = self.exchange(
+            mcp(
+                "mcp initialize",
+                "",
+                "initialize",
+                {
+                    "protocolVersion": PROTOCOL,
+                    "capabilities": {},
+                    "clientInfo": {"name": "load_mixed", "version": "1"},
+                },
+            )
+        )
         session = answer.getheader("Mcp-Session-Id") if answer else None
         if not session:
             time.sleep(0.1)  # already counted as an error; do not spin
@@ -408,8 +458,16 @@ class LoadResult:
         self.server_closes += other.server_closes
 
 
-def load_process(first_slot: int, count: int, plan: Plan, duration: float, start: Any, deadline: Any,
-                 counters: Any, results: Any) -> None:
+def load_process(
+    first_slot: int,
+    count: int,
+    plan: Plan,
+    duration: float,
+    start: Any,
+    deadline: Any,
+    counters: Any,
+    results: Any,
+) -> None:
     """Client process: `count` connections, one thread each (http.client blocks, threads overlap the waits)."""
     start.wait(120)
     clients = [Client(first_slot + i, plan, counters, deadline.value - duration) for i in range(count)]
@@ -492,13 +550,21 @@ async def idle(port: int, result: SlowResult, live: Any, silent: bool) -> None:
     try:
         if silent:
             got = await read_until_close(reader)
-            classify(result, live, "idle, nothing sent: closed at header timeout", got, b"", got.closed_at - opened)
+            classify(
+                result, live, "idle, nothing sent: closed at header timeout", got, b"", got.closed_at - opened
+            )
             return
         writer.write(f"GET /healthz HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
         await writer.drain()
         got = await read_until_close(reader)
-        classify(result, live, "idle after a request: closed at keep-alive timeout", got, b" 200 ",
-                 got.closed_at - got.first_at)
+        classify(
+            result,
+            live,
+            "idle after a request: closed at keep-alive timeout",
+            got,
+            b" 200 ",
+            got.closed_at - got.first_at,
+        )
     finally:
         writer.close()
 
@@ -506,7 +572,7 @@ async def idle(port: int, result: SlowResult, live: Any, silent: bool) -> None:
 def classify(result: SlowResult, live: Any, outcome: str, got: Answer, expect: bytes, seconds: float) -> None:
     """Count the expected outcome with its timing, or describe what happened instead."""
     status_line = got.data.split(b"\r\n", 1)[0]
-    fine = (not got.reset and got.closed_at and (expect in status_line if expect else not got.data))
+    fine = not got.reset and got.closed_at and (expect in status_line if expect else not got.data)
     if fine:
         result.outcomes[outcome] += 1
         result.seconds[outcome].append(seconds)
@@ -595,7 +661,9 @@ def run_load(args: argparse.Namespace, plan: Plan, server: ServerProcess) -> Run
         workers.append(ctx.Process(target=load_process, args=(slot, count, plan, args.duration, *shared)))
         slot += count
     if args.slow:
-        workers.append(ctx.Process(target=slow_process, args=(args.slow, plan.port, start, deadline, live, results)))
+        workers.append(
+            ctx.Process(target=slow_process, args=(args.slow, plan.port, start, deadline, live, results))
+        )
     for worker in workers:
         worker.start()
     cpu_before, client_before, machine_before = server.cpu_seconds(), client_seconds(), machine_seconds()
@@ -617,14 +685,23 @@ def run_load(args: argparse.Namespace, plan: Plan, server: ServerProcess) -> Run
             load.add(result)
         else:
             slow = result
-    return Run(samples, min(elapsed, args.duration), load, slow, server_cpu, client_seconds() - client_before,
-               machine_cpu)
+    return Run(
+        samples,
+        min(elapsed, args.duration),
+        load,
+        slow,
+        server_cpu,
+        client_seconds() - client_before,
+        machine_cpu,
+    )
 
 
 def client_seconds() -> float:
     """CPU seconds of this process and its waited-for children (the client processes, once joined)."""
-    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF,
-                                                                          resource.RUSAGE_CHILDREN)))
+    return sum(
+        u.ru_utime + u.ru_stime
+        for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    )
 
 
 def machine_seconds() -> float:
@@ -636,14 +713,18 @@ def machine_seconds() -> float:
 
 def take_sample(server: ServerProcess, t: float, counters: Any, live: Any) -> Sample:
     values = counters[:]
-    return Sample(t, server.rss_mb(), server.status("Threads"), sum(values[0::2]), sum(values[1::2]),
-                  live[0], live[1])
+    return Sample(
+        t, server.rss_mb(), server.status("Threads"), sum(values[0::2]), sum(values[1::2]), live[0], live[1]
+    )
 
 
 def sample_until(server: ServerProcess, t0: float, duration: float, counters: Any, live: Any) -> list[Sample]:
     """One sample now, every SAMPLE_EVERY seconds, and one at the end; printed as they are taken."""
-    print(f"\n{'t s':>5} {'RSS MB':>7} {'threads':>7} {'req/s':>7} {'errors':>6} {'slow closed':>11} "
-          f"{'slow unexpected':>15}", flush=True)
+    print(
+        f"\n{'t s':>5} {'RSS MB':>7} {'threads':>7} {'req/s':>7} {'errors':>6} {'slow closed':>11} "
+        f"{'slow unexpected':>15}",
+        flush=True,
+    )
     samples = [take_sample(server, 0.0, counters, live)]
     print_sample(samples[0], None)
     marks = [min(k * SAMPLE_EVERY, duration) for k in range(1, math.ceil(duration / SAMPLE_EVERY) + 1)]
@@ -655,9 +736,14 @@ def sample_until(server: ServerProcess, t0: float, duration: float, counters: An
 
 
 def print_sample(sample: Sample, previous: Sample | None) -> None:
-    rate = f"{(sample.requests - previous.requests) / (sample.t - previous.t):7.0f}" if previous else f"{'-':>7}"
-    print(f"{sample.t:5.0f} {sample.rss_mb:7.1f} {sample.threads:7d} {rate} {sample.errors:6d} "
-          f"{sample.slow_closed:11d} {sample.slow_unexpected:15d}", flush=True)
+    rate = (
+        f"{(sample.requests - previous.requests) / (sample.t - previous.t):7.0f}" if previous else f"{'-':>7}"
+    )
+    print(
+        f"{sample.t:5.0f} {sample.rss_mb:7.1f} {sample.threads:7d} {rate} {sample.errors:6d} "
+        f"{sample.slow_closed:11d} {sample.slow_unexpected:15d}",
+        flush=True,
+    )
 
 
 # --------------------------------------------------------------------------- the report
@@ -674,7 +760,7 @@ def memory_trend(samples: list[Sample]) -> tuple[float, list[Sample]] | None:
     The sample at t=0 (before any load) is left out; None if fewer than 3 samples remain (run too short).
     """
     loaded = [s for s in samples if s.t > 0]
-    tail = loaded[-max(3, len(loaded) // 3):]
+    tail = loaded[-max(3, len(loaded) // 3) :]
     if len(tail) < 3:
         return None
     n = len(tail)
@@ -690,19 +776,25 @@ def print_kinds(run: Run) -> None:
     errors_by_kind = Counter({kind: 0 for kind in run.load.latencies})
     for key, count in run.load.errors.items():
         errors_by_kind[key.split(": ", 1)[0]] += count
-    print(f"\n{'kind':<20} {'share':>6} {'requests':>9} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>8} "
-          f"{'errors':>6}")
+    print(
+        f"\n{'kind':<20} {'share':>6} {'requests':>9} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>8} "
+        f"{'errors':>6}"
+    )
     everything = array("d")
     for kind in [*SETUP_KINDS, *MIX]:
         values = run.load.latencies.get(kind, array("d"))
         everything.extend(values)
         share = f"{MIX[kind]}%" if kind in MIX else "setup"
-        print(f"{kind:<20} {share:>6} {len(values):>9} {len(values) / run.elapsed:>7.1f} "
-              f"{percentile(values, 0.5):>7.2f} {percentile(values, 0.99):>7.2f} {max(values, default=0):>8.1f} "
-              f"{errors_by_kind[kind]:>6}")
-    print(f"{'all':<20} {'':>6} {len(everything):>9} {len(everything) / run.elapsed:>7.1f} "
-          f"{percentile(everything, 0.5):>7.2f} {percentile(everything, 0.99):>7.2f} "
-          f"{max(everything, default=0):>8.1f} {sum(run.load.errors.values()):>6}")
+        print(
+            f"{kind:<20} {share:>6} {len(values):>9} {len(values) / run.elapsed:>7.1f} "
+            f"{percentile(values, 0.5):>7.2f} {percentile(values, 0.99):>7.2f} {max(values, default=0):>8.1f} "
+            f"{errors_by_kind[kind]:>6}"
+        )
+    print(
+        f"{'all':<20} {'':>6} {len(everything):>9} {len(everything) / run.elapsed:>7.1f} "
+        f"{percentile(everything, 0.5):>7.2f} {percentile(everything, 0.99):>7.2f} "
+        f"{max(everything, default=0):>8.1f} {sum(run.load.errors.values()):>6}"
+    )
 
 
 def print_errors(run: Run) -> None:
@@ -716,12 +808,16 @@ def print_errors(run: Run) -> None:
 
 def print_slow(run: Run, args: argparse.Namespace) -> None:
     idle = args.slow // 4
-    print(f"\nslow connections ({args.slow}: {args.slow - idle} trickling a request head, {idle} idle; "
-          "closes by the server's timeouts are expected, not errors):")
+    print(
+        f"\nslow connections ({args.slow}: {args.slow - idle} trickling a request head, {idle} idle; "
+        "closes by the server's timeouts are expected, not errors):"
+    )
     for outcome, count in sorted(run.slow.outcomes.items()):
         seconds = run.slow.seconds[outcome]
-        print(f"  {count:>6}  {outcome:<52} after {sum(seconds) / len(seconds):5.1f} s on average, "
-              f"{max(seconds):5.1f} s at most")
+        print(
+            f"  {count:>6}  {outcome:<52} after {sum(seconds) / len(seconds):5.1f} s on average, "
+            f"{max(seconds):5.1f} s at most"
+        )
     print(f"  {sum(run.slow.unexpected.values()):>6}  unexpected outcomes")
     for key, count in run.slow.unexpected.most_common(5):
         print(f"  {count:>6} x  {key}")
@@ -730,19 +826,25 @@ def print_slow(run: Run, args: argparse.Namespace) -> None:
 def print_server(server: ServerProcess, run: Run, exit_status: int | None, log: LogSummary) -> None:
     start, end = run.samples[0], run.samples[-1]
     rss = [s.rss_mb for s in run.samples]
-    print(f"\nserver RSS: start {start.rss_mb:.1f} MB, end {end.rss_mb:.1f} MB, "
-          f"min {min(rss):.1f}, max {max(rss):.1f} ({len(rss)} samples every {SAMPLE_EVERY:.0f} s)")
+    print(
+        f"\nserver RSS: start {start.rss_mb:.1f} MB, end {end.rss_mb:.1f} MB, "
+        f"min {min(rss):.1f}, max {max(rss):.1f} ({len(rss)} samples every {SAMPLE_EVERY:.0f} s)"
+    )
     print(f"server threads: start {start.threads}, end {end.threads}")
     others = max(0.0, run.machine_cpu - run.server_cpu - run.client_cpu)
-    print(f"CPU (the client and the server share this machine's {os.cpu_count()} cores; latencies include client "
-          f"queueing): server {run.server_cpu / run.elapsed:.2f} cores, client processes "
-          f"{run.client_cpu / run.elapsed:.2f} cores, other processes on the machine "
-          f"{others / run.elapsed:.2f} cores{DISTURBED if others / run.elapsed > 0.1 else ''}")
+    print(
+        f"CPU (the client and the server share this machine's {os.cpu_count()} cores; latencies include client "
+        f"queueing): server {run.server_cpu / run.elapsed:.2f} cores, client processes "
+        f"{run.client_cpu / run.elapsed:.2f} cores, other processes on the machine "
+        f"{others / run.elapsed:.2f} cores{DISTURBED if others / run.elapsed > 0.1 else ''}"
+    )
     statuses = ", ".join(f"{code}: {n}" for code, n in sorted(log.statuses.items()))
     print(f"server log: {log.lines} lines; access log statuses {statuses}")
     # Time inside the server (head parsed -> response written): the rest of a client latency is queueing.
-    print(f"server-side time per request (access log): p50 {percentile(log.durations, 0.5):.2f} ms, "
-          f"p99 {percentile(log.durations, 0.99):.2f} ms, max {max(log.durations, default=0):.1f} ms")
+    print(
+        f"server-side time per request (access log): p50 {percentile(log.durations, 0.5):.2f} ms, "
+        f"p99 {percentile(log.durations, 0.99):.2f} ms, max {max(log.durations, default=0):.1f} ms"
+    )
     print(f"  slowest: {log.slowest}")
     print(f"server log problems: {dict(log.problems) or 'none'}; exit status after SIGTERM: {exit_status}")
     for line in log.examples:
@@ -754,25 +856,33 @@ def print_verdicts(run: Run) -> bool:
     print(f"\nverdict, errors: {errors} -> {'PASS' if errors == 0 else 'FAIL'}")
     trend = memory_trend(run.samples)
     if trend is None:
-        print(f"verdict, memory: run too short to judge (needs 3 samples under load, {3 * SAMPLE_EVERY:.0f} s)")
+        print(
+            f"verdict, memory: run too short to judge (needs 3 samples under load, {3 * SAMPLE_EVERY:.0f} s)"
+        )
         return errors == 0
     rise, tail = trend
     memory_ok = rise <= MEMORY_TOLERANCE
-    print(f"verdict, memory: RSS over the last third of the samples (t={tail[0].t:.0f}-{tail[-1].t:.0f} s, "
-          f"{tail[0].rss_mb:.1f} -> {tail[-1].rss_mb:.1f} MB) trends {rise:+.1f}% "
-          f"({'stable: not more than' if memory_ok else 'GROWING: more than'} {MEMORY_TOLERANCE:.0f}%) "
-          f"-> {'PASS' if memory_ok else 'FAIL'}")
+    print(
+        f"verdict, memory: RSS over the last third of the samples (t={tail[0].t:.0f}-{tail[-1].t:.0f} s, "
+        f"{tail[0].rss_mb:.1f} -> {tail[-1].rss_mb:.1f} MB) trends {rise:+.1f}% "
+        f"({'stable: not more than' if memory_ok else 'GROWING: more than'} {MEMORY_TOLERANCE:.0f}%) "
+        f"-> {'PASS' if memory_ok else 'FAIL'}"
+    )
     return errors == 0 and memory_ok
 
 
 def print_header(args: argparse.Namespace, server: ServerProcess, data: str) -> None:
     processes = max(1, min(args.processes, args.connections))
     per = "/".join(str(n) for n in sorted(set(split(args.connections, processes))))
-    print(f"reviewsd mixed load: {args.duration:.0f} s; {args.connections} keep-alive connections "
-          f"({processes} client processes x {per} threads); {args.slow} slow connections (1 asyncio process)")
+    print(
+        f"reviewsd mixed load: {args.duration:.0f} s; {args.connections} keep-alive connections "
+        f"({processes} client processes x {per} threads); {args.slow} slow connections (1 asyncio process)"
+    )
     print(f"server (pid {server.pid}, port {server.port}): {' '.join(server.command)}")
-    print("  every other option at its default, as in reviewsd.service: WebSub hub on, data reload check every 2 s, "
-          "text access log on stderr (written to a file)")
+    print(
+        "  every other option at its default, as in reviewsd.service: WebSub hub on, data reload check every 2 s, "
+        "text access log on stderr (written to a file)"
+    )
     print(f"data: {data}")
     print(f"machine: {os.cpu_count()} CPUs, shared by the server and the client processes")
     print("mix: " + ", ".join(f"{kind} {weight}%" for kind, weight in MIX.items()))
@@ -782,17 +892,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=60.0, help=f"seconds of load (max {MAX_DURATION})")
     parser.add_argument("--connections", type=int, default=64, help="normal keep-alive connections")
-    parser.add_argument("--processes", type=int, default=4, help="client processes sharing the normal connections")
+    parser.add_argument(
+        "--processes", type=int, default=4, help="client processes sharing the normal connections"
+    )
     parser.add_argument("--slow", type=int, default=200, help="slow connections (trickling or idle)")
     parser.add_argument("--threads", type=int, default=8, help="server worker threads (reviewsd --threads)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--reviews", type=int, help="generate a data set of this many reviews and serve it")
-    source.add_argument("--data-dir", default=str(ROOT / "data"), help="data to serve (default: the bundled data/)")
+    source.add_argument(
+        "--data-dir", default=str(ROOT / "data"), help="data to serve (default: the bundled data/)"
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.duration <= MAX_DURATION:
         parser.error(f"--duration must be within 1..{MAX_DURATION} s")
     if not (1 <= args.connections <= 1000 and 0 <= args.slow <= 800 and 1 <= args.processes <= 32):
-        parser.error("--connections 1..1000, --slow 0..800 and --processes 1..32 (the server allows 1000 connections)")
+        parser.error(
+            "--connections 1..1000, --slow 0..800 and --processes 1..32 (the server allows 1000 connections)"
+        )
     return args
 
 

@@ -40,8 +40,11 @@ HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text
 SEARCH = {"name": "search_reviews", "arguments": {"rating": 5, "limit": 10}}
 MAX_CALLS, MAX_ROUNDS = 100_000, 10_000
 MODERN = "2026-07-28"
-MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {},
-               "io.modelcontextprotocol/clientInfo": {"name": "mcp_bench", "version": "1"}}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "mcp_bench", "version": "1"},
+}
 
 
 def modern_request(request_id: int, method: str, params: dict[str, Any]) -> tuple[dict, dict[str, str]]:
@@ -49,8 +52,12 @@ def modern_request(request_id: int, method: str, params: dict[str, Any]) -> tupl
     headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
     if "name" in params:
         headers["Mcp-Name"] = params["name"]
-    return {"jsonrpc": "2.0", "id": request_id, "method": method,
-            "params": {**params, "_meta": MODERN_META}}, headers
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": method,
+        "params": {**params, "_meta": MODERN_META},
+    }, headers
 
 
 class McpConnection:
@@ -78,14 +85,22 @@ class McpConnection:
         if self.modern:
             status, reply = self.send(*modern_request(self.next_id, method, params))
         else:
-            status, reply = self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+            status, reply = self.send(
+                {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+            )
         if status != 200 or reply is None or "error" in reply or reply["result"].get("isError"):
             raise SystemExit(f"{method} failed: HTTP {status} {reply}")
         return reply["result"]
 
     def start_session(self) -> None:
-        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                    "clientInfo": {"name": "mcp_bench", "version": "1"}})
+        self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "mcp_bench", "version": "1"},
+            },
+        )
         status, _ = self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         if status != 202:
             raise SystemExit(f"notifications/initialized answered {status}")
@@ -111,8 +126,10 @@ def report(label: str, unit: str, times: list[float]) -> None:
     ordered = sorted(times)
     p50 = statistics.median(ordered) * 1000
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
-    print(f"{label:<44} {len(times) / sum(times):>9.0f} {unit}/s   p50 {p50:7.2f} ms   p99 {p99:7.2f} ms"
-          f"   (n={len(times)})")
+    print(
+        f"{label:<44} {len(times) / sum(times):>9.0f} {unit}/s   p50 {p50:7.2f} ms   p99 {p99:7.2f} ms"
+        f"   (n={len(times)})"
+    )
 
 
 def bench_calls(host: str, port: int, calls: int, modern: bool) -> list[float]:
@@ -154,8 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help="base URL of a running reviewsd on 127.0.0.1 (default: start one)")
     parser.add_argument("--data-dir", type=Path, default=ROOT / "data", help="data for the server it starts")
     parser.add_argument("--threads", type=int, default=8, help="server worker threads")
-    parser.add_argument("--calls", type=int, default=2000, help=f"tool calls on one connection (max {MAX_CALLS})")
-    parser.add_argument("--rounds", type=int, default=200, help=f"fresh-connection sessions (max {MAX_ROUNDS})")
+    parser.add_argument(
+        "--calls", type=int, default=2000, help=f"tool calls on one connection (max {MAX_CALLS})"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=200, help=f"fresh-connection sessions (max {MAX_ROUNDS})"
+    )
     args = parser.parse_args(argv)
     if not (1 <= args.calls <= MAX_CALLS and 1 <= args.rounds <= MAX_ROUNDS):
         parser.error("--calls and --rounds must be positive and within the bounds above")
@@ -163,17 +184,44 @@ def main(argv: list[str] | None = None) -> int:
         if args.url:
             url, started = args.url.rstrip("/").removesuffix("/mcp"), ""
         else:
-            server, url, _ = start_reviewsd(procs, ["--data-dir", str(args.data_dir), "--state-dir",
-                                                    str(Path(tmp) / "state"), "--threads", str(args.threads),
-                                                    "--reload-interval", "0", "--no-hub", "--log-format", "json"],
-                                            timeout=60)
+            server, url, _ = start_reviewsd(
+                procs,
+                [
+                    "--data-dir",
+                    str(args.data_dir),
+                    "--state-dir",
+                    str(Path(tmp) / "state"),
+                    "--threads",
+                    str(args.threads),
+                    "--reload-interval",
+                    "0",
+                    "--no-hub",
+                    "--log-format",
+                    "json",
+                ],
+                timeout=60,
+            )
             started = f" (pid {server.pid}, data {args.data_dir})"
         host, port = loopback_url(url)
         print(f"server {url}{started}")
-        report("2025 tools/call search_reviews, 1 keep-alive conn", "calls", bench_calls(host, port, args.calls, False))
-        report("2025 initialize+initialized+1st call, new conn", "rounds", bench_rounds(host, port, args.rounds, False))
-        report("2026 tools/call search_reviews, 1 keep-alive conn", "calls", bench_calls(host, port, args.calls, True))
-        report("2026 first call (no session), new conn", "rounds", bench_rounds(host, port, args.rounds, True))
+        report(
+            "2025 tools/call search_reviews, 1 keep-alive conn",
+            "calls",
+            bench_calls(host, port, args.calls, False),
+        )
+        report(
+            "2025 initialize+initialized+1st call, new conn",
+            "rounds",
+            bench_rounds(host, port, args.rounds, False),
+        )
+        report(
+            "2026 tools/call search_reviews, 1 keep-alive conn",
+            "calls",
+            bench_calls(host, port, args.calls, True),
+        )
+        report(
+            "2026 first call (no session), new conn", "rounds", bench_rounds(host, port, args.rounds, True)
+        )
     return 0
 
 

@@ -37,11 +37,23 @@ CASES = [
 
 
 def generate(reviews: int, out: Path) -> None:
-    subprocess.run([sys.executable, str(ROOT / "tools" / "generate_data.py"), "--reviews", str(reviews), "--out", str(out)],
-                   check=True, timeout=600)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "generate_data.py"),
+            "--reviews",
+            str(reviews),
+            "--out",
+            str(out),
+        ],
+        check=True,
+        timeout=600,
+    )
 
 
-def load(host: str, port: int, path: str, headers: dict, total: int, connections: int) -> tuple[float, list[float]]:
+def load(
+    host: str, port: int, path: str, headers: dict, total: int, connections: int
+) -> tuple[float, list[float]]:
     """`total` GETs over `connections` keep-alive connections; (requests/s, latencies in ms)."""
     per_connection = max(1, total // connections)
     latencies: list[float] = []
@@ -107,7 +119,9 @@ def in_process(data_dir: Path) -> list[tuple[str, float, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--reviews", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=2000, help="requests per case")
     parser.add_argument("--connections", type=int, default=8)
@@ -123,12 +137,27 @@ def main() -> None:
             print(f"generated {args.reviews} reviews in {time.perf_counter() - t0:.1f} s")
         size = sum(f.stat().st_size for f in data_dir.glob("*.json")) / 1e6
         with Processes(Path(tmp)) as procs:
-            server, base, ready = start_reviewsd(procs, ["--data-dir", str(data_dir), "--state-dir",
-                                                         str(Path(tmp) / "state"), "--threads", str(args.threads),
-                                                         "--reload-interval", "0", "--no-hub", "--log-format", "json"])
+            server, base, ready = start_reviewsd(
+                procs,
+                [
+                    "--data-dir",
+                    str(data_dir),
+                    "--state-dir",
+                    str(Path(tmp) / "state"),
+                    "--threads",
+                    str(args.threads),
+                    "--reload-interval",
+                    "0",
+                    "--no-hub",
+                    "--log-format",
+                    "json",
+                ],
+            )
             host, port = base.removeprefix("http://").rsplit(":", 1)
             rss_start = proc_status_kb(server.pid, "VmRSS") / 1024
-            print(f"data files {size:.1f} MB; start-up to listening {ready:.2f} s; RSS after start {rss_start:.0f} MB")
+            print(
+                f"data files {size:.1f} MB; start-up to listening {ready:.2f} s; RSS after start {rss_start:.0f} MB"
+            )
             conn = http.client.HTTPConnection(host, int(port), timeout=30)
             conn.request("GET", "/api/feed.json")
             feed = conn.getresponse()
@@ -137,15 +166,19 @@ def main() -> None:
             conn.request("GET", "/insights.json")
             tech = json.loads(conn.getresponse().read())["entities"]["technicians"][0]["name"]
             conn.close()
-            print(f"\n{'case':<18} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8}   ({args.requests} requests, "
-                  f"{args.connections} connections)")
+            print(
+                f"\n{'case':<18} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8}   ({args.requests} requests, "
+                f"{args.connections} connections)"
+            )
             for name, path, headers in CASES:
                 headers = {k: (etag if v is None else v) for k, v in headers.items()}
                 path = path.replace("TECH", tech.replace(" ", "%20"))
                 load(host, int(port), path, headers, min(200, args.requests), args.connections)  # warm-up
                 rate, latencies = load(host, int(port), path, headers, args.requests, args.connections)
-                print(f"{name:<18} {rate:>8.0f} {statistics.median(latencies):>8.2f} "
-                      f"{percentile(latencies, 0.99):>8.2f}")
+                print(
+                    f"{name:<18} {rate:>8.0f} {statistics.median(latencies):>8.2f} "
+                    f"{percentile(latencies, 0.99):>8.2f}"
+                )
             print(f"\nRSS after load {proc_status_kb(server.pid, 'VmRSS') / 1024:.0f} MB")
         print(f"\nin-process search on {args.reviews} reviews ({'p50 ms':>7} {'p99 ms':>7})")
         for name, p50, p99 in in_process(data_dir):

@@ -14,7 +14,6 @@ before, and its peak during the reload (VmHWM, reset first). Issue 21's targets:
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import signal
 import statistics
@@ -28,8 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def json_load_seconds(data: Path) -> float:
-    code = (f"import json; json.load(open({str(data / 'reviews.json')!r}, 'rb')); "
-            f"json.load(open({str(data / 'insights.json')!r}, 'rb'))")
+    code = (
+        f"import json; json.load(open({str(data / 'reviews.json')!r}, 'rb')); "
+        f"json.load(open({str(data / 'insights.json')!r}, 'rb'))"
+    )
     started = time.monotonic()
     subprocess.run([sys.executable, "-c", code], check=True)
     return time.monotonic() - started
@@ -37,9 +38,24 @@ def json_load_seconds(data: Path) -> float:
 
 def start_to_ready(checkout: Path, data: Path, state: Path) -> tuple[subprocess.Popen, float]:
     started = time.monotonic()
-    server = subprocess.Popen([sys.executable, str(checkout / "reviewsd.py"), "--port", "0", "--data-dir", str(data),
-                               "--state-dir", str(state), "--reload-interval", "0", "--no-hub"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(checkout / "reviewsd.py"),
+            "--port",
+            "0",
+            "--data-dir",
+            str(data),
+            "--state-dir",
+            str(state),
+            "--reload-interval",
+            "0",
+            "--no-hub",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert server.stderr is not None
     for line in server.stderr:
         if "listening on" in line:
@@ -89,15 +105,23 @@ def main() -> int:
             readies.append(seconds)
         assert server is not None
         ratios = sorted(r / j for r, j in zip(readies, loads))
-        print(f"json.load of both files: median {statistics.median(loads):.2f} s "
-              f"({', '.join(f'{t:.2f}' for t in loads)})")
-        print(f"reviewsd to READY:       median {statistics.median(readies):.2f} s "
-              f"({', '.join(f'{t:.2f}' for t in readies)})")
-        print(f"READY / json.load, pair by pair: median {statistics.median(ratios):.2f} "
-              f"(min {ratios[0]:.2f}, max {ratios[-1]:.2f}; target 2)")
+        print(
+            f"json.load of both files: median {statistics.median(loads):.2f} s "
+            f"({', '.join(f'{t:.2f}' for t in loads)})"
+        )
+        print(
+            f"reviewsd to READY:       median {statistics.median(readies):.2f} s "
+            f"({', '.join(f'{t:.2f}' for t in readies)})"
+        )
+        print(
+            f"READY / json.load, pair by pair: median {statistics.median(ratios):.2f} "
+            f"(min {ratios[0]:.2f}, max {ratios[-1]:.2f}; target 2)"
+        )
         steady, peak = reload_peak(server, data)
-        print(f"resident after READY {steady:.0f} MB (target 350); a reload's peak {peak:.0f} MB, "
-              f"{peak / steady:.2f}x (target 2.5)")
+        print(
+            f"resident after READY {steady:.0f} MB (target 350); a reload's peak {peak:.0f} MB, "
+            f"{peak / steady:.2f}x (target 2.5)"
+        )
     finally:
         if server is not None:
             server.terminate()

@@ -20,8 +20,8 @@ from http import HTTPStatus
 from typing import Any, Protocol
 from urllib.parse import unquote_to_bytes
 
-from .parser import HTTPError, Request, RequestParser
 from ..logs import direct_info_handler
+from .parser import HTTPError, Request, RequestParser
 
 log = logging.getLogger("reviewsd.server")
 access_log = logging.getLogger("reviewsd.access")
@@ -43,8 +43,9 @@ def error_response(code: int, message: str) -> bytes:
     # The error code is the reason in snake case ("uri_too_long"); 413's is the app's own ("body_too_large").
     error = "body_too_large" if code == 413 else reason.lower().replace(" ", "_")
     # Compact, like every body of the app (dataset.encode_json), which this module does not import.
-    body = json.dumps({"error": error, "message": message}, separators=(",", ":"),
-                      ensure_ascii=False).encode("utf-8")
+    body = json.dumps({"error": error, "message": message}, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8"
+    )
     head = (
         f"HTTP/1.1 {code} {reason}\r\n"
         f"Date: {http_date()}\r\nServer: {SERVER_NAME}\r\n"
@@ -58,11 +59,19 @@ def server_environ(address: Any) -> dict:
     """The part of the WSGI environ every request to a server listening on `address` shares."""
     name, port = (address[0], str(address[1])) if isinstance(address, tuple) else (str(address), "")
     return {
-        "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
-        "wsgi.multithread": True, "wsgi.multiprocess": False, "wsgi.run_once": False,
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
         "wsgi.input_terminated": True,  # our wsgi.input ends at the body's end
-        "SERVER_SOFTWARE": SERVER_NAME, "SCRIPT_NAME": "",
-        "SERVER_NAME": name, "SERVER_PORT": port, "REMOTE_ADDR": "127.0.0.1", "REMOTE_PORT": "0",
+        "SERVER_SOFTWARE": SERVER_NAME,
+        "SCRIPT_NAME": "",
+        "SERVER_NAME": name,
+        "SERVER_PORT": port,
+        "REMOTE_ADDR": "127.0.0.1",
+        "REMOTE_PORT": "0",
     }
 
 
@@ -115,7 +124,11 @@ class Connection:
         self.environ: dict | None = None
         self.command: str | None = None
         self.unsent: memoryview | None = None  # a response's last bytes, for the selector thread to send
-        self._unsent_log: tuple[int, int, float | None] = (0, 0, None)  # its access line's status, size and start
+        self._unsent_log: tuple[int, int, float | None] = (
+            0,
+            0,
+            None,
+        )  # its access line's status, size and start
         self._base_environ = server.environ.copy()
         if self.client:
             self._base_environ.update(REMOTE_ADDR=self.client, REMOTE_PORT=str(client_address[1]))
@@ -127,8 +140,12 @@ class Connection:
             if self.close_connection or self.unsent is not None or served == MAX_PIPELINED:
                 break  # the next request, if any, stays in the parser for the selector thread
             request = self._next_buffered()
-            if request is None and not self.close_connection and not self.parser.started \
-                    and self._await_next():
+            if (
+                request is None
+                and not self.close_connection
+                and not self.parser.started
+                and self._await_next()
+            ):
                 request = self._next_buffered()
             if request is None:
                 break
@@ -267,7 +284,7 @@ class Connection:
         total = len(unsent)
         try:
             for _ in range(4):  # bounded: one client must not hold the selector thread
-                unsent = unsent[self.connection.send(unsent):]
+                unsent = unsent[self.connection.send(unsent) :]
                 if not unsent:
                     break
         except (BlockingIOError, InterruptedError):
@@ -385,9 +402,7 @@ class Connection:
                 del defaults[lname]
             parts.append(f"{name}: {value}\r\n")
         parts.extend(defaults.values())
-        self._body_allowed = not (
-            self.command == "HEAD" or code < 200 or code == 204 or code == 304
-        )
+        self._body_allowed = not (self.command == "HEAD" or code < 200 or code == 204 or code == 304)
         if self._body_allowed:
             if length is None and self._length_hint is not None:
                 length = self._length_hint
@@ -422,8 +437,11 @@ class Connection:
         environ = self.environ or {}
         # Read after the app ran: the app may name the client (X-Forwarded-For
         # from a trusted proxy) in "reviewsd.client" or rewrite REMOTE_ADDR like ProxyFix.
-        client = (environ.get("reviewsd.client") or environ.get("REMOTE_ADDR")
-                  or self._base_environ.get("REMOTE_ADDR", "-"))
+        client = (
+            environ.get("reviewsd.client")
+            or environ.get("REMOTE_ADDR")
+            or self._base_environ.get("REMOTE_ADDR", "-")
+        )
         method = self.command or "-"
         path = environ.get("REQUEST_URI") or "-"
         if not path.isprintable():
@@ -435,7 +453,14 @@ class Connection:
             return
         # makeRecord + handle is Logger.info without the caller lookup (a stack walk
         # per request) that no access line prints.
-        extra = {"method": method, "path": path, "status": code, "bytes": size,
-                 "duration_ms": duration_ms, "client": client}
-        access_log.handle(access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, message, (), None,
-                                                extra=extra))
+        extra = {
+            "method": method,
+            "path": path,
+            "status": code,
+            "bytes": size,
+            "duration_ms": duration_ms,
+            "client": client,
+        }
+        access_log.handle(
+            access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, message, (), None, extra=extra)
+        )

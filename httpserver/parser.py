@@ -13,7 +13,14 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["HTTPError", "Request", "RequestParser", "MAX_REQUEST_LINE", "MAX_HEADER_BYTES", "MAX_HEADER_LINES"]
+__all__ = [
+    "HTTPError",
+    "Request",
+    "RequestParser",
+    "MAX_REQUEST_LINE",
+    "MAX_HEADER_BYTES",
+    "MAX_HEADER_LINES",
+]
 
 MAX_REQUEST_LINE = 8192  # bytes, without CRLF; longer -> 414
 MAX_HEADER_BYTES = 32768  # all header lines together (and so the trailer section); more -> 431
@@ -37,7 +44,13 @@ _absolute_form = re.compile(r"([A-Za-z][A-Za-z0-9+\-.]*)://([^/?]*)(.*)\Z", re.S
 _QUOTED = rb'"(?:[\t !#-\[\]-~\x80-\xff]|\\[\t -~\x80-\xff])*"'
 _TOKEN_B = _TOKEN.encode()
 _chunk_line = re.compile(
-    rb"([0-9A-Fa-f]{1,16})(?:[ \t]*;[ \t]*" + _TOKEN_B + rb"(?:[ \t]*=[ \t]*(?:" + _TOKEN_B + rb"|" + _QUOTED + rb"))?)*\Z"
+    rb"([0-9A-Fa-f]{1,16})(?:[ \t]*;[ \t]*"
+    + _TOKEN_B
+    + rb"(?:[ \t]*=[ \t]*(?:"
+    + _TOKEN_B
+    + rb"|"
+    + _QUOTED
+    + rb"))?)*\Z"
 ).match
 _field_line = re.compile(rb"(" + _TOKEN_B + rb"):[ \t]*[^\x00-\x08\x0a-\x1f\x7f]*\Z").match
 
@@ -68,7 +81,9 @@ class Request(NamedTuple):
     body: bytes | None  # None: the request had no body framing at all
 
 
-_Head = tuple[Request, int | None]  # a parsed head whose body is still to read, and the body's length (None: chunked)
+_Head = tuple[
+    Request, int | None
+]  # a parsed head whose body is still to read, and the body's length (None: chunked)
 
 
 class RequestParser:
@@ -126,7 +141,9 @@ class RequestParser:
         if line_end >= 0 and (end if end >= 0 else len(buf) - 2) - line_end - 2 > MAX_HEADER_BYTES:
             raise HTTPError(431, f"request headers over {MAX_HEADER_BYTES} bytes")
         if end < 0:
-            if _has_bare_lf(buf, max(0, self._scan - 1)):  # it would otherwise wait for a CRLF that never comes
+            if _has_bare_lf(
+                buf, max(0, self._scan - 1)
+            ):  # it would otherwise wait for a CRLF that never comes
                 raise HTTPError(400, "bare LF in the request head")
             self._scan = max(0, len(buf) - 3)
             return None
@@ -157,7 +174,9 @@ class RequestParser:
         host = length = codings = connection = expect = None
         for line in lines[1:]:
             name, sep, value = line.partition(":")
-            if not sep or not _is_token(name):  # also obs-fold, "Name :" and a space before the first (5.1, 5.2, 2.2)
+            if not sep or not _is_token(
+                name
+            ):  # also obs-fold, "Name :" and a space before the first (5.1, 5.2, 2.2)
                 raise HTTPError(400, "malformed header line")
             value = value.strip(" \t")
             headers.append((name, value))
@@ -191,8 +210,18 @@ class RequestParser:
         tokens = {t.strip(" \t") for t in connection.lower().split(",")} if connection else ()
         keep_alive = "close" not in tokens if v11 else "keep-alive" in tokens
         expect_continue = v11 and expect is not None and expect.lower() == "100-continue"
-        request = Request(method, target, version, headers, host, path, query, keep_alive, expect_continue,
-                          None if length is None and codings is None else b"")
+        request = Request(
+            method,
+            target,
+            version,
+            headers,
+            host,
+            path,
+            query,
+            keep_alive,
+            expect_continue,
+            None if length is None and codings is None else b"",
+        )
         return request, body_length
 
     # -- the body (RFC 9112 6-7) ------------------------------------------

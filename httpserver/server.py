@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import service
 from ..config import Network, is_trusted
+from . import service
 from .connection import Connection, server_environ
 from .parser import HTTPError, Request
 
@@ -35,7 +35,15 @@ LINGER_SECONDS = 2.0  # how long a closing connection may still send us bytes
 LINGER_BYTES = 1 << 20  # and how many we discard before giving up
 
 # Connection states (who owns it and which deadline applies).
-_HEAD, _BODY, _IDLE, _LINGER, _BUSY, _SEND, _CLOSED = "head", "body", "idle", "linger", "busy", "send", "closed"
+_HEAD, _BODY, _IDLE, _LINGER, _BUSY, _SEND, _CLOSED = (
+    "head",
+    "body",
+    "idle",
+    "linger",
+    "busy",
+    "send",
+    "closed",
+)
 
 
 def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
@@ -109,13 +117,17 @@ class Server:
         self._per_client: collections.Counter[str] = collections.Counter()  # open connections by address
         self.stopping = False
         self._grace = 10.0
-        self._drained = False  # set under the lock: from then on a worker closes the connection it is done with
+        self._drained = (
+            False  # set under the lock: from then on a worker closes the connection it is done with
+        )
         self._lock = threading.Lock()
         self._jobs: queue.SimpleQueue[tuple[Connection, Request] | None] = queue.SimpleQueue()
         self._returned: collections.deque = collections.deque()
         self._conns: set[Connection] = set()
         # Deadlines by state, each in the order they fall (one timeout per state, and a dict keeps its order).
-        self._timers: dict[str, dict[Connection, float]] = {s: {} for s in (_HEAD, _BODY, _IDLE, _LINGER, _SEND)}
+        self._timers: dict[str, dict[Connection, float]] = {
+            s: {} for s in (_HEAD, _BODY, _IDLE, _LINGER, _SEND)
+        }
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -130,7 +142,9 @@ class Server:
         self._hard_stop = False
         self._waiting = 0
         self._max_waiting = max(1, threads // 2)
-        self.environ = server_environ(self.server_address)  # the part of the WSGI environ every request shares
+        self.environ = server_environ(
+            self.server_address
+        )  # the part of the WSGI environ every request shares
 
     def start(self) -> Server:
         """Start the workers and the selector thread, which accepts and serves until shutdown() has drained all."""
@@ -226,8 +240,12 @@ class Server:
                 if state == _HEAD and conn.parser.buf:
                     self._reject(conn, HTTPError(408, "request head not received in time"))
                 elif state == _BODY:
-                    log.warning("request body from %s not received within %gs: 408", conn.client, self.body_timeout)
-                    self._reject(conn, HTTPError(408, f"request body not received within {self.body_timeout:g}s"))
+                    log.warning(
+                        "request body from %s not received within %gs: 408", conn.client, self.body_timeout
+                    )
+                    self._reject(
+                        conn, HTTPError(408, f"request body not received within {self.body_timeout:g}s")
+                    )
                 elif state == _SEND:
                     self._give_up_sending(conn, TimeoutError("response not read in time"))
                 else:
@@ -270,8 +288,12 @@ class Server:
 
     def _room_for_client(self, client: str) -> bool:
         """Below the per-client cap, or brought below it by closing that client's longest-idle connection."""
-        return (not self.max_per_client or self._per_client[client] < self.max_per_client
-                or is_trusted(client, self._trusted) or self._close_idle(client))
+        return (
+            not self.max_per_client
+            or self._per_client[client] < self.max_per_client
+            or is_trusted(client, self._trusted)
+            or self._close_idle(client)
+        )
 
     def _close_idle(self, client: str | None = None) -> bool:
         """Close the longest-idle keep-alive connection (of `client` if given); False if there is none."""
@@ -293,7 +315,9 @@ class Server:
             self._sel.register(self.socket, selectors.EVENT_READ, self)
             self._accepting = True
 
-    def _watch(self, conn: Connection, state: str, timeout: float, events: int = selectors.EVENT_READ) -> None:
+    def _watch(
+        self, conn: Connection, state: str, timeout: float, events: int = selectors.EVENT_READ
+    ) -> None:
         self._timers.get(conn.state, {}).pop(conn, None)  # busy and closed connections have no deadline
         conn.state = state
         self._timers[state][conn] = time.monotonic() + timeout  # last in the order: the latest deadline
@@ -353,7 +377,9 @@ class Server:
             conn.state = _BUSY
             self._jobs.put((conn, request))
         elif parser.pending is not None and conn.state != _BODY:
-            self._watch(conn, _BODY, self.body_timeout)  # one deadline for the whole body, this once per request
+            self._watch(
+                conn, _BODY, self.body_timeout
+            )  # one deadline for the whole body, this once per request
             if parser.pending.expect_continue and not parser.buf:
                 try:  # a 25-byte send on a connection with nothing else unsent: the socket takes it
                     conn.connection.send(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -515,7 +541,9 @@ def run(
     this took over, reloads after it.  0 after a clean stop; 130 after SIGINT
     (Ctrl-C); 1 if it could not listen, the serve loop died or on_stop raised.
     """
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")  # to stderr, for journald
+    logging.basicConfig(
+        level=logging.INFO, format="%(levelname)s %(name)s: %(message)s"
+    )  # to stderr, for journald
     try:
         activated = service.activated_socket() if sock is None else None
         server = Server(app, host, port, sock=sock or activated, **options)
@@ -544,8 +572,12 @@ def run(
                     if signum == signal.SIGHUP:
                         service.reload(on_reload)
                     elif signum in (signal.SIGTERM, signal.SIGINT):
-                        failed = service.stop(server.shutdown, shutdown_grace, on_stop, signal.Signals(signum).name)
-                        return failed or (130 if signum == signal.SIGINT else 0)  # Ctrl-C: the shell's 128 + SIGINT
+                        failed = service.stop(
+                            server.shutdown, shutdown_grace, on_stop, signal.Signals(signum).name
+                        )
+                        return failed or (
+                            130 if signum == signal.SIGINT else 0
+                        )  # Ctrl-C: the shell's 128 + SIGINT
                 if server.stopped():  # the selector thread died: let systemd restart us
                     log.error("server loop ended unexpectedly")
                     return service.stop(server.shutdown, 0.0, on_stop, "failure") or 1

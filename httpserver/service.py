@@ -68,7 +68,9 @@ def log_listening(url: str, threads: int, activated: bool = False) -> None:
     """The READY line, written at once: INFO lines wait up to logs.FLUSH_INTERVAL, which is for the access log."""
     log.info("listening on %s (%d threads)%s", url, threads, " (socket activation)" if activated else "")
     for handler in logging.getLogger().handlers:
-        with contextlib.suppress(OSError, ValueError):  # stderr closed or broken: serving goes on, as with the flusher
+        with contextlib.suppress(
+            OSError, ValueError
+        ):  # stderr closed or broken: serving goes on, as with the flusher
             handler.flush()
 
 
@@ -104,7 +106,9 @@ def start_watchdog(healthy: Callable[[float], bool]) -> threading.Event:
 
 
 def reload(on_reload: Callable[[], Any] | None) -> None:
-    usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000  # required by Type=notify-reload on systemd >= 253
+    usec = (
+        time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+    )  # required by Type=notify-reload on systemd >= 253
     notify(f"RELOADING=1\nMONOTONIC_USEC={usec}")
     log.info("reloading")
     if call_hook(on_reload, "reload failed; still serving the previous state"):

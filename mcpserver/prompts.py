@@ -36,7 +36,12 @@ class Argument:
     completes: str | None = None  # the kind of thing it names (see `candidates`), if any
 
     def definition(self) -> dict[str, Any]:
-        return {"name": self.name, "title": self.title, "description": self.description, "required": self.required}
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "required": self.required,
+        }
 
 
 @dataclass(frozen=True)
@@ -45,11 +50,17 @@ class Prompt:
     title: str
     description: str
     arguments: tuple[Argument, ...]
-    render: Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]  # (dataset, base URL, arguments)
+    render: Callable[
+        [Dataset, str, Mapping[str, str]], list[dict[str, Any]]
+    ]  # (dataset, base URL, arguments)
 
     def definition(self) -> dict[str, Any]:
-        return {"name": self.name, "title": self.title, "description": self.description,
-                "arguments": [a.definition() for a in self.arguments]}
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "arguments": [a.definition() for a in self.arguments],
+        }
 
 
 class PromptError(Exception):
@@ -64,8 +75,13 @@ def user_text(text: str) -> dict[str, Any]:
 
 def user_resource(uri: str, body: bytes) -> dict[str, Any]:
     """An embedded JSON resource: the same bytes a GET of `uri` answers."""
-    return {"role": "user", "content": {"type": "resource", "resource": {
-        "uri": uri, "mimeType": "application/json", "text": body.decode("utf-8")}}}
+    return {
+        "role": "user",
+        "content": {
+            "type": "resource",
+            "resource": {"uri": uri, "mimeType": "application/json", "text": body.decode("utf-8")},
+        },
+    }
 
 
 def business_line(dataset: Dataset) -> str:
@@ -83,12 +99,14 @@ def render_digest(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> l
     matched, positions = run_search(dataset, query)
     uri = f"{base_url}/api/reviews/search?{urlencode(query)}"
     return [
-        user_text(f"Write a digest of the customer reviews of {business_line(dataset)} from {since} to {until} "
-                  f"for the owner and staff. {matched} reviews fall in this period; the newest "
-                  f"{min(matched, DIGEST_REVIEWS)} are attached as JSON (newest first). Give: the number of reviews "
-                  "and the average rating, what patients praised most, every complaint or problem (quote briefly, "
-                  "with the review date), which practitioners and services were mentioned and how, and two or "
-                  "three concrete next steps. Use only the attached reviews; say so if there are none."),
+        user_text(
+            f"Write a digest of the customer reviews of {business_line(dataset)} from {since} to {until} "
+            f"for the owner and staff. {matched} reviews fall in this period; the newest "
+            f"{min(matched, DIGEST_REVIEWS)} are attached as JSON (newest first). Give: the number of reviews "
+            "and the average rating, what patients praised most, every complaint or problem (quote briefly, "
+            "with the review date), which practitioners and services were mentioned and how, and two or "
+            "three concrete next steps. Use only the attached reviews; say so if there are none."
+        ),
         user_resource(uri, search_result_json(dataset, matched, positions)),
     ]
 
@@ -97,26 +115,35 @@ def render_reply(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> li
     review_id = args["review_id"].strip().upper()  # ULIDs are case-insensitive
     position = dataset.position_of.get(review_id)
     if position is None:
-        raise PromptError(f"Unknown review id {args['review_id']!r}; completion/complete on review_id lists the "
-                          "unanswered low-rated reviews", {"review_id": args["review_id"]})
+        raise PromptError(
+            f"Unknown review id {args['review_id']!r}; completion/complete on review_id lists the "
+            "unanswered low-rated reviews",
+            {"review_id": args["review_id"]},
+        )
     review = dataset.reviews[position]
     business = dataset.business
-    answered = "It already has an owner reply (attached): write a short follow-up only if it adds something. " \
-        if review.get("owner_reply") else ""
+    answered = (
+        "It already has an owner reply (attached): write a short follow-up only if it adds something. "
+        if review.get("owner_reply")
+        else ""
+    )
     mentions = dataset.insights_doc["per_review"].get(review_id)
     return [
         user_resource(base_url + REVIEW_PATH + review_id, dataset.review_json(position)),
-        user_text(f"Draft a public owner reply from {business['name']} to the {review['rating']}-star review above "
-                  f"by {review['author']} ({review['date']}). {answered}Thank them, acknowledge each concrete "
-                  "problem they raise without arguing or making excuses, say what the clinic will do, and invite "
-                  f"them to call {business.get('telephone') or 'the clinic'} to talk it over. Never confirm that "
-                  "they are a patient or mention any health details (privacy). 60 to 120 words, warm and plain. "
-                  f"What the analysis found in the review: {encode_message(mentions).decode('utf-8')}."),
+        user_text(
+            f"Draft a public owner reply from {business['name']} to the {review['rating']}-star review above "
+            f"by {review['author']} ({review['date']}). {answered}Thank them, acknowledge each concrete "
+            "problem they raise without arguing or making excuses, say what the clinic will do, and invite "
+            f"them to call {business.get('telephone') or 'the clinic'} to talk it over. Never confirm that "
+            "they are a patient or mention any health details (privacy). 60 to 120 words, warm and plain. "
+            f"What the analysis found in the review: {encode_message(mentions).decode('utf-8')}."
+        ),
     ]
 
 
-def render_entity(tool: str, subject: str, key: str
-                  ) -> Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]:
+def render_entity(
+    tool: str, subject: str, key: str
+) -> Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]:
     """A prompt over one practitioner, service or aspect (`key` in the result of `tool`, which takes its arguments)."""
 
     def render(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -129,12 +156,14 @@ def render_entity(tool: str, subject: str, key: str
             raise PromptError("; ".join(i["message"] for i in exc.issues), {"issues": exc.issues}) from None
         record = json.loads(data)[key]
         return [
-            user_text(f"Review how patients of {business_line(dataset)} experience {subject} "
-                      f"{record.get('name') or record['label']}, from the data below (the result of the {tool} "
-                      "tool: the record with its mention counts and sentiment score, and the newest reviews "
-                      "mentioning it). Summarise "
-                      "strengths and weaknesses with short quotes and dates, note any trend in the recent reviews, "
-                      "and suggest what to keep doing and what to improve."),
+            user_text(
+                f"Review how patients of {business_line(dataset)} experience {subject} "
+                f"{record.get('name') or record['label']}, from the data below (the result of the {tool} "
+                "tool: the record with its mention counts and sentiment score, and the newest reviews "
+                "mentioning it). Summarise "
+                "strengths and weaknesses with short quotes and dates, note any trend in the recent reviews, "
+                "and suggest what to keep doing and what to improve."
+            ),
             user_text(f"Data (JSON):\n{bytes(data).decode('utf-8')}"),
         ]
 
@@ -151,37 +180,71 @@ def _date_arg(args: Mapping[str, str], name: str) -> str | None:
         raise PromptError(exc.issues[0]["message"], {"argument": name}) from None
 
 
-PROMPTS = {p.name: p for p in (
-    Prompt("review_digest", "Digest of recent reviews",
-           "A digest of the reviews for a period (default: the last 30 days of reviews): praise, complaints, "
-           "practitioners and services mentioned, next steps. Embeds the period's reviews.",
-           (Argument("since", "From", "First day, YYYY-MM-DD (default: 30 days before `until`)."),
-            Argument("until", "To", "Last day, YYYY-MM-DD (default: the newest review's date).")),
-           render_digest),
-    Prompt("reply_draft", "Draft a reply to a review",
-           "Drafts a short public owner reply to one review, typically an unanswered low-rated one (completion "
-           "offers those, newest first). Embeds the review and what the analysis found in it.",
-           (Argument("review_id", "Review", "Review id (26-character ULID).", True, "reply_review"),),
-           render_reply),
-    Prompt("practitioner_review", "Practitioner review",
-           "What patients say about one practitioner: strengths, weaknesses, recent trend. Embeds their record "
-           "and newest reviews.",
-           (Argument("name", "Practitioner", "Name or id, case- and accent-insensitive (e.g. Dr. Maya Patel).",
-                     True, "technician"),),
-           render_entity("get_technician", "the practitioner", "technician")),
-    Prompt("service_review", "Service review",
-           "What patients say about one service the clinic offers. Embeds the service, its sentiment and the "
-           "newest reviews mentioning it.",
-           (Argument("service", "Service", "Service label or id (e.g. Massage therapy).", True, "service"),),
-           render_entity("get_service", "the service", "service")),
-    Prompt("aspect_review", "Aspect review",
-           "What patients say about one aspect of a visit (wait time, billing, front desk...), optionally only "
-           "positive, neutral or negative mentions. Embeds the aspect's sentiment and the newest reviews.",
-           (Argument("aspect", "Aspect", "Aspect label or id (e.g. Wait time).", True, "aspect"),
-            Argument("sentiment", "Sentiment", "positive, neutral or negative (default: all).", False,
-                     "sentiment")),
-           render_entity("get_aspect_sentiment", "the aspect", "aspect")),
-)}
+PROMPTS = {
+    p.name: p
+    for p in (
+        Prompt(
+            "review_digest",
+            "Digest of recent reviews",
+            "A digest of the reviews for a period (default: the last 30 days of reviews): praise, complaints, "
+            "practitioners and services mentioned, next steps. Embeds the period's reviews.",
+            (
+                Argument("since", "From", "First day, YYYY-MM-DD (default: 30 days before `until`)."),
+                Argument("until", "To", "Last day, YYYY-MM-DD (default: the newest review's date)."),
+            ),
+            render_digest,
+        ),
+        Prompt(
+            "reply_draft",
+            "Draft a reply to a review",
+            "Drafts a short public owner reply to one review, typically an unanswered low-rated one (completion "
+            "offers those, newest first). Embeds the review and what the analysis found in it.",
+            (Argument("review_id", "Review", "Review id (26-character ULID).", True, "reply_review"),),
+            render_reply,
+        ),
+        Prompt(
+            "practitioner_review",
+            "Practitioner review",
+            "What patients say about one practitioner: strengths, weaknesses, recent trend. Embeds their record "
+            "and newest reviews.",
+            (
+                Argument(
+                    "name",
+                    "Practitioner",
+                    "Name or id, case- and accent-insensitive (e.g. Dr. Maya Patel).",
+                    True,
+                    "technician",
+                ),
+            ),
+            render_entity("get_technician", "the practitioner", "technician"),
+        ),
+        Prompt(
+            "service_review",
+            "Service review",
+            "What patients say about one service the clinic offers. Embeds the service, its sentiment and the "
+            "newest reviews mentioning it.",
+            (Argument("service", "Service", "Service label or id (e.g. Massage therapy).", True, "service"),),
+            render_entity("get_service", "the service", "service"),
+        ),
+        Prompt(
+            "aspect_review",
+            "Aspect review",
+            "What patients say about one aspect of a visit (wait time, billing, front desk...), optionally only "
+            "positive, neutral or negative mentions. Embeds the aspect's sentiment and the newest reviews.",
+            (
+                Argument("aspect", "Aspect", "Aspect label or id (e.g. Wait time).", True, "aspect"),
+                Argument(
+                    "sentiment",
+                    "Sentiment",
+                    "positive, neutral or negative (default: all).",
+                    False,
+                    "sentiment",
+                ),
+            ),
+            render_entity("get_aspect_sentiment", "the aspect", "aspect"),
+        ),
+    )
+}
 
 
 def prompt_arguments(prompt: Prompt, arguments: Any) -> dict[str, str]:
@@ -193,12 +256,17 @@ def prompt_arguments(prompt: Prompt, arguments: Any) -> dict[str, str]:
     known = {a.name for a in prompt.arguments}
     unknown = sorted(set(arguments) - known)
     if unknown:
-        raise PromptError(f"Unknown argument(s) {', '.join(unknown)} for prompt {prompt.name}; known: "
-                          f"{', '.join(sorted(known))}", {"unknown": unknown})
+        raise PromptError(
+            f"Unknown argument(s) {', '.join(unknown)} for prompt {prompt.name}; known: "
+            f"{', '.join(sorted(known))}",
+            {"unknown": unknown},
+        )
     missing = [a.name for a in prompt.arguments if a.required and not arguments.get(a.name, "").strip()]
     if missing:
-        raise PromptError(f"Missing required argument(s) for prompt {prompt.name}: {', '.join(missing)}",
-                          {"missing": missing})
+        raise PromptError(
+            f"Missing required argument(s) for prompt {prompt.name}: {', '.join(missing)}",
+            {"missing": missing},
+        )
     return arguments
 
 
@@ -206,8 +274,10 @@ def get_prompt(dataset: Dataset, base_url: str, params: Mapping[str, Any]) -> di
     name = params.get("name")
     prompt = PROMPTS.get(name) if isinstance(name, str) else None
     if prompt is None:
-        raise PromptError(f"Unknown prompt: {name}; known prompts: {', '.join(PROMPTS)}",
-                          {"prompt": name, "prompts": list(PROMPTS)})
+        raise PromptError(
+            f"Unknown prompt: {name}; known prompts: {', '.join(PROMPTS)}",
+            {"prompt": name, "prompts": list(PROMPTS)},
+        )
     arguments = prompt_arguments(prompt, params.get("arguments"))
     return {"description": prompt.description, "messages": prompt.render(dataset, base_url, arguments)}
 
@@ -216,8 +286,11 @@ def complete_names(prefix: str, candidates: Iterable[tuple[str, Sequence[str]]])
     """The values of (value, folded names) candidates with a name, or a word of one, starting with `prefix`
     (folded: case and accents do not matter, as in the search's name filters)."""
     folded = fold_name(prefix)
-    return [value for value, names in candidates
-            if any(name.startswith(folded) or f" {folded}" in f" {name}" for name in names)]
+    return [
+        value
+        for value, names in candidates
+        if any(name.startswith(folded) or f" {folded}" in f" {name}" for name in names)
+    ]
 
 
 def unanswered_low_rated(dataset: Dataset) -> Iterator[str]:
@@ -232,27 +305,43 @@ def candidates(kind: str, dataset: Dataset) -> Iterable[tuple[str, Sequence[str]
     if kind == "technician":  # the Dataset folds their names once, for the search's filters
         return ((dataset.technicians[tid]["name"], names) for tid, names in dataset.technician_names)
     if kind == "service":
-        return ((s["label"], names) for s, names in folded_names(dataset.business["services"], ("id", "label")))
+        return (
+            (s["label"], names) for s, names in folded_names(dataset.business["services"], ("id", "label"))
+        )
     if kind == "aspect":
-        return ((a["label"], names) for a, names in folded_names(dataset.insights_doc["aspects"], ("id", "label")))
+        return (
+            (a["label"], names) for a, names in folded_names(dataset.insights_doc["aspects"], ("id", "label"))
+        )
     return ((s, (s,)) for s in ("positive", "neutral", "negative"))  # "sentiment"
 
 
 def completion(values: Sequence[str]) -> dict[str, Any]:
-    return {"completion": {"values": list(values[:MAX_COMPLETIONS]), "total": len(values),
-                           "hasMore": len(values) > MAX_COMPLETIONS}}
+    return {
+        "completion": {
+            "values": list(values[:MAX_COMPLETIONS]),
+            "total": len(values),
+            "hasMore": len(values) > MAX_COMPLETIONS,
+        }
+    }
 
 
 def complete(dataset: Dataset, template_uri: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """completion/complete for a prompt argument or the review template's {id}."""
     ref, argument = params.get("ref"), params.get("argument")
-    if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str) \
-            or not isinstance(argument.get("value"), str):
+    if (
+        not isinstance(ref, dict)
+        or not isinstance(argument, dict)
+        or not isinstance(argument.get("name"), str)
+        or not isinstance(argument.get("value"), str)
+    ):
         raise PromptError("Invalid params: ref must be an object and argument {name, value} strings")
     kind = argument_kind(ref, argument["name"], template_uri)
     if kind is None:
         return completion([])  # an argument that names nothing in the data (a date) has no completions
-    if kind in ("review", "reply_review"):  # ids (ULIDs, upper case): a case-insensitive prefix, no words to fold
+    if kind in (
+        "review",
+        "reply_review",
+    ):  # ids (ULIDs, upper case): a case-insensitive prefix, no words to fold
         prefix = argument["value"].strip().upper()
         # Newest first, both: position_of is in position order.
         ids = dataset.position_of if kind == "review" else unanswered_low_rated(dataset)
@@ -264,16 +353,22 @@ def argument_kind(ref: Mapping[str, Any], name: str, template_uri: str) -> str |
     if ref.get("type") == "ref/prompt":
         prompt = PROMPTS.get(ref["name"]) if isinstance(ref.get("name"), str) else None
         if prompt is None:
-            raise PromptError(f"Unknown prompt: {ref.get('name')}; known prompts: {', '.join(PROMPTS)}",
-                              {"prompt": ref.get("name")})
+            raise PromptError(
+                f"Unknown prompt: {ref.get('name')}; known prompts: {', '.join(PROMPTS)}",
+                {"prompt": ref.get("name")},
+            )
         argument = next((a for a in prompt.arguments if a.name == name), None)
         if argument is None:
-            raise PromptError(f"Prompt {prompt.name} has no argument {name!r}",
-                              {"arguments": [a.name for a in prompt.arguments]})
+            raise PromptError(
+                f"Prompt {prompt.name} has no argument {name!r}",
+                {"arguments": [a.name for a in prompt.arguments]},
+            )
         return argument.completes
     if ref.get("type") == "ref/resource":
         if ref.get("uri") != template_uri or name != "id":
-            raise PromptError(f"Unknown resource template or argument; the one template is {template_uri} "
-                              "with argument id", {"uri": ref.get("uri")})
+            raise PromptError(
+                f"Unknown resource template or argument; the one template is {template_uri} with argument id",
+                {"uri": ref.get("uri")},
+            )
         return "review"
     raise PromptError('Invalid params: ref.type must be "ref/prompt" or "ref/resource"')

@@ -19,9 +19,17 @@ LATEST_VERSION = LEGACY_VERSIONS[0]  # what initialize answers to a version we d
 SUPPORTED_VERSIONS = (MODERN_VERSION, *LEGACY_VERSIONS)  # server/discover's supportedVersions
 HEADER_DEFAULT_VERSION = "2025-03-26"  # what an absent MCP-Protocol-Version header means
 SERVER_INFO = {"name": "reviewsd", "title": "Clinic reviews and insights (read-only)", "version": "1.0.0"}
-CAPABILITIES = {"tools": {"listChanged": False}, "resources": {"subscribe": False, "listChanged": False},
-                "prompts": {"listChanged": False}, "completions": {}}
-MODERN_CAPABILITIES = {**CAPABILITIES, "resources": {"listChanged": False}}  # 2026-07-28 removed resources/subscribe
+CAPABILITIES = {
+    "tools": {"listChanged": False},
+    "resources": {"subscribe": False, "listChanged": False},
+    "prompts": {"listChanged": False},
+    "completions": {},
+}
+MODERN_CAPABILITIES = {
+    **CAPABILITIES,
+    "resources": {"listChanged": False},
+}  # 2026-07-28 removed resources/subscribe
+
 
 class ErrorCode(IntEnum):
     PARSE_ERROR = -32700
@@ -143,8 +151,11 @@ def valid_id(value: Any) -> bool:
 def classify(value: Any) -> Message:
     """Check the JSON-RPC 2.0 envelope of one parsed message; RpcError(-32600) if it is not one."""
     if isinstance(value, list):
-        raise RpcError(ErrorCode.INVALID_REQUEST, "Invalid Request: batches are not supported (MCP 2025-06-18 "
-                                                  "removed JSON-RPC batching); send one message per POST")
+        raise RpcError(
+            ErrorCode.INVALID_REQUEST,
+            "Invalid Request: batches are not supported (MCP 2025-06-18 "
+            "removed JSON-RPC batching); send one message per POST",
+        )
     if not isinstance(value, dict):
         raise RpcError(ErrorCode.INVALID_REQUEST, "Invalid Request: a JSON-RPC message must be a JSON object")
     request_id = value.get("id") if valid_id(value.get("id")) else None

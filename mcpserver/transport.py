@@ -20,10 +20,25 @@ from werkzeug.wsgi import get_content_length, get_input_stream
 
 from ..config import Config
 from ..mcp_rpc import McpServer, Session, SessionStore
-from .protocol import (LEGACY_VERSIONS, MODERN_VERSION, SERVER_INFO, SUPPORTED_VERSIONS, EncodedJson, ErrorCode,
-                       Message, RpcError, RpcNotification, RpcRequest, RpcResponse, classify, encode_message,
-                       encode_response, error_response, parse)
 from ..web.payloads import Triple, status_line
+from .protocol import (
+    LEGACY_VERSIONS,
+    MODERN_VERSION,
+    SERVER_INFO,
+    SUPPORTED_VERSIONS,
+    EncodedJson,
+    ErrorCode,
+    Message,
+    RpcError,
+    RpcNotification,
+    RpcRequest,
+    RpcResponse,
+    classify,
+    encode_message,
+    encode_response,
+    error_response,
+    parse,
+)
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -34,12 +49,18 @@ NAME_SOURCES = {"tools/call": "name", "prompts/get": "name", "resources/read": "
 # result built from it is stale at once (0); the lists of tools, prompts and templates change only with
 # a new server build. Every result is the same for every caller (public, read-only data): "public".
 STATIC_TTL_MS = 3_600_000
-CACHE_TTL_MS = {"tools/list": STATIC_TTL_MS, "prompts/list": STATIC_TTL_MS,
-                "resources/templates/list": STATIC_TTL_MS,
-                "server/discover": 0, "resources/list": 0, "resources/read": 0}
+CACHE_TTL_MS = {
+    "tools/list": STATIC_TTL_MS,
+    "prompts/list": STATIC_TTL_MS,
+    "resources/templates/list": STATIC_TTL_MS,
+    "server/discover": 0,
+    "resources/list": 0,
+    "resources/read": 0,
+}
 _RESULT_FIELDS = {"resultType": "complete", "_meta": SERVER_META}
-_FIELDS_BY_METHOD = {method: {**_RESULT_FIELDS, "ttlMs": ttl, "cacheScope": "public"}
-                     for method, ttl in CACHE_TTL_MS.items()}
+_FIELDS_BY_METHOD = {
+    method: {**_RESULT_FIELDS, "ttlMs": ttl, "cacheScope": "public"} for method, ttl in CACHE_TTL_MS.items()
+}
 # The same fields encoded once, as an object's head to splice in front of a pre-encoded result's members.
 _HEADS = {method: encode_message(fields)[:-1] for method, fields in _FIELDS_BY_METHOD.items()}
 _HEAD = encode_message(_RESULT_FIELDS)[:-1]
@@ -65,7 +86,7 @@ def decode_header(value: str) -> str | None:
         return None
     if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= len("=?base64??="):
         try:
-            return base64.b64decode(value[len("=?base64?"):-len("?=")], validate=True).decode("utf-8")
+            return base64.b64decode(value[len("=?base64?") : -len("?=")], validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
             return None
     return value
@@ -75,38 +96,70 @@ def check_modern_request(environ: Mapping[str, Any], message: RpcRequest, method
     """The 2026-07-28 request rules, in the order docs/mcp.md gives; HttpRefusal on the first broken."""
     request_id, method = message.id, message.method
     if method not in methods:
-        gone = " (removed in 2026-07-28: send requests with _meta, no initialize)" \
-            if method in ("initialize", "ping", "logging/setLevel", "resources/subscribe") else ""
-        raise HttpRefusal(404, f"Method not found: {method}{gone}", request_id, ErrorCode.METHOD_NOT_FOUND,
-                          data={"method": method})
+        gone = (
+            " (removed in 2026-07-28: send requests with _meta, no initialize)"
+            if method in ("initialize", "ping", "logging/setLevel", "resources/subscribe")
+            else ""
+        )
+        raise HttpRefusal(
+            404,
+            f"Method not found: {method}{gone}",
+            request_id,
+            ErrorCode.METHOD_NOT_FOUND,
+            data={"method": method},
+        )
     meta = request_meta(message)
     version = meta.get(META_VERSION)
     if not isinstance(version, str):
-        raise HttpRefusal(400, f"Invalid params: params._meta must carry {META_VERSION} (a string) and "
-                               f"{META_CAPABILITIES} (an object)", request_id, ErrorCode.INVALID_PARAMS)
+        raise HttpRefusal(
+            400,
+            f"Invalid params: params._meta must carry {META_VERSION} (a string) and "
+            f"{META_CAPABILITIES} (an object)",
+            request_id,
+            ErrorCode.INVALID_PARAMS,
+        )
     check_header(environ, "MCP-Protocol-Version", version, request_id)
     if version != MODERN_VERSION:
-        legacy = f"; {version} is served through initialize and a session" if version in LEGACY_VERSIONS else ""
-        raise HttpRefusal(400, f"Unsupported protocol version {version!r}{legacy}", request_id,
-                          ErrorCode.UNSUPPORTED_VERSION,
-                          data={"supported": list(SUPPORTED_VERSIONS), "requested": version})
+        legacy = (
+            f"; {version} is served through initialize and a session" if version in LEGACY_VERSIONS else ""
+        )
+        raise HttpRefusal(
+            400,
+            f"Unsupported protocol version {version!r}{legacy}",
+            request_id,
+            ErrorCode.UNSUPPORTED_VERSION,
+            data={"supported": list(SUPPORTED_VERSIONS), "requested": version},
+        )
     if not isinstance(meta.get(META_CAPABILITIES), dict):
-        raise HttpRefusal(400, f"Invalid params: params._meta must carry {META_CAPABILITIES} (an object)",
-                          request_id, ErrorCode.INVALID_PARAMS)
+        raise HttpRefusal(
+            400,
+            f"Invalid params: params._meta must carry {META_CAPABILITIES} (an object)",
+            request_id,
+            ErrorCode.INVALID_PARAMS,
+        )
     check_header(environ, "Mcp-Method", method, request_id)
     if method in NAME_SOURCES:
         body_name = message.params.get(NAME_SOURCES[method]) if isinstance(message.params, dict) else None
         check_header(environ, "Mcp-Name", body_name, request_id, decode_header)
 
 
-def check_header(environ: Mapping[str, Any], header: str, body: Any, request_id: Any,
-                 decode: Callable[[str], str | None] = str) -> None:
+def check_header(
+    environ: Mapping[str, Any],
+    header: str,
+    body: Any,
+    request_id: Any,
+    decode: Callable[[str], str | None] = str,
+) -> None:
     """HeaderMismatch unless the header, stripped (and decoded), is the value the body gives."""
     value = environ.get("HTTP_" + header.upper().replace("-", "_"))
     if value is None or decode(value.strip()) != body:
         said = "missing" if value is None else f"{value.strip()!r}"
-        raise HttpRefusal(400, f"Header mismatch: {header} header {said} does not match the body's {body!r}",
-                          request_id, ErrorCode.HEADER_MISMATCH)
+        raise HttpRefusal(
+            400,
+            f"Header mismatch: {header} header {said} does not match the body's {body!r}",
+            request_id,
+            ErrorCode.HEADER_MISMATCH,
+        )
 
 
 def modern_result(method: str, result: dict[str, Any] | EncodedJson) -> dict[str, Any] | EncodedJson:
@@ -120,8 +173,15 @@ def modern_result(method: str, result: dict[str, Any] | EncodedJson) -> dict[str
 class HttpRefusal(RpcError):
     """A request the transport refuses before dispatch: a JSON-RPC error with its HTTP status and headers."""
 
-    def __init__(self, status: int, message: str, request_id: Any = None, code: ErrorCode = ErrorCode.TRANSPORT,
-                 headers: Sequence[tuple[str, str]] = (), data: Any = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        request_id: Any = None,
+        code: ErrorCode = ErrorCode.TRANSPORT,
+        headers: Sequence[tuple[str, str]] = (),
+        data: Any = None,
+    ):
         super().__init__(code, message, data, request_id)
         self.status, self.headers = status, headers
 
@@ -154,15 +214,18 @@ class McpEndpoint:
         self.max_body = config.max_body
         # Origins allowed to call /mcp: the public base URL's, loopback on any port, and configured extras.
         extra = [v.strip() for v in config.mcp_allowed_origins.split(",") if v.strip()]
-        self.origins = {o for o in (origin_of(url, with_path=True) for url in [config.public_base_url, *extra]) if o}
+        self.origins = {
+            o for o in (origin_of(url, with_path=True) for url in [config.public_base_url, *extra]) if o
+        }
         self.any_origin = "*" in extra
 
     def allows_origin(self, origin: str) -> bool:
         if self.any_origin:
             return origin.strip() != "null"
         normal = origin_of(origin)
-        return normal is not None and (normal in self.origins
-                                       or urlsplit(normal).hostname in ("localhost", "127.0.0.1", "::1"))
+        return normal is not None and (
+            normal in self.origins or urlsplit(normal).hostname in ("localhost", "127.0.0.1", "::1")
+        )
 
     def handle(self, environ: dict) -> Triple:
         try:
@@ -173,8 +236,12 @@ class McpEndpoint:
                 return self.post(environ)
             if environ["REQUEST_METHOD"] == "DELETE":
                 return self.delete(environ)
-            raise HttpRefusal(405, "Method not allowed: POST JSON-RPC messages here, DELETE ends a session "
-                                   "(this server offers no SSE stream)", headers=[("Allow", "DELETE, OPTIONS, POST")])
+            raise HttpRefusal(
+                405,
+                "Method not allowed: POST JSON-RPC messages here, DELETE ends a session "
+                "(this server offers no SSE stream)",
+                headers=[("Allow", "DELETE, OPTIONS, POST")],
+            )
         except HttpRefusal as refusal:
             code = refusal.code
             if code == ErrorCode.TRANSPORT and header_version(environ) == MODERN_VERSION:
@@ -196,17 +263,27 @@ class McpEndpoint:
             return self.initialize(environ, message)
         # A refusal answers a request by its id; a notification or a client response gets one without.
         request_id = message.id if isinstance(message, RpcRequest) else None
-        session = self.sessions.get(session_header(environ, request_id, "send initialize first, then the session "
-                                                   "id from its response on every request"))
+        session = self.sessions.get(
+            session_header(
+                environ,
+                request_id,
+                "send initialize first, then the session id from its response on every request",
+            )
+        )
         if session is None:
-            raise HttpRefusal(404, "Unknown or ended session: send initialize (without Mcp-Session-Id) to start "
-                                   "a new one", request_id)
+            raise HttpRefusal(
+                404,
+                "Unknown or ended session: send initialize (without Mcp-Session-Id) to start a new one",
+                request_id,
+            )
         reply = self.server.handle(session, message)
         return json_response(reply, 200) if reply is not None else empty_response(202)
 
     def initialize(self, environ: dict, message: RpcRequest) -> Triple:
         if environ.get("HTTP_MCP_SESSION_ID"):
-            raise HttpRefusal(400, "initialize starts a new session: send it without Mcp-Session-Id", message.id)
+            raise HttpRefusal(
+                400, "initialize starts a new session: send it without Mcp-Session-Id", message.id
+            )
         session = Session()
         reply = self.server.handle(session, message)
         if reply is None or "error" in reply:  # None never happens for a request; it keeps the types honest
@@ -216,8 +293,12 @@ class McpEndpoint:
     def post_modern(self, environ: dict, message: Message) -> Triple:
         """One 2026-07-28 message: checked, answered and forgotten (no session)."""
         if isinstance(message, RpcResponse):
-            raise HttpRefusal(400, "Invalid Request: a 2026-07-28 client sends no responses", None,
-                              ErrorCode.INVALID_REQUEST)
+            raise HttpRefusal(
+                400,
+                "Invalid Request: a 2026-07-28 client sends no responses",
+                None,
+                ErrorCode.INVALID_REQUEST,
+            )
         if isinstance(message, RpcNotification):
             return empty_response(202)  # 2026-07-28 defines none over HTTP; accepted and ignored
         check_modern_request(environ, message, self.server.modern_methods)
@@ -251,9 +332,12 @@ def session_header(environ: dict, request_id: Any, missing: str) -> str:
     """A 2025 message's Mcp-Session-Id, once its MCP-Protocol-Version (if any) is one initialize negotiates."""
     version = header_version(environ)
     if version is not None and version not in LEGACY_VERSIONS:
-        raise HttpRefusal(400, f"Unsupported MCP-Protocol-Version {version!r} in a session; supported: "
-                               f"{', '.join(LEGACY_VERSIONS)} (2026-07-28 needs no session: send its _meta)",
-                          request_id)
+        raise HttpRefusal(
+            400,
+            f"Unsupported MCP-Protocol-Version {version!r} in a session; supported: "
+            f"{', '.join(LEGACY_VERSIONS)} (2026-07-28 needs no session: send its _meta)",
+            request_id,
+        )
     session_id = environ.get("HTTP_MCP_SESSION_ID", "").strip()
     if not session_id:
         raise HttpRefusal(400, f"Missing Mcp-Session-Id header: {missing}", request_id)
@@ -268,7 +352,10 @@ def session_header(environ: dict, request_id: Any, missing: str) -> str:
 @functools.lru_cache(maxsize=256)
 def check_content_type(value: str) -> None:
     mimetype, options = parse_options_header(value)
-    if mimetype.lower() != "application/json" or options.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
+    if mimetype.lower() != "application/json" or options.get("charset", "utf-8").lower() not in (
+        "utf-8",
+        "utf8",
+    ):
         raise HttpRefusal(415, "Content-Type must be application/json (UTF-8)")
 
 
@@ -276,23 +363,33 @@ def check_content_type(value: str) -> None:
 def check_accept(value: str) -> None:
     """Lenient: no or an empty Accept, */*, application/* or application/json will do (SSE is never used)."""
     if value and parse_accept_header(value, MIMEAccept).quality("application/json") <= 0:
-        raise HttpRefusal(406, "This endpoint answers application/json; include it in Accept "
-                               "(MCP clients send: application/json, text/event-stream)")
+        raise HttpRefusal(
+            406,
+            "This endpoint answers application/json; include it in Accept "
+            "(MCP clients send: application/json, text/event-stream)",
+        )
 
 
-MCP_HEADERS = [("Cache-Control", "no-store"), ("Access-Control-Allow-Origin", "*"),
-               ("Access-Control-Expose-Headers", "Mcp-Session-Id")]
+MCP_HEADERS = [
+    ("Cache-Control", "no-store"),
+    ("Access-Control-Allow-Origin", "*"),
+    ("Access-Control-Expose-Headers", "Mcp-Session-Id"),
+]
 
 
 # Plain WSGI answers, not werkzeug Responses: an MCP call is small, and building and
 # serialising a Response object cost a measurable share of it.
-def json_response(message: Mapping[str, Any] | None, status: int, headers: Sequence[tuple[str, str]] = ()) -> Triple:
+def json_response(
+    message: Mapping[str, Any] | None, status: int, headers: Sequence[tuple[str, str]] = ()
+) -> Triple:
     body = encode_response(message) if message is not None else b""
-    return status_line(status), [*MCP_HEADERS, *headers, ("Content-Type", "application/json"),
-                                 ("Content-Length", str(len(body)))], body
+    return (
+        status_line(status),
+        [*MCP_HEADERS, *headers, ("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+        body,
+    )
 
 
 def empty_response(status: int) -> Triple:
     """No body and no Content-Type; a 204 carries no Content-Length either (RFC 9110)."""
     return status_line(status), [*MCP_HEADERS, *([] if status == 204 else [("Content-Length", "0")])], b""
-

@@ -21,8 +21,8 @@ from array import array
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cached_property, partial
 from datetime import datetime, timezone
+from functools import cached_property, partial
 from itertools import accumulate, compress, islice, repeat
 from pathlib import Path
 from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
@@ -30,8 +30,16 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence
 import jsonschema_rs
 import orjson
 
-from .problems import (INSIGHTS_FILE, REVIEWS_FILE, DataError, Problem, cross_file_problems,  # noqa: F401 (re-exported)
-                      json_path, review_record_problems, unencodable_problems)
+from .problems import (
+    INSIGHTS_FILE,
+    REVIEWS_FILE,
+    DataError,
+    Problem,
+    cross_file_problems,  # noqa: F401 (re-exported)
+    json_path,
+    review_record_problems,
+    unencodable_problems,
+)
 
 log = logging.getLogger("reviewsd.data")
 
@@ -61,11 +69,21 @@ def read_file(data_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
             # Over the limit by its stat, nothing is read; a file that grew since is read one byte past it, no further.
             content = b"" if size > max_bytes else file.read(max_bytes + 1)
     except OSError as exc:
-        raise DataError([Problem(name, "$", "readable", f"cannot read {path}: {exc.strerror or exc}")]) from None
+        raise DataError(
+            [Problem(name, "$", "readable", f"cannot read {path}: {exc.strerror or exc}")]
+        ) from None
     size = max(size, len(content))
     if size > max_bytes:
-        raise DataError([Problem(name, "$", "size",
-                                 f"{size:,} bytes is over the limit of {max_bytes:,} bytes (--max-data-file-bytes)")])
+        raise DataError(
+            [
+                Problem(
+                    name,
+                    "$",
+                    "size",
+                    f"{size:,} bytes is over the limit of {max_bytes:,} bytes (--max-data-file-bytes)",
+                )
+            ]
+        )
     return RawFile(name, content, hashlib.sha256(content).hexdigest())
 
 
@@ -119,10 +137,17 @@ def parse_json(raw: RawFile) -> Any:
         # json's messages end "starting at" where they name a place: the place completes them.
         reason = exc.msg if exc.msg.endswith(" at") else exc.msg + " at"
         where = f"line {exc.lineno} column {exc.colno}"
-        raise DataError([Problem(raw.name, "$", "json", f"not valid JSON ({reason} {where}); half-written?")]) from None
-    except (ValueError, RecursionError) as exc:  # NaN or Infinity, an integer of over 4,300 digits, deep nesting
+        raise DataError(
+            [Problem(raw.name, "$", "json", f"not valid JSON ({reason} {where}); half-written?")]
+        ) from None
+    except (
+        ValueError,
+        RecursionError,
+    ) as exc:  # NaN or Infinity, an integer of over 4,300 digits, deep nesting
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise DataError([Problem(raw.name, "$", "json", f"not valid JSON for this server ({reason})")]) from None
+        raise DataError(
+            [Problem(raw.name, "$", "json", f"not valid JSON for this server ({reason})")]
+        ) from None
 
 
 # --------------------------------------------------------------------------- validate
@@ -135,9 +160,11 @@ def _load_schemas() -> dict[str, dict]:
     schemas = {p.name: json.loads(p.read_text("utf-8")) for p in sorted(SCHEMA_DIR.glob("*.schema.json"))}
     if missing := [name for name in SCHEMA_FILES if name not in schemas]:
         # The modules copied without schemas/ (an install ships them: pyproject's package-data).
-        raise RuntimeError(f"reviewsd's JSON Schemas are missing ({', '.join(missing)} not in {SCHEMA_DIR}): "
-                           "install reviewsd with `pip install .` (or run it from its source tree) "
-                           "as the README says")
+        raise RuntimeError(
+            f"reviewsd's JSON Schemas are missing ({', '.join(missing)} not in {SCHEMA_DIR}): "
+            "install reviewsd with `pip install .` (or run it from its source tree) "
+            "as the README says"
+        )
     return schemas
 
 
@@ -164,7 +191,10 @@ def schema_problems(file: str, doc: Any, schema_validator: jsonschema_rs.Validat
         return [Problem(file, "$", "schema", "nests too deeply to validate")]
     found = [(list(e.instance_path), schema_keyword(e), e.message) for e in schema_validator.iter_errors(doc)]
     found.sort(key=lambda error: (list(map(str, error[0])), error[1]))
-    return [Problem(file, json_path(path), f"schema:{keyword}", _short(message)) for path, keyword, message in found]
+    return [
+        Problem(file, json_path(path), f"schema:{keyword}", _short(message))
+        for path, keyword, message in found
+    ]
 
 
 def schema_keyword(error: jsonschema_rs.ValidationError) -> str:
@@ -196,7 +226,9 @@ def fold_name(text: str) -> str:
     if text.isascii():  # nothing to decompose, and casefold is lower: a search's usual case, 4x quicker
         plain = text.lower()
     else:
-        plain = "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+        plain = "".join(
+            c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c)
+        )
     return " ".join(plain.replace("-", " ").replace("_", " ").split())
 
 
@@ -247,7 +279,9 @@ def encode_json(value: Any) -> bytes:
 encode_record: Callable[[Any], bytes] = orjson.dumps
 
 
-def _joined(opening: bytes, fragments: Iterable[bytes], closing: bytes, separator: bytes = b",") -> tuple[bytes, array]:
+def _joined(
+    opening: bytes, fragments: Iterable[bytes], closing: bytes, separator: bytes = b","
+) -> tuple[bytes, array]:
     """opening + the fragments joined by `separator` + closing, and where each fragment starts (plus one past
     the last, +1: fragment i is body[offsets[i]:offsets[i + 1] - 1]).
 
@@ -257,13 +291,15 @@ def _joined(opening: bytes, fragments: Iterable[bytes], closing: bytes, separato
     out, offsets, fragments = bytearray(opening), array("q"), iter(fragments)
     while batch := list(islice(fragments, 500)):
         # Each fragment starts where the one before it ended, plus the separator (C loops, no call per fragment).
-        offsets.extend(accumulate(map(operator.add, map(len, batch), repeat(len(separator))), initial=len(out)))
+        offsets.extend(
+            accumulate(map(operator.add, map(len, batch), repeat(len(separator))), initial=len(out))
+        )
         out += separator.join(batch)
         out += separator
         del offsets[-1], batch[:]
     offsets.append(len(out))
     if len(offsets) > 1:
-        del out[-len(separator):]
+        del out[-len(separator) :]
     out += closing
     return bytes(out), offsets
 
@@ -305,9 +341,16 @@ class _Reviews:
         body, offsets = _joined(opening, map(encode_record, ordered), b"]}")
         # int(): JSON Schema's integer admits 5.0.
         ratings = bytes(map(int, map(operator.itemgetter("rating"), ordered)))
-        return cls(head, body, offsets, encode_json(list(map(operator.itemgetter("id"), ordered))),
-                   encode_json(list(map(operator.itemgetter("date"), ordered))), ratings,
-                   _text_blob(review["text"] or "" for review in ordered), review_record_problems(doc["reviews"]))
+        return cls(
+            head,
+            body,
+            offsets,
+            encode_json(list(map(operator.itemgetter("id"), ordered))),
+            encode_json(list(map(operator.itemgetter("date"), ordered))),
+            ratings,
+            _text_blob(review["text"] or "" for review in ordered),
+            review_record_problems(doc["reviews"]),
+        )
 
 
 @dataclass
@@ -325,10 +368,14 @@ class _Insights:
 
     @classmethod
     def build(cls, doc: Mapping[str, Any], position_of: Mapping[str, int]) -> "_Insights":
-        n = max(position_of.values(), default=-1) + 1  # the reviews (position_of has one of an id written twice)
+        n = (
+            max(position_of.values(), default=-1) + 1
+        )  # the reviews (position_of has one of an id written twice)
         starts, ends, order = array("q", [-1]) * n, array("q", [-1]) * n, array("i")
         positions = partial(array, "i")
-        entities: dict[str, dict[str, array]] = {group: defaultdict(positions) for group in ("technicians", "services")}
+        entities: dict[str, dict[str, array]] = {
+            group: defaultdict(positions) for group in ("technicians", "services")
+        }
         aspects: dict[tuple[str, str | None], array] = defaultdict(positions)
         others: dict[str, list[str]] = {"problems": [], "service_areas": [], "topics": []}
         per_review = doc["per_review"]
@@ -346,18 +393,31 @@ class _Insights:
             for group, listed in others.items():
                 listed += mentions[group]
         # problems.mention_tallies, counted on the way (None when some entry was skipped above).
-        tallies = None if len(order) != len(per_review) else {
-            "aspects": {key if sentiment is None else f"{key}#{sentiment}": len(found)
-                        for (key, sentiment), found in aspects.items()},
-            **{group: {key: len(found) for key, found in index.items()} for group, index in entities.items()},
-            **{group: dict(Counter(listed)) for group, listed in others.items()}}
+        tallies = (
+            None
+            if len(order) != len(per_review)
+            else {
+                "aspects": {
+                    key if sentiment is None else f"{key}#{sentiment}": len(found)
+                    for (key, sentiment), found in aspects.items()
+                },
+                **{
+                    group: {key: len(found) for key, found in index.items()}
+                    for group, index in entities.items()
+                },
+                **{group: dict(Counter(listed)) for group, listed in others.items()},
+            }
+        )
         indexes = [_frozen(index) for index in (*entities.values(), aspects)]
         # The entries go between the braces of the one "per_review":{} (every other object admits only its named
         # members, and a string's quotes are escaped).
         head = encode_json({**doc, "per_review": {}})
         at = head.index(b'"per_review":{}') + len(b'"per_review":{')
-        body, offsets = _joined(head[:at], (encode_record(key) + b":" + encode_record(value)
-                                            for key, value in per_review.items()), head[at:])
+        body, offsets = _joined(
+            head[:at],
+            (encode_record(key) + b":" + encode_record(value) for key, value in per_review.items()),
+            head[at:],
+        )
         for key, lo, hi in zip(per_review, offsets, offsets[1:]):
             if (pos := position_of.get(key)) is not None:
                 starts[pos], ends[pos] = lo + len(encode_record(key)) + 1, hi - 1
@@ -372,8 +432,10 @@ def _frozen(index: Mapping[Any, array]) -> tuple[bytes, list[array]]:
 def _thawed(frozen: tuple[bytes, list[array]], numbers: list[int]) -> dict[Any, list[int]]:
     """The index of `_frozen`, its keys decoded (tuples for aspects) and its positions as `numbers`' objects."""
     keys, positions = frozen
-    return {key if isinstance(key, str) else tuple(key): list(map(numbers.__getitem__, found))
-            for key, found in zip(json.loads(keys), positions)}
+    return {
+        key if isinstance(key, str) else tuple(key): list(map(numbers.__getitem__, found))
+        for key, found in zip(json.loads(keys), positions)
+    }
 
 
 class EncodedReviews(Sequence[Mapping[str, Any]]):
@@ -393,10 +455,12 @@ class EncodedReviews(Sequence[Mapping[str, Any]]):
         return len(self._offsets) - 1
 
     def __getitem__(self, index: Any) -> Any:
-        positions = range(len(self))[index]  # a position (IndexError out of range), or a slice's clipped range
+        positions = range(len(self))[
+            index
+        ]  # a position (IndexError out of range), or a slice's clipped range
         if isinstance(positions, range):
             return tuple(map(self.__getitem__, positions))
-        return json.loads(self._body[self._offsets[positions]:self._offsets[positions + 1] - 1])
+        return json.loads(self._body[self._offsets[positions] : self._offsets[positions + 1] - 1])
 
 
 class EncodedMentions(Mapping[str, Mapping[str, Any]]):
@@ -404,8 +468,15 @@ class EncodedMentions(Mapping[str, Mapping[str, Any]]):
 
     __slots__ = ("_body", "_starts", "_ends", "_order", "_ids", "_position_of")
 
-    def __init__(self, body: bytes, starts: array, ends: array, order: array, ids: Sequence[str],
-                 position_of: Mapping[str, int]):
+    def __init__(
+        self,
+        body: bytes,
+        starts: array,
+        ends: array,
+        order: array,
+        ids: Sequence[str],
+        position_of: Mapping[str, int],
+    ):
         self._body = body
         self._starts, self._ends = starts, ends  # per review position; -1 when it has no entry
         self._order = order  # positions in the file's per_review order
@@ -416,7 +487,7 @@ class EncodedMentions(Mapping[str, Mapping[str, Any]]):
         position = self._position_of.get(review_id) if isinstance(review_id, str) else None
         if position is None or self._starts[position] < 0:
             raise KeyError(review_id)
-        return json.loads(self._body[self._starts[position]:self._ends[position]])
+        return json.loads(self._body[self._starts[position] : self._ends[position]])
 
     def __iter__(self) -> Iterator[str]:
         return (self._ids[position] for position in self._order)
@@ -433,8 +504,14 @@ class Dataset:
     reviews.json but "reviews"; `insights_doc["per_review"]` is an EncodedMentions.
     """
 
-    def __init__(self, reviews: _Reviews, insights: _Insights, review_ids: tuple[list[str], list[int], dict[str, int]],
-                 reviews_sha256: str, insights_sha256: str):
+    def __init__(
+        self,
+        reviews: _Reviews,
+        insights: _Insights,
+        review_ids: tuple[list[str], list[int], dict[str, int]],
+        reviews_sha256: str,
+        insights_sha256: str,
+    ):
         ids, numbers, position_of = review_ids  # see _review_ids
         self.reviews_sha256, self.insights_sha256 = reviews_sha256, insights_sha256
         self.position_of: Mapping[str, int] = position_of
@@ -444,24 +521,37 @@ class Dataset:
         self.reviews_doc: Mapping[str, Any] = json.loads(reviews.head)
         self.insights_document: bytes = insights.body
         self.insights_doc: Mapping[str, Any] = json.loads(insights.head)
-        self.insights_doc["per_review"] = EncodedMentions(insights.body, insights.starts, insights.ends,
-                                                          insights.order, ids, position_of)
+        self.insights_doc["per_review"] = EncodedMentions(
+            insights.body, insights.starts, insights.ends, insights.order, ids, position_of
+        )
         self.ratings: bytes = reviews.ratings
         self.dates_ascending: list[str] = _shared_strings(json.loads(reviews.dates)[::-1])
         self.text_blob: tuple[bytes, array] = reviews.text_blob
-        self.positions_by_rating = {star: list(compress(numbers, reviews.ratings.translate(mask)))
-                                    for star, mask in _STAR_MASKS.items()}
+        self.positions_by_rating = {
+            star: list(compress(numbers, reviews.ratings.translate(mask)))
+            for star, mask in _STAR_MASKS.items()
+        }
         # Technician id, service id, (aspect id, sentiment or None) -> positions of the reviews mentioning it.
         self.positions_by_technician, self.positions_by_service, self.positions_by_aspect = (
-            _thawed(index, numbers) for index in insights.indexes)
+            _thawed(index, numbers) for index in insights.indexes
+        )
         self.technicians: Mapping[str, Mapping[str, Any]] = {
-            t["id"]: t for t in self.insights_doc["entities"]["technicians"]}
-        self.services: Mapping[str, Mapping[str, Any]] = {s["id"]: s for s in self.insights_doc["entities"]["services"]}
+            t["id"]: t for t in self.insights_doc["entities"]["technicians"]
+        }
+        self.services: Mapping[str, Mapping[str, Any]] = {
+            s["id"]: s for s in self.insights_doc["entities"]["services"]
+        }
         # (technician or service id, its folded names), for `named`; business services name services too.
-        self.technician_names = [(record["id"], names) for record, names in
-                                 folded_names(self.technicians.values(), ("id", "name", "label"))]
-        self.service_names = [(record["id"], names) for record, names in
-                              folded_names([*self.business["services"], *self.services.values()], ("id", "label"))]
+        self.technician_names = [
+            (record["id"], names)
+            for record, names in folded_names(self.technicians.values(), ("id", "name", "label"))
+        ]
+        self.service_names = [
+            (record["id"], names)
+            for record, names in folded_names(
+                [*self.business["services"], *self.services.values()], ("id", "label")
+            )
+        ]
         # Technician id -> bit, and per position the bits of the technicians it mentions.
         self.technician_masks = _masks(self.positions_by_technician, self.technicians, len(self.reviews))
         self.service_masks = _masks(self.positions_by_service, self.services, len(self.reviews))
@@ -470,8 +560,13 @@ class Dataset:
         self.positions_by_service_rating = _by_rating(self.positions_by_service, self.ratings)
 
     @classmethod
-    def from_documents(cls, reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
-                       reviews_sha256: str, insights_sha256: str) -> "Dataset":
+    def from_documents(
+        cls,
+        reviews_doc: Mapping[str, Any],
+        insights_doc: Mapping[str, Any],
+        reviews_sha256: str,
+        insights_sha256: str,
+    ) -> "Dataset":
         """From parsed documents, which it does not check (`dataset_from_files` validates the files)."""
         reviews = _Reviews.build(reviews_doc)
         ids = _review_ids(reviews)
@@ -495,14 +590,14 @@ class Dataset:
         if lo >= hi:
             return b""
         body, offsets = self.reviews_document
-        return body[offsets[lo]:offsets[hi] - 1]
+        return body[offsets[lo] : offsets[hi] - 1]
 
     def reviews_json_at(self, positions: Sequence[int]) -> bytes:
         """The comma-separated JSON of the reviews at these positions, in this order."""
         if positions and all(b - a == 1 for a, b in zip(positions, positions[1:])):  # adjacent: one slice
             return self.reviews_json_range(positions[0], positions[-1] + 1)
         body, offsets = self.reviews_document
-        return b",".join([body[offsets[pos]:offsets[pos + 1] - 1] for pos in positions])
+        return b",".join([body[offsets[pos] : offsets[pos + 1] - 1] for pos in positions])
 
     def window(self, since: str | None, until: str | None) -> tuple[int, int]:
         """Positions [lo, hi) of the reviews dated within since..until (inclusive)."""
@@ -547,7 +642,9 @@ def _shared_strings(values: list[str]) -> list[str]:
 _STAR_MASKS = {star: bytes(int(b == star) for b in range(256)) for star in range(1, 6)}
 
 
-def _masks(positions: Mapping[str, list[int]], known: Mapping[str, Any], n: int) -> tuple[Mapping[str, int], list[int]]:
+def _masks(
+    positions: Mapping[str, list[int]], known: Mapping[str, Any], n: int
+) -> tuple[Mapping[str, int], list[int]]:
     bits = {entity_id: 1 << i for i, entity_id in enumerate(known)}
     masks = [0] * n
     for entity_id, entity_positions in positions.items():
@@ -588,15 +685,18 @@ def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
     insights = _built(_Insights.build, INSIGHTS_FILE, insights_doc, problems, ids[2])
     if insights is None:
         raise DataError(problems)
-    problems = reviews.record_problems + cross_file_problems(json.loads(reviews.head), reviews.ratings, ids[2],
-                                                             insights_doc, insights.tallies)
+    problems = reviews.record_problems + cross_file_problems(
+        json.loads(reviews.head), reviews.ratings, ids[2], insights_doc, insights.tallies
+    )
     if problems:
         raise DataError(problems)
     del insights_doc
     return Dataset(reviews, insights, ids, *hashes)
 
 
-def _checked_document(raw: RawFile, schema_validator: jsonschema_rs.Validator, problems: list[Problem]) -> Any:
+def _checked_document(
+    raw: RawFile, schema_validator: jsonschema_rs.Validator, problems: list[Problem]
+) -> Any:
     """The parsed file where it is valid, else None with its problems added to `problems`."""
     try:
         doc = parse_json(raw)
@@ -611,12 +711,20 @@ def _checked_document(raw: RawFile, schema_validator: jsonschema_rs.Validator, p
     return None if found else doc
 
 
-def _built(build: Callable[..., Built], file: str, doc: Any, problems: list[Problem], *args: Any) -> Built | None:
+def _built(
+    build: Callable[..., Built], file: str, doc: Any, problems: list[Problem], *args: Any
+) -> Built | None:
     """build(doc, *args), or None with why `doc` cannot be encoded added to `problems`."""
     try:
         return build(doc, *args)
-    except (UnicodeEncodeError, ValueError, TypeError):  # a lone surrogate (orjson: TypeError), a number beyond a float
-        problems += unencodable_problems(file, doc) or [Problem(file, "$", "json", "cannot be encoded as JSON")]
+    except (
+        UnicodeEncodeError,
+        ValueError,
+        TypeError,
+    ):  # a lone surrogate (orjson: TypeError), a number beyond a float
+        problems += unencodable_problems(file, doc) or [
+            Problem(file, "$", "json", "cannot be encoded as JSON")
+        ]
         return None
 
 
@@ -631,7 +739,9 @@ def check_data_dir(data_dir: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
     for name in DATA_FILES:
         try:
             raws.append(read_file(Path(data_dir), name, max_bytes))
-            parse_json(raws[-1])  # a file that is not JSON is reported with the other's read or parse problems only
+            parse_json(
+                raws[-1]
+            )  # a file that is not JSON is reported with the other's read or parse problems only
         except DataError as exc:
             problems += exc.problems
     if not problems:
@@ -667,8 +777,13 @@ class DataStore(Generic[S]):
     after each swap, on the thread that reloaded; they must not block for long.
     """
 
-    def __init__(self, data_dir: Path | str, build: Callable[[Dataset], S],
-                 max_bytes: int = DEFAULT_MAX_FILE_BYTES, first_build: Callable[[Dataset], S] | None = None):
+    def __init__(
+        self,
+        data_dir: Path | str,
+        build: Callable[[Dataset], S],
+        max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        first_build: Callable[[Dataset], S] | None = None,
+    ):
         """Load the files now (DataError if refused); `first_build`, if given, builds the first snapshot instead of
         `build` (the server defers the first snapshot's compression until it serves)."""
         self.data_dir = Path(data_dir)
@@ -686,18 +801,26 @@ class DataStore(Generic[S]):
 
     def _load(self, build: Callable[[Dataset], S]) -> S | None:
         """The snapshot of the files the last stamp describes (its sizes are logged); None if already served."""
-        sizes = [f"{name} ({size / 1e6:.1f} MB)" if size >= 0 else f"{name} (missing)"
-                 for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)]
+        sizes = [
+            f"{name} ({size / 1e6:.1f} MB)" if size >= 0 else f"{name} (missing)"
+            for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)
+        ]
         log.info("loading %s from %s", " and ".join(sizes), self.data_dir, extra={"event": "load_started"})
         raws = list(read_data_dir(self.data_dir, self.max_bytes))
         hashes = (raws[0].sha256, raws[1].sha256)
         if hashes == self._hashes:
             return None
         started = time.monotonic()
-        dataset = dataset_from_files(raws.pop(0), raws.pop(0))  # taken out of `raws`: the load frees them as it goes
+        dataset = dataset_from_files(
+            raws.pop(0), raws.pop(0)
+        )  # taken out of `raws`: the load frees them as it goes
         took = time.monotonic() - started
-        log.info("loaded %d reviews in %.2f s", len(dataset.reviews), took,
-                 extra={"event": "load_done", "reviews": len(dataset.reviews), "seconds": round(took, 3)})
+        log.info(
+            "loaded %d reviews in %.2f s",
+            len(dataset.reviews),
+            took,
+            extra={"event": "load_done", "reviews": len(dataset.reviews), "seconds": round(took, 3)},
+        )
         snapshot = build(dataset)
         self._hashes = hashes
         return snapshot
@@ -720,8 +843,11 @@ class DataStore(Generic[S]):
                 new = self._load(self._build)
             except DataError as exc:
                 self.last_error = exc
-                log.error("reload refused, still serving the previous data: %s", exc,
-                          extra={"event": "reload_refused", "problems": [str(p) for p in exc.problems[:20]]})
+                log.error(
+                    "reload refused, still serving the previous data: %s",
+                    exc,
+                    extra={"event": "reload_refused", "problems": [str(p) for p in exc.problems[:20]]},
+                )
                 return False
             self.last_error = None
             if new is None:  # the files are back to what is served: nothing is refused now
@@ -729,8 +855,12 @@ class DataStore(Generic[S]):
                 return False
             old, self.current = self.current, new
             self.loaded_at = datetime.now(timezone.utc)
-            log.info("data reloaded: reviews.json sha256 %s…, insights.json sha256 %s…",
-                     self._hashes[0][:12], self._hashes[1][:12], extra={"event": "reloaded"})
+            log.info(
+                "data reloaded: reviews.json sha256 %s…, insights.json sha256 %s…",
+                self._hashes[0][:12],
+                self._hashes[1][:12],
+                extra={"event": "reloaded"},
+            )
         for listener in list(self._listeners):
             try:
                 listener(old, new)

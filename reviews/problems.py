@@ -39,11 +39,11 @@ class Problem:
 
 _HINTS = {
     "aggregate-agrees": "recount: aggregate_rating must describe the reviews the file holds "
-                        "(review_count, each star's count in distribution, rating_value their mean)",
+    "(review_count, each star's count in distribution, rating_value their mean)",
     "counts-agree": "recount from per_review: a record's mention_count is how many per_review entries "
-                    "list its id, and equals positive_count + neutral_count + negative_count",
+    "list its id, and equals positive_count + neutral_count + negative_count",
     "review-exists": "every review id in insights.json must be an id in reviews.json (same spelling and case): "
-                     "remove the reference, or produce both files from the same reviews",
+    "remove the reference, or produce both files from the same reviews",
     "unique-id": "give each record its own id",
     "known-id": "list the id among its records (or in reviews.json's business), or remove the mention",
     "json": "the file is not complete JSON: write it to a temporary file and rename it into place",
@@ -77,6 +77,7 @@ def json_path(parts: Iterable[Any]) -> str:
 def unencodable_problems(file: str, doc: Any) -> list[Problem]:
     """What parses but cannot be served: strings (keys too) holding a lone surrogate (JSON can escape
     one, \\ud800, UTF-8 cannot carry it) and numbers beyond a float's range (1e400 reads as infinity)."""
+
     def visit(node: Any, parts: list[Any]) -> Iterator[Problem]:
         if isinstance(node, dict):
             for key, value in node.items():
@@ -86,27 +87,43 @@ def unencodable_problems(file: str, doc: Any) -> list[Problem]:
             for index, item in enumerate(node):
                 yield from visit(item, [*parts, index])
         elif isinstance(node, float) and not math.isfinite(node):
-            yield Problem(file, json_path(parts), "number",
-                          "a number beyond the range of a 64-bit float; write a finite number")
+            yield Problem(
+                file,
+                json_path(parts),
+                "number",
+                "a number beyond the range of a 64-bit float; write a finite number",
+            )
         elif isinstance(node, str) and not node.isascii():
             try:
                 node.encode("utf-8")
             except UnicodeEncodeError as exc:
                 code = ord(node[exc.start])
-                yield Problem(file, json_path(parts), "unicode",
-                              f"lone surrogate U+{code:04X} is not a character; write valid Unicode text")
+                yield Problem(
+                    file,
+                    json_path(parts),
+                    "unicode",
+                    f"lone surrogate U+{code:04X} is not a character; write valid Unicode text",
+                )
 
     return list(visit(doc, []))
 
 
-def cross_file_problems(reviews_head: Mapping, ratings: Sequence[int], review_ids: Container[str],
-                        insights_doc: Mapping, tallies: Mapping[str, Mapping[str, int]] | None = None) -> list[Problem]:
+def cross_file_problems(
+    reviews_head: Mapping,
+    ratings: Sequence[int],
+    review_ids: Container[str],
+    insights_doc: Mapping,
+    tallies: Mapping[str, Mapping[str, int]] | None = None,
+) -> list[Problem]:
     """Rules a schema cannot express, but those of each review (review_record_problems): references,
     agreeing counts; from what they read of reviews.json (its other keys, the ratings, the ids).
     `tallies`: mention_tallies(insights_doc), where already counted."""
     problems = list(_aggregate_problems(reviews_head["aggregate_rating"], ratings))
-    problems += [Problem(INSIGHTS_FILE, path, "review-exists", f"review {review_id} is not in {REVIEWS_FILE}")
-                 for path, review_id in _referenced_review_ids(insights_doc) if review_id not in review_ids]
+    problems += [
+        Problem(INSIGHTS_FILE, path, "review-exists", f"review {review_id} is not in {REVIEWS_FILE}")
+        for path, review_id in _referenced_review_ids(insights_doc)
+        if review_id not in review_ids
+    ]
     problems += _insights_count_problems(insights_doc, tallies or mention_tallies(insights_doc))
     problems += _insights_business_problems(insights_doc, reviews_head["business"])
     return problems
@@ -117,29 +134,53 @@ def review_record_problems(reviews: Sequence[Mapping]) -> list[Problem]:
     seen: dict[str, int] = {}
     for index, review in enumerate(reviews):
         if review["id"] in seen:
-            problems.append(Problem(REVIEWS_FILE, f"$.reviews[{index}].id", "unique-id",
-                                    f"id {review['id']} also used by $.reviews[{seen[review['id']]}]"))
+            problems.append(
+                Problem(
+                    REVIEWS_FILE,
+                    f"$.reviews[{index}].id",
+                    "unique-id",
+                    f"id {review['id']} also used by $.reviews[{seen[review['id']]}]",
+                )
+            )
         seen.setdefault(review["id"], index)
         reply = review["owner_reply"]
         if reply is not None and reply["date"] < review["date"]:
-            problems.append(Problem(REVIEWS_FILE, f"$.reviews[{index}].owner_reply.date", "reply-after-review",
-                                    f"reply dated {reply['date']} precedes the review ({review['date']})"))
+            problems.append(
+                Problem(
+                    REVIEWS_FILE,
+                    f"$.reviews[{index}].owner_reply.date",
+                    "reply-after-review",
+                    f"reply dated {reply['date']} precedes the review ({review['date']})",
+                )
+            )
     return problems
 
 
 def _aggregate_problems(aggregate: Mapping, ratings: Sequence[int]) -> Iterator[Problem]:
     if aggregate["review_count"] != len(ratings):
-        yield Problem(REVIEWS_FILE, "$.aggregate_rating.review_count", "aggregate-agrees",
-                      f"says {aggregate['review_count']}, the file holds {len(ratings)} reviews")
+        yield Problem(
+            REVIEWS_FILE,
+            "$.aggregate_rating.review_count",
+            "aggregate-agrees",
+            f"says {aggregate['review_count']}, the file holds {len(ratings)} reviews",
+        )
     for star in "12345":
         actual = ratings.count(int(star))
         if aggregate["distribution"][star] != actual:
-            yield Problem(REVIEWS_FILE, f'$.aggregate_rating.distribution["{star}"]', "aggregate-agrees",
-                          f"says {aggregate['distribution'][star]}, the file holds {actual}")
+            yield Problem(
+                REVIEWS_FILE,
+                f'$.aggregate_rating.distribution["{star}"]',
+                "aggregate-agrees",
+                f"says {aggregate['distribution'][star]}, the file holds {actual}",
+            )
     mean = sum(ratings) / len(ratings) if ratings else 0
     if abs(aggregate["rating_value"] - mean) > 0.05:
-        yield Problem(REVIEWS_FILE, "$.aggregate_rating.rating_value", "aggregate-agrees",
-                      f"says {aggregate['rating_value']}, the mean rating is {mean:.2f}")
+        yield Problem(
+            REVIEWS_FILE,
+            "$.aggregate_rating.rating_value",
+            "aggregate-agrees",
+            f"says {aggregate['rating_value']}, the mean rating is {mean:.2f}",
+        )
 
 
 def _referenced_review_ids(doc: Mapping) -> Iterator[tuple[str, str]]:
@@ -159,7 +200,14 @@ def _referenced_review_ids(doc: Mapping) -> Iterator[tuple[str, str]]:
         yield "$.pull_quote.review_id", doc["pull_quote"]["review_id"]
 
 
-MENTION_GROUPS = ("aspects", "technicians", "services", "problems", "service_areas", "topics")  # per_review's lists
+MENTION_GROUPS = (
+    "aspects",
+    "technicians",
+    "services",
+    "problems",
+    "service_areas",
+    "topics",
+)  # per_review's lists
 
 
 def mention_tallies(doc: Mapping) -> dict[str, Counter[str]]:
@@ -175,8 +223,12 @@ def mention_tallies(doc: Mapping) -> dict[str, Counter[str]]:
 
 def _insights_count_problems(doc: Mapping, tallies: Mapping[str, Mapping[str, int]]) -> Iterator[Problem]:
     if doc["review_count"] != len(doc["per_review"]):
-        yield Problem(INSIGHTS_FILE, "$.review_count", "counts-agree",
-                      f"says {doc['review_count']}, per_review has {len(doc['per_review'])} entries")
+        yield Problem(
+            INSIGHTS_FILE,
+            "$.review_count",
+            "counts-agree",
+            f"says {doc['review_count']}, per_review has {len(doc['per_review'])} entries",
+        )
     for group in MENTION_GROUPS:
         known = set()
         top_level = group in ("aspects", "topics")  # the others are insights.json's entities
@@ -199,26 +251,43 @@ def _unknown_mention_problems(doc: Mapping, group: str, dotted: str, known: set[
         listed = [a["id"] for a in mentions["aspects"]] if group == "aspects" else mentions[group]
         for entity_id in listed:
             if entity_id not in known:
-                yield Problem(INSIGHTS_FILE, f"$.per_review[{json.dumps(review_id)}].{group}",
-                              "known-id", f"{entity_id} is not listed in $.{dotted}")
+                yield Problem(
+                    INSIGHTS_FILE,
+                    f"$.per_review[{json.dumps(review_id)}].{group}",
+                    "known-id",
+                    f"{entity_id} is not listed in $.{dotted}",
+                )
 
 
-def _record_count_problems(path: str, record: Mapping, tally: Mapping[str, int],
-                           by_sentiment: bool) -> Iterator[Problem]:
+def _record_count_problems(
+    path: str, record: Mapping, tally: Mapping[str, int], by_sentiment: bool
+) -> Iterator[Problem]:
     parts = record["positive_count"] + record["neutral_count"] + record["negative_count"]
     if record["mention_count"] != parts:
-        yield Problem(INSIGHTS_FILE, f"{path}.mention_count", "counts-agree",
-                      f"{record['mention_count']} != positive + neutral + negative ({parts})")
+        yield Problem(
+            INSIGHTS_FILE,
+            f"{path}.mention_count",
+            "counts-agree",
+            f"{record['mention_count']} != positive + neutral + negative ({parts})",
+        )
     listed = tally.get(record["id"], 0)
     if record["mention_count"] != listed:
-        yield Problem(INSIGHTS_FILE, f"{path}.mention_count", "counts-agree",
-                      f"says {record['mention_count']}, per_review lists {record['id']} {listed} times")
+        yield Problem(
+            INSIGHTS_FILE,
+            f"{path}.mention_count",
+            "counts-agree",
+            f"says {record['mention_count']}, per_review lists {record['id']} {listed} times",
+        )
     if by_sentiment:
         for sentiment in ("positive", "neutral", "negative"):
             listed = tally.get(f"{record['id']}#{sentiment}", 0)
             if record[f"{sentiment}_count"] != listed:
-                yield Problem(INSIGHTS_FILE, f"{path}.{sentiment}_count", "counts-agree",
-                              f"says {record[f'{sentiment}_count']}, per_review has {listed}")
+                yield Problem(
+                    INSIGHTS_FILE,
+                    f"{path}.{sentiment}_count",
+                    "counts-agree",
+                    f"says {record[f'{sentiment}_count']}, per_review has {listed}",
+                )
 
 
 def _insights_business_problems(doc: Mapping, business: Mapping) -> Iterator[Problem]:
@@ -226,5 +295,9 @@ def _insights_business_problems(doc: Mapping, business: Mapping) -> Iterator[Pro
         declared = {item["id"] for item in business[group]}
         for i, record in enumerate(doc["entities"][group]):
             if record["id"] not in declared:
-                yield Problem(INSIGHTS_FILE, f"$.entities.{group}[{i}].id", "known-id",
-                              f"{record['id']} is not in {REVIEWS_FILE} $.business.{group}")
+                yield Problem(
+                    INSIGHTS_FILE,
+                    f"$.entities.{group}[{i}].id",
+                    "known-id",
+                    f"{record['id']} is not in {REVIEWS_FILE} $.business.{group}",
+                )

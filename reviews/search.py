@@ -106,10 +106,14 @@ def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
     issues = SEARCH_PARAMS_VALIDATOR.issues(args)
     bad = {i["path"][0] for i in issues}
     if "since" in args and "until" in args and not bad & {"since", "until"} and args["since"] > args["until"]:
-        issues.append(issue("since", "date_order", f"since ({args['since']}) is after until ({args['until']})"))
+        issues.append(
+            issue("since", "date_order", f"since ({args['since']}) is after until ({args['until']})")
+        )
     if issues:
         raise InvalidParams(issues)
-    return SearchParams(**{**args, "limit": int(args.get("limit", DEFAULT_LIMIT))})  # no issues: every name is known
+    return SearchParams(
+        **{**args, "limit": int(args.get("limit", DEFAULT_LIMIT))}
+    )  # no issues: every name is known
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -126,7 +130,9 @@ def decode_query_args(multi: Mapping[str, Sequence[str]]) -> dict[str, Any]:
     for name, values in multi.items():
         declared = SEARCH_PARAMS_SCHEMA["properties"].get(name, {}).get("type")
         if len(values) > 1:
-            issues.append(issue(name, "repeated_parameter", f"{name} is given {len(values)} times; give it once"))
+            issues.append(
+                issue(name, "repeated_parameter", f"{name} is given {len(values)} times; give it once")
+            )
             for value in values:  # and what is wrong with each, so every problem is listed at once
                 more = SEARCH_PARAMS_VALIDATOR.issues({name: _decode_value(declared, value)})
                 issues += [found for found in more if found not in issues]
@@ -178,7 +184,9 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]
     """
     lo, hi = dataset.window(params.since, params.until)
     sources = _sources(dataset, params, lo, hi)
-    if not sources and params.query is None:  # every review in the window matches, and the window is newest first
+    if (
+        not sources and params.query is None
+    ):  # every review in the window matches, and the window is newest first
         return hi - lo, list(range(lo, min(hi, lo + params.limit)))
     if params.query is not None:
         smallest_other = min((s.size for s in sources), default=hi - lo)
@@ -188,7 +196,7 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]
     if not tests and driver.exact:  # one filter: its size is the count
         return driver.size, list(itertools.islice(driver.positions, params.limit))
     found = [pos for pos in driver.positions if all(test(pos) for test in tests)]
-    return len(found), found[:params.limit]
+    return len(found), found[: params.limit]
 
 
 @dataclass(frozen=True)
@@ -229,18 +237,35 @@ def _sources(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> list[_
     # An entity source is cut from per-rating spans of the allowed ratings only (so a rating plus an entity walks
     # only their common reviews), and its test checks the rating too: no rating source is needed beside it.
     for name, (bits, masks), by_rating, lookup in (
-        (params.mentions_technician, dataset.technician_masks, dataset.positions_by_technician_rating,
-         dataset.technician_names),
-        (params.mentions_service, dataset.service_masks, dataset.positions_by_service_rating,
-         dataset.service_names),
+        (
+            params.mentions_technician,
+            dataset.technician_masks,
+            dataset.positions_by_technician_rating,
+            dataset.technician_names,
+        ),
+        (
+            params.mentions_service,
+            dataset.service_masks,
+            dataset.positions_by_service_rating,
+            dataset.service_names,
+        ),
     ):
         if name is not None:
             found = set(named(name, lookup))
             entity = found.pop() if len(found) == 1 else None  # none or several: no review matches
-            spans = [_windowed(by_rating.get((entity, star), []), lo, hi) for star in sorted(stars)] if entity else []
+            spans = (
+                [_windowed(by_rating.get((entity, star), []), lo, hi) for star in sorted(stars)]
+                if entity
+                else []
+            )
             bit = bits.get(entity, 0) if entity else 0
-            sources.append(_Source(sum(map(len, spans)), _merged(spans),
-                                   lambda pos, b=bit, m=masks: bool(m[pos] & b) and ratings[pos] in stars))
+            sources.append(
+                _Source(
+                    sum(map(len, spans)),
+                    _merged(spans),
+                    lambda pos, b=bit, m=masks: bool(m[pos] & b) and ratings[pos] in stars,
+                )
+            )
     return sources
 
 
@@ -263,7 +288,11 @@ def run_search(dataset: Dataset, args: Mapping[str, Any]) -> tuple[int, list[int
 
 
 def search_result(dataset: Dataset, matched: int, positions: Sequence[int]) -> dict[str, Any]:
-    return {"matched": matched, "returned": len(positions), "reviews": [dataset.reviews[p] for p in positions]}
+    return {
+        "matched": matched,
+        "returned": len(positions),
+        "reviews": [dataset.reviews[p] for p in positions],
+    }
 
 
 def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int]) -> bytes:
@@ -274,7 +303,9 @@ def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int])
 
 # The one date rule, search's `since`: for the since path, MCP's date arguments and the OpenAPI document too.
 # The pattern matters: jsonschema-rs's "date" format alone admits a signed year ("-568-08-13").
-DATE_SCHEMA = {key: value for key, value in SEARCH_PARAMS_SCHEMA["properties"]["since"].items() if key != "description"}
+DATE_SCHEMA = {
+    key: value for key, value in SEARCH_PARAMS_SCHEMA["properties"]["since"].items() if key != "description"
+}
 _DATE = jsonschema_rs.Draft202012Validator(DATE_SCHEMA, validate_formats=True)
 
 
@@ -291,4 +322,8 @@ def validate_date(name: str, value: str) -> str:
 
 def since_result_json(dataset: Dataset, since: str) -> bytes:
     lo, hi = dataset.window(since, None)
-    return b'{"since":"%s","count":%d,"reviews":[%s]}' % (since.encode(), hi - lo, dataset.reviews_json_range(lo, hi))
+    return b'{"since":"%s","count":%d,"reviews":[%s]}' % (
+        since.encode(),
+        hi - lo,
+        dataset.reviews_json_range(lo, hi),
+    )

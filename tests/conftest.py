@@ -20,9 +20,10 @@ from werkzeug.test import Client
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from reviewsd_app.reviews import dataset  # noqa: E402
-from reviewsd_app import reviewsd  # noqa: E402
 from factories import Spec, make_docs, write_docs  # noqa: E402
+
+from reviewsd_app import reviewsd  # noqa: E402
+from reviewsd_app.reviews import dataset  # noqa: E402
 
 STARTUP_TIMEOUT = 30.0
 
@@ -32,7 +33,9 @@ def verdicts(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Every reviews_written_as_encoded verdict, in order."""
     found: list[bool] = []
     check = dataset.reviews_written_as_encoded
-    monkeypatch.setattr(dataset, "reviews_written_as_encoded", lambda written: found.append(check(written)) or found[-1])
+    monkeypatch.setattr(
+        dataset, "reviews_written_as_encoded", lambda written: found.append(check(written)) or found[-1]
+    )
     return found
 
 
@@ -53,10 +56,21 @@ def small_data_dir(tmp_path: Path) -> Path:
 
 
 SMALL_SPECS = [
-    Spec(rating=5, date="2025-03-01", text="Dr. Maya Patel fixed my back.", technicians=["dr-maya-patel"],
-         services=["spinal-adjustment"]),
-    Spec(rating=4, date="2025-02-01", text="Great massage with Liam.", technicians=["liam-oconnor"],
-         services=["massage-therapy"], reply=True),
+    Spec(
+        rating=5,
+        date="2025-03-01",
+        text="Dr. Maya Patel fixed my back.",
+        technicians=["dr-maya-patel"],
+        services=["spinal-adjustment"],
+    ),
+    Spec(
+        rating=4,
+        date="2025-02-01",
+        text="Great massage with Liam.",
+        technicians=["liam-oconnor"],
+        services=["massage-therapy"],
+        reply=True,
+    ),
     Spec(rating=2, date="2025-01-15", text="Long wait time & <script>alert(1)</script>"),
     Spec(rating=3, date="2024-12-31", text=None),
 ]
@@ -64,8 +78,12 @@ SMALL_SPECS = [
 
 @pytest.fixture
 def config(sample_data_dir: Path, tmp_path: Path) -> reviewsd.Config:
-    return reviewsd.Config(data_dir=str(sample_data_dir), state_dir=str(tmp_path / "state"), reload_interval=0,
-                           base_url="https://reviews.example.com")
+    return reviewsd.Config(
+        data_dir=str(sample_data_dir),
+        state_dir=str(tmp_path / "state"),
+        reload_interval=0,
+        base_url="https://reviews.example.com",
+    )
 
 
 @pytest.fixture
@@ -84,11 +102,22 @@ def client(app: reviewsd.ReviewsApp) -> Client:
 class LiveServer:
     """`python reviewsd.py` in a subprocess on 127.0.0.1, on a port the OS picked."""
 
-    def __init__(self, args: Sequence[str], env: dict[str, str] | None = None,
-                 program: Sequence[str] = (sys.executable, str(ROOT / "reviewsd.py")), cwd: Path = ROOT):
+    def __init__(
+        self,
+        args: Sequence[str],
+        env: dict[str, str] | None = None,
+        program: Sequence[str] = (sys.executable, str(ROOT / "reviewsd.py")),
+        cwd: Path = ROOT,
+    ):
         command = [*program, "--host", "127.0.0.1", "--port", "0", "--log-format", "json", *args]
-        self.proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+        self.proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+        )
         self.lines: "queue.Queue[dict]" = queue.Queue()
         self.log: list[dict] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -159,5 +188,6 @@ def live_server_factory(tmp_path: Path) -> Iterator:
 
 @pytest.fixture
 def live_server(live_server_factory, sample_data_dir: Path, tmp_path: Path) -> LiveServer:
-    return live_server_factory("--data-dir", str(sample_data_dir), "--state-dir", str(tmp_path / "state"),
-                               "--reload-interval", "0.2")
+    return live_server_factory(
+        "--data-dir", str(sample_data_dir), "--state-dir", str(tmp_path / "state"), "--reload-interval", "0.2"
+    )

@@ -16,7 +16,12 @@ from typing import Any, Sequence
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 TECHNICIANS = [
     {"id": "dr-maya-patel", "name": "Dr. Maya Patel", "label": "Dr. Maya Patel", "role": "Chiropractor"},
-    {"id": "dr-sofia-ramirez", "name": "Dr. Sofía Ramírez", "label": "Dr. Sofía Ramírez", "role": "Chiropractor"},
+    {
+        "id": "dr-sofia-ramirez",
+        "name": "Dr. Sofía Ramírez",
+        "label": "Dr. Sofía Ramírez",
+        "role": "Chiropractor",
+    },
     {"id": "liam-oconnor", "name": "Liam O'Connor", "label": "Liam O'Connor", "role": "Massage therapist"},
 ]
 SERVICES = [
@@ -98,8 +103,13 @@ def make_docs(specs: Sequence[Spec], generated_at: str = "2026-11-15T06:00:00Z")
             "description": "A clinic for tests.",
             "url": "https://clinic.example",
             "telephone": "+1 503 555 0100",
-            "address": {"street_address": "1 Main St", "locality": "Riverbend", "region": "OR",
-                        "postal_code": "97000", "country": "US"},
+            "address": {
+                "street_address": "1 Main St",
+                "locality": "Riverbend",
+                "region": "OR",
+                "postal_code": "97000",
+                "country": "US",
+            },
             "geo": {"latitude": 45.5, "longitude": -122.6},
             "opening_hours": [{"days": ["mo", "tu"], "opens": "08:00", "closes": "18:00"}],
             "service_areas": AREAS,
@@ -149,13 +159,18 @@ def make_docs(specs: Sequence[Spec], generated_at: str = "2026-11-15T06:00:00Z")
         "aspects": aspects,
         "entities": {
             "technicians": [_entity(t, mentioning("technicians", t["id"]), sentiments) for t in TECHNICIANS],
-            "services": [_entity({"id": s["id"], "label": s["label"]}, mentioning("services", s["id"]), sentiments)
-                         for s in SERVICES],
+            "services": [
+                _entity({"id": s["id"], "label": s["label"]}, mentioning("services", s["id"]), sentiments)
+                for s in SERVICES
+            ],
             "problems": [],
             "service_areas": [_entity(dict(a), [], sentiments) for a in AREAS],
         },
         "topics": [],
-        "temporal": {"monthly": [], "trend": {"direction": "stable", "slope_per_month": 0, "window_months": 12}},
+        "temporal": {
+            "monthly": [],
+            "trend": {"direction": "stable", "slope_per_month": 0, "window_months": 12},
+        },
         "per_review": per_review,
         "faq": [],
         "summary": "Test summary.",

@@ -91,7 +91,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _record(self, body: bytes) -> Recorded:
         parts = urlsplit(self.path)
-        record = Recorded(self.command, parts.path, parts.query, {k.lower(): v for k, v in self.headers.items()}, body)
+        record = Recorded(
+            self.command, parts.path, parts.query, {k.lower(): v for k, v in self.headers.items()}, body
+        )
         self.server.owner.add(record)
         return record
 
@@ -151,8 +153,12 @@ class HTTPSSubscriber:
         self._records: list[Recorded] = []
         self._behaviours: dict[str, Behaviour] = {}
         self._failures_left: dict[str, int] = {}
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="https-subscriber", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="https-subscriber",
+            daemon=True,
+        )
 
     def start(self) -> "HTTPSSubscriber":
         self._thread.start()
@@ -199,34 +205,50 @@ class HTTPSSubscriber:
             self._records.append(record)
             self._cond.notify_all()
 
-    def requests(self, path: str | None = None, method: str | None = None,
-                 mode: str | None = None) -> list[Recorded]:
+    def requests(
+        self, path: str | None = None, method: str | None = None, mode: str | None = None
+    ) -> list[Recorded]:
         """Recorded requests, oldest first, filtered by path, method and hub.mode."""
         with self._cond:
             return [r for r in self._records if _matches(r, path, method, mode)]
 
-    def wait_until(self, predicate: Callable[[list[Recorded]], bool], timeout: float = 10.0) -> list[Recorded]:
+    def wait_until(
+        self, predicate: Callable[[list[Recorded]], bool], timeout: float = 10.0
+    ) -> list[Recorded]:
         """All records once `predicate(records)` holds; AssertionError after `timeout` seconds."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while not predicate(list(self._records)):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise AssertionError(f"subscriber: condition not met within {timeout}s; "
-                                         f"got {[(r.method, r.path, r.param('hub.mode')) for r in self._records]}")
+                    raise AssertionError(
+                        f"subscriber: condition not met within {timeout}s; "
+                        f"got {[(r.method, r.path, r.param('hub.mode')) for r in self._records]}"
+                    )
                 self._cond.wait(remaining)
             return list(self._records)
 
-    def wait_for(self, count: int, path: str | None = None, method: str | None = None, mode: str | None = None,
-                 timeout: float = 10.0) -> list[Recorded]:
+    def wait_for(
+        self,
+        count: int,
+        path: str | None = None,
+        method: str | None = None,
+        mode: str | None = None,
+        timeout: float = 10.0,
+    ) -> list[Recorded]:
         """The first `count` matching requests, once that many have arrived."""
-        self.wait_until(lambda records: sum(_matches(r, path, method, mode) for r in records) >= count, timeout)
+        self.wait_until(
+            lambda records: sum(_matches(r, path, method, mode) for r in records) >= count, timeout
+        )
         return self.requests(path, method, mode)[:count]
 
 
 def _matches(record: Recorded, path: str | None, method: str | None, mode: str | None) -> bool:
-    return ((path is None or record.path == path) and (method is None or record.method == method)
-            and (mode is None or record.param("hub.mode") == mode))
+    return (
+        (path is None or record.path == path)
+        and (method is None or record.method == method)
+        and (mode is None or record.param("hub.mode") == mode)
+    )
 
 
 # --------------------------------------------------------------------------- fixtures

@@ -13,15 +13,21 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-from reviewsd_app import config
 from conftest import ROOT, LiveServer
 from polling import wait_until
 
+from reviewsd_app import config
+
 
 def reviewsd(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "reviewsd.py"), *args], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT, **kwargs)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "reviewsd.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        **kwargs,
+    )
 
 
 def test_help_shows_the_commands_and_each_option_with_its_default() -> None:
@@ -49,7 +55,9 @@ def test_check_takes_the_data_file_limit_as_the_server_does(tmp_path: Path) -> N
     by_env = reviewsd("check", "--data-dir", str(tmp_path), env=env)
     for done in (by_flag, by_env):
         assert done.returncode == 1
-        assert f"insights.json: $: size: {size:,} bytes is over the limit of {size - 1:,} bytes" in done.stdout
+        assert (
+            f"insights.json: $: size: {size:,} bytes is over the limit of {size - 1:,} bytes" in done.stdout
+        )
     assert reviewsd("check", "--data-dir", str(tmp_path), "--max-data-file-bytes", str(size)).returncode == 0
 
 
@@ -67,18 +75,34 @@ def test_version_without_an_installed_distribution_reads_pyproject(monkeypatch: 
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "version", not_installed)
-    assert config.version() == tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["version"]
+    assert (
+        config.version() == tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["version"]
+    )
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--bogus"], "reviewsd.py: error: unrecognized arguments: --bogus (see reviewsd.py --help)"),
-    (["--threads", "0"], "reviewsd.py: error: --threads must be at least 1, got 0 (see reviewsd.py --help)"),
-    (["--port", "eighty"], "reviewsd.py: error: argument --port: invalid int value: 'eighty' (see reviewsd.py --help)"),
-    (["serve", "--log-format", "xml"], "reviewsd.py: error: argument --log-format: invalid choice: 'xml' "
-                                       "(choose from 'text', 'json') (see reviewsd.py --help)"),
-    (["check", "--bogus"], "reviewsd.py check: error: unrecognized arguments: --bogus "
-                           "(see reviewsd.py check --help)"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--bogus"], "reviewsd.py: error: unrecognized arguments: --bogus (see reviewsd.py --help)"),
+        (
+            ["--threads", "0"],
+            "reviewsd.py: error: --threads must be at least 1, got 0 (see reviewsd.py --help)",
+        ),
+        (
+            ["--port", "eighty"],
+            "reviewsd.py: error: argument --port: invalid int value: 'eighty' (see reviewsd.py --help)",
+        ),
+        (
+            ["serve", "--log-format", "xml"],
+            "reviewsd.py: error: argument --log-format: invalid choice: 'xml' "
+            "(choose from 'text', 'json') (see reviewsd.py --help)",
+        ),
+        (
+            ["check", "--bogus"],
+            "reviewsd.py check: error: unrecognized arguments: --bogus (see reviewsd.py check --help)",
+        ),
+    ],
+)
 def test_a_bad_command_line_is_one_line_and_a_pointer_to_help(args: list[str], message: str) -> None:
     done = reviewsd(*args)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", message + "\n")
@@ -92,8 +116,10 @@ def test_a_port_in_use_names_the_option_to_change(tmp_path: Path) -> None:
         done = reviewsd("--port", str(port), "--state-dir", str(tmp_path / "state"))
     assert done.returncode == 1
     [line] = done.stderr.splitlines()  # one line, no traceback
-    assert line.endswith(f" ERROR reviewsd: cannot listen on 127.0.0.1:{port}: {os.strerror(errno.EADDRINUSE)}; "
-                         "choose another port with --port or REVIEWSD_PORT")
+    assert line.endswith(
+        f" ERROR reviewsd: cannot listen on 127.0.0.1:{port}: {os.strerror(errno.EADDRINUSE)}; "
+        "choose another port with --port or REVIEWSD_PORT"
+    )
 
 
 def test_ctrl_c_during_the_first_load_exits_quietly_with_130(tmp_path: Path) -> None:
@@ -102,9 +128,22 @@ def test_ctrl_c_during_the_first_load_exits_quietly_with_130(tmp_path: Path) -> 
     data.mkdir()
     shutil.copy(ROOT / "data" / "insights.json", data)
     os.mkfifo(data / "reviews.json")
-    proc = subprocess.Popen([sys.executable, str(ROOT / "reviewsd.py"), "--port", "0", "--data-dir", str(data),
-                             "--state-dir", str(tmp_path / "state")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "reviewsd.py"),
+            "--port",
+            "0",
+            "--data-dir",
+            str(data),
+            "--state-dir",
+            str(tmp_path / "state"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     writer: list[int] = []
 
     def reader_opened() -> bool:
@@ -134,8 +173,9 @@ def test_ctrl_c_during_the_first_load_exits_quietly_with_130(tmp_path: Path) -> 
 
 
 def test_ctrl_c_while_serving_stops_gracefully_with_130(tmp_path: Path) -> None:
-    server = LiveServer(["--data-dir", str(ROOT / "data"), "--state-dir", str(tmp_path / "state"),
-                         "--reload-interval", "0"])
+    server = LiveServer(
+        ["--data-dir", str(ROOT / "data"), "--state-dir", str(tmp_path / "state"), "--reload-interval", "0"]
+    )
     server.signal(signal.SIGINT)
     assert server.proc.wait(timeout=30) == 130
     server.stop()  # joins the log reader
@@ -144,6 +184,7 @@ def test_ctrl_c_while_serving_stops_gracefully_with_130(tmp_path: Path) -> None:
 
 
 def test_sigterm_still_stops_with_0(tmp_path: Path) -> None:
-    server = LiveServer(["--data-dir", str(ROOT / "data"), "--state-dir", str(tmp_path / "state"),
-                         "--reload-interval", "0"])
+    server = LiveServer(
+        ["--data-dir", str(ROOT / "data"), "--state-dir", str(tmp_path / "state"), "--reload-interval", "0"]
+    )
     assert server.stop() == 0

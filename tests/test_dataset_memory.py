@@ -8,30 +8,42 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import sys
 import weakref
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import SERVICES, TECHNICIANS, Spec, dataset_state, make_docs, write_docs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reviewsd_app.reviews import dataset as dataset_module
-from reviewsd_app.reviews.dataset import DataError, DataStore, Dataset, RawFile, dataset_from_files, newest_first, parse_json
+from reviewsd_app.reviews.dataset import (
+    DataError,
+    Dataset,
+    DataStore,
+    RawFile,
+    dataset_from_files,
+    newest_first,
+    parse_json,
+)
 from reviewsd_app.reviews.problems import mention_tallies
-from factories import SERVICES, TECHNICIANS, Spec, dataset_state, make_docs, write_docs
 
 SPECS = [
-    Spec(rating=5, date="2025-03-01", text="Dr. Maya Patel fixed my back.", technicians=["dr-maya-patel"],
-         services=["spinal-adjustment"], reply=True),
+    Spec(
+        rating=5,
+        date="2025-03-01",
+        text="Dr. Maya Patel fixed my back.",
+        technicians=["dr-maya-patel"],
+        services=["spinal-adjustment"],
+        reply=True,
+    ),
     Spec(rating=2, date="2025-03-01", text="Long wait, ßtraße ΣΑΣ 😀.", services=["massage-therapy"]),
     Spec(rating=4, date="2024-12-24", text=None, technicians=["liam-oconnor", "dr-maya-patel"]),
     Spec(rating=1, date="2025-06-30", text="NUL \x00 and \x01 controls, \u2028 and \ufdd0"),
-    Spec(rating=3, date="2023-01-05", text='Ends like a boundary },{'),
-    Spec(rating=5, date="2025-06-30", text="Ends like an entry key \":{", technicians=["dr-sofia-ramirez"]),
+    Spec(rating=3, date="2023-01-05", text="Ends like a boundary },{"),
+    Spec(rating=5, date="2025-06-30", text='Ends like an entry key ":{', technicians=["dr-sofia-ramirez"]),
 ]
 
 
@@ -46,8 +58,13 @@ def compact(value: Any) -> bytes:
 def built(specs: list[Spec]) -> tuple[Dataset, dict, dict]:
     reviews_doc, insights_doc = make_docs(specs)
     # What Dataset.from_documents() is given is only read: keep a pristine copy to compare with.
-    return (Dataset.from_documents(json.loads(json.dumps(reviews_doc)), json.loads(json.dumps(insights_doc)), "r", "i"),
-            reviews_doc, insights_doc)
+    return (
+        Dataset.from_documents(
+            json.loads(json.dumps(reviews_doc)), json.loads(json.dumps(insights_doc)), "r", "i"
+        ),
+        reviews_doc,
+        insights_doc,
+    )
 
 
 # ---------------------------------------------------------------- reviews and mentions, decoded on demand
@@ -93,8 +110,9 @@ def test_other_document_keys_are_plain_values() -> None:
     dataset, reviews_doc, insights_doc = built(SPECS[:3])
     assert dataset.reviews_doc == {k: v for k, v in reviews_doc.items() if k != "reviews"}
     assert list(dataset.insights_doc) == list(insights_doc)
-    assert {k: v for k, v in dataset.insights_doc.items() if k != "per_review"} == \
-           {k: v for k, v in insights_doc.items() if k != "per_review"}
+    assert {k: v for k, v in dataset.insights_doc.items() if k != "per_review"} == {
+        k: v for k, v in insights_doc.items() if k != "per_review"
+    }
 
 
 def test_bodies_are_the_compact_encoding_of_the_documents() -> None:
@@ -112,7 +130,7 @@ def test_bodies_are_the_compact_encoding_of_the_documents() -> None:
 def test_mention_keys_that_are_not_plain_ids_are_found_too() -> None:
     """Dataset.from_documents() does not validate: ids of any shape still get their per_review slices."""
     reviews_doc, insights_doc = make_docs(SPECS[:3])
-    renamed = {r["id"]: f"id \"{n}\"\n" for n, r in enumerate(reviews_doc["reviews"])}
+    renamed = {r["id"]: f'id "{n}"\n' for n, r in enumerate(reviews_doc["reviews"])}
     for review in reviews_doc["reviews"]:
         review["id"] = renamed[review["id"]]
     insights_doc["per_review"] = {renamed[k]: v for k, v in insights_doc["per_review"].items()}
@@ -159,19 +177,28 @@ def reference_blob(reviews: list[dict]) -> tuple[bytes, list[int]]:
 def check_indexes(dataset: Dataset, reviews_doc: dict, insights_doc: dict) -> None:
     reviews, per_review = ordered(reviews_doc), insights_doc["per_review"]
     assert dataset.positions_by_aspect == reference_aspect_positions(reviews, per_review)
-    for group, index in (("technicians", dataset.positions_by_technician), ("services", dataset.positions_by_service)):
+    for group, index in (
+        ("technicians", dataset.positions_by_technician),
+        ("services", dataset.positions_by_service),
+    ):
         assert index == reference_entity_positions(reviews, per_review, group)
     assert dataset.position_of == {r["id"]: pos for pos, r in enumerate(reviews)}
     assert dataset.dates_ascending == [r["date"] for r in reversed(reviews)]
     assert dataset.ratings == bytes(r["rating"] for r in reviews)
-    assert dataset.positions_by_rating == {star: [p for p, r in enumerate(reviews) if r["rating"] == star]
-                                           for star in range(1, 6)}
+    assert dataset.positions_by_rating == {
+        star: [p for p, r in enumerate(reviews) if r["rating"] == star] for star in range(1, 6)
+    }
     blob, starts = dataset.text_blob
     assert (blob, list(starts)) == reference_blob(reviews)
-    for index, by_rating in ((dataset.positions_by_technician, dataset.positions_by_technician_rating),
-                             (dataset.positions_by_service, dataset.positions_by_service_rating)):
-        expected = {(key, review["rating"]): [] for key, positions in index.items()
-                    for review in map(reviews.__getitem__, positions)}
+    for index, by_rating in (
+        (dataset.positions_by_technician, dataset.positions_by_technician_rating),
+        (dataset.positions_by_service, dataset.positions_by_service_rating),
+    ):
+        expected = {
+            (key, review["rating"]): []
+            for key, positions in index.items()
+            for review in map(reviews.__getitem__, positions)
+        }
         for (key, star), found in expected.items():
             found.extend(p for p in index[key] if reviews[p]["rating"] == star)
         assert by_rating == expected
@@ -184,8 +211,9 @@ def test_indexes_equal_plain_references() -> None:
 
 def test_text_blob_when_texts_hold_control_characters_and_noncharacters() -> None:
     texts = [chr(c) + " x" for c in range(32)] + ["\ufdd0", "\ufdef", "Ǆ ß ﬁ ΣΑΣ"]
-    dataset, reviews_doc, insights_doc = built([Spec(text=t, date=f"2025-01-{1 + i % 28:02d}")
-                                                for i, t in enumerate(texts)])
+    dataset, reviews_doc, insights_doc = built(
+        [Spec(text=t, date=f"2025-01-{1 + i % 28:02d}") for i, t in enumerate(texts)]
+    )
     check_indexes(dataset, reviews_doc, insights_doc)
 
 
@@ -244,28 +272,37 @@ def damaged(kind: str) -> tuple[dict, dict]:
     return reviews_doc, insights_doc
 
 
-@pytest.mark.parametrize("kind, expected", [
-    ("duplicate-id", [("reviews.json", "$.reviews[1].id", "unique-id")]),
-    ("reply-before-review", [("reviews.json", "$.reviews[0].owner_reply.date", "reply-after-review")]),
-    ("orphan-mention", [("insights.json", '$.per_review["7ZZZZZZZZZZZZZZZZZZZZZZZZZ"]', "review-exists")]),
-    ("count", [("insights.json", "$.aspects[0].mention_count", "counts-agree")] * 2),
-    ("aggregate", [("reviews.json", "$.aggregate_rating.review_count", "aggregate-agrees")]),
-])
+@pytest.mark.parametrize(
+    "kind, expected",
+    [
+        ("duplicate-id", [("reviews.json", "$.reviews[1].id", "unique-id")]),
+        ("reply-before-review", [("reviews.json", "$.reviews[0].owner_reply.date", "reply-after-review")]),
+        (
+            "orphan-mention",
+            [("insights.json", '$.per_review["7ZZZZZZZZZZZZZZZZZZZZZZZZZ"]', "review-exists")],
+        ),
+        ("count", [("insights.json", "$.aspects[0].mention_count", "counts-agree")] * 2),
+        ("aggregate", [("reviews.json", "$.aggregate_rating.review_count", "aggregate-agrees")]),
+    ],
+)
 def test_loading_reports_each_cross_file_problem_with_its_place(kind: str, expected: list) -> None:
     reviews_doc, insights_doc = damaged(kind)
     with pytest.raises(DataError) as refused:
         dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
     found = [(p.file, p.path, p.rule) for p in refused.value.problems]
-    assert found[:len(expected)] == expected, found
+    assert found[: len(expected)] == expected, found
 
 
 def test_an_unknown_technician_is_named_where_it_is_mentioned() -> None:
     reviews_doc, insights_doc = damaged("unknown-technician")
     with pytest.raises(DataError) as refused:
         dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
-    assert ("insights.json", f'$.per_review["{reviews_doc["reviews"][0]["id"]}"].technicians', "known-id",
-            "dr-nobody is not listed in $.entities.technicians") in [(p.file, p.path, p.rule, p.message)
-                                                                  for p in refused.value.problems]
+    assert (
+        "insights.json",
+        f'$.per_review["{reviews_doc["reviews"][0]["id"]}"].technicians',
+        "known-id",
+        "dr-nobody is not listed in $.entities.technicians",
+    ) in [(p.file, p.path, p.rule, p.message) for p in refused.value.problems]
 
 
 def test_a_reload_frees_the_replaced_data(tmp_path: Path) -> None:
@@ -288,8 +325,11 @@ def test_a_dataset_holds_no_parsed_review_dicts() -> None:
     specs = [Spec(text=f"{marker} {n}", date=f"2025-02-{n + 1:02d}", reply=True) for n in range(5)]
     dataset = dataset_from_files(*served_raws(specs))
     gc.collect()
-    live = [o for o in gc.get_objects()
-            if isinstance(o, dict) and isinstance(o.get("text"), str) and o["text"].startswith(marker)]
+    live = [
+        o
+        for o in gc.get_objects()
+        if isinstance(o, dict) and isinstance(o.get("text"), str) and o["text"].startswith(marker)
+    ]
     assert live == []
     assert dataset.reviews[0]["text"] == f"{marker} 4"  # they come back on demand
 
@@ -304,8 +344,16 @@ def test_a_rating_written_as_a_whole_float_counts_as_that_rating() -> None:
     assert position in dataset.positions_by_rating[int(reviews_doc["reviews"][0]["rating"])]
 
 
-KEYED = st.lists(st.fixed_dictionaries({"date": st.sampled_from(["2025-01-01", "2025-01-02"]),
-                                        "id": st.sampled_from(["A", "B", "C"]), "n": st.integers()}), max_size=8)
+KEYED = st.lists(
+    st.fixed_dictionaries(
+        {
+            "date": st.sampled_from(["2025-01-01", "2025-01-02"]),
+            "id": st.sampled_from(["A", "B", "C"]),
+            "n": st.integers(),
+        }
+    ),
+    max_size=8,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -317,19 +365,24 @@ def test_newest_first_is_the_stable_sort(reviews: list, presorted: bool) -> None
     assert [id(r) for r in newest_first(reviews)] == [id(r) for r in expected]
 
 
-@pytest.mark.parametrize("content, message", [
-    (b'{"a": "half', "not valid JSON (Unterminated string starting at line 1 column 7); half-written?"),
-    (b'{"a": 1', "not valid JSON (Expecting ',' delimiter at line 1 column 8); half-written?"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b'{"a": "half', "not valid JSON (Unterminated string starting at line 1 column 7); half-written?"),
+        (b'{"a": 1', "not valid JSON (Expecting ',' delimiter at line 1 column 8); half-written?"),
+    ],
+)
 def test_a_json_error_names_its_place_once(content: bytes, message: str) -> None:
     with pytest.raises(DataError) as refused:
         parse_json(RawFile("insights.json", content, "sha"))
     assert [p.message for p in refused.value.problems] == [message]
 
 
-RECORD_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(),
-                             lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                                          max_size=3), max_leaves=8)
+RECORD_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=500, deadline=None)
@@ -345,7 +398,7 @@ def test_records_encode_as_every_other_body(value: Any) -> None:
     assert dataset_module.encode_record(value) == expected
 
 
-@pytest.mark.parametrize("text", ["\x00\x01\x1f\x7f", "\u2028\u2029", "\"\\/", "😀 ßΣ", "\ufeff\uffff"])
+@pytest.mark.parametrize("text", ["\x00\x01\x1f\x7f", "\u2028\u2029", '"\\/', "😀 ßΣ", "\ufeff\uffff"])
 def test_records_with_texts_that_need_escapes_encode_alike(text: str) -> None:
     review = make_docs([Spec(text=text)])[0]["reviews"][0]
     assert dataset_module.encode_record(review) == compact(review)
@@ -356,13 +409,15 @@ def test_fragments_are_joined_and_found_across_batches(n: int) -> None:
     fragments = [str(i).encode() * (i % 3) for i in range(n)]
     body, offsets = dataset_module._joined(b"[", iter(fragments), b"]")
     assert body == b"[" + b",".join(fragments) + b"]" and len(offsets) == n + 1
-    assert [body[offsets[i]:offsets[i + 1] - 1] for i in range(n)] == fragments
+    assert [body[offsets[i] : offsets[i + 1] - 1] for i in range(n)] == fragments
 
 
 def test_a_load_from_files_holds_what_a_build_from_the_documents_holds() -> None:
     reviews_doc, insights_doc = make_docs(SPECS)
     loaded = dataset_from_files(raw("reviews.json", reviews_doc), raw("insights.json", insights_doc))
-    assert dataset_state(loaded) == dataset_state(Dataset.from_documents(reviews_doc, insights_doc, "sha", "sha"))
+    assert dataset_state(loaded) == dataset_state(
+        Dataset.from_documents(reviews_doc, insights_doc, "sha", "sha")
+    )
 
 
 def test_a_parse_pauses_the_collector_and_leaves_it_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-
 from conftest import ROOT, LiveServer
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -65,9 +64,10 @@ def examples() -> list[Example]:
                 found.append(Example(name, line, block.group(2), None, skipped.group(1)))
                 continue
             following = blocks[index + 1] if index + 1 < len(blocks) else None
-            between = text[block.end():following.start()] if following else "x"
+            between = text[block.end() : following.start()] if following else "x"
             assert following is not None and following.group(1) == "text" and not between.strip(), (
-                f"{name}:{line}: a ```sh block that runs must be followed by a ```text block of its output")
+                f"{name}:{line}: a ```sh block that runs must be followed by a ```text block of its output"
+            )
             found.append(Example(name, line, block.group(2), following.group(2)))
     return found
 
@@ -92,13 +92,18 @@ SUBSCRIBER_LINES: "queue.Queue[str]" = queue.Queue()  # what the throw-away subs
 def subscriber(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
     """tools/websub-subscriber on a free port: (port, its CA file); its lines go to SUBSCRIBER_LINES."""
     ca = tmp_path_factory.mktemp("subscriber") / "ca.pem"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "websub-subscriber"), "--port", "0",
-                             "--ca-out", str(ca)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "websub-subscriber"), "--port", "0", "--ca-out", str(ca)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     first = proc.stdout.readline()
     match = re.match(r"listening on https://127\.0\.0\.1:(\d+)/", first)
     assert match, first
-    reader = threading.Thread(target=lambda: [SUBSCRIBER_LINES.put(line.rstrip("\n")) for line in proc.stdout],
-                              daemon=True)
+    reader = threading.Thread(
+        target=lambda: [SUBSCRIBER_LINES.put(line.rstrip("\n")) for line in proc.stdout], daemon=True
+    )
     reader.start()
     yield int(match[1]), ca
     proc.terminate()
@@ -108,8 +113,19 @@ def subscriber(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, subscriber: tuple[int, Path]) -> Iterator[LiveServer]:
-    running = LiveServer(["--data-dir", str(ROOT / "data"), "--state-dir", str(tmp_path_factory.mktemp("state")),
-                          "--reload-interval", "0", "--allow-private-callbacks", "--ca-file", str(subscriber[1])])
+    running = LiveServer(
+        [
+            "--data-dir",
+            str(ROOT / "data"),
+            "--state-dir",
+            str(tmp_path_factory.mktemp("state")),
+            "--reload-interval",
+            "0",
+            "--allow-private-callbacks",
+            "--ca-file",
+            str(subscriber[1]),
+        ]
+    )
     yield running
     running.stop()
 
@@ -123,28 +139,46 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def run(example: Example, server: LiveServer, subscriber_port: int, scratch: Path) -> tuple[int, str]:
     if shutil.which("curl") is None:
         pytest.fail("curl not found: the docs' examples use it; install it (apt-get install -y curl)")
-    script = (example.script.replace(SERVER, f"127.0.0.1:{server.port}")
-              .replace(SUBSCRIBER, f"127.0.0.1:{subscriber_port}").replace(".venv/bin/python", sys.executable))
-    done = subprocess.run(["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=60, cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)})
-    output = done.stdout.replace(f"127.0.0.1:{server.port}", SERVER).replace(f"127.0.0.1:{subscriber_port}",
-                                                                                SUBSCRIBER)
+    script = (
+        example.script.replace(SERVER, f"127.0.0.1:{server.port}")
+        .replace(SUBSCRIBER, f"127.0.0.1:{subscriber_port}")
+        .replace(".venv/bin/python", sys.executable)
+    )
+    done = subprocess.run(
+        ["bash", "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    output = done.stdout.replace(f"127.0.0.1:{server.port}", SERVER).replace(
+        f"127.0.0.1:{subscriber_port}", SUBSCRIBER
+    )
     return done.returncode, tidy(output)
 
 
 @pytest.mark.parametrize("example", [e for e in EXAMPLES if e.expected is not None], ids=str)
-def test_each_example_prints_what_the_docs_show(example: Example, server: LiveServer,
-                                                subscriber: tuple[int, Path], scratch: Path) -> None:
+def test_each_example_prints_what_the_docs_show(
+    example: Example, server: LiveServer, subscriber: tuple[int, Path], scratch: Path
+) -> None:
     status, output = run(example, server, subscriber[0], scratch)
     assert status == 0, f"{example}: exit status {status}\n{example.script}\n{output}"
     assert matches(tidy(example.expected), output), (
-        f"{example}: the output differs from the docs.\n--- docs:\n{example.expected}\n--- actual:\n{output}")
+        f"{example}: the output differs from the docs.\n--- docs:\n{example.expected}\n--- actual:\n{output}"
+    )
 
 
 def test_the_docs_have_examples_and_say_why_any_is_not_run() -> None:
     run_here = [e for e in EXAMPLES if e.expected is not None]
     assert len(run_here) >= 20
-    assert {e.page for e in run_here} >= {"README.md", "docs/http-api.md", "docs/websub.md", "docs/data-format.md"}
+    assert {e.page for e in run_here} >= {
+        "README.md",
+        "docs/http-api.md",
+        "docs/websub.md",
+        "docs/data-format.md",
+    }
     for example in EXAMPLES:
         if example.expected is None:
             assert len(example.reason) > 10, example
@@ -164,10 +198,16 @@ def test_the_quick_start_commands_are_what_ci_runs() -> None:
     assert "Ctrl-C" in readme
 
 
-@pytest.mark.parametrize(("expected", "actual", "same"), [
-    ("a\n", "a\n", True), ("a ... c\n", "a b b c\n", True), ("...\n", "x\ny\n", True),
-    ("count 9\n", "count 12\n", False), ('"matched":40...', '"matched":41,"x":1', False),
-])
+@pytest.mark.parametrize(
+    ("expected", "actual", "same"),
+    [
+        ("a\n", "a\n", True),
+        ("a ... c\n", "a b b c\n", True),
+        ("...\n", "x\ny\n", True),
+        ("count 9\n", "count 12\n", False),
+        ('"matched":40...', '"matched":41,"x":1', False),
+    ],
+)
 def test_the_comparison(expected: str, actual: str, same: bool) -> None:
     assert matches(expected, actual) is same
 
@@ -175,8 +215,14 @@ def test_the_comparison(expected: str, actual: str, same: bool) -> None:
 def help_options() -> dict[str, str | None]:
     """Each option `reviewsd.py --help` lists (by its first flag) -> the default it shows (None: none)."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("REVIEWSD_")}
-    done = subprocess.run([sys.executable, str(ROOT / "reviewsd.py"), "--help"], capture_output=True, text=True,
-                          timeout=60, env={**env, "COLUMNS": "200"}, check=True)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "reviewsd.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "COLUMNS": "200"},
+        check=True,
+    )
     entries = re.split(r"\n  (?=-)", done.stdout.split("\noptions:\n", 1)[1].split("\n\n", 1)[0])
     options = {}
     for entry in entries:
@@ -191,8 +237,10 @@ def help_options() -> dict[str, str | None]:
 def documented_options() -> dict[str, tuple[str, str]]:
     """Each row of docs/configuration.md's options table: flag -> (variable, default cell)."""
     page = (ROOT / "docs" / "configuration.md").read_text("utf-8")
-    section = page[page.index("## Options"):page.index("## Other environment variables")]
-    rows = re.findall(r"^\| `(--[a-z-]+)`(?: / `--no-[a-z-]+`)? \| `(REVIEWSD_[A-Z_]+)` \| ([^|]*) \|", section, re.M)
+    section = page[page.index("## Options") : page.index("## Other environment variables")]
+    rows = re.findall(
+        r"^\| `(--[a-z-]+)`(?: / `--no-[a-z-]+`)? \| `(REVIEWSD_[A-Z_]+)` \| ([^|]*) \|", section, re.M
+    )
     assert len(rows) == len({flag for flag, _, _ in rows})
     return {flag: (variable, default.strip()) for flag, variable, default in rows}
 
@@ -207,7 +255,9 @@ def test_the_configuration_page_lists_every_option_of_help_with_its_variable_and
         if default in ("True", "False"):
             assert cell == ("on" if default == "True" else "off"), flag
         elif default is None or not default.strip():
-            assert literal is None and cell, f"{flag}: --help shows no default, the page must say what empty means"
+            assert literal is None and cell, (
+                f"{flag}: --help shows no default, the page must say what empty means"
+            )
         elif literal and literal[2]:  # a directory beside the code
             assert Path(default) == ROOT / literal[1].rstrip("/"), flag
         elif literal and re.fullmatch(r"\d+(\.\d+)?", literal[1]):
@@ -224,8 +274,9 @@ def test_the_minimal_example_is_accepted_and_served(tmp_path: Path) -> None:
 
     minimal = ROOT / "examples" / "minimal"
     assert check_data_dir(str(minimal)) == []
-    app = reviewsd.create_app(reviewsd.Config(data_dir=str(minimal), state_dir=str(tmp_path), hub=False,
-                                                  reload_interval=0))
+    app = reviewsd.create_app(
+        reviewsd.Config(data_dir=str(minimal), state_dir=str(tmp_path), hub=False, reload_interval=0)
+    )
     found = Client(app).get("/api/reviews/search?mentions_technician=Sam").get_json()
     assert [review["author"] for review in found["reviews"]] == ["Ana P."]
 
@@ -243,7 +294,10 @@ def test_the_search_parameters_table_states_the_schema() -> None:
     for name, kind, constraint in rows:
         schema = SEARCH_PARAMS_SCHEMA["properties"][name]
         assert kind == ("date" if schema.get("format") == "date" else schema["type"]), name
-        low, high = (schema.get("minimum", schema.get("minLength")), schema.get("maximum", schema.get("maxLength")))
+        low, high = (
+            schema.get("minimum", schema.get("minLength")),
+            schema.get("maximum", schema.get("maxLength")),
+        )
         bounds = re.match(r"(\d+)–(\d+)", constraint)
         assert ((int(bounds[1]), int(bounds[2])) if bounds else (None, None)) == (low, high), name
         assert ("characters" in constraint) == ("minLength" in schema), name
@@ -256,18 +310,32 @@ def test_the_endpoints_table_lists_every_operation_of_the_openapi_document(name:
     from reviewsd_app.web import openapi
 
     section = page(name).split("| Method and path |", 1)[1].split("\n\n", 1)[0]
-    documented = {(method, path.split("?")[0]) for method, path in re.findall(r"`([A-Z]+) (/[^`]*)`", section)}
-    described = {(method.upper(), path) for path, item in openapi.build_openapi("http://x")["paths"].items()
-                 for method in item}
+    documented = {
+        (method, path.split("?")[0]) for method, path in re.findall(r"`([A-Z]+) (/[^`]*)`", section)
+    }
+    described = {
+        (method.upper(), path)
+        for path, item in openapi.build_openapi("http://x")["paths"].items()
+        for method in item
+    }
     assert documented == described
 
 
-def test_the_throw_away_subscriber_is_verified_as_websub_md_shows(server: LiveServer, subscriber: tuple[int, Path],
-                                                                 scratch: Path) -> None:
+def test_the_throw_away_subscriber_is_verified_as_websub_md_shows(
+    server: LiveServer, subscriber: tuple[int, Path], scratch: Path
+) -> None:
     text = page("docs/websub.md").split("## Trying it on one machine", 1)[1]
-    example = next(e for e in EXAMPLES if e.page == "docs/websub.md" and e.expected is not None
-                   and "8443/cb" in e.script and "token" not in e.script)
-    shown = re.search(r"The subscriber prints the verification it answered:\n\n```text\n(.*?)```", text, re.S)[1]
+    example = next(
+        e
+        for e in EXAMPLES
+        if e.page == "docs/websub.md"
+        and e.expected is not None
+        and "8443/cb" in e.script
+        and "token" not in e.script
+    )
+    shown = re.search(
+        r"The subscriber prints the verification it answered:\n\n```text\n(.*?)```", text, re.S
+    )[1]
     wanted = shown.splitlines()[1].replace(SERVER, f"127.0.0.1:{server.port}")
     assert run(example, server, subscriber[0], scratch) == (0, "HTTP/1.1 202 Accepted\n")
     deadline = time.monotonic() + 30

@@ -31,8 +31,13 @@ BUSINESS = {
     "description": "A fictional chiropractic clinic.",
     "url": "https://clinic.example.com",
     "telephone": "+1 555 0100 123",
-    "address": {"street_address": "1 Main St", "locality": "Springfield",
-                "region": "IL", "postal_code": "62701", "country": "US"},
+    "address": {
+        "street_address": "1 Main St",
+        "locality": "Springfield",
+        "region": "IL",
+        "postal_code": "62701",
+        "country": "US",
+    },
     "geo": {"latitude": 39.8, "longitude": -89.6},
     "opening_hours": [{"days": ["mo", "tu"], "opens": "09:00", "closes": "17:00"}],
     "service_areas": [{"id": "springfield", "label": "Springfield"}],
@@ -41,8 +46,7 @@ BUSINESS = {
 SITE = FeedSite(BASE, BUSINESS)
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ULID_RE = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
-RFC3339_RE = re.compile(
-    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+RFC3339_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 HOSTILE = {
     "cdata_end": "before ]]> after ]]>",
     "script": "<script>alert(1)</script>",
@@ -52,13 +56,14 @@ HOSTILE = {
     "nonchars": "p\ufffeq\uffffr",
     "emoji": "Great 👍🏽 visit 🧘‍♀️ 10/10 🦴",
     "rtl": "שלום, טיפול מצוין \u202bمرحبا\u202c",
-    "quotes": "Dr. \"Bones\" O'Neil <b>&</b>",
+    "quotes": 'Dr. "Bones" O\'Neil <b>&</b>',
     "whitespace": "  lead\ttab\nnew\r\nline\rcr  ",
     "very_long": ("Long review ]]> <x> & \x00 é 👍 " * 700)[:20000],
 }
 
 
 # ---------------------------------------------------------------- helpers
+
 
 def ulid(n: int) -> str:
     """A ULID-shaped id (26 Crockford base32 chars, first 0-7) for integer n."""
@@ -74,9 +79,16 @@ def ulid(n: int) -> str:
 def make_review(n: int = 1, **overrides: Any) -> dict:
     """A schema-shaped review; keyword arguments replace fields."""
     review = {
-        "id": ulid(n), "author": f"Author {n}.", "author_avatar_url": None,
-        "rating": 5, "date": "2025-03-01", "text": f"Review number {n}.",
-        "source": "google", "source_url": None, "owner_reply": None, "verified": True,
+        "id": ulid(n),
+        "author": f"Author {n}.",
+        "author_avatar_url": None,
+        "rating": 5,
+        "date": "2025-03-01",
+        "text": f"Review number {n}.",
+        "source": "google",
+        "source_url": None,
+        "owner_reply": None,
+        "verified": True,
     }
     review.update(overrides)
     return review
@@ -85,8 +97,9 @@ def make_review(n: int = 1, **overrides: Any) -> dict:
 def is_xml_char(c: str) -> bool:
     """XML 1.0 Char production (section 2.2), written out independently of feeds.py."""
     cp = ord(c)
-    return (cp in (0x9, 0xA, 0xD) or 0x20 <= cp <= 0xD7FF
-            or 0xE000 <= cp <= 0xFFFD or 0x10000 <= cp <= 0x10FFFF)
+    return (
+        cp in (0x9, 0xA, 0xD) or 0x20 <= cp <= 0xD7FF or 0xE000 <= cp <= 0xFFFD or 0x10000 <= cp <= 0x10FFFF
+    )
 
 
 def strip_forbidden(text: str) -> str:
@@ -120,7 +133,8 @@ def load_schema(name: str) -> dict:
 
 JSONFEED_SCHEMA = load_schema(ROOT / "tests" / "schemas" / "jsonfeed-1.1.schema.json")
 JSONFEED_VALIDATOR = jsonschema.Draft202012Validator(
-    JSONFEED_SCHEMA, format_checker=jsonschema.FormatChecker())
+    JSONFEED_SCHEMA, format_checker=jsonschema.FormatChecker()
+)
 
 
 def strings_in(value: Any) -> Iterator[str]:
@@ -273,6 +287,7 @@ def assert_round_trip(reviews: list, site: FeedSite = SITE) -> None:
 
 # ---------------------------------------------------------------- fixtures checks
 
+
 def test_helpers_build_schema_valid_data() -> None:
     review_schema = load_schema(ROOT / "schemas" / "review.schema.json")
     doc_schema = load_schema(ROOT / "schemas" / "reviews.schema.json")
@@ -284,8 +299,11 @@ def test_helpers_build_schema_valid_data() -> None:
 
 def test_jsonfeed_schema_is_valid_and_not_vacuous() -> None:
     jsonschema.Draft202012Validator.check_schema(JSONFEED_SCHEMA)
-    good = {"version": "https://jsonfeed.org/version/1.1", "title": "t",
-            "items": [{"id": "1", "content_text": "x", "_ext": {"about": "https://e.x/"}}]}
+    good = {
+        "version": "https://jsonfeed.org/version/1.1",
+        "title": "t",
+        "items": [{"id": "1", "content_text": "x", "_ext": {"about": "https://e.x/"}}],
+    }
     JSONFEED_VALIDATOR.validate(good)
     bad_variants = [
         {**good, "version": "https://jsonfeed.org/version/1"},
@@ -303,10 +321,19 @@ def test_jsonfeed_schema_is_valid_and_not_vacuous() -> None:
         assert not JSONFEED_VALIDATOR.is_valid(bad), bad
 
 
-@pytest.mark.parametrize("doc", [
-    b"<a>\x01</a>", b"<a>&#0;</a>", b"<a>&#xD800;</a>", b"<a>&#xFFFE;</a>",
-    "<a>\uffff</a>".encode(), b"<a>\xed\xa0\x80</a>", b"<a>]]></a>", b"<a><b></a>",
-])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        b"<a>\x01</a>",
+        b"<a>&#0;</a>",
+        b"<a>&#xD800;</a>",
+        b"<a>&#xFFFE;</a>",
+        "<a>\uffff</a>".encode(),
+        b"<a>\xed\xa0\x80</a>",
+        b"<a>]]></a>",
+        b"<a><b></a>",
+    ],
+)
 def test_strict_xml_check_rejects_malformed(doc: bytes) -> None:
     with pytest.raises((xml.parsers.expat.ExpatError, AssertionError, UnicodeDecodeError)):
         strict_xml_check(doc)
@@ -314,18 +341,45 @@ def test_strict_xml_check_rejects_malformed(doc: bytes) -> None:
 
 # ---------------------------------------------------------------- small functions
 
+
 def test_review_url() -> None:
     assert review_url(BASE, ulid(1)) == f"{BASE}/api/reviews/{ulid(1)}"
 
 
-@pytest.mark.parametrize("char", [*map(chr, [*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20)]),
-                                  "\ud800", "\udbff", "\udc00", "\udfff", "\ufffe", "\uffff"])
+@pytest.mark.parametrize(
+    "char",
+    [
+        *map(chr, [*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20)]),
+        "\ud800",
+        "\udbff",
+        "\udc00",
+        "\udfff",
+        "\ufffe",
+        "\uffff",
+    ],
+)
 def test_xml_safe_removes_forbidden(char: str) -> None:
     assert xml_safe(f"a{char}b{char}") == "ab"
 
 
-@pytest.mark.parametrize("char", ["\t", "\n", "\r", " ", "\x7f", "\x85", "\ud7ff", "\ue000",
-                                  "\ufdd0", "\ufffd", "\U00010000", "\U0001f44d", "\U0010ffff"])
+@pytest.mark.parametrize(
+    "char",
+    [
+        "\t",
+        "\n",
+        "\r",
+        " ",
+        "\x7f",
+        "\x85",
+        "\ud7ff",
+        "\ue000",
+        "\ufdd0",
+        "\ufffd",
+        "\U00010000",
+        "\U0001f44d",
+        "\U0010ffff",
+    ],
+)
 def test_xml_safe_keeps_allowed(char: str) -> None:
     assert xml_safe(f"a{char}b") == f"a{char}b"
 
@@ -340,9 +394,16 @@ def test_xml_safe_matches_xml_char_production(text: str) -> None:
 # ---------------------------------------------------------------- exact shapes
 
 REPLIED = make_review(
-    1, author="Jane D.", author_avatar_url="https://avatars.example.com/jane.png", rating=4,
-    date="2025-03-01", text="Fixed my back.", source_url="https://maps.example.com/r/1",
-    owner_reply={"text": "Thank you, Jane!", "date": "2025-03-04"}, verified=True)
+    1,
+    author="Jane D.",
+    author_avatar_url="https://avatars.example.com/jane.png",
+    rating=4,
+    date="2025-03-01",
+    text="Fixed my back.",
+    source_url="https://maps.example.com/r/1",
+    owner_reply={"text": "Thank you, Jane!", "date": "2025-03-04"},
+    verified=True,
+)
 ITEM_URL = f"{BASE}/api/reviews/{ulid(1)}"
 REPLIED_CONTENT = "Fixed my back.\n\nReply from the owner (2025-03-04): Thank you, Jane!"
 
@@ -358,16 +419,26 @@ def test_json_feed_exact_document() -> None:
         "language": "en",
         "authors": [{"name": "Spine & Co Chiropractic", "url": "https://clinic.example.com"}],
         "hubs": [{"type": "WebSub", "url": f"{BASE}/api/websub/hub"}],
-        "items": [{
-            "id": ITEM_URL, "url": ITEM_URL, "title": "★★★★☆ 4/5 from Jane D.",
-            "content_text": REPLIED_CONTENT,
-            "date_published": "2025-03-01T00:00:00Z", "date_modified": "2025-03-04T00:00:00Z",
-            "authors": [{"name": "Jane D.", "avatar": "https://avatars.example.com/jane.png"}],
-            "external_url": "https://maps.example.com/r/1",
-            "_reviewsd": {"about": f"{BASE}/.well-known/openapi.json", "rating": 4,
-                          "source": "google", "source_url": "https://maps.example.com/r/1",
-                          "verified": True, "review_id": ulid(1)},
-        }],
+        "items": [
+            {
+                "id": ITEM_URL,
+                "url": ITEM_URL,
+                "title": "★★★★☆ 4/5 from Jane D.",
+                "content_text": REPLIED_CONTENT,
+                "date_published": "2025-03-01T00:00:00Z",
+                "date_modified": "2025-03-04T00:00:00Z",
+                "authors": [{"name": "Jane D.", "avatar": "https://avatars.example.com/jane.png"}],
+                "external_url": "https://maps.example.com/r/1",
+                "_reviewsd": {
+                    "about": f"{BASE}/.well-known/openapi.json",
+                    "rating": 4,
+                    "source": "google",
+                    "source_url": "https://maps.example.com/r/1",
+                    "verified": True,
+                    "review_id": ulid(1),
+                },
+            }
+        ],
     }
 
 
@@ -383,8 +454,18 @@ def test_atom_exact_document() -> None:
     raw = render_atom_feed([REPLIED], SITE)
     feed = parse_atom(raw)
     assert feed.get("{http://www.w3.org/XML/1998/namespace}lang") == "en"
-    assert [child.tag[len(A):] for child in feed] == [
-        "id", "title", "subtitle", "updated", "author", "link", "link", "link", "generator", "entry"]
+    assert [child.tag[len(A) :] for child in feed] == [
+        "id",
+        "title",
+        "subtitle",
+        "updated",
+        "author",
+        "link",
+        "link",
+        "link",
+        "generator",
+        "entry",
+    ]
     assert feed.find(A + "id").text == f"{BASE}/feed.xml"
     assert feed.find(A + "title").text == "Spine & Co Chiropractic: latest reviews"
     assert feed.find(A + "subtitle").text == "A fictional chiropractic clinic."
@@ -398,7 +479,7 @@ def test_atom_exact_document() -> None:
     ]
     assert feed.find(A + "generator").text == "reviewsd"
     entry = feed.find(A + "entry")
-    assert [(c.tag[len(A):], c.text, dict(c.attrib)) for c in entry if c.tag != A + "author"] == [
+    assert [(c.tag[len(A) :], c.text, dict(c.attrib)) for c in entry if c.tag != A + "author"] == [
         ("id", ITEM_URL, {}),
         ("title", "★★★★☆ 4/5 from Jane D.", {"type": "text"}),
         ("updated", "2025-03-04T00:00:00Z", {}),
@@ -467,6 +548,7 @@ def test_rating_out_of_range_is_rejected() -> None:
 
 # ---------------------------------------------------------------- order, ids, determinism
 
+
 def test_order_ids_and_feed_updated() -> None:
     reviews = [  # deliberately not in date order: the caller's order must be kept
         make_review(10, date="2025-01-10"),
@@ -506,11 +588,11 @@ def test_fifty_reviews_render_all() -> None:
 
 # ---------------------------------------------------------------- hostile input
 
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_text_everywhere(name: str) -> None:
     text = HOSTILE[name]
-    review = make_review(20, text=text, author=text[:200],
-                         owner_reply={"text": text, "date": "2025-03-02"})
+    review = make_review(20, text=text, author=text[:200], owner_reply={"text": text, "date": "2025-03-02"})
     assert_round_trip([review, make_review(21, text=text, rating=1)])
 
 
@@ -526,8 +608,7 @@ def test_hostile_business(name: str) -> None:
 
 
 def test_markup_is_escaped_not_live() -> None:
-    review = make_review(23, text="<script>alert(1)</script> ]]> & <![CDATA[x]]>",
-                         author="Ann &<>\"' Lee")
+    review = make_review(23, text="<script>alert(1)</script> ]]> & <![CDATA[x]]>", author="Ann &<>\"' Lee")
     raw = render_atom_feed([review], SITE)
     assert b"<script>" not in raw and b"]]>" not in raw and b"<![CDATA[" not in raw
     assert b"&lt;script&gt;alert(1)&lt;/script&gt; ]]&gt; &amp; &lt;![CDATA[x]]&gt;" in raw
@@ -546,8 +627,12 @@ def test_carriage_returns_survive_xml_parsing() -> None:
 def test_no_forbidden_character_reaches_output() -> None:
     forbidden = "".join(chr(c) for c in [*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20)])
     forbidden += "\ud800\udfff\ufffe\uffff"
-    review = make_review(25, text=forbidden + "ok", author="x" + forbidden,
-                         owner_reply={"text": forbidden + "re", "date": "2025-04-01"})
+    review = make_review(
+        25,
+        text=forbidden + "ok",
+        author="x" + forbidden,
+        owner_reply={"text": forbidden + "re", "date": "2025-04-01"},
+    )
     feed, atom = render_both([review])
     assert feed["items"][0]["content_text"] == "ok\n\nReply from the owner (2025-04-01): re"
     assert atom.find(f"{A}entry/{A}author/{A}name").text == "x"
@@ -560,23 +645,29 @@ EDGE_CHARS = "\x00\x01\x0b\x1f\t\r\n\ud800\udfff\ufffe\uffff<>&]\"' "
 # that a uniform draw would rarely pick.
 ANY_CHAR = st.characters(exclude_categories=()) | st.sampled_from(EDGE_CHARS)
 ANY_TEXT = st.text(alphabet=ANY_CHAR, max_size=300)
-REPLY = st.none() | st.fixed_dictionaries({
-    "text": ANY_TEXT, "date": st.dates(date(2000, 1, 1), date(2099, 12, 31)).map(str)})
+REPLY = st.none() | st.fixed_dictionaries(
+    {"text": ANY_TEXT, "date": st.dates(date(2000, 1, 1), date(2099, 12, 31)).map(str)}
+)
 
 
 @st.composite
 def reviews_strategy(draw: st.DrawFn) -> list[dict]:
     count = draw(st.integers(min_value=1, max_value=3))
-    return [make_review(
-        n,
-        text=draw(st.none() | ANY_TEXT),
-        author=draw(st.text(alphabet=ANY_CHAR, min_size=1, max_size=200)
-                    | st.text(alphabet=EDGE_CHARS[:11] + " ", min_size=1, max_size=3)),
-        rating=draw(st.integers(min_value=1, max_value=5)),
-        date=str(draw(st.dates(date(2000, 1, 1), date(2099, 12, 31)))),
-        owner_reply=draw(REPLY),
-        verified=draw(st.booleans()),
-    ) for n in range(count)]
+    return [
+        make_review(
+            n,
+            text=draw(st.none() | ANY_TEXT),
+            author=draw(
+                st.text(alphabet=ANY_CHAR, min_size=1, max_size=200)
+                | st.text(alphabet=EDGE_CHARS[:11] + " ", min_size=1, max_size=3)
+            ),
+            rating=draw(st.integers(min_value=1, max_value=5)),
+            date=str(draw(st.dates(date(2000, 1, 1), date(2099, 12, 31)))),
+            owner_reply=draw(REPLY),
+            verified=draw(st.booleans()),
+        )
+        for n in range(count)
+    ]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -587,8 +678,11 @@ def test_property_both_feeds_valid_and_text_round_trips(reviews: list[dict]) -> 
     atom = parse_atom(render_atom_feed(reviews, SITE))
     for review, item, entry in zip(reviews, feed["items"], atom.findall(A + "entry")):
         reply = review["owner_reply"]
-        modified = reply is not None and strip_forbidden(reply["text"]).strip() != "" \
+        modified = (
+            reply is not None
+            and strip_forbidden(reply["text"]).strip() != ""
             and reply["date"] > review["date"]
+        )
         assert ("date_modified" in item) == modified
         assert entry.find(A + "updated").text == item.get("date_modified", item["date_published"])
         assert item["_reviewsd"]["rating"] == review["rating"]
@@ -597,8 +691,11 @@ def test_property_both_feeds_valid_and_text_round_trips(reviews: list[dict]) -> 
 
 def test_the_characters_removed_from_atom_are_exactly_those_xml_forbids() -> None:
     """Every code point, against XML 1.0's Char production (section 2.2)."""
+
     def xml_char(c: int) -> bool:
-        return c in (0x9, 0xA, 0xD) or 0x20 <= c <= 0xD7FF or 0xE000 <= c <= 0xFFFD or 0x10000 <= c <= 0x10FFFF
+        return (
+            c in (0x9, 0xA, 0xD) or 0x20 <= c <= 0xD7FF or 0xE000 <= c <= 0xFFFD or 0x10000 <= c <= 0x10FFFF
+        )
 
     forbidden = feeds._XML_FORBIDDEN.match
     assert [c for c in range(0x110000) if (forbidden(chr(c)) is None) != xml_char(c)] == []

@@ -52,6 +52,7 @@ HOSTILE = {
 # helpers
 # --------------------------------------------------------------------------
 
+
 @lru_cache(maxsize=None)
 def _registry() -> Registry:
     resources = []
@@ -65,8 +66,9 @@ def _registry() -> Registry:
 def _validator(name: str) -> Draft202012Validator:
     schema = json.loads((SCHEMAS / name).read_text("utf-8"))
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, registry=_registry(),
-                                format_checker=Draft202012Validator.FORMAT_CHECKER)
+    return Draft202012Validator(
+        schema, registry=_registry(), format_checker=Draft202012Validator.FORMAT_CHECKER
+    )
 
 
 def assert_schema_valid(reviews_doc: dict, insights_doc: dict) -> None:
@@ -75,8 +77,10 @@ def assert_schema_valid(reviews_doc: dict, insights_doc: dict) -> None:
         assert not errors, [(name, list(e.absolute_path), e.message[:300]) for e in errors[:5]]
 
 
-_URI = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?"
-                  r"(\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?(#[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$")
+_URI = re.compile(
+    r"^https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?"
+    r"(\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?(#[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$"
+)
 
 
 def assert_uri(value: str) -> None:
@@ -143,7 +147,9 @@ def assert_cross_file_rules(reviews_doc: dict, insights_doc: dict) -> None:
         assert len(ids) == len(set(ids)), f"duplicate ids in {name}"
     business = reviews_doc["business"]
     assert [e["id"] for e in insights_doc["entities"]["services"]] == [s["id"] for s in business["services"]]
-    assert [e["id"] for e in insights_doc["entities"]["service_areas"]] == [a["id"] for a in business["service_areas"]]
+    assert [e["id"] for e in insights_doc["entities"]["service_areas"]] == [
+        a["id"] for a in business["service_areas"]
+    ]
 
     # tallies from per_review
     tallies = {name: {rec["id"]: Counter() for rec in records} for name, records in lists.items()}
@@ -194,8 +200,10 @@ def assert_cross_file_rules(reviews_doc: dict, insights_doc: dict) -> None:
 
     # date range
     dates = sorted(r["date"] for r in reviews)
-    assert insights_doc["date_range"] == {"earliest": dates[0] if dates else None,
-                                          "latest": dates[-1] if dates else None}
+    assert insights_doc["date_range"] == {
+        "earliest": dates[0] if dates else None,
+        "latest": dates[-1] if dates else None,
+    }
 
     # overall sentiment over all reviews
     overall = insights_doc["overall_sentiment"]
@@ -231,7 +239,7 @@ def assert_cross_file_rules(reviews_doc: dict, insights_doc: dict) -> None:
             else:
                 assert e["average_rating"] is None and e["sentiment_score"] is None
     trend = insights_doc["temporal"]["trend"]
-    window = monthly[-trend["window_months"]:]
+    window = monthly[-trend["window_months"] :]
     pts = [(i, e["average_rating"]) for i, e in enumerate(window) if e["average_rating"] is not None]
     slope = 0.0
     if len(pts) >= 2:
@@ -241,8 +249,13 @@ def assert_cross_file_rules(reviews_doc: dict, insights_doc: dict) -> None:
         if sxx:
             slope = sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx
     assert math.isclose(trend["slope_per_month"], round(slope, 4), abs_tol=1e-9)
-    expected_direction = ("stable" if abs(trend["slope_per_month"]) < 0.01
-                          else "improving" if trend["slope_per_month"] > 0 else "declining")
+    expected_direction = (
+        "stable"
+        if abs(trend["slope_per_month"]) < 0.01
+        else "improving"
+        if trend["slope_per_month"] > 0
+        else "declining"
+    )
     assert trend["direction"] == expected_direction
 
 
@@ -274,8 +287,10 @@ def assert_text_matches_mentions(reviews_doc: dict, insights_doc: dict) -> None:
 
 
 def load_committed() -> tuple[dict, dict]:
-    return (json.loads((DATA / "reviews.json").read_text("utf-8")),
-            json.loads((DATA / "insights.json").read_text("utf-8")))
+    return (
+        json.loads((DATA / "reviews.json").read_text("utf-8")),
+        json.loads((DATA / "insights.json").read_text("utf-8")),
+    )
 
 
 def roundtrip(doc: dict) -> dict:
@@ -283,8 +298,13 @@ def roundtrip(doc: dict) -> dict:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "generate_data.py"), *args],
-                          capture_output=True, text=True, timeout=120, check=True)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "generate_data.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
 
 
 @lru_cache(maxsize=None)
@@ -295,6 +315,7 @@ def cached(n: int, seed: int, end: dt.date = DEFAULT_END, years: float = 3.5) ->
 # --------------------------------------------------------------------------
 # tests
 # --------------------------------------------------------------------------
+
 
 def test_committed_sample_matches_the_generator() -> None:
     reviews_doc, insights_doc = load_committed()
@@ -319,8 +340,10 @@ def test_committed_sample_validates_and_agrees() -> None:
     assert_text_matches_mentions(reviews_doc, insights_doc)
 
 
-@pytest.mark.parametrize("n,seed", [(0, 7), (1, 7), (1, 99), (5, 7), (5, 2024), (50, 7), (50, 31337),
-                                    (321, 8), (2000, 7), (2000, 123456)])
+@pytest.mark.parametrize(
+    "n,seed",
+    [(0, 7), (1, 7), (1, 99), (5, 7), (5, 2024), (50, 7), (50, 31337), (321, 8), (2000, 7), (2000, 123456)],
+)
 def test_generated_documents_validate_and_agree(n: int, seed: int) -> None:
     reviews_doc, insights_doc = cached(n, seed)
     reviews_doc, insights_doc = roundtrip(reviews_doc), roundtrip(insights_doc)
@@ -331,9 +354,12 @@ def test_generated_documents_validate_and_agree(n: int, seed: int) -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(n=st.integers(0, 60), seed=st.integers(-2**40, 2**40),
-       end=st.dates(dt.date(1990, 1, 1), dt.date(2200, 12, 31)),
-       years=st.floats(0.01, 15, allow_nan=False))
+@given(
+    n=st.integers(0, 60),
+    seed=st.integers(-(2**40), 2**40),
+    end=st.dates(dt.date(1990, 1, 1), dt.date(2200, 12, 31)),
+    years=st.floats(0.01, 15, allow_nan=False),
+)
 def test_any_arguments_give_valid_agreeing_documents(n: int, seed: int, end: dt.date, years: float) -> None:
     reviews_doc, insights_doc = generate(n, seed, end, years)
     assert_schema_valid(reviews_doc, insights_doc)
@@ -347,9 +373,13 @@ def test_any_arguments_give_valid_agreeing_documents(n: int, seed: int, end: dt.
 def test_empty_dataset() -> None:
     reviews_doc, insights_doc = cached(0, 7)
     assert reviews_doc["reviews"] == [] and insights_doc["per_review"] == {}
-    assert reviews_doc["aggregate_rating"] == {"rating_value": 0, "review_count": 0, "best_rating": 5,
-                                               "worst_rating": 1,
-                                               "distribution": {str(k): 0 for k in range(1, 6)}}
+    assert reviews_doc["aggregate_rating"] == {
+        "rating_value": 0,
+        "review_count": 0,
+        "best_rating": 5,
+        "worst_rating": 1,
+        "distribution": {str(k): 0 for k in range(1, 6)},
+    }
     assert insights_doc["date_range"] == {"earliest": None, "latest": None}
     assert insights_doc["pull_quote"] is None and insights_doc["faq"] == []
     assert insights_doc["temporal"]["monthly"] == []
@@ -386,8 +416,12 @@ def test_cli_arguments(tmp_path: Path) -> None:
     assert len(reviews_doc["reviews"]) == 5 and reviews_doc["reviews"][0]["date"] == "2025-06-30"
     assert_cross_file_rules(reviews_doc, insights_doc)
     for bad in (["--reviews", "-1"], ["--end-date", "2025-13-01"], ["--years", "0"]):
-        result = subprocess.run([sys.executable, str(ROOT / "tools" / "generate_data.py"), "--out", str(out), *bad],
-                                capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "tools" / "generate_data.py"), "--out", str(out), *bad],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 2, bad
 
 
@@ -416,6 +450,7 @@ def test_hostile_texts_are_sprinkled_into_big_sets() -> None:
 
 # --- content of the bundled sample ----------------------------------------
 
+
 @pytest.fixture(scope="module")
 def sample() -> tuple[dict, dict]:
     return load_committed()
@@ -440,8 +475,14 @@ def test_sample_business(sample) -> None:
     assert urlsplit(business["url"]).hostname.endswith(".example")
     assert business["telephone"].startswith("+1 ")
     assert [s["id"] for s in business["services"]] == [
-        "spinal-adjustment", "massage-therapy", "spinal-decompression", "sports-injury",
-        "prenatal-care", "pediatric-care", "posture-rehab"]
+        "spinal-adjustment",
+        "massage-therapy",
+        "spinal-decompression",
+        "sports-injury",
+        "prenatal-care",
+        "pediatric-care",
+        "posture-rehab",
+    ]
     assert 5 <= len(business["service_areas"]) <= 6
     techs = insights_doc["entities"]["technicians"]
     assert len(techs) == 5
@@ -449,8 +490,15 @@ def test_sample_business(sample) -> None:
     assert any(not t["name"].startswith("Dr. ") for t in techs)
     assert sum(any(ord(c) > 127 for c in t["name"]) for t in techs) >= 1
     assert [a["id"] for a in insights_doc["aspects"]] == [
-        "pain-relief", "bedside-manner", "wait-time", "scheduling", "billing-insurance",
-        "explanation-of-treatment", "front-desk", "cleanliness"]
+        "pain-relief",
+        "bedside-manner",
+        "wait-time",
+        "scheduling",
+        "billing-insurance",
+        "explanation-of-treatment",
+        "front-desk",
+        "cleanliness",
+    ]
     assert all(t["mention_count"] > 0 for t in techs)
     assert all(e["mention_count"] > 0 for e in insights_doc["entities"]["services"])
 

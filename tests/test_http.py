@@ -11,18 +11,18 @@ from urllib.parse import quote, urlencode
 
 import pytest
 import referencing
+import referencing.jsonschema
+from conftest import SMALL_SPECS
+from factories import make_docs, write_docs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import referencing.jsonschema
 from jsonschema import Draft202012Validator
 from werkzeug.http import http_date, parse_date
 from werkzeug.test import Client
 from werkzeug.wrappers import Request
 
-from reviewsd_app.web import payloads
 from reviewsd_app import reviewsd
-from conftest import SMALL_SPECS
-from factories import make_docs, write_docs
+from reviewsd_app.web import payloads
 
 STATIC_PATHS = ["/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", "/.well-known/openapi.json"]
 CONDITIONAL_PATHS = STATIC_PATHS + ["/api/reviews/since/2025-01-01"]
@@ -46,8 +46,11 @@ def contract_validator(openapi: dict, component: str) -> Draft202012Validator:
     """A validator for one component of the served OpenAPI document, refs resolved inside it."""
     resource = referencing.jsonschema.DRAFT202012.create_resource(openapi)
     registry = referencing.Registry().with_resource("urn:openapi", resource)
-    return Draft202012Validator({"$ref": f"urn:openapi#/components/schemas/{component}"}, registry=registry,
-                                format_checker=Draft202012Validator.FORMAT_CHECKER)
+    return Draft202012Validator(
+        {"$ref": f"urn:openapi#/components/schemas/{component}"},
+        registry=registry,
+        format_checker=Draft202012Validator.FORMAT_CHECKER,
+    )
 
 
 def assert_valid(openapi: dict, component: str, document: Any) -> None:
@@ -81,20 +84,26 @@ def test_reviews_are_served_newest_first(client: Client) -> None:
     assert keys == sorted(keys, reverse=True)
 
 
-@pytest.mark.parametrize("path", ["/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml",
-                                  "/api/reviews/since/2025-01-01"])
+@pytest.mark.parametrize(
+    "path",
+    ["/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", "/api/reviews/since/2025-01-01"],
+)
 def test_last_modified_is_the_data_generation_time(client: Client, app, path: str) -> None:
     dataset = app.store.current.dataset
     stamp = (dataset.insights_doc if path == "/insights.json" else dataset.reviews_doc)["generated_at"]
     assert parse_date(client.get(path).headers["Last-Modified"]) == parse_date(
-        http_date(parse_date_iso(stamp)))
+        http_date(parse_date_iso(stamp))
+    )
 
 
 def test_a_generation_time_in_the_future_is_served_as_the_load_time(tmp_path) -> None:
     write_docs(tmp_path / "data", *make_docs(SMALL_SPECS, generated_at="2999-01-01T00:00:00Z"))
     before = datetime.now(timezone.utc).replace(microsecond=0)
-    app = reviewsd.create_app(reviewsd.Config(data_dir=str(tmp_path / "data"), state_dir=str(tmp_path / "state"),
-                                              reload_interval=0, hub=False))
+    app = reviewsd.create_app(
+        reviewsd.Config(
+            data_dir=str(tmp_path / "data"), state_dir=str(tmp_path / "state"), reload_interval=0, hub=False
+        )
+    )
     after = datetime.now(timezone.utc)
     for path in ("/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml"):
         assert before <= parse_date(Client(app).get(path).headers["Last-Modified"]) <= after, path
@@ -102,14 +111,17 @@ def test_a_generation_time_in_the_future_is_served_as_the_load_time(tmp_path) ->
 
 def parse_date_iso(value: str):
     from datetime import datetime
+
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 @pytest.mark.parametrize("path", TOPICS)
 def test_topics_carry_websub_discovery_links(client: Client, path: str) -> None:
     link = client.get(path).headers["Link"]
-    assert link == (f'<https://reviews.example.com/api/websub/hub>; rel="hub", '
-                    f'<https://reviews.example.com{path}>; rel="self"')
+    assert link == (
+        f'<https://reviews.example.com/api/websub/hub>; rel="hub", '
+        f'<https://reviews.example.com{path}>; rel="self"'
+    )
 
 
 def test_insights_are_not_a_topic(client: Client) -> None:
@@ -130,13 +142,16 @@ def test_matching_etag_gives_304_with_validators_and_no_body(client: Client, pat
     assert "Content-Length" not in response.headers or response.headers["Content-Length"] == "0"
 
 
-@pytest.mark.parametrize("if_none_match, status", [
-    ('"nope"', 200),
-    ("*", 304),
-    ('"nope", {etag}', 304),
-    ("W/{etag}", 304),  # weak comparison for If-None-Match
-    ('"{bare}-gzip"', 200),  # the gzip representation's tag does not validate the identity one
-])
+@pytest.mark.parametrize(
+    "if_none_match, status",
+    [
+        ('"nope"', 200),
+        ("*", 304),
+        ('"nope", {etag}', 304),
+        ("W/{etag}", 304),  # weak comparison for If-None-Match
+        ('"{bare}-gzip"', 200),  # the gzip representation's tag does not validate the identity one
+    ],
+)
 def test_if_none_match_forms(client: Client, if_none_match: str, status: int) -> None:
     etag = client.get("/reviews.json").headers["ETag"]
     value = if_none_match.format(etag=etag, bare=etag.strip('"'))
@@ -154,7 +169,9 @@ def test_if_modified_since(client: Client) -> None:
 
 def test_if_none_match_wins_over_if_modified_since(client: Client) -> None:
     modified = client.get("/reviews.json").headers["Last-Modified"]
-    response = client.get("/reviews.json", headers={"If-None-Match": '"other"', "If-Modified-Since": modified})
+    response = client.get(
+        "/reviews.json", headers={"If-None-Match": '"other"', "If-Modified-Since": modified}
+    )
     assert response.status_code == 200
 
 
@@ -182,8 +199,9 @@ def test_a_trailing_slash_names_the_same_payload(client: Client, path: str, meth
     assert (slashed.headers["ETag"], slashed.data) == (plain.headers["ETag"], plain.data)
 
 
-@pytest.mark.parametrize("accept", ["gzip;q=0", "identity", "br", "", "gzip;q=0, *", "*, x-gzip;q=0", "*;q=0",
-                                    "identity, *;q=0"])
+@pytest.mark.parametrize(
+    "accept", ["gzip;q=0", "identity", "br", "", "gzip;q=0, *", "*, x-gzip;q=0", "*;q=0", "identity, *;q=0"]
+)
 def test_no_gzip_unless_accepted(client: Client, accept: str) -> None:
     response = client.get("/reviews.json", headers={"Accept-Encoding": accept})
     assert "Content-Encoding" not in response.headers
@@ -206,9 +224,15 @@ def test_head_has_the_headers_of_get_and_no_body(client: Client, path: str) -> N
 
 @pytest.mark.parametrize("path", ["/reviews.json", "/api/reviews/search", "/api/reviews/since/2025-01-01"])
 def test_cors_preflight(client: Client, path: str) -> None:
-    response = client.open(path, method="OPTIONS", headers={
-        "Origin": "https://example.org", "Access-Control-Request-Method": "GET",
-        "Access-Control-Request-Headers": "if-none-match"})
+    response = client.open(
+        path,
+        method="OPTIONS",
+        headers={
+            "Origin": "https://example.org",
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "if-none-match",
+        },
+    )
     assert response.status_code == 204
     assert response.headers["Access-Control-Allow-Origin"] == "*"
     assert "GET" in response.headers["Access-Control-Allow-Methods"]
@@ -234,35 +258,69 @@ def assert_error(response, status: int, code: str, openapi: dict) -> dict:
     return body
 
 
-@pytest.mark.parametrize("path", ["/nope", "/reviews.json/extra", "/api/reviews/01ZZZZZZZZZZZZZZZZZZZZZZZZ",
-                                  "/api/reviews/since", "/api/websub/hubx"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/nope",
+        "/reviews.json/extra",
+        "/api/reviews/01ZZZZZZZZZZZZZZZZZZZZZZZZ",
+        "/api/reviews/since",
+        "/api/websub/hubx",
+    ],
+)
 def test_unknown_paths_are_json_404(client: Client, openapi: dict, path: str) -> None:
     assert_error(client.get(path), 404, "not_found", openapi)
 
 
-@pytest.mark.parametrize("method, path", [("POST", "/reviews.json"), ("PUT", "/insights.json"),
-                                          ("DELETE", "/api/feed.json"), ("PATCH", "/api/reviews/search"),
-                                          ("POST", "/api/reviews/since/2025-01-01")])
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("POST", "/reviews.json"),
+        ("PUT", "/insights.json"),
+        ("DELETE", "/api/feed.json"),
+        ("PATCH", "/api/reviews/search"),
+        ("POST", "/api/reviews/since/2025-01-01"),
+    ],
+)
 def test_wrong_methods_are_405_with_allow(client: Client, openapi: dict, method: str, path: str) -> None:
     response = client.open(path, method=method)
     assert_error(response, 405, "method_not_allowed", openapi)
     assert set(response.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS"}
 
 
-@pytest.mark.parametrize("date", ["2025-02-30", "2025-13-01", "yesterday", "2025-1-1", "2025-01-01T00:00:00Z",
-                                  "2025/01/01", "２０２５-01-01", "", "%0A2025-01-01", "2025-01-01%0A",
-                                  "-568-08-13"])  # a signed year: jsonschema-rs's date format alone admits it
+@pytest.mark.parametrize(
+    "date",
+    [
+        "2025-02-30",
+        "2025-13-01",
+        "yesterday",
+        "2025-1-1",
+        "2025-01-01T00:00:00Z",
+        "2025/01/01",
+        "２０２５-01-01",
+        "",
+        "%0A2025-01-01",
+        "2025-01-01%0A",
+        "-568-08-13",
+    ],
+)  # a signed year: jsonschema-rs's date format alone admits it
 def test_malformed_since_date_is_400(client: Client, openapi: dict, date: str) -> None:
     body = assert_error(client.get(f"/api/reviews/since/{date}"), 400, "invalid_parameters", openapi)
     assert body["issues"][0]["path"] == ["date"] and body["issues"][0]["code"] == "invalid_date"
 
 
 def test_search_400_lists_every_problem(client: Client, openapi: dict) -> None:
-    response = client.get("/api/reviews/search?rating=abc&limit=0&since=2026-02-30&colour=red&query=a&query=b")
+    response = client.get(
+        "/api/reviews/search?rating=abc&limit=0&since=2026-02-30&colour=red&query=a&query=b"
+    )
     body = assert_error(response, 400, "invalid_parameters", openapi)
     assert sorted((i["path"][0], i["code"]) for i in body["issues"]) == [
-        ("colour", "unknown_parameter"), ("limit", "minimum"), ("query", "repeated_parameter"),
-        ("rating", "type"), ("since", "invalid_date")]
+        ("colour", "unknown_parameter"),
+        ("limit", "minimum"),
+        ("query", "repeated_parameter"),
+        ("rating", "type"),
+        ("since", "invalid_date"),
+    ]
 
 
 def test_an_integer_too_long_to_read_is_400_not_500(client: Client, openapi: dict) -> None:
@@ -274,10 +332,15 @@ def test_an_integer_too_long_to_read_is_400_not_500(client: Client, openapi: dic
 
 
 def test_since_after_until_is_400(client: Client, openapi: dict) -> None:
-    body = assert_error(client.get("/api/reviews/search?since=2025-02-01&until=2025-01-01"), 400,
-                        "invalid_parameters", openapi)
-    assert body["issues"] == [{"path": ["since"], "code": "date_order",
-                               "message": "since (2025-02-01) is after until (2025-01-01)"}]
+    body = assert_error(
+        client.get("/api/reviews/search?since=2025-02-01&until=2025-01-01"),
+        400,
+        "invalid_parameters",
+        openapi,
+    )
+    assert body["issues"] == [
+        {"path": ["since"], "code": "date_order", "message": "since (2025-02-01) is after until (2025-01-01)"}
+    ]
 
 
 def test_authorization_header_is_ignored(client: Client) -> None:
@@ -303,11 +366,16 @@ def test_search_default_limit_is_20(client: Client) -> None:
 def test_search_filters_combine_with_and(client: Client, app) -> None:
     dataset = app.store.current.dataset
     tech = next(iter(dataset.technicians.values()))
-    url = f"/api/reviews/search?rating=5&since=2024-01-01&mentions_technician={tech['name'].upper()}&limit=100"
+    url = (
+        f"/api/reviews/search?rating=5&since=2024-01-01&mentions_technician={tech['name'].upper()}&limit=100"
+    )
     body = client.get(url).get_json()
     per_review = dataset.insights_doc["per_review"]
-    expected = [r for r in dataset.reviews if r["rating"] == 5 and r["date"] >= "2024-01-01"
-                and tech["id"] in per_review[r["id"]]["technicians"]]
+    expected = [
+        r
+        for r in dataset.reviews
+        if r["rating"] == 5 and r["date"] >= "2024-01-01" and tech["id"] in per_review[r["id"]]["technicians"]
+    ]
     assert body["matched"] == len(expected) > 0
     assert [r["id"] for r in body["reviews"]] == [r["id"] for r in expected[:100]]
 
@@ -323,8 +391,11 @@ def test_search_query_is_case_insensitive_substring(client: Client, app) -> None
     body = client.get("/api/reviews/search?query=BACK&limit=100").get_json()
     assert body["matched"] > 0
     assert all("back" in r["text"].casefold() for r in body["reviews"])
-    assert client.get("/api/reviews/search?query=zzzqqqxxx").get_json() == {"matched": 0, "returned": 0,
-                                                                            "reviews": []}
+    assert client.get("/api/reviews/search?query=zzzqqqxxx").get_json() == {
+        "matched": 0,
+        "returned": 0,
+        "reviews": [],
+    }
 
 
 def test_since_lists_reviews_on_or_after_the_date(client: Client, app, openapi: dict) -> None:
@@ -336,16 +407,23 @@ def test_since_lists_reviews_on_or_after_the_date(client: Client, app, openapi: 
 
 
 def test_since_in_the_future_is_empty(client: Client) -> None:
-    assert client.get("/api/reviews/since/2999-01-01").get_json() == {"since": "2999-01-01", "count": 0,
-                                                                      "reviews": []}
+    assert client.get("/api/reviews/since/2999-01-01").get_json() == {
+        "since": "2999-01-01",
+        "count": 0,
+        "reviews": [],
+    }
 
 
 def test_single_review(client: Client, app, openapi: dict) -> None:
     review = app.store.current.dataset.reviews[0]
     response = client.get(f"/api/reviews/{review['id']}")
     assert response.get_json() == review
-    assert client.get(f"/api/reviews/{review['id']}", headers={"If-None-Match": response.headers["ETag"]}
-                      ).status_code == 304
+    assert (
+        client.get(
+            f"/api/reviews/{review['id']}", headers={"If-None-Match": response.headers["ETag"]}
+        ).status_code
+        == 304
+    )
 
 
 # ---------------------------------------------------------------- OpenAPI
@@ -366,7 +444,9 @@ def test_openapi_uses_the_same_schemas(openapi: dict) -> None:
     assert {p["name"] for p in params} == set(SCHEMAS["search-params.schema.json"]["properties"])
     assert {p["name"]: p["schema"] for p in params} == SCHEMAS["search-params.schema.json"]["properties"]
     assert {p["name"]: p["description"] for p in params} == {
-        name: schema["description"] for name, schema in SCHEMAS["search-params.schema.json"]["properties"].items()}
+        name: schema["description"]
+        for name, schema in SCHEMAS["search-params.schema.json"]["properties"].items()
+    }
 
 
 @pytest.mark.parametrize("status", [414, 431])
@@ -386,10 +466,15 @@ def test_openapi_documents_the_servers_own_refusals_everywhere(openapi: dict, st
 
 
 @pytest.mark.parametrize("accept_encoding", ["", "gzip"])
-def test_openapi_names_every_header_a_read_answer_carries(client: Client, openapi: dict, accept_encoding: str) -> None:
+def test_openapi_names_every_header_a_read_answer_carries(
+    client: Client, openapi: dict, accept_encoding: str
+) -> None:
     review_id = client.get("/api/reviews/search?limit=1").get_json()["reviews"][0]["id"]
-    examples = {"/api/reviews/since/{date}": "/api/reviews/since/2025-01-01",
-                "/api/reviews/{id}": f"/api/reviews/{review_id}", "/api/reviews/search": "/api/reviews/search?rating=5"}
+    examples = {
+        "/api/reviews/since/{date}": "/api/reviews/since/2025-01-01",
+        "/api/reviews/{id}": f"/api/reviews/{review_id}",
+        "/api/reviews/search": "/api/reviews/search?rating=5",
+    }
     framing = {"Content-Type", "Content-Length"}  # OpenAPI states these through content and bodies
     for path, operations in openapi["paths"].items():
         responses = operations.get("get", {}).get("responses", {})
@@ -401,8 +486,12 @@ def test_openapi_names_every_header_a_read_answer_carries(client: Client, openap
         assert set(ok.headers.keys()) - framing <= documented, path
         assert documented - {"Content-Encoding"} <= set(ok.headers.keys()), path
         if "304" in responses:
-            again = client.get(url, headers={"Accept-Encoding": accept_encoding, "If-None-Match": ok.headers["ETag"]})
-            assert again.status_code == 304 and set(again.headers.keys()) == set(responses["304"]["headers"]), path
+            again = client.get(
+                url, headers={"Accept-Encoding": accept_encoding, "If-None-Match": ok.headers["ETag"]}
+            )
+            assert again.status_code == 304 and set(again.headers.keys()) == set(
+                responses["304"]["headers"]
+            ), path
 
 
 def test_openapi_describes_every_route(app, openapi: dict) -> None:
@@ -436,11 +525,41 @@ def test_healthz_is_503_when_the_hub_stopped(client: Client, app) -> None:
 # ---------------------------------------------------------------- any query string
 
 
-query_names = st.sampled_from(["rating", "min_rating", "since", "until", "query", "limit", "mentions_technician",
-                               "mentions_service", "x", "", "rating[]", "%00", "limit "])
-query_values = st.text(max_size=15) | st.sampled_from(["5", "4.5", "1e0", "2025-01-01", "2025-02-30", "-1", "100",
-                                                       "101", "nan", "inf", "０", "dr. maya patel",
-                                                       "9" * 4301, "-" + "0" * 4400 + "5"])
+query_names = st.sampled_from(
+    [
+        "rating",
+        "min_rating",
+        "since",
+        "until",
+        "query",
+        "limit",
+        "mentions_technician",
+        "mentions_service",
+        "x",
+        "",
+        "rating[]",
+        "%00",
+        "limit ",
+    ]
+)
+query_values = st.text(max_size=15) | st.sampled_from(
+    [
+        "5",
+        "4.5",
+        "1e0",
+        "2025-01-01",
+        "2025-02-30",
+        "-1",
+        "100",
+        "101",
+        "nan",
+        "inf",
+        "０",
+        "dr. maya patel",
+        "9" * 4301,
+        "-" + "0" * 4400 + "5",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -455,8 +574,14 @@ def test_any_search_query_string_is_200_or_400_never_500(client: Client, openapi
 
 
 @settings(max_examples=500, deadline=None)
-@given(raw=st.binary(max_size=40) | st.lists(st.sampled_from([b"a", b"=", b"&", b"+", b"%", b"%c3", b"%a9", b"%ff",
-                                                                 b"\xc3\xa9", b"\xff", b";", b"%2"])).map(b"".join))
+@given(
+    raw=st.binary(max_size=40)
+    | st.lists(
+        st.sampled_from(
+            [b"a", b"=", b"&", b"+", b"%", b"%c3", b"%a9", b"%ff", b"\xc3\xa9", b"\xff", b";", b"%2"]
+        )
+    ).map(b"".join)
+)
 def test_query_args_read_the_query_as_werkzeug_does(raw: bytes) -> None:
     environ = {"QUERY_STRING": raw.decode("latin-1")}  # how WSGI carries the raw bytes
     ours = reviewsd.query_args(environ)
@@ -482,9 +607,18 @@ def test_any_since_segment_is_200_or_400(client: Client, date: str) -> None:
 
 
 # One request per GET operation of the OpenAPI document, with its path parameters filled in.
-HEADER_CASES = ["/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", "/api/reviews/search?rating=5",
-                "/api/reviews/since/2026-10-01", "/api/reviews/{id}", "/api/reviews/{long_id}",
-                "/.well-known/openapi.json", "/healthz"]
+HEADER_CASES = [
+    "/reviews.json",
+    "/insights.json",
+    "/api/feed.json",
+    "/feed.xml",
+    "/api/reviews/search?rating=5",
+    "/api/reviews/since/2026-10-01",
+    "/api/reviews/{id}",
+    "/api/reviews/{long_id}",
+    "/.well-known/openapi.json",
+    "/healthz",
+]
 ALWAYS = {"content-type", "content-length"}  # described by the response's content, not as headers
 
 
@@ -496,10 +630,14 @@ def documented_headers(openapi: dict, path: str, status: str) -> set[str]:
 
 @pytest.mark.parametrize("path", HEADER_CASES)
 @pytest.mark.parametrize("compressed", [False, True])
-def test_openapi_names_exactly_the_headers_each_get_sends(openapi: dict, client: Client, path: str,
-                                                         compressed: bool) -> None:
+def test_openapi_names_exactly_the_headers_each_get_sends(
+    openapi: dict, client: Client, path: str, compressed: bool
+) -> None:
     reviews = client.get("/api/reviews/search?limit=100").get_json()["reviews"]
-    short, long = min(reviews, key=lambda r: len(json.dumps(r))), max(reviews, key=lambda r: len(json.dumps(r)))
+    short, long = (
+        min(reviews, key=lambda r: len(json.dumps(r))),
+        max(reviews, key=lambda r: len(json.dumps(r))),
+    )
     url = path.replace("{id}", short["id"]).replace("{long_id}", long["id"])
     response = client.get(url, headers={"Accept-Encoding": "gzip"} if compressed else {})
     sent = {name.lower() for name, _ in response.headers}
@@ -508,8 +646,13 @@ def test_openapi_names_exactly_the_headers_each_get_sends(openapi: dict, client:
         documented.discard("content-encoding")  # "absent otherwise"
     assert sent - ALWAYS == documented, path
     if "etag" in sent:
-        again = client.get(url, headers={"If-None-Match": response.headers["ETag"],
-                                         **({"Accept-Encoding": "gzip"} if compressed else {})})
+        again = client.get(
+            url,
+            headers={
+                "If-None-Match": response.headers["ETag"],
+                **({"Accept-Encoding": "gzip"} if compressed else {}),
+            },
+        )
         assert again.status_code == 304
         assert {name.lower() for name, _ in again.headers} == documented_headers(openapi, path, "304"), path
 
@@ -524,5 +667,7 @@ def test_only_the_mcp_endpoint_exposes_its_session_header(openapi: dict, client:
 
 
 def test_the_search_parameters_state_the_since_until_rule(openapi: dict) -> None:
-    params = {p["name"]: p["description"] for p in openapi["paths"]["/api/reviews/search"]["get"]["parameters"]}
+    params = {
+        p["name"]: p["description"] for p in openapi["paths"]["/api/reviews/search"]["get"]["parameters"]
+    }
     assert "must not be after until" in params["since"] and "must not be before since" in params["until"]

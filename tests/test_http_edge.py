@@ -13,24 +13,34 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
-
 from polling import wait_until  # noqa: E402
-from test_server import (WAIT, assert_json_error, closed_within, connect, exchange, read_response,  # noqa: E402
-                         serving)
+from test_server import (
+    WAIT,
+    assert_json_error,
+    closed_within,
+    connect,
+    exchange,
+    read_response,  # noqa: E402
+    serving,
+)
 
 ATTACKER = "127.0.0.2"  # all of 127.0.0.0/8 is loopback on Linux: a second client address
 
 
 def ignore_body(environ: dict, start_response: Any) -> list[bytes]:
     """Answers without reading wsgi.input; reports the method and path."""
-    out = json.dumps({"method": environ["REQUEST_METHOD"], "path": environ["PATH_INFO"],
-                      "host": environ.get("HTTP_HOST"), "len": environ.get("CONTENT_LENGTH")}).encode()
+    out = json.dumps(
+        {
+            "method": environ["REQUEST_METHOD"],
+            "path": environ["PATH_INFO"],
+            "host": environ.get("HTTP_HOST"),
+            "len": environ.get("CONTENT_LENGTH"),
+        }
+    ).encode()
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(out)))])
     return [out]
 
@@ -104,25 +114,33 @@ def test_a_body_that_arrives_in_pieces_reaches_the_app_whole() -> None:
 
 # -- framing (RFC 9112 6-7) ------------------------------------------------------------------
 
-CHUNKED_HEAD = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+CHUNKED_HEAD = (
+    b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
 
 
 def test_bytes_after_the_last_chunk_are_not_a_request() -> None:
     # Issue 19, repro 2: the old decoder ended the body before the last chunk's CRLF and served /smuggled.
     with serving(ignore_body) as srv:
-        status, _, body = only_response(srv, CHUNKED_HEAD + b"2\r\n{}\r\n0\r\nXXGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, _, body = only_response(
+            srv, CHUNKED_HEAD + b"2\r\n{}\r\n0\r\nXXGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
         assert (status, json.loads(body)["error"]) == (400, "bad_request")
 
 
 def test_trailer_fields_are_read_up_to_their_empty_line_and_ignored() -> None:
     with serving(ignore_body) as srv, connect(srv) as sock:
         f = sock.makefile("rb")
-        sock.sendall(CHUNKED_HEAD + b"2\r\n{}\r\n0\r\nX-Sum: 1\r\nX-Not-A-Request: GET /smuggled HTTP/1.1\r\n\r\n"
-                     b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(
+            CHUNKED_HEAD + b"2\r\n{}\r\n0\r\nX-Sum: 1\r\nX-Not-A-Request: GET /smuggled HTTP/1.1\r\n\r\n"
+            b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
         assert [json.loads(read_response(f)[2])["path"] for _ in range(2)] == ["/mcp", "/next"]
 
 
-@pytest.mark.parametrize("size", [b"0x2", b"+2", b"0_2", b" 2", b"\x0b2", b"2\x0c", b"2 ", b"00000000000000002"])
+@pytest.mark.parametrize(
+    "size", [b"0x2", b"+2", b"0_2", b" 2", b"\x0b2", b"2\x0c", b"2 ", b"00000000000000002"]
+)
 def test_a_chunk_size_is_hex_digits_only(size: bytes) -> None:
     # Issue 19, repro 3: int(x, 16) took all of these, and the connection was kept.
     with serving(ignore_body) as srv:
@@ -141,15 +159,20 @@ def test_chunk_extensions_are_ignored() -> None:
         assert (status, json.loads(body)["len"], headers.get("connection")) == (200, "2", None)
 
 
-@pytest.mark.parametrize("framing", [
-    b"Content-Length: 2\r\nContent-Length: 2",  # equal values: still refused
-    b"Content-Length: 2, 2",
-    b"Transfer-Encoding: chunked\r\nTransfer-Encoding: identity",
-    b"Transfer-Encoding: chunked, gzip",
-])
+@pytest.mark.parametrize(
+    "framing",
+    [
+        b"Content-Length: 2\r\nContent-Length: 2",  # equal values: still refused
+        b"Content-Length: 2, 2",
+        b"Transfer-Encoding: chunked\r\nTransfer-Encoding: identity",
+        b"Transfer-Encoding: chunked, gzip",
+    ],
+)
 def test_ambiguous_framing_is_400_and_close(framing: bytes) -> None:
     with serving(ignore_body) as srv:
-        assert only_response(srv, b"POST / HTTP/1.1\r\nHost: x\r\n" + framing + b"\r\n\r\n{}0\r\n\r\n")[0] == 400
+        assert (
+            only_response(srv, b"POST / HTTP/1.1\r\nHost: x\r\n" + framing + b"\r\n\r\n{}0\r\n\r\n")[0] == 400
+        )
 
 
 def test_transfer_encoding_on_http10_is_400() -> None:
@@ -166,17 +189,20 @@ def test_a_chunked_body_over_max_body_is_413_as_it_arrives() -> None:
 # -- the request line and Host (RFC 9112 3, RFC 9110 9.1) ------------------------------------
 
 
-@pytest.mark.parametrize("line, status", [
-    (b"get /healthz HTTP/1.1", 501),  # issue 19, repro 6: served as GET before
-    (b"Get /healthz HTTP/1.1", 501),
-    (b"FOO /healthz HTTP/1.1", 501),
-    (b"GET /a\x01b HTTP/1.1", 400),  # issue 19, repro 5
-    (b"GET /a\x7fb HTTP/1.1", 400),
-    (b"GET /healthz#frag HTTP/1.1", 400),  # issue 19, repro 7
-    (b"GET * HTTP/1.1", 400),  # asterisk-form is OPTIONS' only
-    (b"GET / HTTP/1.1 ", 400),
-    (b"GET / HTTP/3.0", 505),
-])
+@pytest.mark.parametrize(
+    "line, status",
+    [
+        (b"get /healthz HTTP/1.1", 501),  # issue 19, repro 6: served as GET before
+        (b"Get /healthz HTTP/1.1", 501),
+        (b"FOO /healthz HTTP/1.1", 501),
+        (b"GET /a\x01b HTTP/1.1", 400),  # issue 19, repro 5
+        (b"GET /a\x7fb HTTP/1.1", 400),
+        (b"GET /healthz#frag HTTP/1.1", 400),  # issue 19, repro 7
+        (b"GET * HTTP/1.1", 400),  # asterisk-form is OPTIONS' only
+        (b"GET / HTTP/1.1 ", 400),
+        (b"GET / HTTP/3.0", 505),
+    ],
+)
 def test_request_line_rules(line: bytes, status: int) -> None:
     with serving(ignore_body) as srv:
         response = only_response(srv, line + b"\r\nHost: x\r\n\r\n")
@@ -192,8 +218,14 @@ def test_an_invalid_host_is_400(host: bytes) -> None:
 
 def test_absolute_form_takes_its_host_from_the_target() -> None:
     with serving(ignore_body) as srv:
-        status, _, body = exchange(srv, b"GET http://reviews.example:8080/p?q HTTP/1.1\r\nHost: other\r\n\r\n")
-        assert (status, json.loads(body)["host"], json.loads(body)["path"]) == (200, "reviews.example:8080", "/p")
+        status, _, body = exchange(
+            srv, b"GET http://reviews.example:8080/p?q HTTP/1.1\r\nHost: other\r\n\r\n"
+        )
+        assert (status, json.loads(body)["host"], json.loads(body)["path"]) == (
+            200,
+            "reviews.example:8080",
+            "/p",
+        )
 
 
 def test_options_asterisk_form_is_served() -> None:
@@ -202,11 +234,14 @@ def test_options_asterisk_form_is_served() -> None:
         assert (status, json.loads(body)["path"]) == (200, "*")
 
 
-@pytest.mark.parametrize("data", [
-    b"GET / HTTP/1.1\nHost: x\n\n",  # bare LF line ends
-    b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\rX-B: 2\r\n\r\n",  # a bare CR
-    b"GET / HTTP/1.1\r\n Host: x\r\n\r\n",  # whitespace before the first field
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"GET / HTTP/1.1\nHost: x\n\n",  # bare LF line ends
+        b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\rX-B: 2\r\n\r\n",  # a bare CR
+        b"GET / HTTP/1.1\r\n Host: x\r\n\r\n",  # whitespace before the first field
+    ],
+)
 def test_line_ends_are_crlf_only(data: bytes) -> None:
     with serving(ignore_body) as srv:
         assert only_response(srv, data)[0] == 400
@@ -249,7 +284,9 @@ def test_at_the_per_client_cap_the_clients_idle_connections_go_first() -> None:
             socks[0].sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # now idle on keep-alive
             assert read_response(socks[0].makefile("rb"))[0] == 200
             assert wait_until(lambda: any(c.state == "idle" for c in list(srv._conns)))
-            assert get_from(srv.server_address, ATTACKER) == 200  # a fourth: room made by closing the idle one
+            assert (
+                get_from(srv.server_address, ATTACKER) == 200
+            )  # a fourth: room made by closing the idle one
             assert closed_within(socks[0], WAIT)
             assert get_from(srv.server_address) == 200  # another address is not capped by this one
         finally:
@@ -262,7 +299,9 @@ def test_over_the_per_client_cap_without_idle_ones_the_new_connection_is_closed(
         socks = open_from(srv, ATTACKER, 2, b"GET / HTTP/1.1\r\n")
         try:
             assert wait_until(lambda: srv._per_client.get(ATTACKER) == 2)
-            with socket.create_connection(srv.server_address[:2], timeout=WAIT, source_address=(ATTACKER, 0)) as extra:
+            with socket.create_connection(
+                srv.server_address[:2], timeout=WAIT, source_address=(ATTACKER, 0)
+            ) as extra:
                 assert closed_within(extra, WAIT)
         finally:
             for sock in socks:
@@ -272,8 +311,9 @@ def test_over_the_per_client_cap_without_idle_ones_the_new_connection_is_closed(
 def test_trusted_proxies_have_no_per_client_cap() -> None:
     import ipaddress
 
-    with serving(ignore_body, max_connections_per_client=2,
-                 trusted_proxies=[ipaddress.ip_network("127.0.0.2/32")]) as srv:
+    with serving(
+        ignore_body, max_connections_per_client=2, trusted_proxies=[ipaddress.ip_network("127.0.0.2/32")]
+    ) as srv:
         socks = open_from(srv, ATTACKER, 5, b"GET / HTTP/1.1\r\n")
         try:
             assert wait_until(lambda: srv._per_client.get(ATTACKER) == 5)
@@ -285,14 +325,21 @@ def test_trusted_proxies_have_no_per_client_cap() -> None:
 # -- every refusal: the JSON error body ------------------------------------------------------
 
 
-@pytest.mark.parametrize("data, status, slug", [
-    (b"GET / HTTP/1.1\r\n\r\n", 400, "bad_request"),
-    (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n", 413, "body_too_large"),
-    (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
-    (b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"b" * 40000 + b"\r\n\r\n", 431, "request_header_fields_too_large"),
-    (b"get / HTTP/1.1\r\nHost: x\r\n\r\n", 501, "not_implemented"),
-    (b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, "http_version_not_supported"),
-])
+@pytest.mark.parametrize(
+    "data, status, slug",
+    [
+        (b"GET / HTTP/1.1\r\n\r\n", 400, "bad_request"),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n", 413, "body_too_large"),
+        (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
+        (
+            b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"b" * 40000 + b"\r\n\r\n",
+            431,
+            "request_header_fields_too_large",
+        ),
+        (b"get / HTTP/1.1\r\nHost: x\r\n\r\n", 501, "not_implemented"),
+        (b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, "http_version_not_supported"),
+    ],
+)
 def test_every_refusal_has_the_json_error_body(data: bytes, status: int, slug: str) -> None:
     with serving(ignore_body, max_body=1000) as srv:
         assert_json_error(exchange(srv, data), status, slug)

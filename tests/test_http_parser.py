@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import h11
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from reviewsd_app.httpserver.parser import MAX_HEADER_BYTES, MAX_REQUEST_LINE, HTTPError, Request, RequestParser  # noqa: E402
+from reviewsd_app.httpserver.parser import (
+    MAX_HEADER_BYTES,
+    MAX_REQUEST_LINE,
+    HTTPError,
+    Request,
+    RequestParser,
+)  # noqa: E402
 
 # -- generating valid requests -------------------------------------------------------------
 
@@ -24,13 +27,22 @@ header_names = tokens.filter(lambda n: n.lower() not in SPECIAL)
 # A field value: visible characters (and obs-text) with single spaces or tabs inside, none around.
 field_values = st.lists(st.text(VCHAR + "\x80\xe9\xff", min_size=1, max_size=10), max_size=4).map(" ".join)
 hosts = st.sampled_from(["example.com", "127.0.0.1:8080", "[::1]:80", "a-b.c_d~e", "x.example:1", ""])
-targets = st.builds(lambda path, query: "/" + path + (f"?{query}" if query is not None else ""),
-                    st.text(PCHAR, max_size=20), st.none() | st.text(PCHAR + "?", max_size=20))
+targets = st.builds(
+    lambda path, query: "/" + path + (f"?{query}" if query is not None else ""),
+    st.text(PCHAR, max_size=20),
+    st.none() | st.text(PCHAR + "?", max_size=20),
+)
 methods = st.sampled_from(["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"])
 ows = st.sampled_from(["", " ", "\t", "  "])
-chunk_exts = st.lists(st.tuples(tokens, st.none() | tokens | st.text(VCHAR.replace('"', "").replace("\\", ""),
-                                                                      max_size=6).map(lambda v: f'"{v}"')),
-                      max_size=2)
+chunk_exts = st.lists(
+    st.tuples(
+        tokens,
+        st.none()
+        | tokens
+        | st.text(VCHAR.replace('"', "").replace("\\", ""), max_size=6).map(lambda v: f'"{v}"'),
+    ),
+    max_size=2,
+)
 
 
 @st.composite
@@ -44,18 +56,26 @@ def requests(draw: st.DrawFn) -> tuple[bytes, dict]:
     if framing == "length":
         headers.append(("Content-Length", str(len(body))))
     elif framing == "chunked":
-        headers.append(("Transfer-Encoding", draw(st.sampled_from(["chunked", "Chunked", "chunked "]).map(str.strip))))
+        headers.append(
+            ("Transfer-Encoding", draw(st.sampled_from(["chunked", "Chunked", "chunked "]).map(str.strip)))
+        )
     else:
         body = b""
     draw(st.randoms()).shuffle(headers)
-    head = f"{method} {target} HTTP/1.1\r\n" + "".join(f"{n}:{draw(ows)}{v}{draw(ows)}\r\n" for n, v in headers)
+    head = f"{method} {target} HTTP/1.1\r\n" + "".join(
+        f"{n}:{draw(ows)}{v}{draw(ows)}\r\n" for n, v in headers
+    )
     data = head.encode("latin-1") + b"\r\n"
     if framing == "length":
         data += body
     elif framing == "chunked":
         data += draw(chunked(body))
-    expected = {"method": method, "target": target, "body": body,
-                "headers": [(n.lower(), v) for n, v in headers]}
+    expected = {
+        "method": method,
+        "target": target,
+        "body": body,
+        "headers": [(n.lower(), v) for n, v in headers],
+    }
     return data, expected
 
 
@@ -67,8 +87,10 @@ def chunked(draw: st.DrawFn, body: bytes) -> bytes:
     for piece in [*pieces, b""]:
         size = draw(st.sampled_from(["%x", "%X", "00%x"])) % len(piece)
         # No whitespace before ";": RFC 9112 allows it (BWS), h11 does not (pinned in a test below).
-        exts = "".join(f";{draw(ows)}{n}" + (f"{draw(ows)}={draw(ows)}{v}" if v is not None else "")
-                       for n, v in draw(chunk_exts))
+        exts = "".join(
+            f";{draw(ows)}{n}" + (f"{draw(ows)}={draw(ows)}{v}" if v is not None else "")
+            for n, v in draw(chunk_exts)
+        )
         out += f"{size}{exts}\r\n".encode() + piece + (b"\r\n" if piece else b"")
     trailer = draw(st.lists(st.tuples(header_names, field_values), max_size=2))
     return out + "".join(f"{n}: {v}\r\n" for n, v in trailer).encode("latin-1") + b"\r\n"
@@ -93,14 +115,20 @@ def ours(pieces: list[bytes]) -> list[dict]:
 
 
 def summary(request: Request) -> dict:
-    return {"method": request.method, "target": request.target, "body": request.body or b"",
-            "headers": [(n.lower(), v) for n, v in request.headers]}
+    return {
+        "method": request.method,
+        "target": request.target,
+        "body": request.body or b"",
+        "headers": [(n.lower(), v) for n, v in request.headers],
+    }
 
 
 def lower_codings(seen: list[dict]) -> list[dict]:
     """h11 lowercases Transfer-Encoding's value (codings are case-insensitive); we keep it as sent."""
-    return [{**r, "headers": [(n, v.lower() if n == "transfer-encoding" else v) for n, v in r["headers"]]}
-            for r in seen]
+    return [
+        {**r, "headers": [(n, v.lower() if n == "transfer-encoding" else v) for n, v in r["headers"]]}
+        for r in seen
+    ]
 
 
 def h11s(pieces: list[bytes]) -> list[dict]:
@@ -112,8 +140,12 @@ def h11s(pieces: list[bytes]) -> list[dict]:
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 break
             if isinstance(event, h11.Request):
-                current = {"method": event.method.decode(), "target": event.target.decode("latin-1"), "body": b"",
-                           "headers": [(n.decode(), v.decode("latin-1")) for n, v in event.headers]}
+                current = {
+                    "method": event.method.decode(),
+                    "target": event.target.decode("latin-1"),
+                    "body": b"",
+                    "headers": [(n.decode(), v.decode("latin-1")) for n, v in event.headers],
+                }
             elif isinstance(event, h11.Data):
                 current["body"] += event.data
             elif isinstance(event, h11.EndOfMessage):
@@ -126,8 +158,15 @@ def h11s(pieces: list[bytes]) -> list[dict]:
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(requests(), min_size=1, max_size=3), st.lists(st.integers(0, 10_000), max_size=6))
-@example([(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", {"method": "GET", "target": "/", "body": b"",
-                                                   "headers": [("host", "x")]})], [])
+@example(
+    [
+        (
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+            {"method": "GET", "target": "/", "body": b"", "headers": [("host", "x")]},
+        )
+    ],
+    [],
+)
 def test_valid_requests_parse_as_h11_parses_them(stream: list[tuple[bytes, dict]], cuts: list[int]) -> None:
     data = b"".join(d for d, _ in stream)  # pipelined: several requests back to back
     pieces = split(data, cuts)
@@ -139,7 +178,7 @@ def test_valid_requests_parse_as_h11_parses_them(stream: list[tuple[bytes, dict]
 @given(requests())
 def test_a_request_fed_one_byte_at_a_time_parses_the_same(generated: tuple[bytes, dict]) -> None:
     data, expected = generated
-    assert ours([data[i:i + 1] for i in range(len(data))]) == [expected]
+    assert ours([data[i : i + 1] for i in range(len(data))]) == [expected]
 
 
 # -- invalid requests --------------------------------------------------------------------------
@@ -231,7 +270,10 @@ INVALID = [
     (b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: xchunked\r\n\r\n", 400),
     (b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked;q=1\r\n\r\n", 400),
     (b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: \r\n\r\n", 400),
-    (b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: gzip, chunked\r\n\r\n", 501),  # a coding not implemented
+    (
+        b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: gzip, chunked\r\n\r\n",
+        501,
+    ),  # a coding not implemented
     (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
     # chunked framing (RFC 9112 7.1)
     (CHUNKED + b"2\r\n{}\r\n0\r\nXXGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n", 400),  # issue 19's repro 2
@@ -272,7 +314,7 @@ INVALID = [
 
 @pytest.mark.parametrize("data, status", INVALID, ids=[repr(d[:60]) for d, _ in INVALID])
 def test_invalid_requests_are_refused_with_their_status(data: bytes, status: int) -> None:
-    for pieces in ([data], [data[i:i + 1] for i in range(len(data))]):  # whole, then byte by byte
+    for pieces in ([data], [data[i : i + 1] for i in range(len(data))]):  # whole, then byte by byte
         parser = RequestParser(max_body=1 << 20)
         with pytest.raises(HTTPError) as refused:
             for piece in pieces:
@@ -282,20 +324,26 @@ def test_invalid_requests_are_refused_with_their_status(data: bytes, status: int
         assert refused.value.status == status, refused.value.message
 
 
-@pytest.mark.parametrize("data, expected", [
-    (b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", ("/a", "", "x", True)),
-    (b"\r\n\r\nGET /a HTTP/1.1\r\nHost: x\r\n\r\n", ("/a", "", "x", True)),  # empty lines first: ignored
-    (b"GET /a?b=c?d HTTP/1.1\r\nHost: x\r\n\r\n", ("/a", "b=c?d", "x", True)),
-    (b"GET http://h:1/p?q HTTP/1.1\r\nHost: x\r\n\r\n", ("/p", "q", "h:1", True)),  # the target's authority wins
-    (b"GET HTTP://h HTTP/1.1\r\nHost: x\r\n\r\n", ("/", "", "h", True)),
-    (b"GET https://h?q HTTP/1.1\r\nHost: x\r\n\r\n", ("/", "q", "h", True)),
-    (b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", ("*", "", "x", True)),
-    (b"GET / HTTP/1.0\r\n\r\n", ("/", "", None, False)),
-    (b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", ("/", "", None, True)),
-    (b"GET / HTTP/1.1\r\nHost: x\r\nConnection: a, Close\r\n\r\n", ("/", "", "x", False)),
-    (b"GET / HTTP/1.1\r\nHost:\r\n\r\n", ("/", "", "", True)),  # an empty Host is valid (RFC 9112 3.2)
-    (b"GET / HTTP/1.9\r\nHost: x\r\n\r\n", ("/", "", "x", True)),  # served as HTTP/1.1
-])
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        (b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", ("/a", "", "x", True)),
+        (b"\r\n\r\nGET /a HTTP/1.1\r\nHost: x\r\n\r\n", ("/a", "", "x", True)),  # empty lines first: ignored
+        (b"GET /a?b=c?d HTTP/1.1\r\nHost: x\r\n\r\n", ("/a", "b=c?d", "x", True)),
+        (
+            b"GET http://h:1/p?q HTTP/1.1\r\nHost: x\r\n\r\n",
+            ("/p", "q", "h:1", True),
+        ),  # the target's authority wins
+        (b"GET HTTP://h HTTP/1.1\r\nHost: x\r\n\r\n", ("/", "", "h", True)),
+        (b"GET https://h?q HTTP/1.1\r\nHost: x\r\n\r\n", ("/", "q", "h", True)),
+        (b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", ("*", "", "x", True)),
+        (b"GET / HTTP/1.0\r\n\r\n", ("/", "", None, False)),
+        (b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", ("/", "", None, True)),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nConnection: a, Close\r\n\r\n", ("/", "", "x", False)),
+        (b"GET / HTTP/1.1\r\nHost:\r\n\r\n", ("/", "", "", True)),  # an empty Host is valid (RFC 9112 3.2)
+        (b"GET / HTTP/1.9\r\nHost: x\r\n\r\n", ("/", "", "x", True)),  # served as HTTP/1.1
+    ],
+)
 def test_head_fields(data: bytes, expected: tuple) -> None:
     parser = RequestParser()
     parser.feed(data)
@@ -306,8 +354,10 @@ def test_head_fields(data: bytes, expected: tuple) -> None:
 
 def test_chunk_extensions_and_trailers_are_ignored() -> None:
     parser = RequestParser()
-    parser.feed(CHUNKED + b'2;name=value\r\n{}\r\n3 ; a = "q\\"x" ;b\r\nabc\r\n000;z\r\nX-Sum: 1\r\n\r\n'
-                b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+    parser.feed(
+        CHUNKED + b'2;name=value\r\n{}\r\n3 ; a = "q\\"x" ;b\r\nabc\r\n000;z\r\nX-Sum: 1\r\n\r\n'
+        b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
     first, second = parser.next_request(), parser.next_request()
     assert first is not None and first.body == b"{}abc"
     assert second is not None and second.target == "/next"

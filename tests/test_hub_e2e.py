@@ -16,13 +16,12 @@ from typing import Any, Callable
 from urllib.parse import urlencode
 
 import pytest
-
-from reviewsd_app import reviewsd
-from reviewsd_app.web import snapshot
 from conftest import LiveServer
 from factories import Spec, make_docs, write_docs
 from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from polling import wait_until
+
+from reviewsd_app.web import snapshot
 
 BASE = "https://reviews.example.com"
 FEED = BASE + "/feed.xml"
@@ -60,9 +59,22 @@ class HubEnv:
         write_docs(self.data_dir, *version_docs(n))
 
     def start(self, *extra: str) -> LiveServer:
-        return self._start("--data-dir", str(self.data_dir), "--state-dir", str(self.state_dir),
-                           "--allow-private-callbacks", "--ca-file", str(self.ca_path), "--base-url", BASE,
-                           "--hub-retry-delay", "0.2", "--reload-interval", "0.1", *extra)
+        return self._start(
+            "--data-dir",
+            str(self.data_dir),
+            "--state-dir",
+            str(self.state_dir),
+            "--allow-private-callbacks",
+            "--ca-file",
+            str(self.ca_path),
+            "--base-url",
+            BASE,
+            "--hub-retry-delay",
+            "0.2",
+            "--reload-interval",
+            "0.1",
+            *extra,
+        )
 
 
 @pytest.fixture
@@ -73,8 +85,13 @@ def hub_env(tmp_path: Path, ca_file: Path, live_server_factory: Callable[..., Li
 # --------------------------------------------------------------------------- HTTP helpers
 
 
-def request(server: LiveServer, method: str, path: str, body: bytes | None = None,
-            headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+def request(
+    server: LiveServer,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, str], bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     try:
         conn.request(method, path, body=body, headers=headers or {})
@@ -84,12 +101,22 @@ def request(server: LiveServer, method: str, path: str, body: bytes | None = Non
         conn.close()
 
 
-def hub_request(server: LiveServer, callback: str, topic: str = FEED, mode: str = "subscribe",
-                **params: str) -> tuple[int, bytes]:
-    fields = {"hub.callback": callback, "hub.mode": mode, "hub.topic": topic,
-              **{f"hub.{name}": value for name, value in params.items()}}
-    status, _, body = request(server, "POST", "/api/websub/hub", urlencode(fields).encode(),
-                              {"Content-Type": "application/x-www-form-urlencoded"})
+def hub_request(
+    server: LiveServer, callback: str, topic: str = FEED, mode: str = "subscribe", **params: str
+) -> tuple[int, bytes]:
+    fields = {
+        "hub.callback": callback,
+        "hub.mode": mode,
+        "hub.topic": topic,
+        **{f"hub.{name}": value for name, value in params.items()},
+    }
+    status, _, body = request(
+        server,
+        "POST",
+        "/api/websub/hub",
+        urlencode(fields).encode(),
+        {"Content-Type": "application/x-www-form-urlencoded"},
+    )
     return status, body
 
 
@@ -103,7 +130,9 @@ def hub_status(server: LiveServer) -> dict[str, Any]:
     return json.loads(body)["hub"]
 
 
-def wait_status(server: LiveServer, predicate: Callable[[dict], bool], timeout: float = 10.0) -> dict[str, Any]:
+def wait_status(
+    server: LiveServer, predicate: Callable[[dict], bool], timeout: float = 10.0
+) -> dict[str, Any]:
     """Poll the hub's status in /healthz until `predicate` holds (a deadline, not a fixed sleep)."""
     seen: list[dict[str, Any]] = []
     wait_until(lambda: predicate(seen.append(hub_status(server)) or seen[-1]), timeout, interval=0.02)
@@ -126,8 +155,13 @@ def signed(record: Any, secret: str) -> bool:
 def test_subscribe_verify_and_receive_each_topic(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
     server = hub_env.start()
     for i, path in enumerate(snapshot.TOPIC_PATHS):
-        subscribe(server, subscriber.url(f"/t{i}?token=abc&x=1"), BASE + path, secret=f"secret-{i}",
-                  lease_seconds="3600")
+        subscribe(
+            server,
+            subscriber.url(f"/t{i}?token=abc&x=1"),
+            BASE + path,
+            secret=f"secret-{i}",
+            lease_seconds="3600",
+        )
     for i, path in enumerate(snapshot.TOPIC_PATHS):
         check = subscriber.wait_for(1, f"/t{i}", "GET")[0]
         assert check.param("token") == "abc" and check.param("x") == "1"  # the callback's own query is kept
@@ -143,8 +177,11 @@ def test_subscribe_verify_and_receive_each_topic(hub_env: HubEnv, subscriber: HT
         assert status == 200 and post.body == body and body_version(body) == 2
         assert post.query == "token=abc&x=1"
         assert post.headers["content-type"] == headers["content-type"]
-        assert post.headers["link"] == headers["link"] == (
-            f'<{BASE}/api/websub/hub>; rel="hub", <{BASE}{path}>; rel="self"')
+        assert (
+            post.headers["link"]
+            == headers["link"]
+            == (f'<{BASE}/api/websub/hub>; rel="hub", <{BASE}{path}>; rel="self"')
+        )
         assert signed(post, f"secret-{i}")
     assert wait_status(server, lambda s: s["pending_deliveries"] == 0)["subscriptions"] == 3
 
@@ -168,7 +205,9 @@ def test_failed_verifications_activate_nothing(hub_env: HubEnv, subscriber: HTTP
     assert subscriber.requests("/target") == []  # the redirect was not followed
 
 
-def test_resubscription_changes_secret_only_when_verified(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
+def test_resubscription_changes_secret_only_when_verified(
+    hub_env: HubEnv, subscriber: HTTPSSubscriber
+) -> None:
     server = hub_env.start()
     callback = subscriber.url("/cb?id=7")
     subscribe(server, callback, secret="first")
@@ -256,7 +295,9 @@ def test_restart_loses_nothing(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> 
     assert post.body == body and body_version(body) == 2 and signed(post, "kept")
 
 
-def test_sigkill_during_delivery_then_current_version_once(hub_env: HubEnv, subscriber: HTTPSSubscriber) -> None:
+def test_sigkill_during_delivery_then_current_version_once(
+    hub_env: HubEnv, subscriber: HTTPSSubscriber
+) -> None:
     subscriber.set("/slow", delay=60)
     server = hub_env.start()
     subscribe(server, subscriber.url("/slow"))
@@ -288,7 +329,9 @@ def test_versions_never_go_backwards(hub_env: HubEnv, subscriber: HTTPSSubscribe
     subscriber.wait_for(1, "/cb", "POST")  # v2 in flight
     for n in (3, 4, 5):
         hub_env.write_version(n)
-    subscriber.wait_until(lambda records: any(r.method == "POST" and body_version(r.body) == 5 for r in records))
+    subscriber.wait_until(
+        lambda records: any(r.method == "POST" and body_version(r.body) == 5 for r in records)
+    )
     wait_status(server, lambda s: s["pending_deliveries"] == 0)
     versions = [body_version(p.body) for p in subscriber.requests("/cb", "POST")]
     assert versions == sorted(set(versions)) and versions[0] == 2 and versions[-1] == 5

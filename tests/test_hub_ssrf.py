@@ -16,27 +16,71 @@ from typing import Callable, Iterator
 from urllib.parse import urlencode
 
 import pytest
+from test_hub_support import FEED, PUBLIC_IP, HubMaker, make_hub, wait_idle  # noqa: F401 (fixture)
 from werkzeug.test import Client
 
 from reviewsd_app import hub
-from test_hub_support import FEED, PUBLIC_IP, HubMaker, make_hub, wait_idle  # noqa: F401 (fixture)
 
 LOOPBACK_SPELLINGS = [
-    "127.0.0.1", "127.0.0.1:8443", "127.255.255.254", "[::1]", "[0:0:0:0:0:0:0:1]",
-    "[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "[0:0:0:0:0:ffff:127.0.0.1]",  # IPv4-mapped
+    "127.0.0.1",
+    "127.0.0.1:8443",
+    "127.255.255.254",
+    "[::1]",
+    "[0:0:0:0:0:0:0:1]",
+    "[::ffff:127.0.0.1]",
+    "[::ffff:7f00:1]",
+    "[0:0:0:0:0:ffff:127.0.0.1]",  # IPv4-mapped
     "[::127.0.0.1]",  # IPv4-compatible
     "[::ffff:0:127.0.0.1]",  # IPv4-translated
     "[64:ff9b::127.0.0.1]",  # NAT64
     "[2002:7f00:1::]",  # 6to4 of 127.0.0.1
-    "2130706433", "0x7f000001", "0X7F000001", "0177.0.0.1", "0177.0.0.01", "127.1", "127.0.1", "0x7f.1",
-    "017700000001", "localhost", "LOCALHOST", "localhost.",
+    "2130706433",
+    "0x7f000001",
+    "0X7F000001",
+    "0177.0.0.1",
+    "0177.0.0.01",
+    "127.1",
+    "127.0.1",
+    "0x7f.1",
+    "017700000001",
+    "localhost",
+    "LOCALHOST",
+    "localhost.",
 ]
 OTHER_NON_PUBLIC = [
-    "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "0", "224.0.0.1",
-    "239.255.255.250", "255.255.255.255", "192.0.2.1", "198.51.100.1", "203.0.113.1", "198.18.0.1", "240.0.0.1",
-    "[fe80::1]", "[fc00::1]", "[fd12:3456::1]", "[fec0::1]", "[ff02::1]", "[::]", "[100::1]", "[2001:db8::1]",
-    "[64:ff9b::a00:1]", "[64:ff9b:1::1]", "[2002:c0a8:101::1]", "[2001:0:4136:e378:8000:63bf:3fff:fdd2]",
-    "[::ffff:10.0.0.1]", "[::ffff:169.254.169.254]", "[::10.0.0.1]", "012.0.0.1", "0xa9fea9fe", "2886729729",
+    "10.0.0.1",
+    "172.16.5.4",
+    "192.168.1.1",
+    "169.254.169.254",
+    "100.64.0.1",
+    "0.0.0.0",
+    "0",
+    "224.0.0.1",
+    "239.255.255.250",
+    "255.255.255.255",
+    "192.0.2.1",
+    "198.51.100.1",
+    "203.0.113.1",
+    "198.18.0.1",
+    "240.0.0.1",
+    "[fe80::1]",
+    "[fc00::1]",
+    "[fd12:3456::1]",
+    "[fec0::1]",
+    "[ff02::1]",
+    "[::]",
+    "[100::1]",
+    "[2001:db8::1]",
+    "[64:ff9b::a00:1]",
+    "[64:ff9b:1::1]",
+    "[2002:c0a8:101::1]",
+    "[2001:0:4136:e378:8000:63bf:3fff:fdd2]",
+    "[::ffff:10.0.0.1]",
+    "[::ffff:169.254.169.254]",
+    "[::10.0.0.1]",
+    "012.0.0.1",
+    "0xa9fea9fe",
+    "2886729729",
 ]
 
 
@@ -75,7 +119,9 @@ def fake_dns(monkeypatch: pytest.MonkeyPatch, answer: Callable[[str], list[str]]
 
 def subscribe(app: object, callback: str):
     fields = {"hub.callback": callback, "hub.mode": "subscribe", "hub.topic": FEED}
-    return Client(app).post("/api/websub/hub", data=urlencode(fields), content_type="application/x-www-form-urlencoded")
+    return Client(app).post(
+        "/api/websub/hub", data=urlencode(fields), content_type="application/x-www-form-urlencoded"
+    )
 
 
 def assert_nothing_happened(app: object, attempts: list) -> None:
@@ -94,7 +140,9 @@ def strict_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.mark.parametrize("host", LOOPBACK_SPELLINGS + OTHER_NON_PUBLIC)
-def test_non_public_callbacks_are_refused_without_contact(strict_app: object, no_network: list, host: str) -> None:
+def test_non_public_callbacks_are_refused_without_contact(
+    strict_app: object, no_network: list, host: str
+) -> None:
     response = subscribe(strict_app, f"https://{host}/cb?x=1")
     assert response.status_code == 400, response.get_data()
     assert response.content_type == "text/plain; charset=utf-8"
@@ -102,11 +150,20 @@ def test_non_public_callbacks_are_refused_without_contact(strict_app: object, no
     assert_nothing_happened(strict_app, no_network)
 
 
-@pytest.mark.parametrize("addresses", [["127.0.0.1"], ["::1"], ["::ffff:127.0.0.1"], [PUBLIC_IP, "10.1.2.3"],
-                                       ["fe80::1%eth0"], ["2606:4700:4700::1111", "169.254.169.254"]])
-def test_names_resolving_to_non_public_addresses_are_refused(strict_app: object, no_network: list,
-                                                             monkeypatch: pytest.MonkeyPatch,
-                                                             addresses: list[str]) -> None:
+@pytest.mark.parametrize(
+    "addresses",
+    [
+        ["127.0.0.1"],
+        ["::1"],
+        ["::ffff:127.0.0.1"],
+        [PUBLIC_IP, "10.1.2.3"],
+        ["fe80::1%eth0"],
+        ["2606:4700:4700::1111", "169.254.169.254"],
+    ],
+)
+def test_names_resolving_to_non_public_addresses_are_refused(
+    strict_app: object, no_network: list, monkeypatch: pytest.MonkeyPatch, addresses: list[str]
+) -> None:
     asked = fake_dns(monkeypatch, lambda host: addresses)
     response = subscribe(strict_app, "https://innocent-looking.example/cb")
     assert response.status_code == 400 and "refused" in response.get_data(as_text=True)
@@ -114,10 +171,12 @@ def test_names_resolving_to_non_public_addresses_are_refused(strict_app: object,
     assert_nothing_happened(strict_app, no_network)
 
 
-def test_names_that_do_not_resolve_are_refused(strict_app: object, no_network: list,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_names_that_do_not_resolve_are_refused(
+    strict_app: object, no_network: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def nxdomain(host: str) -> list[str]:
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
     fake_dns(monkeypatch, nxdomain)
     response = subscribe(strict_app, "https://nowhere.example/cb")
     assert response.status_code == 400 and "does not resolve" in response.get_data(as_text=True)
@@ -125,12 +184,14 @@ def test_names_that_do_not_resolve_are_refused(strict_app: object, no_network: l
 
 
 def test_a_name_server_that_never_answers_costs_a_subscriber_a_refusal_not_a_request_thread(
-        strict_app: object, no_network: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    strict_app: object, no_network: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
     release = threading.Event()
 
     def silent(host: str) -> list[str]:
         release.wait(60)  # as getaddrinfo waits on a name server that never answers
         raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
     fake_dns(monkeypatch, silent)
     monkeypatch.setattr(hub, "LOOKUP_TIMEOUT", 0.2)
     try:
@@ -152,9 +213,9 @@ def test_connecting_stops_at_the_request_deadline(no_network: list) -> None:
     assert len(no_network) == 3  # before it, every address is tried
 
 
-def test_rebinding_to_loopback_at_connect_time_is_refused(strict_app: object, no_network: list,
-                                                          monkeypatch: pytest.MonkeyPatch,
-                                                          caplog: pytest.LogCaptureFixture) -> None:
+def test_rebinding_to_loopback_at_connect_time_is_refused(
+    strict_app: object, no_network: list, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, "reviewsd.hub")
     asked = fake_dns(monkeypatch, lambda host: [PUBLIC_IP] if len(asked) == 1 else ["127.0.0.1"])
     assert subscribe(strict_app, "https://rebinding.example/cb").status_code == 202
@@ -166,8 +227,9 @@ def test_rebinding_to_loopback_at_connect_time_is_refused(strict_app: object, no
     assert strict_app.hub.status()["subscriptions"] == 0
 
 
-def test_connections_go_to_the_vetted_address_only(strict_app: object, no_network: list,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_connections_go_to_the_vetted_address_only(
+    strict_app: object, no_network: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Control for the test above: with a public address the connection is attempted, to that address."""
     asked = fake_dns(monkeypatch, lambda host: [PUBLIC_IP])
     assert subscribe(strict_app, "https://public.example:8443/cb").status_code == 202
@@ -188,11 +250,25 @@ def test_public_addresses_pass(address: str) -> None:
     assert hub.address_problem(ipaddress.ip_address(address)) is None
 
 
-@pytest.mark.parametrize("host, expected", [
-    ("2130706433", "127.0.0.1"), ("0x7f000001", "127.0.0.1"), ("0177.0.0.1", "127.0.0.1"), ("127.1", "127.0.0.1"),
-    ("0x7f.1", "127.0.0.1"), ("::ffff:127.0.0.1", "::ffff:7f00:1"), ("example.com", None), ("1.2.3.4.5", None),
-    ("0x0", "0.0.0.0"), ("00", "0.0.0.0"), ("0x", None), ("09", None), ("1.2.3.256", None), ("deadbeef", None),
-])
+@pytest.mark.parametrize(
+    "host, expected",
+    [
+        ("2130706433", "127.0.0.1"),
+        ("0x7f000001", "127.0.0.1"),
+        ("0177.0.0.1", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("::ffff:127.0.0.1", "::ffff:7f00:1"),
+        ("example.com", None),
+        ("1.2.3.4.5", None),
+        ("0x0", "0.0.0.0"),
+        ("00", "0.0.0.0"),
+        ("0x", None),
+        ("09", None),
+        ("1.2.3.256", None),
+        ("deadbeef", None),
+    ],
+)
 def test_literal_addresses_read_like_the_c_resolver(host: str, expected: str | None) -> None:
     address = hub.literal_address(host)
     assert (str(address) if address is not None else None) == expected

@@ -14,11 +14,10 @@ from typing import Callable, Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-
-from reviewsd_app import hub
-from reviewsd_app import reviewsd
 from factories import Spec, make_docs, write_docs
 from polling import wait_until
+
+from reviewsd_app import hub, reviewsd
 
 BASE = "https://reviews.example.com"
 FEED = BASE + "/feed.xml"
@@ -94,11 +93,15 @@ class FakeOutbound:
 
     def matching(self, method: str | None = None, mode: str | None = None) -> list[Call]:
         with self._cond:
-            return [c for c in self.calls if (method is None or c.method == method)
-                    and (mode is None or c.param("hub.mode") == mode)]
+            return [
+                c
+                for c in self.calls
+                if (method is None or c.method == method) and (mode is None or c.param("hub.mode") == mode)
+            ]
 
-    def wait_for(self, count: int, method: str | None = None, mode: str | None = None,
-                 timeout: float = 5.0) -> list[Call]:
+    def wait_for(
+        self, count: int, method: str | None = None, mode: str | None = None, timeout: float = 5.0
+    ) -> list[Call]:
         deadline = time.monotonic() + timeout
         with self._cond:
             while len(self.matching(method, mode)) < count:
@@ -112,6 +115,7 @@ class FakeOutbound:
 def public_resolver(host: str, port: int) -> list[tuple]:
     """Every name resolves to one public address (nothing is looked up)."""
     import socket
+
     return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (PUBLIC_IP, port))]
 
 
@@ -134,13 +138,23 @@ class HubMaker:
         write_docs(self.data_dir, *version_docs(n))
 
     def config(self, **overrides: object) -> reviewsd.Config:
-        options = dict(data_dir=str(self.data_dir), state_dir=str(self.state_dir), reload_interval=0, base_url=BASE,
-                       hub_retry_delay=10.0)
+        options = dict(
+            data_dir=str(self.data_dir),
+            state_dir=str(self.state_dir),
+            reload_interval=0,
+            base_url=BASE,
+            hub_retry_delay=10.0,
+        )
         options.update(overrides)
         return reviewsd.Config(**options)  # type: ignore[arg-type]
 
-    def __call__(self, outbound: object = None, clock: Callable[[], float] = time.time,
-                 resolve: hub.Resolver = public_resolver, **overrides: object) -> reviewsd.ReviewsApp:
+    def __call__(
+        self,
+        outbound: object = None,
+        clock: Callable[[], float] = time.time,
+        resolve: hub.Resolver = public_resolver,
+        **overrides: object,
+    ) -> reviewsd.ReviewsApp:
         config = self.config(**overrides)
         store = reviewsd.open_store(config)
         self.hubs.append(hub.start_hub(store, config, clock=clock, outbound=outbound, resolve=resolve))

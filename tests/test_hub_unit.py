@@ -16,19 +16,27 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from polling import wait_until
+from test_hub_support import (
+    BASE,
+    FEED,
+    Call,
+    FakeClock,
+    FakeOutbound,
+    HubMaker,
+    echo,
+    make_hub,  # noqa: F401
+    wait_idle,
+)
 from werkzeug.test import Client
 
-from reviewsd_app import hub
-from reviewsd_app.websub import store as hub_store
-from reviewsd_app import reviewsd
-from reviewsd_app.web import snapshot
+from reviewsd_app import hub, reviewsd
 from reviewsd_app.config import client_address
-from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
-from polling import wait_until
-from test_hub_support import (BASE, FEED, Call, FakeClock, FakeOutbound, HubMaker, echo, make_hub,  # noqa: F401
-                              wait_idle)
+from reviewsd_app.web import snapshot
+from reviewsd_app.websub import store as hub_store
 
 FORM = "application/x-www-form-urlencoded"
 CALLBACK = "https://sub.example/cb?token=CAPABILITY-123"
@@ -36,20 +44,37 @@ LEASES = (300, 86400, 30 * 86400)  # minimum, default, maximum
 TOPICS = {hub.normalise_url(BASE + p): p for p in snapshot.TOPIC_PATHS}
 
 
-def post(app: reviewsd.ReviewsApp, fields: dict | list | None = None, body: bytes | None = None,
-         content_type: str = FORM, remote: str = "198.51.100.7"):
+def post(
+    app: reviewsd.ReviewsApp,
+    fields: dict | list | None = None,
+    body: bytes | None = None,
+    content_type: str = FORM,
+    remote: str = "198.51.100.7",
+):
     data = body if body is not None else urlencode(fields or {}).encode()
-    return Client(app).post("/api/websub/hub", data=data, content_type=content_type,
-                            environ_base={"REMOTE_ADDR": remote})
+    return Client(app).post(
+        "/api/websub/hub", data=data, content_type=content_type, environ_base={"REMOTE_ADDR": remote}
+    )
 
 
-def form(callback: str = CALLBACK, mode: str = "subscribe", topic: str = FEED, **params: str) -> dict[str, str]:
-    return {"hub.callback": callback, "hub.mode": mode, "hub.topic": topic,
-            **{f"hub.{name}": value for name, value in params.items()}}
+def form(
+    callback: str = CALLBACK, mode: str = "subscribe", topic: str = FEED, **params: str
+) -> dict[str, str]:
+    return {
+        "hub.callback": callback,
+        "hub.mode": mode,
+        "hub.topic": topic,
+        **{f"hub.{name}": value for name, value in params.items()},
+    }
 
 
-def subscribe_active(app: reviewsd.ReviewsApp, outbound: FakeOutbound, callback: str = CALLBACK,
-                     topic: str = FEED, **params: str) -> None:
+def subscribe_active(
+    app: reviewsd.ReviewsApp,
+    outbound: FakeOutbound,
+    callback: str = CALLBACK,
+    topic: str = FEED,
+    **params: str,
+) -> None:
     """Subscribe and wait until the verification has been applied."""
     before = len(outbound.matching("GET"))
     assert post(app, form(callback, topic=topic, **params)).status_code == 202
@@ -69,68 +94,95 @@ def version_of(body: bytes) -> int:
 # --------------------------------------------------------------------------- pure parts
 
 
-@pytest.mark.parametrize("spelling", [
-    "https://reviews.example.com/feed.xml", "HTTPS://REVIEWS.EXAMPLE.COM/feed.xml",
-    "https://reviews.example.com:443/feed.xml", "https://reviews.example.com/%66eed%2Exml",
-    "https://Reviews.Example.com:443/%66%65%65%64.xml",
-])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "https://reviews.example.com/feed.xml",
+        "HTTPS://REVIEWS.EXAMPLE.COM/feed.xml",
+        "https://reviews.example.com:443/feed.xml",
+        "https://reviews.example.com/%66eed%2Exml",
+        "https://Reviews.Example.com:443/%66%65%65%64.xml",
+    ],
+)
 def test_topic_spellings_normalise_to_the_topic(spelling: str) -> None:
     assert TOPICS.get(hub.normalise_url(spelling) or "") == "/feed.xml"
 
 
-@pytest.mark.parametrize("spelling", [
-    "http://reviews.example.com/feed.xml", "https://reviews.example.com:8443/feed.xml",
-    "https://reviews.example.com/feed.xml?x=1", "https://reviews.example.com/feed.xml#top",
-    "https://user@reviews.example.com/feed.xml", "https://reviews.example.com/FEED.xml",
-    "https://reviews.example.com/feed%2exml/", "https://reviews.example.com:99999/feed.xml", "feed.xml",
-])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "http://reviews.example.com/feed.xml",
+        "https://reviews.example.com:8443/feed.xml",
+        "https://reviews.example.com/feed.xml?x=1",
+        "https://reviews.example.com/feed.xml#top",
+        "https://user@reviews.example.com/feed.xml",
+        "https://reviews.example.com/FEED.xml",
+        "https://reviews.example.com/feed%2exml/",
+        "https://reviews.example.com:99999/feed.xml",
+        "feed.xml",
+    ],
+)
 def test_other_urls_are_not_topics(spelling: str) -> None:
     assert TOPICS.get(hub.normalise_url(spelling) or "") is None
 
 
 def test_a_valid_request_parses() -> None:
-    pairs = [("hub.callback", CALLBACK), ("hub.mode", "subscribe"), ("hub.topic", BASE + "/api/feed.json"),
-             ("hub.lease_seconds", "600"), ("hub.secret", "s" * 199), ("hub.unknown", "x"), ("other", "y"),
-             ("hub.unknown", "again")]
+    pairs = [
+        ("hub.callback", CALLBACK),
+        ("hub.mode", "subscribe"),
+        ("hub.topic", BASE + "/api/feed.json"),
+        ("hub.lease_seconds", "600"),
+        ("hub.secret", "s" * 199),
+        ("hub.unknown", "x"),
+        ("other", "y"),
+        ("hub.unknown", "again"),
+    ]
     callback, request = hub.parse_subscription(pairs, TOPICS, LEASES, 0.0)
     assert (request.callback, request.topic, request.lease_seconds, request.secret) == (
-        CALLBACK, "/api/feed.json", 600, "s" * 199)
+        CALLBACK,
+        "/api/feed.json",
+        600,
+        "s" * 199,
+    )
     assert callback.host == request.host == "sub.example" and callback.target == "/cb?token=CAPABILITY-123"
     assert callback.display == "https://sub.example/cb"
 
 
-@pytest.mark.parametrize("fields, reason", [
-    ({"hub.mode": "subscribe", "hub.topic": FEED}, "hub.callback is required"),
-    ({"hub.callback": CALLBACK, "hub.topic": FEED}, "hub.mode is required"),
-    ({"hub.callback": CALLBACK, "hub.mode": "subscribe"}, "hub.topic is required"),
-    (form(mode="publish"), "hub.mode must be"),
-    (form(topic=BASE + "/insights.json"), "not a topic"),
-    (form(topic="https://elsewhere.example/feed.xml"), "not a topic"),
-    (form(callback="http://sub.example/cb"), "plain http"),
-    (form(callback="ftp://sub.example/cb"), "https URL"),
-    (form(callback="/relative/cb"), "https URL"),
-    (form(callback="https://sub.example/cb#frag"), "fragment"),
-    (form(callback="https://sub.example/cb#"), "fragment"),
-    (form(callback="https://user:pw@sub.example/cb"), "credentials"),
-    (form(callback="https:///cb"), "no host"),
-    (form(callback="https://sub.example:99999/cb"), "not a valid URL"),
-    (form(callback="https://sub example/cb"), "ASCII URL"),
-    (form(callback="https://sübexample/cb"), "ASCII URL"),
-    (form(callback="https://sub.example/c\\b"), "backslashes"),
-    (form(callback="https://[::1/cb"), "not a valid URL"),
-    (form(callback="https://[fe80::1%25eth0]/cb"), "IPv6"),
-    (form(callback="https://-bad-.example/cb"), "DNS name"),
-    (form(callback="https://sub.example/" + "a" * 2048), "longer than"),
-    (form(lease_seconds="ten"), "lease_seconds"),
-    (form(lease_seconds="-5"), "lease_seconds"),
-    (form(lease_seconds="0"), "lease_seconds"),
-    (form(lease_seconds="1.5"), "lease_seconds"),
-    (form(lease_seconds=" 60"), "lease_seconds"),
-    (form(secret="s" * 200), "less than 200 bytes"),
-    (form(secret="é" * 100), "less than 200 bytes"),
-    ([*form().items(), ("hub.callback", CALLBACK)], "more than once"),
-    ([*form().items(), ("hub.secret", "a"), ("hub.secret", "b")], "more than once"),
-])
+@pytest.mark.parametrize(
+    "fields, reason",
+    [
+        ({"hub.mode": "subscribe", "hub.topic": FEED}, "hub.callback is required"),
+        ({"hub.callback": CALLBACK, "hub.topic": FEED}, "hub.mode is required"),
+        ({"hub.callback": CALLBACK, "hub.mode": "subscribe"}, "hub.topic is required"),
+        (form(mode="publish"), "hub.mode must be"),
+        (form(topic=BASE + "/insights.json"), "not a topic"),
+        (form(topic="https://elsewhere.example/feed.xml"), "not a topic"),
+        (form(callback="http://sub.example/cb"), "plain http"),
+        (form(callback="ftp://sub.example/cb"), "https URL"),
+        (form(callback="/relative/cb"), "https URL"),
+        (form(callback="https://sub.example/cb#frag"), "fragment"),
+        (form(callback="https://sub.example/cb#"), "fragment"),
+        (form(callback="https://user:pw@sub.example/cb"), "credentials"),
+        (form(callback="https:///cb"), "no host"),
+        (form(callback="https://sub.example:99999/cb"), "not a valid URL"),
+        (form(callback="https://sub example/cb"), "ASCII URL"),
+        (form(callback="https://sübexample/cb"), "ASCII URL"),
+        (form(callback="https://sub.example/c\\b"), "backslashes"),
+        (form(callback="https://[::1/cb"), "not a valid URL"),
+        (form(callback="https://[fe80::1%25eth0]/cb"), "IPv6"),
+        (form(callback="https://-bad-.example/cb"), "DNS name"),
+        (form(callback="https://sub.example/" + "a" * 2048), "longer than"),
+        (form(lease_seconds="ten"), "lease_seconds"),
+        (form(lease_seconds="-5"), "lease_seconds"),
+        (form(lease_seconds="0"), "lease_seconds"),
+        (form(lease_seconds="1.5"), "lease_seconds"),
+        (form(lease_seconds=" 60"), "lease_seconds"),
+        (form(secret="s" * 200), "less than 200 bytes"),
+        (form(secret="é" * 100), "less than 200 bytes"),
+        ([*form().items(), ("hub.callback", CALLBACK)], "more than once"),
+        ([*form().items(), ("hub.secret", "a"), ("hub.secret", "b")], "more than once"),
+    ],
+)
 def test_bad_requests_are_refused_with_a_reason(fields: dict | list, reason: str) -> None:
     pairs = list(fields.items()) if isinstance(fields, dict) else fields
     with pytest.raises(hub.Refusal) as refused:
@@ -139,23 +191,32 @@ def test_bad_requests_are_refused_with_a_reason(fields: dict | list, reason: str
 
 
 def test_unsubscribe_ignores_lease_and_secret() -> None:
-    _, request = hub.parse_subscription(form(mode="unsubscribe", lease_seconds="junk", secret="x" * 500).items(),
-                                        TOPICS, LEASES, 0.0)
+    _, request = hub.parse_subscription(
+        form(mode="unsubscribe", lease_seconds="junk", secret="x" * 500).items(), TOPICS, LEASES, 0.0
+    )
     assert request.mode == "unsubscribe" and request.secret is None
 
 
-@pytest.mark.parametrize("asked, granted", [(None, 86400), ("1", 300), ("600", 600), (str(10**15), 30 * 86400)])
+@pytest.mark.parametrize(
+    "asked, granted", [(None, 86400), ("1", 300), ("600", 600), (str(10**15), 30 * 86400)]
+)
 def test_leases_are_granted_within_bounds(asked: str | None, granted: int) -> None:
     fields = form() if asked is None else form(lease_seconds=asked)
     assert hub.parse_subscription(fields.items(), TOPICS, LEASES, 0.0)[1].lease_seconds == granted
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("https://s.example/cb", "https://s.example/cb?hub.mode=subscribe&hub.topic=t%2F1"),
-    ("https://s.example/cb?a=1&b=2", "https://s.example/cb?a=1&b=2&hub.mode=subscribe&hub.topic=t%2F1"),
-    ("https://s.example/cb?", "https://s.example/cb?hub.mode=subscribe&hub.topic=t%2F1"),
-    ("https://s.example/cb?hub.mode=mine", "https://s.example/cb?hub.mode=mine&hub.mode=subscribe&hub.topic=t%2F1"),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("https://s.example/cb", "https://s.example/cb?hub.mode=subscribe&hub.topic=t%2F1"),
+        ("https://s.example/cb?a=1&b=2", "https://s.example/cb?a=1&b=2&hub.mode=subscribe&hub.topic=t%2F1"),
+        ("https://s.example/cb?", "https://s.example/cb?hub.mode=subscribe&hub.topic=t%2F1"),
+        (
+            "https://s.example/cb?hub.mode=mine",
+            "https://s.example/cb?hub.mode=mine&hub.mode=subscribe&hub.topic=t%2F1",
+        ),
+    ],
+)
 def test_hub_parameters_are_appended_to_the_callback_query(url: str, expected: str) -> None:
     assert hub.with_query(url, {"hub.mode": "subscribe", "hub.topic": "t/1"}) == expected
 
@@ -170,13 +231,16 @@ def test_rate_limiter_is_a_token_bucket_per_client() -> None:
     assert limiter.wait_needed("a") == 0 and limiter.wait_needed("a") > 0
 
 
-@pytest.mark.parametrize("remote, forwarded, client", [
-    ("198.51.100.7", "203.0.113.9", "198.51.100.7"),  # not a trusted proxy: its header is ignored
-    ("10.0.0.2", "203.0.113.9", "203.0.113.9"),
-    ("10.0.0.2", "203.0.113.9, 10.0.0.3", "203.0.113.9"),  # two trusted hops
-    ("10.0.0.2", "1.2.3.4, 203.0.113.9", "203.0.113.9"),  # the left part is client-controlled
-    ("10.0.0.2", "junk", "10.0.0.2"),
-])
+@pytest.mark.parametrize(
+    "remote, forwarded, client",
+    [
+        ("198.51.100.7", "203.0.113.9", "198.51.100.7"),  # not a trusted proxy: its header is ignored
+        ("10.0.0.2", "203.0.113.9", "203.0.113.9"),
+        ("10.0.0.2", "203.0.113.9, 10.0.0.3", "203.0.113.9"),  # two trusted hops
+        ("10.0.0.2", "1.2.3.4, 203.0.113.9", "203.0.113.9"),  # the left part is client-controlled
+        ("10.0.0.2", "junk", "10.0.0.2"),
+    ],
+)
 def test_client_address_believes_only_trusted_proxies(remote: str, forwarded: str, client: str) -> None:
     trusted = reviewsd.parse_networks("10.0.0.0/8")
     assert client_address({"REMOTE_ADDR": remote, "HTTP_X_FORWARDED_FOR": forwarded}, trusted) == client
@@ -214,8 +278,15 @@ def test_verification_never_blocks_the_answer(make_hub: HubMaker) -> None:
     outbound.abort_all()
 
 
-@pytest.mark.parametrize("content_type", ["application/json", "multipart/form-data; boundary=x", "",
-                                          "application/x-www-form-urlencoded; charset=latin-1"])
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json",
+        "multipart/form-data; boundary=x",
+        "",
+        "application/x-www-form-urlencoded; charset=latin-1",
+    ],
+)
 def test_other_content_types_are_415(make_hub: HubMaker, content_type: str) -> None:
     app = make_hub(FakeOutbound())
     response = post(app, form(), content_type=content_type)
@@ -241,8 +312,16 @@ def test_a_form_of_too_many_fields_is_400(make_hub: HubMaker) -> None:
     assert response.status_code == 400 and "100 fields" in response.get_data(as_text=True)
 
 
-@pytest.mark.parametrize("asked, granted", [("9" * 30, 30 * 86400), ("1" + "0" * 18, 30 * 86400),
-                                            ("999999999999999999", 30 * 86400), ("0000600", 600), ("1", 300)])
+@pytest.mark.parametrize(
+    "asked, granted",
+    [
+        ("9" * 30, 30 * 86400),
+        ("1" + "0" * 18, 30 * 86400),
+        ("999999999999999999", 30 * 86400),
+        ("0000600", 600),
+        ("1", 300),
+    ],
+)
 def test_any_positive_lease_is_clamped_however_many_digits(asked: str, granted: int) -> None:
     _, request = hub.parse_subscription(form(lease_seconds=asked).items(), TOPICS, LEASES, 0.0)
     assert request.lease_seconds == granted
@@ -258,7 +337,11 @@ def test_leases_that_are_not_positive_ascii_integers_are_400(asked: str) -> None
 def test_refusals_store_and_contact_nothing(make_hub: HubMaker) -> None:
     outbound = FakeOutbound()
     app = make_hub(outbound)
-    for fields in (form(callback="http://sub.example/cb"), form(topic=BASE + "/nope"), form(lease_seconds="-1")):
+    for fields in (
+        form(callback="http://sub.example/cb"),
+        form(topic=BASE + "/nope"),
+        form(lease_seconds="-1"),
+    ):
         assert post(app, fields).status_code == 400
     wait_idle(app.hub)
     assert outbound.calls == []
@@ -281,14 +364,29 @@ def test_rate_limit_answers_429_with_retry_after(make_hub: HubMaker) -> None:
     assert post(app, form(mode="unsubscribe"), remote="198.51.100.8").status_code == 202
 
 
-@pytest.mark.parametrize("cap, callbacks, topics", [
-    ({"hub_max_per_host": 2}, ["https://a.example/1", "https://a.example/2", "https://a.example/3"], [FEED] * 3),
-    ({"hub_max_per_topic": 2}, ["https://a.example/1", "https://b.example/1", "https://c.example/1"], [FEED] * 3),
-    ({"hub_max_subscriptions": 2}, ["https://a.example/1", "https://b.example/1", "https://c.example/1"],
-     [FEED, BASE + "/reviews.json", BASE + "/api/feed.json"]),
-])
-def test_caps_refuse_new_pairs_but_not_renewals(make_hub: HubMaker, cap: dict, callbacks: list[str],
-                                                topics: list[str]) -> None:
+@pytest.mark.parametrize(
+    "cap, callbacks, topics",
+    [
+        (
+            {"hub_max_per_host": 2},
+            ["https://a.example/1", "https://a.example/2", "https://a.example/3"],
+            [FEED] * 3,
+        ),
+        (
+            {"hub_max_per_topic": 2},
+            ["https://a.example/1", "https://b.example/1", "https://c.example/1"],
+            [FEED] * 3,
+        ),
+        (
+            {"hub_max_subscriptions": 2},
+            ["https://a.example/1", "https://b.example/1", "https://c.example/1"],
+            [FEED, BASE + "/reviews.json", BASE + "/api/feed.json"],
+        ),
+    ],
+)
+def test_caps_refuse_new_pairs_but_not_renewals(
+    make_hub: HubMaker, cap: dict, callbacks: list[str], topics: list[str]
+) -> None:
     outbound = FakeOutbound(lambda call: hub.Reply(404))  # pending verifications count too
     outbound.hold = True
     app = make_hub(outbound, **cap)
@@ -310,10 +408,17 @@ def test_stopped_hub_answers_503(make_hub: HubMaker) -> None:
 # --------------------------------------------------------------------------- verification
 
 
-@pytest.mark.parametrize("reply", [
-    hub.Reply(404), hub.Reply(302), hub.Reply(500), hub.Reply(None, error="timeout"),
-    hub.Reply(200, b"wrong"), hub.Reply(200, b""),
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        hub.Reply(404),
+        hub.Reply(302),
+        hub.Reply(500),
+        hub.Reply(None, error="timeout"),
+        hub.Reply(200, b"wrong"),
+        hub.Reply(200, b""),
+    ],
+)
 def test_failed_verification_creates_nothing(make_hub: HubMaker, reply: hub.Reply) -> None:
     app = make_hub(FakeOutbound(lambda call: reply))
     assert post(app, form()).status_code == 202
@@ -325,6 +430,7 @@ def test_failed_verification_creates_nothing(make_hub: HubMaker, reply: hub.Repl
 def test_challenge_must_match_exactly_and_is_single_use(make_hub: HubMaker) -> None:
     def padded(call: Call) -> hub.Reply:
         return hub.Reply(200, (call.param("hub.challenge") or "").encode() + b"\n")
+
     outbound = FakeOutbound(padded)
     app = make_hub(outbound)
     post(app, form())
@@ -427,7 +533,9 @@ def test_a_success_resets_the_failure_count(make_hub: HubMaker) -> None:
     clock = FakeClock()
     app = make_hub(outbound, clock=clock)
     subscribe_active(app, outbound)
-    replies = iter([hub.Reply(500), hub.Reply(500), hub.Reply(204), hub.Reply(500), hub.Reply(500), hub.Reply(204)])
+    replies = iter(
+        [hub.Reply(500), hub.Reply(500), hub.Reply(204), hub.Reply(500), hub.Reply(500), hub.Reply(204)]
+    )
     outbound.answer = lambda call: next(replies)
     for version, first in ((2, 1), (3, 4)):
         change(make_hub, app, version)
@@ -525,7 +633,9 @@ def test_restart_delivers_what_changed_while_down(make_hub: HubMaker) -> None:
     again = FakeOutbound()
     restarted = make_hub(again)
     call = again.wait_for(1, "POST")[0]
-    assert version_of(call.body) == 2 and call.headers["X-Hub-Signature"] == "sha256=" + hub.signature("k", call.body)
+    assert version_of(call.body) == 2 and call.headers["X-Hub-Signature"] == "sha256=" + hub.signature(
+        "k", call.body
+    )
     wait_idle(restarted.hub)
     assert restarted.hub.status()["pending_deliveries"] == 0
 
@@ -574,10 +684,13 @@ def test_state_is_sqlite_in_the_state_dir(make_hub: HubMaker) -> None:
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.execute("SELECT callback, topic, secret FROM subscriptions").fetchall() == [
-            (CALLBACK, "/feed.xml", "k")]
+            (CALLBACK, "/feed.xml", "k")
+        ]
 
 
-def test_logs_never_hold_secrets_or_callback_queries(make_hub: HubMaker, caplog: pytest.LogCaptureFixture) -> None:
+def test_logs_never_hold_secrets_or_callback_queries(
+    make_hub: HubMaker, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     outbound = FakeOutbound()
     app = make_hub(outbound, hub_retry_delay=0.01)
@@ -594,8 +707,9 @@ def test_logs_never_hold_secrets_or_callback_queries(make_hub: HubMaker, caplog:
 # --------------------------------------------------------------------------- real outbound HTTPS
 
 
-def test_outbound_verifies_certificates(subscriber: HTTPSSubscriber, ca_file: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_outbound_verifies_certificates(
+    subscriber: HTTPSSubscriber, ca_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     url = subscriber.url("/x?hub.challenge=abc")
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     untrusted = hub.Outbound("", allow_private=True).request("GET", url, {}, None, 100)
@@ -607,26 +721,38 @@ def test_outbound_verifies_certificates(subscriber: HTTPSSubscriber, ca_file: Pa
     assert from_env.status == 200
 
 
-@pytest.mark.parametrize(("url", "target"), [("https://sub.example", "/"), ("https://sub.example?tok=1", "/?tok=1"),
-                                            ("https://sub.example:8443", "/"), ("https://sub.example/a?b", "/a?b")])
+@pytest.mark.parametrize(
+    ("url", "target"),
+    [
+        ("https://sub.example", "/"),
+        ("https://sub.example?tok=1", "/?tok=1"),
+        ("https://sub.example:8443", "/"),
+        ("https://sub.example/a?b", "/a?b"),
+    ],
+)
 def test_a_callback_without_a_path_is_asked_for_slash(url: str, target: str) -> None:
     assert hub.parse_callback(url).target == target
 
 
-def test_outbound_to_a_callback_without_a_path_sends_a_valid_request_line(subscriber: HTTPSSubscriber,
-                                                                         ca_file: Path) -> None:
+def test_outbound_to_a_callback_without_a_path_sends_a_valid_request_line(
+    subscriber: HTTPSSubscriber, ca_file: Path
+) -> None:
     outbound = hub.Outbound(str(ca_file), allow_private=True)
     reply = outbound.request("GET", subscriber.url("?hub.challenge=abc"), {}, None, 100)
     assert (reply.status, reply.body) == (200, b"abc")
     assert [r.path for r in subscriber.requests()] == ["/"]
 
 
-def test_outbound_does_not_follow_redirects_and_reads_little(subscriber: HTTPSSubscriber, ca_file: Path) -> None:
+def test_outbound_does_not_follow_redirects_and_reads_little(
+    subscriber: HTTPSSubscriber, ca_file: Path
+) -> None:
     subscriber.set("/moved", verify="redirect", redirect_to=subscriber.url("/target"))
     outbound = hub.Outbound(str(ca_file), allow_private=True)
     assert outbound.request("GET", subscriber.url("/moved"), {}, None, 100).status == 302
     assert subscriber.requests("/target") == []
-    long_challenge = "c" * 3000  # the callback plus hub parameters may exceed the 2048 allowed in hub.callback
+    long_challenge = (
+        "c" * 3000
+    )  # the callback plus hub parameters may exceed the 2048 allowed in hub.callback
     reply = outbound.request("GET", subscriber.url("/x?hub.challenge=" + long_challenge), {}, None, 100)
     assert reply.status == 200 and reply.body == b"c" * 100
 
@@ -640,13 +766,19 @@ def test_outbound_gives_up_after_its_deadline(subscriber: HTTPSSubscriber, ca_fi
     assert reply.status is None and time.monotonic() - started < 5
 
 
-def test_outbound_sends_the_exact_callback_and_pins_the_host(subscriber: HTTPSSubscriber, ca_file: Path) -> None:
+def test_outbound_sends_the_exact_callback_and_pins_the_host(
+    subscriber: HTTPSSubscriber, ca_file: Path
+) -> None:
     outbound = hub.Outbound(str(ca_file), allow_private=True)
-    reply = outbound.request("POST", subscriber.url("/p/a%2Fb?q=%20x&y"), {"Content-Type": "text/plain"}, b"hi", 10)
+    reply = outbound.request(
+        "POST", subscriber.url("/p/a%2Fb?q=%20x&y"), {"Content-Type": "text/plain"}, b"hi", 10
+    )
     assert reply.status == 204
     record = subscriber.requests("/p/a%2Fb", "POST")[0]
     assert record.query == "q=%20x&y" and record.body == b"hi"
-    assert record.headers["host"] == f"127.0.0.1:{subscriber.port}" and record.headers["connection"] == "close"
+    assert (
+        record.headers["host"] == f"127.0.0.1:{subscriber.port}" and record.headers["connection"] == "close"
+    )
 
 
 # --------------------------------------------------------------------------- any form
@@ -660,19 +792,47 @@ def fuzz_app(maker: HubMaker) -> reviewsd.ReviewsApp:
 
 
 VALUES = st.one_of(
-    st.sampled_from(["subscribe", "unsubscribe", "denied", "", FEED, BASE + "/reviews.json", BASE + "/api/feed.json",
-                     CALLBACK, "https://sub.example/cb", "http://sub.example/cb", "https://[::1]/", "https://127.1/",
-                     "https://[::ffff:127.0.0.1]/x", "https://sub.example/#", "https://a@b/", "https://:80/",
-                     "https://sub.example:0/", "https://[zz::1]/", "https://x./", "60", "-1", "0", "1e3",
-                     "99999999999999999999999999", "s" * 199, "s" * 200]),
+    st.sampled_from(
+        [
+            "subscribe",
+            "unsubscribe",
+            "denied",
+            "",
+            FEED,
+            BASE + "/reviews.json",
+            BASE + "/api/feed.json",
+            CALLBACK,
+            "https://sub.example/cb",
+            "http://sub.example/cb",
+            "https://[::1]/",
+            "https://127.1/",
+            "https://[::ffff:127.0.0.1]/x",
+            "https://sub.example/#",
+            "https://a@b/",
+            "https://:80/",
+            "https://sub.example:0/",
+            "https://[zz::1]/",
+            "https://x./",
+            "60",
+            "-1",
+            "0",
+            "1e3",
+            "99999999999999999999999999",
+            "s" * 199,
+            "s" * 200,
+        ]
+    ),
     st.text(max_size=40),
     st.from_regex(r"https://[a-z0-9.\-\[\]:%@]{0,20}(/[^#]{0,10})?", fullmatch=True),
 )
 NAMES = st.one_of(st.sampled_from([*hub.HUB_FIELDS, "hub.reason", "other"]), st.text(max_size=12))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(fields=st.lists(st.tuples(NAMES, VALUES), max_size=8))
 def test_any_form_gets_202_or_a_4xx_text(make_hub: HubMaker, fields: list[tuple[str, str]]) -> None:
     response = post(fuzz_app(make_hub), fields)
@@ -681,7 +841,9 @@ def test_any_form_gets_202_or_a_4xx_text(make_hub: HubMaker, fields: list[tuple[
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(body=st.binary(max_size=300), content_type=st.sampled_from([FORM, FORM + "; charset=UTF-8", "text/plain"]))
+@given(
+    body=st.binary(max_size=300), content_type=st.sampled_from([FORM, FORM + "; charset=UTF-8", "text/plain"])
+)
 def test_any_body_gets_202_or_a_4xx_text(make_hub: HubMaker, body: bytes, content_type: str) -> None:
     response = post(fuzz_app(make_hub), body=body, content_type=content_type)
     assert response.status_code == 202 or 400 <= response.status_code < 500, response.get_data()

@@ -8,12 +8,14 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-
-from reviewsd_app import logs
 from polling import wait_until
 
+from reviewsd_app import logs
 
-def record(message: str, level: int = logging.INFO, created: float | None = None, **extra: object) -> logging.LogRecord:
+
+def record(
+    message: str, level: int = logging.INFO, created: float | None = None, **extra: object
+) -> logging.LogRecord:
     entry = logging.LogRecord("reviewsd.test", level, __file__, 1, message, (), None)
     if created is not None:
         entry.created, entry.msecs = created, (created - int(created)) * 1000
@@ -44,8 +46,9 @@ def test_info_lines_wait_for_the_flush(handler: logs.BatchingStreamHandler, stre
     assert [line.rsplit(": ", 1)[1] for line in lines] == ["first", "second"]
 
 
-def test_a_warning_is_written_at_once_after_what_was_queued(handler: logs.BatchingStreamHandler,
-                                                            stream: io.StringIO) -> None:
+def test_a_warning_is_written_at_once_after_what_was_queued(
+    handler: logs.BatchingStreamHandler, stream: io.StringIO
+) -> None:
     handler.handle(record("queued"))
     handler.handle(record("problem", logging.WARNING))
     lines = stream.getvalue().splitlines()
@@ -87,8 +90,12 @@ def test_text_format_matches_the_standard_formatter(created: float) -> None:
 
 
 def test_json_format_carries_the_structured_fields() -> None:
-    line = json.loads(logs.JsonFormatter().format(record("GET /x", created=1_700_000_000.5, status=200, path="/x")))
-    assert line["time"] == logging.Formatter().formatTime(record("", created=1_700_000_000.5), "%Y-%m-%dT%H:%M:%S")
+    line = json.loads(
+        logs.JsonFormatter().format(record("GET /x", created=1_700_000_000.5, status=200, path="/x"))
+    )
+    assert line["time"] == logging.Formatter().formatTime(
+        record("", created=1_700_000_000.5), "%Y-%m-%dT%H:%M:%S"
+    )
     assert (line["level"], line["logger"], line["message"]) == ("info", "reviewsd.test", "GET /x")
     assert (line["status"], line["path"]) == (200, "/x")
 
@@ -126,13 +133,16 @@ def configured(stream: io.StringIO) -> Iterator[logs.BatchingStreamHandler]:
 
 
 @pytest.mark.parametrize("created", [1_700_000_000.0, 1_700_000_000.0625, 1_700_000_059.999])
-def test_direct_line_equals_the_records_line(configured: logs.BatchingStreamHandler, stream: io.StringIO,
-                                             created: float) -> None:
+def test_direct_line_equals_the_records_line(
+    configured: logs.BatchingStreamHandler, stream: io.StringIO, created: float
+) -> None:
     logging.getLogger().handlers[:] = [configured]  # pytest adds its capture handlers around each test body
     access = logging.getLogger("reviewsd.access")
     assert logs.direct_info_handler(access) is configured
     configured.write_info(access.name, '127.0.0.1 "GET /x" 200 5 0.1ms', created)
-    entry = logging.LogRecord(access.name, logging.INFO, __file__, 1, '127.0.0.1 "GET /x" 200 5 0.1ms', (), None)
+    entry = logging.LogRecord(
+        access.name, logging.INFO, __file__, 1, '127.0.0.1 "GET /x" 200 5 0.1ms', (), None
+    )
     entry.created, entry.msecs = created, int((created - int(created)) * 1000) + 0.0
     configured.handle(entry)
     configured.flush()
@@ -140,7 +150,9 @@ def test_direct_line_equals_the_records_line(configured: logs.BatchingStreamHand
     assert direct == general
 
 
-def test_direct_path_steps_aside_whenever_records_could_differ(configured: logs.BatchingStreamHandler) -> None:
+def test_direct_path_steps_aside_whenever_records_could_differ(
+    configured: logs.BatchingStreamHandler,
+) -> None:
     access = logging.getLogger("reviewsd.access")
     root = logging.getLogger()
     root.handlers[:] = [configured]  # pytest adds its capture handlers around each test body
@@ -162,7 +174,9 @@ def test_direct_path_steps_aside_whenever_records_could_differ(configured: logs.
     assert logs.direct_info_handler(access) is configured
 
 
-def test_the_ready_line_is_written_at_once(configured: logs.BatchingStreamHandler, stream: io.StringIO) -> None:
+def test_the_ready_line_is_written_at_once(
+    configured: logs.BatchingStreamHandler, stream: io.StringIO
+) -> None:
     """Whoever waits for "listening on" (a script, a test, bench/compare) sees it when the server is READY."""
     from reviewsd_app.httpserver import service
 
@@ -170,11 +184,15 @@ def test_the_ready_line_is_written_at_once(configured: logs.BatchingStreamHandle
     assert stream.getvalue() == ""
     service.log_listening("http://127.0.0.1:8080", 8)
     lines = stream.getvalue().splitlines()
-    assert [line.rsplit(": ", 1)[1] for line in lines] == ["queued", "listening on http://127.0.0.1:8080 (8 threads)"]
+    assert [line.rsplit(": ", 1)[1] for line in lines] == [
+        "queued",
+        "listening on http://127.0.0.1:8080 (8 threads)",
+    ]
 
 
-def test_a_broken_stderr_does_not_stop_the_ready_line(configured: logs.BatchingStreamHandler,
-                                                      stream: io.StringIO) -> None:
+def test_a_broken_stderr_does_not_stop_the_ready_line(
+    configured: logs.BatchingStreamHandler, stream: io.StringIO
+) -> None:
     from reviewsd_app.httpserver import service
 
     stream.close()  # writing raises ValueError now, as a closed stderr would

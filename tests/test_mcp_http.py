@@ -10,15 +10,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from factories import Spec, make_docs, write_docs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_mcp_rpc import SPECS, mcp_data_dir  # noqa: F401 (mcp_data_dir is a fixture)
 from werkzeug.test import Client, EnvironBuilder, run_wsgi_app
 
-from reviewsd_app import mcp_rpc
 from reviewsd_app import reviewsd
 from reviewsd_app.mcpserver import protocol
-from factories import Spec, make_docs, write_docs
-from test_mcp_rpc import SPECS, mcp_data_dir  # noqa: F401 (mcp_data_dir is a fixture)
 
 BASE = "https://reviews.example.com"
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -35,8 +34,13 @@ class FakeClock:
 @pytest.fixture
 def make_app(mcp_data_dir: Path, tmp_path: Path):
     def make(clock: Callable[[], float] = time.monotonic, **options: Any) -> reviewsd.ReviewsApp:
-        config = reviewsd.Config(data_dir=str(mcp_data_dir), state_dir=str(tmp_path / "state"), reload_interval=0,
-                                 hub=False, **{"base_url": BASE, **options})
+        config = reviewsd.Config(
+            data_dir=str(mcp_data_dir),
+            state_dir=str(tmp_path / "state"),
+            reload_interval=0,
+            hub=False,
+            **{"base_url": BASE, **options},
+        )
         return reviewsd.create_app(config, mcp_clock=clock)
 
     return make
@@ -49,7 +53,9 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def mcp_app(make_app, clock) -> reviewsd.ReviewsApp:
-    return make_app(clock, mcp_allowed_origins="https://app.example.org, http://tools.example.net:8443", max_body=4096)
+    return make_app(
+        clock, mcp_allowed_origins="https://app.example.org, http://tools.example.net:8443", max_body=4096
+    )
 
 
 @pytest.fixture
@@ -57,8 +63,13 @@ def client(mcp_app) -> Client:
     return Client(mcp_app)
 
 
-def post(client: Client, message: Any, session: str | None = None, headers: dict | None = None,
-         raw: bytes | None = None):
+def post(
+    client: Client,
+    message: Any,
+    session: str | None = None,
+    headers: dict | None = None,
+    raw: bytes | None = None,
+):
     all_headers = {**HEADERS, **({"Mcp-Session-Id": session} if session else {}), **(headers or {})}
     all_headers = {k: v for k, v in all_headers.items() if v is not None}
     body = raw if raw is not None else json.dumps(message).encode()
@@ -66,9 +77,20 @@ def post(client: Client, message: Any, session: str | None = None, headers: dict
 
 
 def initialize(client: Client, version: str = "2025-06-18", headers: dict | None = None) -> str:
-    response = post(client, {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                             "params": {"protocolVersion": version, "capabilities": {},
-                                        "clientInfo": {"name": "test", "version": "1"}}}, headers=headers)
+    response = post(
+        client,
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+        headers=headers,
+    )
     assert response.status_code == 200, response.data
     return response.headers["Mcp-Session-Id"]
 
@@ -76,12 +98,20 @@ def initialize(client: Client, version: str = "2025-06-18", headers: dict | None
 @pytest.fixture
 def session(client) -> str:
     session_id = initialize(client)
-    assert post(client, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session_id).status_code == 202
+    assert (
+        post(client, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session_id).status_code == 202
+    )
     return session_id
 
 
-def rpc(client: Client, session: str, method: str, params: Any = None, request_id: Any = 1,
-        headers: dict | None = None):
+def rpc(
+    client: Client,
+    session: str,
+    method: str,
+    params: Any = None,
+    request_id: Any = 1,
+    headers: dict | None = None,
+):
     message = {"jsonrpc": "2.0", "id": request_id, "method": method}
     if params is not None:
         message["params"] = params
@@ -108,9 +138,19 @@ def assert_jsonrpc_error(response, status: int, code: int, request_id: Any = Non
 
 
 def test_initialize_starts_a_session(client):
-    response = post(client, {"jsonrpc": "2.0", "id": "init", "method": "initialize",
-                             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                        "clientInfo": {"name": "curl", "version": "8"}}})
+    response = post(
+        client,
+        {
+            "jsonrpc": "2.0",
+            "id": "init",
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "curl", "version": "8"},
+            },
+        },
+    )
     assert response.status_code == 200 and response.mimetype == "application/json"
     assert response.headers["Cache-Control"] == "no-store"
     assert "Mcp-Session-Id" in response.headers["Access-Control-Expose-Headers"]
@@ -123,12 +163,25 @@ def test_initialize_starts_a_session(client):
     assert initialize(client) != session_id
 
 
-@pytest.mark.parametrize("requested, answered", [
-    ("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"), ("2025-11-25", "2025-11-25"), ("x", "2025-11-25"),
-])
+@pytest.mark.parametrize(
+    "requested, answered",
+    [
+        ("2025-06-18", "2025-06-18"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-11-25", "2025-11-25"),
+        ("x", "2025-11-25"),
+    ],
+)
 def test_version_negotiation(client, requested, answered):
-    response = post(client, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                             "params": {"protocolVersion": requested, "capabilities": {}}})
+    response = post(
+        client,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": requested, "capabilities": {}},
+        },
+    )
     assert response.get_json()["result"]["protocolVersion"] == answered
 
 
@@ -139,8 +192,11 @@ def test_failed_initialize_starts_no_session(client, mcp_app):
 
 
 def test_initialize_with_a_session_id_is_refused(client, session):
-    response = post(client, {"jsonrpc": "2.0", "id": 5, "method": "initialize",
-                             "params": {"protocolVersion": "2025-06-18"}}, session)
+    response = post(
+        client,
+        {"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}},
+        session,
+    )
     assert_jsonrpc_error(response, 400, -32000, 5)
     assert "Mcp-Session-Id" not in response.headers
 
@@ -168,7 +224,10 @@ def test_answers_carry_their_type_length_and_transport_headers(client, session):
     response = rpc(client, session, "tools/call", {"name": "search_reviews", "arguments": {"limit": 2}})
     assert response.status_code == 200 and response.headers["Content-Type"] == "application/json"
     assert int(response.headers["Content-Length"]) == len(response.data)
-    assert response.headers["Cache-Control"] == "no-store" and response.headers["Access-Control-Allow-Origin"] == "*"
+    assert (
+        response.headers["Cache-Control"] == "no-store"
+        and response.headers["Access-Control-Allow-Origin"] == "*"
+    )
     assert response.get_json()["result"]["structuredContent"]["returned"] == 2
     accepted = post(client, {"jsonrpc": "2.0", "method": "notifications/cancelled"}, session)
     assert accepted.status_code == 202 and accepted.data == b"" and "Content-Type" not in accepted.headers
@@ -198,10 +257,19 @@ def test_session_cap_evicts_the_least_recently_used(make_app, clock):
 # --------------------------------------------------------------------------- protocol version header
 
 
-@pytest.mark.parametrize("value, status", [
-    (None, 200), ("2025-06-18", 200), ("2025-03-26", 200), (" 2025-06-18 ", 200), ("2025-11-25", 200),
-    ("2024-11-05", 400), ("garbage", 400), ("", 400),  # 2026-07-28: test_mcp_modern.py
-])
+@pytest.mark.parametrize(
+    "value, status",
+    [
+        (None, 200),
+        ("2025-06-18", 200),
+        ("2025-03-26", 200),
+        (" 2025-06-18 ", 200),
+        ("2025-11-25", 200),
+        ("2024-11-05", 400),
+        ("garbage", 400),
+        ("", 400),  # 2026-07-28: test_mcp_modern.py
+    ],
+)
 def test_protocol_version_header(client, session, value, status):
     response = rpc(client, session, "ping", headers={"MCP-Protocol-Version": value})
     assert response.status_code == status
@@ -218,29 +286,53 @@ def test_initialize_ignores_the_protocol_version_header(client):
 # --------------------------------------------------------------------------- media types, methods, size
 
 
-@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded",
-                                          "application/json; charset=latin-1", "application/jsonx", "json"])
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        None,
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "application/json; charset=latin-1",
+        "application/jsonx",
+        "json",
+    ],
+)
 def test_content_type_must_be_json(client, session, content_type):
-    response = post(client, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, session,
-                    headers={"Content-Type": content_type})
+    response = post(
+        client, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, session, headers={"Content-Type": content_type}
+    )
     assert_jsonrpc_error(response, 415, -32000)
 
 
-@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "Application/JSON",
-                                          "application/json;charset=UTF-8"])
+@pytest.mark.parametrize(
+    "content_type", ["application/json; charset=utf-8", "Application/JSON", "application/json;charset=UTF-8"]
+)
 def test_content_type_variants_accepted(client, session, content_type):
-    response = post(client, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, session,
-                    headers={"Content-Type": content_type})
+    response = post(
+        client, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, session, headers={"Content-Type": content_type}
+    )
     assert response.status_code == 200
 
 
-@pytest.mark.parametrize("accept, status", [
-    (None, 200), ("", 200), ("*/*", 200), ("application/json", 200), ("application/json, text/event-stream", 200),
-    ("application/*", 200), ("text/event-stream, */*;q=0.1", 200),
-    ("text/event-stream", 406), ("text/html", 406), ("application/json;q=0, text/event-stream", 406),
-])
+@pytest.mark.parametrize(
+    "accept, status",
+    [
+        (None, 200),
+        ("", 200),
+        ("*/*", 200),
+        ("application/json", 200),
+        ("application/json, text/event-stream", 200),
+        ("application/*", 200),
+        ("text/event-stream, */*;q=0.1", 200),
+        ("text/event-stream", 406),
+        ("text/html", 406),
+        ("application/json;q=0, text/event-stream", 406),
+    ],
+)
 def test_accept(client, session, accept, status):
-    response = post(client, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, session, headers={"Accept": accept})
+    response = post(
+        client, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, session, headers={"Accept": accept}
+    )
     assert response.status_code == status
     assert response.mimetype == "application/json"
     if status == 406:
@@ -249,8 +341,9 @@ def test_accept(client, session, accept, status):
 
 @pytest.mark.parametrize("method", ["GET", "HEAD"])
 def test_no_server_stream(client, session, method):
-    response = client.open("/mcp", method=method, headers={"Mcp-Session-Id": session,
-                                                             "Accept": "text/event-stream"})
+    response = client.open(
+        "/mcp", method=method, headers={"Mcp-Session-Id": session, "Accept": "text/event-stream"}
+    )
     assert response.status_code == 405
     assert response.headers["Allow"] == "DELETE, OPTIONS, POST"
     if method == "GET":  # refused by the router, with the app's one error shape
@@ -259,7 +352,9 @@ def test_no_server_stream(client, session, method):
 
 def test_body_over_max_body_is_413(client, session, mcp_app):
     filler = "x" * mcp_app.config.max_body
-    response = rpc(client, session, "tools/call", {"name": "get_business", "arguments": {}, "_meta": {"f": filler}})
+    response = rpc(
+        client, session, "tools/call", {"name": "get_business", "arguments": {}, "_meta": {"f": filler}}
+    )
     assert_jsonrpc_error(response, 413, -32000)
 
 
@@ -269,7 +364,9 @@ def test_streamed_body_is_read_only_up_to_max_body(mcp_app, session, size, statu
     head = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"f":"'
     body = head + b"x" * (size - len(head) - 3) + b'"}}'
     assert len(body) == size
-    environ = EnvironBuilder(path="/mcp", method="POST", headers={**HEADERS, "Mcp-Session-Id": session}).get_environ()
+    environ = EnvironBuilder(
+        path="/mcp", method="POST", headers={**HEADERS, "Mcp-Session-Id": session}
+    ).get_environ()
     stream = CountingStream(body)
     environ.update({"wsgi.input": stream, "wsgi.input_terminated": True})
     environ.pop("CONTENT_LENGTH", None)
@@ -280,7 +377,9 @@ def test_streamed_body_is_read_only_up_to_max_body(mcp_app, session, size, statu
 
 def test_body_shorter_than_its_content_length_is_400(mcp_app, session):
     body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
-    environ = EnvironBuilder(path="/mcp", method="POST", headers={**HEADERS, "Mcp-Session-Id": session}).get_environ()
+    environ = EnvironBuilder(
+        path="/mcp", method="POST", headers={**HEADERS, "Mcp-Session-Id": session}
+    ).get_environ()
     environ.update({"wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body) + 10)})
     app_iter, status_line, headers = run_wsgi_app(mcp_app, environ)
     assert status_line.startswith("400") and json.loads(b"".join(app_iter))["error"]["code"] == -32000
@@ -305,20 +404,34 @@ class CountingStream(io.BytesIO):
         return count
 
 
-
 # --------------------------------------------------------------------------- Origin
 
 
-@pytest.mark.parametrize("origin, status", [
-    (None, 200),
-    (BASE, 200), ("https://REVIEWS.example.com", 200), ("https://reviews.example.com:443", 200),
-    ("http://localhost", 200), ("http://localhost:3000", 200), ("http://127.0.0.1:6274", 200),
-    ("http://[::1]:8080", 200), ("https://app.example.org", 200), ("http://tools.example.net:8443", 200),
-    ("http://reviews.example.com", 403), ("https://evil.example", 403), ("null", 403),
-    ("http://localhost.evil.example", 403), ("https://reviews.example.com.evil.example", 403),
-    ("http://tools.example.net", 403), ("https://app.example.org:8443", 403), ("not a url", 403),
-    ("file://", 403), ("http://127.0.0.2", 403),
-])
+@pytest.mark.parametrize(
+    "origin, status",
+    [
+        (None, 200),
+        (BASE, 200),
+        ("https://REVIEWS.example.com", 200),
+        ("https://reviews.example.com:443", 200),
+        ("http://localhost", 200),
+        ("http://localhost:3000", 200),
+        ("http://127.0.0.1:6274", 200),
+        ("http://[::1]:8080", 200),
+        ("https://app.example.org", 200),
+        ("http://tools.example.net:8443", 200),
+        ("http://reviews.example.com", 403),
+        ("https://evil.example", 403),
+        ("null", 403),
+        ("http://localhost.evil.example", 403),
+        ("https://reviews.example.com.evil.example", 403),
+        ("http://tools.example.net", 403),
+        ("https://app.example.org:8443", 403),
+        ("not a url", 403),
+        ("file://", 403),
+        ("http://127.0.0.2", 403),
+    ],
+)
 def test_origin(client, session, origin, status):
     response = rpc(client, session, "ping", headers={"Origin": origin})
     assert response.status_code == status
@@ -338,8 +451,11 @@ def test_wildcard_extra_origin_allows_any(make_app):
 
 
 def test_initialize_checks_origin_too(client):
-    response = post(client, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                             "params": {"protocolVersion": "2025-06-18"}}, headers={"Origin": "https://evil.example"})
+    response = post(
+        client,
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}},
+        headers={"Origin": "https://evil.example"},
+    )
     assert_jsonrpc_error(response, 403, -32000)
     assert "Mcp-Session-Id" not in response.headers
 
@@ -348,11 +464,13 @@ def test_initialize_checks_origin_too(client):
 
 
 def test_notifications_and_responses_get_202(client, session):
-    for message in ({"jsonrpc": "2.0", "method": "notifications/initialized"},
-                    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
-                    {"jsonrpc": "2.0", "method": "notifications/whatever"},
-                    {"jsonrpc": "2.0", "id": 9, "result": {}},
-                    {"jsonrpc": "2.0", "id": 9, "error": {"code": -1, "message": "no"}}):
+    for message in (
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+        {"jsonrpc": "2.0", "method": "notifications/whatever"},
+        {"jsonrpc": "2.0", "id": 9, "result": {}},
+        {"jsonrpc": "2.0", "id": 9, "error": {"code": -1, "message": "no"}},
+    ):
         response = post(client, message, session)
         assert response.status_code == 202 and response.data == b"", message
 
@@ -362,20 +480,33 @@ def test_ping(client, session):
     assert response.status_code == 200 and response.get_json() == {"jsonrpc": "2.0", "id": "p1", "result": {}}
 
 
-@pytest.mark.parametrize("raw, code", [
-    (b"{", -32700), (b"\xff", -32700), (b"", -32700), (b"[]", -32600),
-    (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600), (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600),
-    (b'"just a string"', -32600),
-])
+@pytest.mark.parametrize(
+    "raw, code",
+    [
+        (b"{", -32700),
+        (b"\xff", -32700),
+        (b"", -32700),
+        (b"[]", -32600),
+        (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600),
+        (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600),
+        (b'"just a string"', -32600),
+    ],
+)
 def test_unreadable_messages_are_400(client, session, raw, code):
     assert_jsonrpc_error(post(client, None, session, raw=raw), 400, code)
 
 
-@pytest.mark.parametrize("message, code", [
-    ({"jsonrpc": "2.0", "id": 2, "method": "server/discover"}, -32601),  # 2026-07-28 only
-    ({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "nope"}}, -32602),
-    ({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "https://x.example/"}}, -32002),
-])
+@pytest.mark.parametrize(
+    "message, code",
+    [
+        ({"jsonrpc": "2.0", "id": 2, "method": "server/discover"}, -32601),  # 2026-07-28 only
+        ({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "nope"}}, -32602),
+        (
+            {"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "https://x.example/"}},
+            -32002,
+        ),
+    ],
+)
 def test_method_errors_are_200(client, session, message, code):
     assert_jsonrpc_error(post(client, message, session), 200, code, 2)
 
@@ -404,11 +535,20 @@ def test_resources_over_http(client, session, mcp_app):
 # --------------------------------------------------------------------------- same answers as the HTTP API
 
 
-@pytest.mark.parametrize("query", [
-    {}, {"rating": 5}, {"min_rating": 3.5, "limit": 2}, {"query": "wait"}, {"mentions_technician": "Dr. Maya Patel"},
-    {"mentions_service": "massage-therapy"}, {"since": "2026-01-01", "until": "2026-02-28"}, {"query": "zzz"},
-    {"rating": 5, "mentions_technician": "dr-sofia-ramirez", "limit": 1},
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        {},
+        {"rating": 5},
+        {"min_rating": 3.5, "limit": 2},
+        {"query": "wait"},
+        {"mentions_technician": "Dr. Maya Patel"},
+        {"mentions_service": "massage-therapy"},
+        {"since": "2026-01-01", "until": "2026-02-28"},
+        {"query": "zzz"},
+        {"rating": 5, "mentions_technician": "dr-sofia-ramirez", "limit": 1},
+    ],
+)
 def test_search_reviews_equals_the_search_endpoint(client, session, query):
     http = client.get("/api/reviews/search", query_string=query)
     assert http.status_code == 200
@@ -429,7 +569,9 @@ def test_invalid_search_is_400_over_http_and_an_error_result_over_mcp(client, se
 
 def test_get_reviews_since_equals_the_since_endpoint(client, session):
     http = client.get("/api/reviews/since/2025-12-01").get_json()
-    result = tool(client, session, "get_reviews_since", {"since": "2025-12-01", "limit": 500})["structuredContent"]
+    result = tool(client, session, "get_reviews_since", {"since": "2025-12-01", "limit": 500})[
+        "structuredContent"
+    ]
     assert result == {**http, "returned": http["count"]}
 
 
@@ -437,7 +579,9 @@ def test_get_reviews_since_equals_the_since_endpoint(client, session):
 
 
 def test_tools_see_reloaded_data(client, session, mcp_app, mcp_data_dir):
-    assert tool(client, session, "get_business")["structuredContent"]["aggregate_rating"]["review_count"] == len(SPECS)
+    assert tool(client, session, "get_business")["structuredContent"]["aggregate_rating"][
+        "review_count"
+    ] == len(SPECS)
     reviews_doc, insights_doc = make_docs(SPECS + [Spec(rating=1, date="2026-04-01", text="New and angry.")])
     reviews_doc["business"]["name"] = "Renamed Clinic"
     write_docs(mcp_data_dir, reviews_doc, insights_doc)
@@ -458,12 +602,24 @@ def test_concurrent_calls_on_one_session(mcp_app, session):
     def work(worker: int) -> None:
         client = Client(mcp_app)
         for i in range(25):
-            name, arguments = [("search_reviews", {"rating": 5}), ("get_business", {}),
-                               ("get_technician", {"name": "Patel"})][(worker + i) % 3]
-            response = rpc(client, session, "tools/call", {"name": name, "arguments": arguments},
-                           request_id=worker * 1000 + i)
+            name, arguments = [
+                ("search_reviews", {"rating": 5}),
+                ("get_business", {}),
+                ("get_technician", {"name": "Patel"}),
+            ][(worker + i) % 3]
+            response = rpc(
+                client,
+                session,
+                "tools/call",
+                {"name": name, "arguments": arguments},
+                request_id=worker * 1000 + i,
+            )
             document = response.get_json()
-            if response.status_code != 200 or document["id"] != worker * 1000 + i or document["result"]["isError"]:
+            if (
+                response.status_code != 200
+                or document["id"] != worker * 1000 + i
+                or document["result"]["isError"]
+            ):
                 failures.append(document)
             elif name == "search_reviews" and document["result"]["structuredContent"] != expected:
                 failures.append(document)
@@ -497,22 +653,64 @@ def test_concurrent_initialize_respects_the_cap(make_app):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=20,
 )
-METHODS = ["initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/read",
-           "resources/templates/list", "notifications/initialized", "prompts/list"]
+METHODS = [
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "notifications/initialized",
+    "prompts/list",
+]
 # Envelopes that are nearly right, so the search reaches the methods and tools, not only -32600.
 messages = st.one_of(
     json_values,
-    st.fixed_dictionaries({"jsonrpc": st.just("2.0"), "id": st.integers() | st.text(max_size=5),
-                           "method": st.sampled_from(METHODS)}, optional={"params": json_values}),
-    st.fixed_dictionaries({"jsonrpc": st.just("2.0"), "id": st.integers(), "method": st.just("tools/call"),
-                           "params": st.fixed_dictionaries({"name": st.sampled_from(
-                               ["get_business", "search_reviews", "get_review", "get_reviews_since",
-                                "get_aspect_sentiment", "get_technician", "get_service", "get_rating_trend",
-                                "get_insights_summary", "nope"]), "arguments": json_values})}),
+    st.fixed_dictionaries(
+        {
+            "jsonrpc": st.just("2.0"),
+            "id": st.integers() | st.text(max_size=5),
+            "method": st.sampled_from(METHODS),
+        },
+        optional={"params": json_values},
+    ),
+    st.fixed_dictionaries(
+        {
+            "jsonrpc": st.just("2.0"),
+            "id": st.integers(),
+            "method": st.just("tools/call"),
+            "params": st.fixed_dictionaries(
+                {
+                    "name": st.sampled_from(
+                        [
+                            "get_business",
+                            "search_reviews",
+                            "get_review",
+                            "get_reviews_since",
+                            "get_aspect_sentiment",
+                            "get_technician",
+                            "get_service",
+                            "get_rating_trend",
+                            "get_insights_summary",
+                            "nope",
+                        ]
+                    ),
+                    "arguments": json_values,
+                }
+            ),
+        }
+    ),
 )
 
 

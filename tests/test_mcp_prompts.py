@@ -5,25 +5,29 @@ from __future__ import annotations
 import json
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
+from factories import Spec, make_docs, write_docs
 from hypothesis import example, given
 from hypothesis import strategies as st
-
-from reviewsd_app.mcpserver import transport as mcp_http
-from reviewsd_app.mcpserver import prompts as mcp_prompts
-from reviewsd_app import reviewsd
-from reviewsd_app.reviews.dataset import fold_name
-from factories import Spec, make_docs, write_docs
-from reviewsd_app.mcp_rpc import ErrorCode, Session
 from test_mcp_rpc import BASE, SPECS, assert_error, dispatch, initialize_body, mcp_data_dir  # noqa: F401 (fixture)
+
+from reviewsd_app import reviewsd
+from reviewsd_app.mcp_rpc import ErrorCode, Session
+from reviewsd_app.mcpserver import prompts as mcp_prompts
+from reviewsd_app.mcpserver import transport as mcp_http
+from reviewsd_app.reviews.dataset import fold_name
 
 
 @pytest.fixture
 def server(mcp_data_dir: Path, tmp_path: Path):
-    config = reviewsd.Config(data_dir=str(mcp_data_dir), state_dir=str(tmp_path / "state"), reload_interval=0,
-                             base_url=BASE, hub=False)
+    config = reviewsd.Config(
+        data_dir=str(mcp_data_dir),
+        state_dir=str(tmp_path / "state"),
+        reload_interval=0,
+        base_url=BASE,
+        hub=False,
+    )
     return reviewsd.create_app(config).mcp.server
 
 
@@ -47,7 +51,9 @@ def result(response: dict) -> dict:
 
 
 def complete(server, session, ref: dict, name: str, value: str) -> dict:
-    return call(server, session, "completion/complete", {"ref": ref, "argument": {"name": name, "value": value}})
+    return call(
+        server, session, "completion/complete", {"ref": ref, "argument": {"name": name, "value": value}}
+    )
 
 
 def prompt_ref(name: str) -> dict:
@@ -80,24 +86,43 @@ def test_digest_defaults_to_the_last_30_days_of_reviews(server, session):
 
 
 def test_digest_of_a_period(server, session):
-    got = result(call(server, session, "prompts/get",
-                      {"name": "review_digest", "arguments": {"since": "2025-11-01", "until": "2025-12-31"}}))
+    got = result(
+        call(
+            server,
+            session,
+            "prompts/get",
+            {"name": "review_digest", "arguments": {"since": "2025-11-01", "until": "2025-12-31"}},
+        )
+    )
     reviews = json.loads(got["messages"][1]["content"]["resource"]["text"])["reviews"]
     assert [r["date"] for r in reviews] == ["2025-12-31", "2025-11-02"]
 
 
-@pytest.mark.parametrize("arguments", [
-    {"since": "2026-02-30"}, {"until": "yesterday"}, {"since": "2026-02-01", "until": "2026-01-01"},
-    {"since": 20260101}, {"period": "march"},
-])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"since": "2026-02-30"},
+        {"until": "yesterday"},
+        {"since": "2026-02-01", "until": "2026-01-01"},
+        {"since": 20260101},
+        {"period": "march"},
+    ],
+)
 def test_digest_refuses_bad_arguments(server, session, arguments):
-    assert_error(call(server, session, "prompts/get", {"name": "review_digest", "arguments": arguments}),
-                 ErrorCode.INVALID_PARAMS, 1)
+    assert_error(
+        call(server, session, "prompts/get", {"name": "review_digest", "arguments": arguments}),
+        ErrorCode.INVALID_PARAMS,
+        1,
+    )
 
 
 def test_reply_draft_embeds_the_review(server, session):
-    review_id = result(complete(server, session, prompt_ref("reply_draft"), "review_id", ""))["completion"]["values"][0]
-    got = result(call(server, session, "prompts/get", {"name": "reply_draft", "arguments": {"review_id": review_id}}))
+    review_id = result(complete(server, session, prompt_ref("reply_draft"), "review_id", ""))["completion"][
+        "values"
+    ][0]
+    got = result(
+        call(server, session, "prompts/get", {"name": "reply_draft", "arguments": {"review_id": review_id}})
+    )
     resource = got["messages"][0]["content"]["resource"]
     assert resource["uri"] == f"{BASE}/api/reviews/{review_id}"
     review = json.loads(resource["text"])
@@ -105,23 +130,32 @@ def test_reply_draft_embeds_the_review(server, session):
     assert "2-star review" in got["messages"][1]["content"]["text"]
 
 
-@pytest.mark.parametrize("params", [
-    {"name": "reply_draft"}, {"name": "reply_draft", "arguments": {"review_id": " "}},
-    {"name": "reply_draft", "arguments": {"review_id": "01NOSUCHREVIEW"}},
-    {"name": "practitioner_review", "arguments": {"name": "Dr. Nobody"}},
-    {"name": "practitioner_review", "arguments": {"name": "Dr."}},  # several match: ask again
-    {"name": "aspect_review", "arguments": {"aspect": "wait time", "sentiment": "happy"}},
-    {"name": "nope"}, {}, {"name": "service_review", "arguments": ["massage"]},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"name": "reply_draft"},
+        {"name": "reply_draft", "arguments": {"review_id": " "}},
+        {"name": "reply_draft", "arguments": {"review_id": "01NOSUCHREVIEW"}},
+        {"name": "practitioner_review", "arguments": {"name": "Dr. Nobody"}},
+        {"name": "practitioner_review", "arguments": {"name": "Dr."}},  # several match: ask again
+        {"name": "aspect_review", "arguments": {"aspect": "wait time", "sentiment": "happy"}},
+        {"name": "nope"},
+        {},
+        {"name": "service_review", "arguments": ["massage"]},
+    ],
+)
 def test_prompt_errors_are_invalid_params(server, session, params):
     assert_error(call(server, session, "prompts/get", params), ErrorCode.INVALID_PARAMS, 1)
 
 
-@pytest.mark.parametrize("name, arguments, expected", [
-    ("practitioner_review", {"name": "SOFIA ramirez"}, "Dr. Sofía Ramírez"),
-    ("service_review", {"service": "massage-therapy"}, "Massage therapy"),
-    ("aspect_review", {"aspect": "Wait Time", "sentiment": "negative"}, "Wait time"),
-])
+@pytest.mark.parametrize(
+    "name, arguments, expected",
+    [
+        ("practitioner_review", {"name": "SOFIA ramirez"}, "Dr. Sofía Ramírez"),
+        ("service_review", {"service": "massage-therapy"}, "Massage therapy"),
+        ("aspect_review", {"aspect": "Wait Time", "sentiment": "negative"}, "Wait time"),
+    ],
+)
 def test_entity_prompts_embed_the_tool_result(server, session, name, arguments, expected):
     got = result(call(server, session, "prompts/get", {"name": name, "arguments": arguments}))
     assert expected in got["messages"][0]["content"]["text"]
@@ -132,23 +166,33 @@ def test_entity_prompts_embed_the_tool_result(server, session, name, arguments, 
 # --------------------------------------------------------------------------- completion
 
 
-@pytest.mark.parametrize("prompt, argument, value, expected", [
-    ("practitioner_review", "name", "dr. s", ["Dr. Sofía Ramírez"]),
-    ("practitioner_review", "name", "RAMI", ["Dr. Sofía Ramírez"]),  # a word of the name, accent-insensitive
-    ("practitioner_review", "name", "dr-maya", ["Dr. Maya Patel"]),  # the id
-    ("practitioner_review", "name", "atel", []),  # a prefix, not a substring
-    ("service_review", "service", "massage", ["Massage therapy"]),
-    ("aspect_review", "aspect", "WAIT", ["Wait time"]),
-    ("aspect_review", "sentiment", "ne", ["neutral", "negative"]),
-    ("review_digest", "since", "2026", []),  # a date names nothing in the data
-])
+@pytest.mark.parametrize(
+    "prompt, argument, value, expected",
+    [
+        ("practitioner_review", "name", "dr. s", ["Dr. Sofía Ramírez"]),
+        (
+            "practitioner_review",
+            "name",
+            "RAMI",
+            ["Dr. Sofía Ramírez"],
+        ),  # a word of the name, accent-insensitive
+        ("practitioner_review", "name", "dr-maya", ["Dr. Maya Patel"]),  # the id
+        ("practitioner_review", "name", "atel", []),  # a prefix, not a substring
+        ("service_review", "service", "massage", ["Massage therapy"]),
+        ("aspect_review", "aspect", "WAIT", ["Wait time"]),
+        ("aspect_review", "sentiment", "ne", ["neutral", "negative"]),
+        ("review_digest", "since", "2026", []),  # a date names nothing in the data
+    ],
+)
 def test_completion_of_prompt_arguments(server, session, prompt, argument, value, expected):
     completion = result(complete(server, session, prompt_ref(prompt), argument, value))["completion"]
     assert completion == {"values": expected, "total": len(expected), "hasMore": False}
 
 
 def test_reply_completion_offers_unanswered_low_rated_reviews_newest_first(server, session):
-    values = result(complete(server, session, prompt_ref("reply_draft"), "review_id", ""))["completion"]["values"]
+    values = result(complete(server, session, prompt_ref("reply_draft"), "review_id", ""))["completion"][
+        "values"
+    ]
     everything = result(complete(server, session, TEMPLATE, "id", ""))["completion"]["values"]
     newest_first = sorted(SPECS, key=lambda s: s.date, reverse=True)  # dates are distinct: the id order
     assert values == [everything[i] for i, s in enumerate(newest_first) if s.rating <= 3 and not s.reply]
@@ -163,33 +207,51 @@ def test_template_id_completion_is_a_case_insensitive_prefix(server, session):
     assert values == [target]
 
 
-@pytest.mark.parametrize("ref, argument", [
-    (prompt_ref("nope"), "name"), (prompt_ref("practitioner_review"), "service"),
-    ({"type": "ref/resource", "uri": BASE + "/other/{id}"}, "id"), (TEMPLATE, "name"),
-    ({"type": "ref/tool", "name": "get_review"}, "id"), ("practitioner_review", "name"),
-    ({"type": "ref/prompt", "name": ["x"]}, "name"), ({"type": "ref/prompt", "name": {"a": 1}}, "name"),
-    ({"type": "ref/resource", "uri": ["x"]}, "id"),
-])
+@pytest.mark.parametrize(
+    "ref, argument",
+    [
+        (prompt_ref("nope"), "name"),
+        (prompt_ref("practitioner_review"), "service"),
+        ({"type": "ref/resource", "uri": BASE + "/other/{id}"}, "id"),
+        (TEMPLATE, "name"),
+        ({"type": "ref/tool", "name": "get_review"}, "id"),
+        ("practitioner_review", "name"),
+        ({"type": "ref/prompt", "name": ["x"]}, "name"),
+        ({"type": "ref/prompt", "name": {"a": 1}}, "name"),
+        ({"type": "ref/resource", "uri": ["x"]}, "id"),
+    ],
+)
 def test_completion_errors_are_invalid_params(server, session, ref, argument):
     assert_error(complete(server, session, ref, argument, ""), ErrorCode.INVALID_PARAMS, 1)
 
 
 def test_at_most_100_values_with_total_and_has_more(tmp_path):
     data = tmp_path / "many"
-    write_docs(data, *make_docs([Spec(rating=1 + i % 5, date=f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}")
-                                 for i in range(150)]))
-    config = reviewsd.Config(data_dir=str(data), state_dir=str(tmp_path / "state"), reload_interval=0,
-                             base_url=BASE, hub=False)
+    write_docs(
+        data,
+        *make_docs(
+            [Spec(rating=1 + i % 5, date=f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}") for i in range(150)]
+        ),
+    )
+    config = reviewsd.Config(
+        data_dir=str(data), state_dir=str(tmp_path / "state"), reload_interval=0, base_url=BASE, hub=False
+    )
     server = reviewsd.create_app(config).mcp.server
-    completion = result(complete(server, Session(protocol_version="2026-07-28"), TEMPLATE, "id", ""))["completion"]
+    completion = result(complete(server, Session(protocol_version="2026-07-28"), TEMPLATE, "id", ""))[
+        "completion"
+    ]
     assert len(completion["values"]) == 100 and completion["total"] == 150 and completion["hasMore"] is True
 
 
 def reference_matches(prefix: str, names: list[str]) -> bool:
     """Plain rule: the folded prefix starts one of the folded names (not empty ones) at its start or after a space."""
     p = fold_name(prefix)
-    return any(f[i:].startswith(p) for f in (fold_name(n) for n in names if n) for i in range(len(f) + 1)
-               if i == 0 or f[i - 1] == " ")
+    return any(
+        f[i:].startswith(p)
+        for f in (fold_name(n) for n in names if n)
+        for i in range(len(f) + 1)
+        if i == 0 or f[i - 1] == " "
+    )
 
 
 NAME_TEXT = st.text(alphabet="aeioAEIOéÉíñ -.", max_size=12)
@@ -200,22 +262,31 @@ NAME_TEXT = st.text(alphabet="aeioAEIOéÉíñ -.", max_size=12)
 @example(prefix="", names=["x"])
 @example(prefix=" - ", names=["a b"])
 def test_completion_matches_the_plain_rule(prefix, names):
-    folded = [fold_name(n) for n in names if n]  # as the Dataset folds a record's names (dataset.folded_names)
-    assert mcp_prompts.complete_names(prefix, [("v", folded)]) == (["v"] if reference_matches(prefix, names) else [])
+    folded = [
+        fold_name(n) for n in names if n
+    ]  # as the Dataset folds a record's names (dataset.folded_names)
+    assert mcp_prompts.complete_names(prefix, [("v", folded)]) == (
+        ["v"] if reference_matches(prefix, names) else []
+    )
 
 
 # --------------------------------------------------------------------------- header values (2026-07-28)
 
 
-@pytest.mark.parametrize("raw, decoded", [
-    ("get_review", "get_review"),
-    ("=?base64?Y2Fmw6k=?=", "caf\u00e9"),
-    ("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=", "=?base64?literal?="),  # the sentinel itself, encoded
-    ("=?base64?IHBhZGRlZCA=?=", " padded "),
-    ("=?BASE64?Y2Fmw6k=?=", "=?BASE64?Y2Fmw6k=?="),  # the markers are case-sensitive: a plain value
-    ("=?base64?not base64?=", None), ("=?base64?/w==?=", None),  # not base64; not UTF-8
-    ("caf\u00c3\u00a9", None), ("a\x00b", None),  # raw non-ASCII bytes (as latin-1) or control characters
-])
+@pytest.mark.parametrize(
+    "raw, decoded",
+    [
+        ("get_review", "get_review"),
+        ("=?base64?Y2Fmw6k=?=", "caf\u00e9"),
+        ("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=", "=?base64?literal?="),  # the sentinel itself, encoded
+        ("=?base64?IHBhZGRlZCA=?=", " padded "),
+        ("=?BASE64?Y2Fmw6k=?=", "=?BASE64?Y2Fmw6k=?="),  # the markers are case-sensitive: a plain value
+        ("=?base64?not base64?=", None),
+        ("=?base64?/w==?=", None),  # not base64; not UTF-8
+        ("caf\u00c3\u00a9", None),
+        ("a\x00b", None),  # raw non-ASCII bytes (as latin-1) or control characters
+    ],
+)
 def test_decode_header(raw, decoded):
     assert mcp_http.decode_header(raw) == decoded
 

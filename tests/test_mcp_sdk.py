@@ -11,13 +11,11 @@ from typing import Any
 
 import anyio
 import httpx2
-import pytest
-
 import mcp
+import pytest
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-
 from test_mcp_rpc import mcp_data_dir  # noqa: E402,F401 (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,8 +24,15 @@ TIMEOUT = 60
 
 @pytest.fixture
 def base_url(mcp_data_dir: Path, tmp_path: Path, live_server_factory) -> str:
-    server = live_server_factory("--data-dir", str(mcp_data_dir), "--state-dir", str(tmp_path / "state"),
-                                 "--reload-interval", "0", "--no-hub")
+    server = live_server_factory(
+        "--data-dir",
+        str(mcp_data_dir),
+        "--state-dir",
+        str(tmp_path / "state"),
+        "--reload-interval",
+        "0",
+        "--no-hub",
+    )
     return server.base_url
 
 
@@ -57,7 +62,9 @@ def test_official_client_end_to_end(base_url):
     seen: list[tuple[str, int, str | None]] = []
 
     async def record(response: Any) -> None:
-        seen.append((response.request.method, response.status_code, response.request.headers.get("mcp-session-id")))
+        seen.append(
+            (response.request.method, response.status_code, response.request.headers.get("mcp-session-id"))
+        )
 
     async def main() -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -72,8 +79,10 @@ def test_official_client_end_to_end(base_url):
                     out["tools"] = {tool.name: tool for tool in listed.tools}
                     found = await session.call_tool("search_reviews", {"limit": 1})
                     review_id = found.structured_content["reviews"][0]["id"]
-                    out["calls"] = {name: await session.call_tool(name, args)
-                                    for name, args in arguments_for(review_id).items()}
+                    out["calls"] = {
+                        name: await session.call_tool(name, args)
+                        for name, args in arguments_for(review_id).items()
+                    }
                     out["bad_arguments"] = await session.call_tool("get_technician", {"name": "Nobody"})
                     with pytest.raises(MCPError) as unknown_tool:
                         await session.call_tool("drop_tables", {})
@@ -129,9 +138,14 @@ def test_closed_session_is_gone(base_url):
     captured: dict[str, str] = {}
 
     async def reuse(http: Any) -> str:
-        response = await http.post(base_url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                                   headers={"Mcp-Session-Id": captured.get("id", "none"),
-                                            "Accept": "application/json, text/event-stream"})
+        response = await http.post(
+            base_url + "/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            headers={
+                "Mcp-Session-Id": captured.get("id", "none"),
+                "Accept": "application/json, text/event-stream",
+            },
+        )
         return str(response.status_code)
 
     async def capture(response: Any) -> None:
@@ -157,18 +171,24 @@ def test_high_level_client_in_each_mode(base_url, mode, version):
 
     async def record(response: Any) -> None:
         request = response.request
-        seen.append((request.method, request.headers.get("mcp-session-id"), request.headers.get("mcp-method")))
+        seen.append(
+            (request.method, request.headers.get("mcp-session-id"), request.headers.get("mcp-method"))
+        )
 
     async def main() -> dict[str, Any]:
         out: dict[str, Any] = {}
         async with httpx2.AsyncClient(event_hooks={"response": [record]}, timeout=30) as http:
-            async with mcp.Client(streamable_http_client(base_url + "/mcp", http_client=http), mode=mode) as client:
+            async with mcp.Client(
+                streamable_http_client(base_url + "/mcp", http_client=http), mode=mode
+            ) as client:
                 out["version"] = client.protocol_version
                 out["tools"] = {t.name: t for t in (await client.list_tools()).tools}
                 found = await client.call_tool("search_reviews", {"limit": 1})
                 review_id = out["review_id"] = found.structured_content["reviews"][0]["id"]
-                out["calls"] = {name: await client.call_tool(name, args)
-                                for name, args in arguments_for(review_id).items()}
+                out["calls"] = {
+                    name: await client.call_tool(name, args)
+                    for name, args in arguments_for(review_id).items()
+                }
                 out["prompts"] = (await client.list_prompts()).prompts
                 out["reply"] = await client.get_prompt("reply_draft", {"review_id": review_id.lower()})
                 out["digest"] = await client.get_prompt("review_digest", {"since": "2025-01-01"})

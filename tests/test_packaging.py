@@ -13,23 +13,53 @@ from pathlib import Path
 from urllib.request import urlopen
 
 import pytest
-
 from conftest import ROOT, LiveServer
 
 # What the checkout holds that is not the product (never in the wheel).
-NOT_SHIPPED = {".git", ".venv", ".ci", "tests", "bench", "tools", "docs", "state", "build", ".hypothesis",
-               ".pytest_cache", "__pycache__"}
+NOT_SHIPPED = {
+    ".git",
+    ".venv",
+    ".ci",
+    "tests",
+    "bench",
+    "tools",
+    "docs",
+    "state",
+    "build",
+    ".hypothesis",
+    ".pytest_cache",
+    "__pycache__",
+}
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel `pip install .` builds, from a copy of the checkout (a build leaves build/ behind)."""
     source = tmp_path_factory.mktemp("source")
-    shutil.copytree(ROOT, source, dirs_exist_ok=True,
-                    ignore=lambda folder, names: [n for n in names if n in NOT_SHIPPED or n.endswith(".egg-info")])
+    shutil.copytree(
+        ROOT,
+        source,
+        dirs_exist_ok=True,
+        ignore=lambda folder, names: [n for n in names if n in NOT_SHIPPED or n.endswith(".egg-info")],
+    )
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
-                    str(source)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (built,) = out.glob("reviewsd-*.whl")
     return built
 
@@ -43,27 +73,42 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     # directory only: that environment's own .pth files, an editable install of this checkout, stay out).
     (site_packages,) = venv.glob("lib/python*/site-packages")
     (site_packages / "test-dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "--no-deps", "-q", str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [venv / "bin" / "python", "-m", "pip", "install", "--no-deps", "-q", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return venv
 
 
 def run(venv: Path, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([venv / "bin" / "reviewsd", *args], cwd=cwd, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [venv / "bin" / "reviewsd", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_the_wheel_holds_one_package_with_every_module_and_file_the_server_needs(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {name.split("/")[0] for name in names if not name.startswith("reviewsd-")} == {"reviewsd_app"}
     modules = {f"reviewsd_app/{path.name}" for path in ROOT.glob("*.py")}
-    files = {f"reviewsd_app/{path.relative_to(ROOT)}" for pattern in ("schemas/*.json", "data/*.json",
-                                                                       "examples/minimal/*.json")
-             for path in ROOT.glob(pattern)}
+    files = {
+        f"reviewsd_app/{path.relative_to(ROOT)}"
+        for pattern in ("schemas/*.json", "data/*.json", "examples/minimal/*.json")
+        for path in ROOT.glob(pattern)
+    }
     units = {"reviewsd_app/reviewsd.service", "reviewsd_app/reviewsd.socket", "reviewsd_app/LICENSE"}
     assert modules | files | units <= names
-    assert not [name for name in names if name.startswith(("reviewsd_app/tests/", "reviewsd_app/bench/",
-                                                            "reviewsd_app/tools/"))]
+    assert not [
+        name
+        for name in names
+        if name.startswith(("reviewsd_app/tests/", "reviewsd_app/bench/", "reviewsd_app/tools/"))
+    ]
 
 
 def test_installed_command_checks_and_versions_from_any_directory(installed: Path, tmp_path: Path) -> None:
@@ -75,14 +120,22 @@ def test_installed_command_checks_and_versions_from_any_directory(installed: Pat
     example = run(installed, "check", "--data-dir", str(ROOT / "examples" / "minimal"), cwd=tmp_path)
     assert example.returncode == 0, example.stderr
     bad = run(installed, "--bogus", cwd=tmp_path)
-    assert (bad.returncode, bad.stderr) == (2, "reviewsd: error: unrecognized arguments: --bogus "
-                                               "(see reviewsd --help)\n")
+    assert (bad.returncode, bad.stderr) == (
+        2,
+        "reviewsd: error: unrecognized arguments: --bogus (see reviewsd --help)\n",
+    )
 
 
-def test_installed_command_serves_the_bundled_data_and_stops_on_ctrl_c(installed: Path, tmp_path: Path) -> None:
+def test_installed_command_serves_the_bundled_data_and_stops_on_ctrl_c(
+    installed: Path, tmp_path: Path
+) -> None:
     home = tmp_path / "home"
-    server = LiveServer([], program=[str(installed / "bin" / "reviewsd")], cwd=tmp_path,
-                        env={"HOME": str(home), "XDG_STATE_HOME": ""})
+    server = LiveServer(
+        [],
+        program=[str(installed / "bin" / "reviewsd")],
+        cwd=tmp_path,
+        env={"HOME": str(home), "XDG_STATE_HOME": ""},
+    )
     with urlopen(server.base_url + "/api/reviews/since/2026-10-01", timeout=10) as response:
         assert response.status == 200 and b'"count":9' in response.read()
     server.signal(signal.SIGINT)
@@ -94,10 +147,13 @@ def test_installed_command_serves_the_bundled_data_and_stops_on_ctrl_c(installed
 
 
 def test_our_modules_are_not_importable_under_generic_names(installed: Path, tmp_path: Path) -> None:
-    probe = "import importlib.util as u; print([m for m in ('config', 'server', 'dataset', 'hub', 'search') " \
-            "if u.find_spec(m)])"
-    run_probe = subprocess.run([installed / "bin" / "python", "-c", probe], cwd=tmp_path, capture_output=True,
-                               text=True, timeout=60)
+    probe = (
+        "import importlib.util as u; print([m for m in ('config', 'server', 'dataset', 'hub', 'search') "
+        "if u.find_spec(m)])"
+    )
+    run_probe = subprocess.run(
+        [installed / "bin" / "python", "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert run_probe.stdout.strip() == "[]"
 
 
@@ -107,9 +163,16 @@ def test_modules_without_their_schemas_say_what_is_missing(tmp_path: Path) -> No
         if relative.parts[0] not in ("tests", "bench", "tools", "examples", ".venv", "build"):
             (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(module, tmp_path / relative)
-    run_check = subprocess.run([sys.executable, "reviewsd.py", "check", "--data-dir", str(ROOT / "data")],
-                               cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    run_check = subprocess.run(
+        [sys.executable, "reviewsd.py", "check", "--data-dir", str(ROOT / "data")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run_check.returncode == 1
     last_line = run_check.stderr.strip().splitlines()[-1]
-    assert last_line.startswith("RuntimeError: reviewsd's JSON Schemas are missing (reviews.schema.json, "
-                                "insights.schema.json, search-params.schema.json not in ")
+    assert last_line.startswith(
+        "RuntimeError: reviewsd's JSON Schemas are missing (reviews.schema.json, "
+        "insights.schema.json, search-params.schema.json not in "
+    )

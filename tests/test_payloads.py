@@ -10,8 +10,16 @@ import threading
 import pytest
 
 from reviewsd_app.web import payloads
-from reviewsd_app.web.payloads import (GZIP_MIN_BYTES, JSON, LateGzip, Variant, answer, gzip_body, accepts_gzip,
-                      make_payload, status_line)
+from reviewsd_app.web.payloads import (
+    GZIP_MIN_BYTES,
+    JSON,
+    LateGzip,
+    Variant,
+    accepts_gzip,
+    answer,
+    make_payload,
+    status_line,
+)
 
 # Around every size where the coding changes: none below GZIP_MIN_BYTES, level 9, then level 6.
 SIZES = [0, 1, GZIP_MIN_BYTES - 1, GZIP_MIN_BYTES, 5000, (64 << 10) - 1, 64 << 10, 300_000]
@@ -61,8 +69,11 @@ def test_a_late_gzip_serves_identity_until_it_is_made_then_the_same_as_one_made_
     body = body_of(5000, 7)
     late, at_once = make_payload(body, JSON, gzip_later=True), make_payload(body, JSON)
     assert isinstance(late.gzipped, LateGzip)
-    asks = [{"HTTP_ACCEPT_ENCODING": "gzip"}, {"HTTP_ACCEPT_ENCODING": "identity"},
-            {"HTTP_ACCEPT_ENCODING": "gzip", "HTTP_IF_NONE_MATCH": at_once.gzipped.etag}]
+    asks = [
+        {"HTTP_ACCEPT_ENCODING": "gzip"},
+        {"HTTP_ACCEPT_ENCODING": "identity"},
+        {"HTTP_ACCEPT_ENCODING": "gzip", "HTTP_IF_NONE_MATCH": at_once.gzipped.etag},
+    ]
     for ask in asks:
         assert answer(ask, late) == answer({}, late)  # identity, 200, whatever is asked
     late.gzipped.compress()
@@ -78,16 +89,35 @@ def test_a_small_body_has_no_late_gzip() -> None:
 
 def test_status_lines_carry_rfc_9110_reason_phrases() -> None:
     assert [status_line(code) for code in (202, 304, 404, 413, 414, 431)] == [
-        "202 Accepted", "304 Not Modified", "404 Not Found", "413 Content Too Large", "414 URI Too Long",
-        "431 Request Header Fields Too Large"]
+        "202 Accepted",
+        "304 Not Modified",
+        "404 Not Found",
+        "413 Content Too Large",
+        "414 URI Too Long",
+        "431 Request Header Fields Too Large",
+    ]
 
 
-@pytest.mark.parametrize(("accept_encoding", "gzip_ok"), [
-    ("gzip", True), ("x-gzip", True), ("GZIP", True), ("*", True), ("br, gzip;q=0.5", True), ("deflate, *", True),
-    ("gzip;q=0, x-gzip", True),  # contradictory: the alias it lists as acceptable wins
-    ("", False), ("identity", False), ("br", False), ("gzip;q=0", False), ("gzip;q=0, *", False),
-    ("*, x-gzip;q=0", False), ("*;q=0", False), ("identity, *;q=0", False),
-])
+@pytest.mark.parametrize(
+    ("accept_encoding", "gzip_ok"),
+    [
+        ("gzip", True),
+        ("x-gzip", True),
+        ("GZIP", True),
+        ("*", True),
+        ("br, gzip;q=0.5", True),
+        ("deflate, *", True),
+        ("gzip;q=0, x-gzip", True),  # contradictory: the alias it lists as acceptable wins
+        ("", False),
+        ("identity", False),
+        ("br", False),
+        ("gzip;q=0", False),
+        ("gzip;q=0, *", False),
+        ("*, x-gzip;q=0", False),
+        ("*;q=0", False),
+        ("identity, *;q=0", False),
+    ],
+)
 def test_gzip_is_acceptable_as_rfc_9110_says(accept_encoding: str, gzip_ok: bool) -> None:
     # An explicit gzip or x-gzip entry decides; "*" stands only for codings not listed.
     assert accepts_gzip(accept_encoding) is gzip_ok

@@ -11,23 +11,23 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, SMALL_SPECS
+from factories import Spec, make_docs, write_docs
+from test_payloads import GatedCompression
 from werkzeug.test import Client
 
-from reviewsd_app.reviews import dataset as dataset_module
-from reviewsd_app.web import payloads
 from reviewsd_app import reviewsd
+from reviewsd_app.reviews import dataset as dataset_module
 from reviewsd_app.reviews.dataset import DataError, check_data_dir, load_dataset
-from factories import Spec, make_docs, write_docs
-from conftest import ROOT, SMALL_SPECS
+from reviewsd_app.web import payloads, snapshot
 from reviewsd_app.web.payloads import Variant
-from reviewsd_app.web import snapshot
-from test_payloads import GatedCompression
 
 
 def small_app(data_dir: Path) -> reviewsd.ReviewsApp:
     # The state directory (hub database, build cache) beside the test's data, never the checkout's.
-    return reviewsd.create_app(reviewsd.Config(data_dir=str(data_dir), state_dir=str(data_dir.parent / "state"),
-                                               reload_interval=0))
+    return reviewsd.create_app(
+        reviewsd.Config(data_dir=str(data_dir), state_dir=str(data_dir.parent / "state"), reload_interval=0)
+    )
 
 
 NEW_SPECS = [*SMALL_SPECS, Spec(rating=1, date="2025-04-01", text="A brand new review.")]
@@ -73,12 +73,15 @@ def test_unchanged_files_do_not_notify(small_data_dir: Path) -> None:
     assert seen == []
 
 
-@pytest.mark.parametrize("damage", [
-    lambda text: text[: len(text) // 2],  # half-written
-    lambda text: "",  # truncated to nothing
-    lambda text: text.replace('"rating": 5', '"rating": 7', 1),  # fails the schema
-    lambda text: "\udcff",  # not UTF-8 once written with surrogateescape
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text[: len(text) // 2],  # half-written
+        lambda text: "",  # truncated to nothing
+        lambda text: text.replace('"rating": 5', '"rating": 7', 1),  # fails the schema
+        lambda text: "\udcff",  # not UTF-8 once written with surrogateescape
+    ],
+)
 def test_bad_file_is_refused_and_old_data_kept(small_data_dir: Path, damage, caplog) -> None:
     app = small_app(small_data_dir)
     client = Client(app)
@@ -150,7 +153,10 @@ def test_concurrent_readers_never_see_a_mixed_snapshot(small_data_dir: Path) -> 
     def reader() -> None:
         while not stop.is_set():
             snap = app.store.current
-            if versions[snap.payloads["/reviews.json"].identity.etag] != snap.payloads["/api/feed.json"].identity.etag:
+            if (
+                versions[snap.payloads["/reviews.json"].identity.etag]
+                != snap.payloads["/api/feed.json"].identity.etag
+            ):
                 errors.append("mixed")
 
     threads = [threading.Thread(target=reader) for _ in range(4)]
@@ -182,12 +188,18 @@ def test_start_refuses_bad_data_naming_file_path_and_rule(small_data_dir: Path) 
     (small_data_dir / "reviews.json").write_text(json.dumps(doc), "utf-8")
     with pytest.raises(DataError) as exc:
         load_dataset(small_data_dir)
-    assert [str(p) for p in exc.value.problems][0].startswith("reviews.json: $.reviews[1].rating: schema:minimum")
+    assert [str(p) for p in exc.value.problems][0].startswith(
+        "reviews.json: $.reviews[1].rating: schema:minimum"
+    )
 
 
 def run_check(data_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data_dir)],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_check_accepts_good_data(small_data_dir: Path) -> None:
@@ -246,14 +258,30 @@ def test_lone_surrogates_are_refused_with_their_place(small_data_dir: Path, file
     assert app.store.reload() is False and app.store.last_error.problems == problems
 
 
-@pytest.mark.parametrize(("file", "replacement", "path", "rule", "message"), [
-    ("reviews.json", "NaN", "$", "json", "NaN is not a JSON value"),  # json.loads accepts it; JSON does not
-    ("insights.json", "-Infinity", "$", "json", "-Infinity is not a JSON value"),
-    ("insights.json", "1e400", "$.temporal.trend.slope_per_month", "number", "beyond the range of a 64-bit float"),
-    ("reviews.json", "5" * 5000, "$", "json", "4300"),  # Python's limit on converting digits to an int
-])
-def test_numbers_that_cannot_be_served_as_json_are_refused(small_data_dir: Path, file: str, replacement: str,
-                                                           path: str, rule: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("file", "replacement", "path", "rule", "message"),
+    [
+        (
+            "reviews.json",
+            "NaN",
+            "$",
+            "json",
+            "NaN is not a JSON value",
+        ),  # json.loads accepts it; JSON does not
+        ("insights.json", "-Infinity", "$", "json", "-Infinity is not a JSON value"),
+        (
+            "insights.json",
+            "1e400",
+            "$.temporal.trend.slope_per_month",
+            "number",
+            "beyond the range of a 64-bit float",
+        ),
+        ("reviews.json", "5" * 5000, "$", "json", "4300"),  # Python's limit on converting digits to an int
+    ],
+)
+def test_numbers_that_cannot_be_served_as_json_are_refused(
+    small_data_dir: Path, file: str, replacement: str, path: str, rule: str, message: str
+) -> None:
     # Served, NaN or Infinity would make every body that holds it unparseable for strict clients.
     reviews_doc, insights_doc = make_docs(SMALL_SPECS)
     reviews_doc["aggregate_rating"]["rating_value"] = 4.125
@@ -275,15 +303,19 @@ def test_nesting_too_deep_for_the_parser_is_refused_not_a_crash(small_data_dir: 
     (small_data_dir / "reviews.json").write_text("[" * 100_000 + "]" * 100_000, "utf-8")
     problems = check_data_dir(small_data_dir)
     assert [(p.file, p.path, p.rule, p.message) for p in problems] == [
-        ("reviews.json", "$", "json", "not valid JSON for this server (nested too deeply)")]
+        ("reviews.json", "$", "json", "not valid JSON for this server (nested too deeply)")
+    ]
 
 
 def test_a_value_nested_too_deeply_for_the_validator_is_refused_not_a_crash(small_data_dir: Path) -> None:
     reviews_doc, insights_doc = make_docs(SMALL_SPECS)
     write_docs(small_data_dir, reviews_doc, insights_doc)
     deep = "[" * 900 + "]" * 900  # two of them: uniqueItems compares them, recursively
-    text = json.dumps(reviews_doc).replace('"opening_hours": [', '"opening_hours": [{"days": [' + deep + ", " + deep
-                                           + '], "opens": "08:00", "closes": "18:00"}, ', 1)
+    text = json.dumps(reviews_doc).replace(
+        '"opening_hours": [',
+        '"opening_hours": [{"days": [' + deep + ", " + deep + '], "opens": "08:00", "closes": "18:00"}, ',
+        1,
+    )
     (small_data_dir / "reviews.json").write_text(text, "utf-8")
     problems = check_data_dir(small_data_dir)
     assert [(p.file, p.path, p.rule) for p in problems] == [("reviews.json", "$", "schema")]
@@ -298,8 +330,15 @@ def test_check_reports_missing_and_unparsable_files(tmp_path: Path) -> None:
 
 
 def test_with_gzip_later_the_first_load_serves_identity_until_compressed(small_data_dir: Path) -> None:
-    app = reviewsd.create_app(reviewsd.Config(data_dir=str(small_data_dir), state_dir=str(small_data_dir.parent / "state"),
-                                              reload_interval=0, hub=False), gzip_later=True)
+    app = reviewsd.create_app(
+        reviewsd.Config(
+            data_dir=str(small_data_dir),
+            state_dir=str(small_data_dir.parent / "state"),
+            reload_interval=0,
+            hub=False,
+        ),
+        gzip_later=True,
+    )
     client = Client(app)
     plain = client.get("/reviews.json")
     early = client.get("/reviews.json", headers={"Accept-Encoding": "gzip"})
@@ -307,8 +346,13 @@ def test_with_gzip_later_the_first_load_serves_identity_until_compressed(small_d
     assert early.data == plain.data and early.headers["Vary"] == "Accept-Encoding"
     app.store.current.compress_late()
     zipped = client.get("/reviews.json", headers={"Accept-Encoding": "gzip"})
-    assert zipped.headers["ETag"] == plain.headers["ETag"][:-1] + '-gzip"' and zipped.headers["Content-Encoding"] == "gzip"
-    assert gzip.decompress(zipped.data) == plain.data and int(zipped.headers["Content-Length"]) == len(zipped.data)
+    assert (
+        zipped.headers["ETag"] == plain.headers["ETag"][:-1] + '-gzip"'
+        and zipped.headers["Content-Encoding"] == "gzip"
+    )
+    assert gzip.decompress(zipped.data) == plain.data and int(zipped.headers["Content-Length"]) == len(
+        zipped.data
+    )
 
 
 def test_a_reload_swaps_only_once_its_gzip_is_done(small_data_dir: Path, monkeypatch) -> None:
@@ -324,19 +368,26 @@ def test_a_reload_swaps_only_once_its_gzip_is_done(small_data_dir: Path, monkeyp
     gate.release.set()
     reloading.join(timeout=30)
     assert app.store.current is not first and not gate.held_too_long
-    assert all(isinstance(p.gzipped, Variant) for p in
-               map(app.store.current.topic, ("/reviews.json", "/insights.json")))
+    assert all(
+        isinstance(p.gzipped, Variant)
+        for p in map(app.store.current.topic, ("/reviews.json", "/insights.json"))
+    )
 
 
 def test_check_suggests_the_fix_for_the_usual_mistakes(small_data_dir: Path) -> None:
     reviews_doc, insights_doc = make_docs(SMALL_SPECS)
     reviews_doc["aggregate_rating"]["review_count"] += 1
     insights_doc["aspects"][0]["mention_count"] += 1
-    insights_doc["faq"].append({"question": "Q?", "answer": "A.", "review_ids": ["01ZZZZZZZZZZZZZZZZZZZZZZZZ"]})
+    insights_doc["faq"].append(
+        {"question": "Q?", "answer": "A.", "review_ids": ["01ZZZZZZZZZZZZZZZZZZZZZZZZ"]}
+    )
     write_docs(small_data_dir, reviews_doc, insights_doc)
     lines = run_check(small_data_dir).stdout.splitlines()
-    for rule, fix in (("aggregate-agrees", "recount: aggregate_rating"), ("counts-agree", "recount from per_review"),
-                      ("review-exists", "must be an id in reviews.json")):
+    for rule, fix in (
+        ("aggregate-agrees", "recount: aggregate_rating"),
+        ("counts-agree", "recount from per_review"),
+        ("review-exists", "must be an id in reviews.json"),
+    ):
         at = next(n for n, line in enumerate(lines) if f": {rule}: " in line)
         assert lines[at + 1].startswith("  fix: ") and fix in lines[at + 1], lines
     reviews_doc, insights_doc = make_docs(SMALL_SPECS)
@@ -344,26 +395,41 @@ def test_check_suggests_the_fix_for_the_usual_mistakes(small_data_dir: Path) -> 
     write_docs(small_data_dir, reviews_doc, insights_doc)
     lines = run_check(small_data_dir).stdout.splitlines()
     at = lines.index('reviews.json: $.reviews[0].date: schema:format: "07/03/2025" is not a "date"')
-    assert lines[at + 1] == "  fix: write a date as YYYY-MM-DD with a real month and day, e.g. 2026-03-07 (not 07/03/2026)"
+    assert (
+        lines[at + 1]
+        == "  fix: write a date as YYYY-MM-DD with a real month and day, e.g. 2026-03-07 (not 07/03/2026)"
+    )
 
 
 @pytest.mark.parametrize("file", ["reviews.json", "insights.json"])
-def test_a_file_over_the_size_limit_is_refused_before_it_is_read(small_data_dir: Path, file: str,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(
+    small_data_dir: Path, file: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     size = (small_data_dir / file).stat().st_size
     limit = max((small_data_dir / name).stat().st_size for name in ("reviews.json", "insights.json"))
-    config = reviewsd.Config(data_dir=str(small_data_dir), state_dir=str(small_data_dir.parent / "state"),
-                             reload_interval=0, hub=False, max_data_file_bytes=limit)
+    config = reviewsd.Config(
+        data_dir=str(small_data_dir),
+        state_dir=str(small_data_dir.parent / "state"),
+        reload_interval=0,
+        hub=False,
+        max_data_file_bytes=limit,
+    )
     app = reviewsd.create_app(config)
     served = app.store.current
-    (small_data_dir / file).write_bytes((small_data_dir / file).read_bytes() + b" " * (limit + 1 - size))  # valid JSON
+    (small_data_dir / file).write_bytes(
+        (small_data_dir / file).read_bytes() + b" " * (limit + 1 - size)
+    )  # valid JSON
     read: list[int] = []
     real_read = dataset_module.RawFile
-    monkeypatch.setattr(dataset_module, "RawFile", lambda name, content, *args: read.append(len(content)) or
-                        real_read(name, content, *args))
+    monkeypatch.setattr(
+        dataset_module,
+        "RawFile",
+        lambda name, content, *args: read.append(len(content)) or real_read(name, content, *args),
+    )
     assert app.store.reload() is False and app.store.current is served
     assert [str(p) for p in app.store.last_error.problems] == [
-        f"{file}: $: size: {limit + 1:,} bytes is over the limit of {limit:,} bytes (--max-data-file-bytes)"]
+        f"{file}: $: size: {limit + 1:,} bytes is over the limit of {limit:,} bytes (--max-data-file-bytes)"
+    ]
     assert len(read) == (1 if file == "insights.json" else 0)  # the oversized file is not read at all
     monkeypatch.undo()
     with pytest.raises(DataError) as refused:

@@ -11,22 +11,24 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from factories import Spec, make_docs
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
-
-from reviewsd_app.reviews.dataset import SCHEMAS, validator
-from factories import Spec, make_docs
 from test_dataset_memory import SPEC_STRATEGY
 
+from reviewsd_app.reviews.dataset import SCHEMAS, validator
+
 ORACLE_REGISTRY = Registry().with_resources(
-    (schema["$id"], Resource.from_contents(schema)) for schema in SCHEMAS.values())
+    (schema["$id"], Resource.from_contents(schema)) for schema in SCHEMAS.values()
+)
 
 
 def oracle(name: str) -> Draft202012Validator:
-    return Draft202012Validator(SCHEMAS[name], registry=ORACLE_REGISTRY,
-                                format_checker=Draft202012Validator.FORMAT_CHECKER)
+    return Draft202012Validator(
+        SCHEMAS[name], registry=ORACLE_REGISTRY, format_checker=Draft202012Validator.FORMAT_CHECKER
+    )
 
 
 def test_the_oracle_checks_every_format_the_schemas_use() -> None:
@@ -40,15 +42,42 @@ def test_the_oracle_checks_every_format_the_schemas_use() -> None:
 SPECS = st.lists(SPEC_STRATEGY, min_size=1, max_size=4)
 
 # Strings near what the formats and patterns accept, so that broken values are often almost right.
-NEAR_MISSES = st.sampled_from([
-    "2025-01-01", "2025-02-30", "2025-1-01", "07/03/2025", "2025-01-01T00:00:00Z", "2026-11-15T08:00:00+01:00",
-    "2026-11-15 08:00:00Z", "https://example.org/a", "not a uri", "http://ex ample.org", "mailto:x@example.org",
-    "", "01J00000000000000000000000", "pain-relief", "Pain Relief", "positive", "neutral", "google", "\x00",
-])
-SCALARS = (st.none() | st.booleans() | st.integers(-10, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
-           | st.text(max_size=8) | NEAR_MISSES)
-VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                                            max_size=3), max_leaves=6)
+NEAR_MISSES = st.sampled_from(
+    [
+        "2025-01-01",
+        "2025-02-30",
+        "2025-1-01",
+        "07/03/2025",
+        "2025-01-01T00:00:00Z",
+        "2026-11-15T08:00:00+01:00",
+        "2026-11-15 08:00:00Z",
+        "https://example.org/a",
+        "not a uri",
+        "http://ex ample.org",
+        "mailto:x@example.org",
+        "",
+        "01J00000000000000000000000",
+        "pain-relief",
+        "Pain Relief",
+        "positive",
+        "neutral",
+        "google",
+        "\x00",
+    ]
+)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-10, 10**6)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+    | NEAR_MISSES
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
 
 
 def places(node: Any, path: tuple = ()) -> list[tuple]:
@@ -85,12 +114,17 @@ def broken(doc: Any, data: st.DataObject) -> Any:
 
 def documents(name: str, specs: list[Spec]) -> Any:
     reviews_doc, insights_doc = make_docs(specs)
-    return {"review.schema.json": reviews_doc["reviews"][0], "reviews.schema.json": reviews_doc,
-            "insights.schema.json": insights_doc}[name]
+    return {
+        "review.schema.json": reviews_doc["reviews"][0],
+        "reviews.schema.json": reviews_doc,
+        "insights.schema.json": insights_doc,
+    }[name]
 
 
 @pytest.mark.parametrize("name", ["review.schema.json", "reviews.schema.json", "insights.schema.json"])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(specs=SPECS, data=st.data())
 def test_jsonschema_rs_judges_as_python_jsonschema(name: str, specs: list[Spec], data: st.DataObject) -> None:
     doc = documents(name, specs)
@@ -102,11 +136,20 @@ def test_jsonschema_rs_judges_as_python_jsonschema(name: str, specs: list[Spec],
     assert bool(errors) is not expected  # the explanation agrees with the verdict
 
 
-@pytest.mark.parametrize("field, value", [
-    ("date", "2025-02-30"), ("date", "2025-1-01"), ("rating", 5.0), ("rating", 6), ("source_url", "not a uri"),
-    ("source_url", "https://example.org/r/1"), ("author_avatar_url", "http://ex ample.org"), ("text", None),
-    ("owner_reply", {"text": "Thanks", "date": "2025-13-01"}),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("date", "2025-02-30"),
+        ("date", "2025-1-01"),
+        ("rating", 5.0),
+        ("rating", 6),
+        ("source_url", "not a uri"),
+        ("source_url", "https://example.org/r/1"),
+        ("author_avatar_url", "http://ex ample.org"),
+        ("text", None),
+        ("owner_reply", {"text": "Thanks", "date": "2025-13-01"}),
+    ],
+)
 def test_edge_cases_are_judged_alike(field: str, value: Any) -> None:
     review = documents("review.schema.json", [Spec()])
     review[field] = value

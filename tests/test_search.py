@@ -8,6 +8,7 @@ import unicodedata
 from datetime import date, timedelta
 
 import pytest
+from factories import SERVICES, TECHNICIANS, Spec, make_docs
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,6 @@ from reviewsd_app.reviews.search import (
     search_result_json,
     validate_search_args,
 )
-from factories import SERVICES, TECHNICIANS, Spec, make_docs
 
 # ---------------------------------------------------------------- the reference
 
@@ -34,7 +34,9 @@ def reference_search(reviews_doc: dict, insights_doc: dict, params: SearchParams
     services = insights_doc["entities"]["services"]
 
     def folded(value: str) -> str:  # case, accents, hyphens, underscores and spacing do not count
-        plain = "".join(c for c in unicodedata.normalize("NFKD", value.casefold()) if not unicodedata.combining(c))
+        plain = "".join(
+            c for c in unicodedata.normalize("NFKD", value.casefold()) if not unicodedata.combining(c)
+        )
         return " ".join(plain.replace("-", " ").replace("_", " ").split())
 
     def names(record: dict, keys: tuple[str, ...]) -> list[str]:
@@ -59,19 +61,24 @@ def reference_search(reviews_doc: dict, insights_doc: dict, params: SearchParams
             return False
         if params.until is not None and review["date"] > params.until:
             return False
-        if params.query is not None and (review["text"] is None or
-                                         params.query.casefold() not in review["text"].casefold()):
+        if params.query is not None and (
+            review["text"] is None or params.query.casefold() not in review["text"].casefold()
+        ):
             return False
         if params.mentions_technician is not None:
-            if entity(params.mentions_technician, techs, ("id", "name", "label")) not in mentions["technicians"]:
+            if (
+                entity(params.mentions_technician, techs, ("id", "name", "label"))
+                not in mentions["technicians"]
+            ):
                 return False
         if params.mentions_service is not None:
             if entity(params.mentions_service, services, ("id", "label")) not in mentions["services"]:
                 return False
         return True
 
-    matching = sorted((r for r in reviews_doc["reviews"] if keep(r)), key=lambda r: (r["date"], r["id"]),
-                      reverse=True)
+    matching = sorted(
+        (r for r in reviews_doc["reviews"] if keep(r)), key=lambda r: (r["date"], r["id"]), reverse=True
+    )
     return len(matching), [r["id"] for r in matching[: params.limit]]
 
 
@@ -82,10 +89,27 @@ def dataset_of(specs: list[Spec]) -> tuple[Dataset, dict, dict]:
 
 # ---------------------------------------------------------------- strategies
 
-WORDS = ["back", "pain", "Patel", "PATEL", "wait", "great", "ß", "straße", "İstanbul", "café", "😀", "\x00", " ", "a"]
+WORDS = [
+    "back",
+    "pain",
+    "Patel",
+    "PATEL",
+    "wait",
+    "great",
+    "ß",
+    "straße",
+    "İstanbul",
+    "café",
+    "😀",
+    "\x00",
+    " ",
+    "a",
+]
 DAY0 = date(2024, 1, 1)
 dates = st.integers(0, 60).map(lambda d: (DAY0 + timedelta(days=d)).isoformat())
-texts = st.one_of(st.none(), st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join), st.text(max_size=12))
+texts = st.one_of(
+    st.none(), st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join), st.text(max_size=12)
+)
 tech_ids = [t["id"] for t in TECHNICIANS]
 service_ids = [s["id"] for s in SERVICES]
 specs = st.builds(
@@ -97,10 +121,22 @@ specs = st.builds(
     services=st.lists(st.sampled_from(service_ids), max_size=2, unique=True),
 )
 technician_names = st.sampled_from(
-    tech_ids + [t["name"] for t in TECHNICIANS] + ["dr. maya  PATEL", "DR. SOFÍA RAMÍREZ", "nobody", "Patel",
-                                                   "Sofia Ramirez", "Dr. Sofi\u0301a Rami\u0301rez", "dr", "a"])
-service_names = st.sampled_from(service_ids + [s["label"] for s in SERVICES] + ["MASSAGE THERAPY", "nothing",
-                                                                                "massage", "spinal", "e"])
+    tech_ids
+    + [t["name"] for t in TECHNICIANS]
+    + [
+        "dr. maya  PATEL",
+        "DR. SOFÍA RAMÍREZ",
+        "nobody",
+        "Patel",
+        "Sofia Ramirez",
+        "Dr. Sofi\u0301a Rami\u0301rez",
+        "dr",
+        "a",
+    ]
+)
+service_names = st.sampled_from(
+    service_ids + [s["label"] for s in SERVICES] + ["MASSAGE THERAPY", "nothing", "massage", "spinal", "e"]
+)
 params = st.builds(
     SearchParams,
     rating=st.none() | st.integers(1, 5),
@@ -120,23 +156,43 @@ params = st.builds(
 @example(specs=[Spec(text="a\x00b"), Spec(text="a")], params=SearchParams(query="a\x00b"))
 @example(specs=[Spec(text=None)], params=SearchParams(query=" "))
 @example(specs=[Spec(date="2024-01-05")], params=SearchParams(since="2024-01-05", until="2024-01-05"))
-@example(specs=[Spec(date="2024-01-01", technicians=["dr-maya-patel"]),
-                Spec(date="2024-01-03", technicians=["dr-maya-patel"])],
-         params=SearchParams(since="2024-01-02", mentions_technician="dr-maya-patel"))
-@example(specs=[Spec(date="2024-01-01", text="back"), Spec(date="2024-01-03", text="back")],
-         params=SearchParams(until="2024-01-02", query="back"))
-@example(specs=[Spec(date="2024-01-01", text="back"), Spec(date="2024-01-03", text="back")],
-         params=SearchParams(since="2024-01-02", query="back"))
-@example(specs=[Spec(rating=5, technicians=["dr-maya-patel"]), Spec(rating=1, technicians=["dr-maya-patel"]),
-                Spec(rating=5), Spec(rating=5)],
-         params=SearchParams(rating=5, mentions_technician="dr-maya-patel"))
-@example(specs=[Spec(rating=1, text="back", technicians=["dr-maya-patel"]),
-                Spec(rating=5, text="back", technicians=["dr-maya-patel"]),
-                Spec(rating=5, text="neck", technicians=["dr-maya-patel"]),
-                Spec(rating=5, text="neck", technicians=["dr-maya-patel"])],
-         params=SearchParams(rating=5, mentions_technician="dr-maya-patel", query="back"))
+@example(
+    specs=[
+        Spec(date="2024-01-01", technicians=["dr-maya-patel"]),
+        Spec(date="2024-01-03", technicians=["dr-maya-patel"]),
+    ],
+    params=SearchParams(since="2024-01-02", mentions_technician="dr-maya-patel"),
+)
+@example(
+    specs=[Spec(date="2024-01-01", text="back"), Spec(date="2024-01-03", text="back")],
+    params=SearchParams(until="2024-01-02", query="back"),
+)
+@example(
+    specs=[Spec(date="2024-01-01", text="back"), Spec(date="2024-01-03", text="back")],
+    params=SearchParams(since="2024-01-02", query="back"),
+)
+@example(
+    specs=[
+        Spec(rating=5, technicians=["dr-maya-patel"]),
+        Spec(rating=1, technicians=["dr-maya-patel"]),
+        Spec(rating=5),
+        Spec(rating=5),
+    ],
+    params=SearchParams(rating=5, mentions_technician="dr-maya-patel"),
+)
+@example(
+    specs=[
+        Spec(rating=1, text="back", technicians=["dr-maya-patel"]),
+        Spec(rating=5, text="back", technicians=["dr-maya-patel"]),
+        Spec(rating=5, text="neck", technicians=["dr-maya-patel"]),
+        Spec(rating=5, text="neck", technicians=["dr-maya-patel"]),
+    ],
+    params=SearchParams(rating=5, mentions_technician="dr-maya-patel", query="back"),
+)
 @pytest.mark.parametrize("blob_threshold", [0, search_module._BLOB_THRESHOLD])
-def test_indexed_search_equals_reference(specs: list[Spec], params: SearchParams, blob_threshold: int) -> None:
+def test_indexed_search_equals_reference(
+    specs: list[Spec], params: SearchParams, blob_threshold: int
+) -> None:
     """With threshold 0 every text query scans the blob; with the default, small sets test each text."""
     dataset, reviews_doc, insights_doc = dataset_of(specs)
     saved, search_module._BLOB_THRESHOLD = search_module._BLOB_THRESHOLD, blob_threshold
@@ -151,17 +207,29 @@ def test_indexed_search_equals_reference(specs: list[Spec], params: SearchParams
 
 def test_text_search_uses_the_blob_for_large_candidate_sets() -> None:
     """Above the threshold the blob path runs; it must agree with the reference too."""
-    specs = [Spec(rating=5, date="2024-02-01", text=f"visit {i} " + ("back pain" if i % 7 == 0 else "fine"),
-                  technicians=["dr-maya-patel"]) for i in range(2500)]
+    specs = [
+        Spec(
+            rating=5,
+            date="2024-02-01",
+            text=f"visit {i} " + ("back pain" if i % 7 == 0 else "fine"),
+            technicians=["dr-maya-patel"],
+        )
+        for i in range(2500)
+    ]
     dataset, reviews_doc, insights_doc = dataset_of(specs)
     p = SearchParams(query="BACK PAIN", mentions_technician="Dr. Maya Patel", limit=100)
     matched, positions = find_reviews(dataset, p)
-    assert (matched, [dataset.reviews[i]["id"] for i in positions]) == reference_search(reviews_doc, insights_doc, p)
+    assert (matched, [dataset.reviews[i]["id"] for i in positions]) == reference_search(
+        reviews_doc, insights_doc, p
+    )
     assert matched == len(range(0, 2500, 7))
 
 
-@given(positions=st.lists(st.integers(0, 50), unique=True).map(sorted), lo=st.integers(-2, 52),
-       width=st.integers(0, 55))
+@given(
+    positions=st.lists(st.integers(0, 50), unique=True).map(sorted),
+    lo=st.integers(-2, 52),
+    width=st.integers(0, 55),
+)
 def test_a_window_span_reads_what_a_filter_would_keep(positions: list[int], lo: int, width: int) -> None:
     """Spans read a sorted position list in place instead of copying it; same positions, same count."""
     hi = lo + width  # a window is never reversed (Dataset.window)
@@ -173,7 +241,9 @@ def test_a_window_span_reads_what_a_filter_would_keep(positions: list[int], lo: 
 def test_search_json_is_the_search_result_encoded() -> None:
     dataset, *_ = dataset_of([Spec(rating=r, text=f"t{r} ✓ <&>") for r in (1, 5, 5, 3)])
     matched, positions = run_search(dataset, {"min_rating": 3, "limit": 2})
-    assert json.loads(search_result_json(dataset, matched, positions)) == search_result(dataset, matched, positions)
+    assert json.loads(search_result_json(dataset, matched, positions)) == search_result(
+        dataset, matched, positions
+    )
     assert (matched, len(positions)) == (3, 2)
 
 
@@ -181,15 +251,21 @@ def test_search_json_is_the_search_result_encoded() -> None:
 @given(st.lists(st.integers(0, 7), max_size=10), st.integers(0, 9))
 def test_search_json_is_the_result_for_any_positions(positions: list[int], matched: int) -> None:
     """Adjacent positions are read as one slice of the body; any other list review by review."""
-    dataset, *_ = dataset_of([Spec(rating=r % 5 + 1, date=f"2025-01-0{r + 1}", text=f"t{r} ✓ <&>") for r in range(8)])
-    assert json.loads(search_result_json(dataset, matched, positions)) == search_result(dataset, matched, positions)
+    dataset, *_ = dataset_of(
+        [Spec(rating=r % 5 + 1, date=f"2025-01-0{r + 1}", text=f"t{r} ✓ <&>") for r in range(8)]
+    )
+    assert json.loads(search_result_json(dataset, matched, positions)) == search_result(
+        dataset, matched, positions
+    )
 
 
 def test_a_window_without_other_filters_is_the_window() -> None:
     dataset, *_ = dataset_of([Spec(rating=r % 5 + 1, date=f"2025-01-{r + 1:02d}") for r in range(12)])
-    for args, expected in (({"since": "2025-01-03", "until": "2025-01-07", "limit": 3}, (5, [5, 6, 7])),
-                           ({"min_rating": 1, "limit": 50}, (12, list(range(12)))),
-                           ({"since": "2025-02-01"}, (0, []))):
+    for args, expected in (
+        ({"since": "2025-01-03", "until": "2025-01-07", "limit": 3}, (5, [5, 6, 7])),
+        ({"min_rating": 1, "limit": 50}, (12, list(range(12)))),
+        ({"since": "2025-02-01"}, (0, [])),
+    ):
         assert run_search(dataset, args) == expected
 
 
@@ -200,25 +276,35 @@ def codes(exc: pytest.ExceptionInfo) -> list[tuple[str, str]]:
     return [(i["path"][0], i["code"]) for i in exc.value.issues]
 
 
-@pytest.mark.parametrize("args, expected", [
-    ({"rating": 0}, [("rating", "minimum")]),
-    ({"rating": 6}, [("rating", "maximum")]),
-    ({"rating": 4.5}, [("rating", "type")]),
-    ({"rating": "5"}, [("rating", "type")]),
-    ({"min_rating": 0.5}, [("min_rating", "minimum")]),
-    ({"min_rating": 5.5}, [("min_rating", "maximum")]),
-    ({"limit": 0}, [("limit", "minimum")]),
-    ({"limit": 101}, [("limit", "maximum")]),
-    ({"since": "2026-02-30"}, [("since", "invalid_date")]),
-    ({"until": "2026-2-3"}, [("until", "invalid_date")]),
-    ({"since": "2025-05-02", "until": "2025-05-01"}, [("since", "date_order")]),
-    ({"query": ""}, [("query", "minLength")]),
-    ({"query": "x" * 201}, [("query", "maxLength")]),
-    ({"mentions_technician": 5}, [("mentions_technician", "type")]),
-    ({"colour": "red"}, [("colour", "unknown_parameter")]),
-    ({"rating": 9, "limit": 0, "since": "2025-13-01", "bogus": 1},
-     [("bogus", "unknown_parameter"), ("limit", "minimum"), ("rating", "maximum"), ("since", "invalid_date")]),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ({"rating": 0}, [("rating", "minimum")]),
+        ({"rating": 6}, [("rating", "maximum")]),
+        ({"rating": 4.5}, [("rating", "type")]),
+        ({"rating": "5"}, [("rating", "type")]),
+        ({"min_rating": 0.5}, [("min_rating", "minimum")]),
+        ({"min_rating": 5.5}, [("min_rating", "maximum")]),
+        ({"limit": 0}, [("limit", "minimum")]),
+        ({"limit": 101}, [("limit", "maximum")]),
+        ({"since": "2026-02-30"}, [("since", "invalid_date")]),
+        ({"until": "2026-2-3"}, [("until", "invalid_date")]),
+        ({"since": "2025-05-02", "until": "2025-05-01"}, [("since", "date_order")]),
+        ({"query": ""}, [("query", "minLength")]),
+        ({"query": "x" * 201}, [("query", "maxLength")]),
+        ({"mentions_technician": 5}, [("mentions_technician", "type")]),
+        ({"colour": "red"}, [("colour", "unknown_parameter")]),
+        (
+            {"rating": 9, "limit": 0, "since": "2025-13-01", "bogus": 1},
+            [
+                ("bogus", "unknown_parameter"),
+                ("limit", "minimum"),
+                ("rating", "maximum"),
+                ("since", "invalid_date"),
+            ],
+        ),
+    ],
+)
 def test_invalid_arguments_list_every_problem(args: dict, expected: list) -> None:
     with pytest.raises(InvalidParams) as exc:
         validate_search_args(args)
@@ -228,19 +314,24 @@ def test_invalid_arguments_list_every_problem(args: dict, expected: list) -> Non
 
 
 def test_valid_arguments_and_defaults() -> None:
-    params = validate_search_args({"rating": 5, "min_rating": 4.5, "since": "2024-02-29", "until": "2024-02-29"})
+    params = validate_search_args(
+        {"rating": 5, "min_rating": 4.5, "since": "2024-02-29", "until": "2024-02-29"}
+    )
     assert params == SearchParams(rating=5, min_rating=4.5, since="2024-02-29", until="2024-02-29", limit=20)
 
 
-@pytest.mark.parametrize("query, expected", [
-    ({"rating": ["5"], "limit": ["10"]}, {"rating": 5, "limit": 10}),
-    ({"min_rating": ["4.5"]}, {"min_rating": 4.5}),
-    ({"min_rating": ["4"]}, {"min_rating": 4}),
-    ({"rating": [" 5 "]}, {"rating": 5}),
-    ({"rating": ["five"]}, {"rating": "five"}),
-    ({"query": ["5"]}, {"query": "5"}),
-    ({"min_rating": ["nan"]}, {"min_rating": "nan"}),
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ({"rating": ["5"], "limit": ["10"]}, {"rating": 5, "limit": 10}),
+        ({"min_rating": ["4.5"]}, {"min_rating": 4.5}),
+        ({"min_rating": ["4"]}, {"min_rating": 4}),
+        ({"rating": [" 5 "]}, {"rating": 5}),
+        ({"rating": ["five"]}, {"rating": "five"}),
+        ({"query": ["5"]}, {"query": "5"}),
+        ({"min_rating": ["nan"]}, {"min_rating": "nan"}),
+    ],
+)
 def test_query_strings_decode_to_schema_types(query: dict, expected: dict) -> None:
     assert decode_query_args(query) == expected
 
@@ -254,17 +345,42 @@ def test_repeated_parameters_are_reported_with_the_other_problems() -> None:
 def test_a_repeated_parameter_still_has_each_value_checked() -> None:
     with pytest.raises(InvalidParams) as exc:
         decode_query_args({"rating": ["9", "0"], "colour": ["red", "blue"]})
-    assert sorted(codes(exc)) == [("colour", "repeated_parameter"), ("colour", "unknown_parameter"),
-                                  ("rating", "maximum"), ("rating", "minimum"), ("rating", "repeated_parameter")]
+    assert sorted(codes(exc)) == [
+        ("colour", "repeated_parameter"),
+        ("colour", "unknown_parameter"),
+        ("rating", "maximum"),
+        ("rating", "minimum"),
+        ("rating", "repeated_parameter"),
+    ]
 
 
-query_values = st.text(max_size=12) | st.sampled_from(["5", "4.5", "1e0", "2025-01-01", "2025-02-30", "-0", "101"])
+query_values = st.text(max_size=12) | st.sampled_from(
+    ["5", "4.5", "1e0", "2025-01-01", "2025-02-30", "-0", "101"]
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.dictionaries(st.sampled_from(["rating", "min_rating", "since", "until", "query", "limit",
-                                        "mentions_technician", "mentions_service", "x", "hub.topic", ""]),
-                       st.lists(query_values, min_size=1, max_size=2), max_size=5))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "rating",
+                "min_rating",
+                "since",
+                "until",
+                "query",
+                "limit",
+                "mentions_technician",
+                "mentions_service",
+                "x",
+                "hub.topic",
+                "",
+            ]
+        ),
+        st.lists(query_values, min_size=1, max_size=2),
+        max_size=5,
+    )
+)
 def test_any_query_string_validates_or_gives_issues(query: dict) -> None:
     """Never an exception other than InvalidParams, and every accepted value is usable."""
     dataset, *_ = dataset_of([Spec(), Spec(rating=1, date="2024-01-02", text=None)])

@@ -24,10 +24,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-from reviewsd_app.httpserver import server  # noqa: E402
-from reviewsd_app.httpserver import service  # noqa: E402
-from reviewsd_app.httpserver.parser import MAX_REQUEST_LINE, Request  # noqa: E402
 from polling import wait_until
+
+from reviewsd_app.httpserver import (
+    server,  # noqa: E402
+    service,  # noqa: E402
+)
+from reviewsd_app.httpserver.parser import MAX_REQUEST_LINE, Request  # noqa: E402
 
 WAIT = 5.0  # upper bound for anything that should happen "promptly"
 
@@ -38,11 +41,16 @@ WAIT = 5.0  # upper bound for anything that should happen "promptly"
 def echo_app(environ: dict, start_response: Any) -> list[bytes]:
     """Reports what it saw, reading the whole body."""
     body = environ["wsgi.input"].read()
-    out = json.dumps({
-        "method": environ["REQUEST_METHOD"], "path": environ["PATH_INFO"],
-        "query": environ["QUERY_STRING"], "port": environ["REMOTE_PORT"], "len": len(body),
-        "host": environ.get("HTTP_HOST"),
-    }).encode()
+    out = json.dumps(
+        {
+            "method": environ["REQUEST_METHOD"],
+            "path": environ["PATH_INFO"],
+            "query": environ["QUERY_STRING"],
+            "port": environ["REMOTE_PORT"],
+            "len": len(body),
+            "host": environ.get("HTTP_HOST"),
+        }
+    ).encode()
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(out)))])
     return [out]
 
@@ -321,8 +329,14 @@ def test_headers_over_32k_are_431() -> None:
 
 def test_more_than_100_header_lines_are_431() -> None:
     with serving() as srv:
+
         def request(n: int) -> bytes:
-            return b"GET / HTTP/1.1\r\nHost: t\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(n - 1)) + b"\r\n"
+            return (
+                b"GET / HTTP/1.1\r\nHost: t\r\n"
+                + b"".join(b"X-%d: v\r\n" % i for i in range(n - 1))
+                + b"\r\n"
+            )
+
         assert exchange(srv, request(100))[0] == 200
         assert_json_error(exchange(srv, request(101)), 431, "request_header_fields_too_large")
 
@@ -368,8 +382,10 @@ def test_expect_100_continue() -> None:
 def test_chunked_request_body() -> None:
     with serving() as srv, connect(srv) as sock:
         f = sock.makefile("rb")
-        sock.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                     b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+        sock.sendall(
+            b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+        )
         assert json.loads(read_response(f)[2])["len"] == 11
         sock.sendall(b"GET /again HTTP/1.1\r\nHost: t\r\n\r\n")  # still in sync
         assert json.loads(read_response(f)[2])["path"] == "/again"
@@ -382,8 +398,10 @@ def test_unread_body_is_skipped_before_the_next_request() -> None:
 
     with serving(ignore_body) as srv, connect(srv) as sock:
         f = sock.makefile("rb")
-        sock.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n0123456789"
-                     b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        sock.sendall(
+            b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n0123456789"
+            b"GET / HTTP/1.1\r\nHost: t\r\n\r\n"
+        )
         assert [read_response(f)[2] for _ in range(2)] == [b"ok", b"ok"]
 
 
@@ -400,9 +418,13 @@ def test_a_204_goes_out_without_content_length_even_when_the_app_sets_one() -> N
             assert (code, body, headers["x-kept"], "content-length" in headers) == (204, b"", "yes", False)
 
 
-@pytest.mark.parametrize("framing, body", [
-    (b"Content-Length: 5", b"hello"), (b"Transfer-Encoding: chunked", b"5\r\nhello\r\n0\r\n\r\n"),
-])
+@pytest.mark.parametrize(
+    "framing, body",
+    [
+        (b"Content-Length: 5", b"hello"),
+        (b"Transfer-Encoding: chunked", b"5\r\nhello\r\n0\r\n\r\n"),
+    ],
+)
 def test_100_continue_comes_from_the_server_before_the_app_runs(framing: bytes, body: bytes) -> None:
     # The server reads bodies itself, so it asks for the body (100) and the app sees it whole;
     # the final answer never precedes a 100, whatever the app does.
@@ -427,19 +449,22 @@ def test_no_100_continue_for_a_body_over_max_body() -> None:
         assert_json_error(read_response(f), 413, "body_too_large")
 
 
-@pytest.mark.parametrize("request_bytes, code", [
-    (b"GET / HTTP/1.1\r\n\r\n", 400),  # HTTP/1.1 without Host
-    (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
-    (b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
-    (b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1e3\r\n\r\n", 400),
-    (b"GET / HTTP/1.1\r\nHost: t\r\nX-A: 1\r\n folded\r\n\r\n", 400),
-    (b"GET / HTTP/1.1\r\nHost : t\r\n\r\n", 400),
-    (b"GET /  HTTP/1.1\r\nHost: t\r\n\r\n", 400),
-    (b"GET nopath HTTP/1.1\r\nHost: t\r\n\r\n", 400),
-    (b"GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505),
-    (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 400),  # chunked is not final
-    (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
-])
+@pytest.mark.parametrize(
+    "request_bytes, code",
+    [
+        (b"GET / HTTP/1.1\r\n\r\n", 400),  # HTTP/1.1 without Host
+        (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1e3\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nX-A: 1\r\n folded\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost : t\r\n\r\n", 400),
+        (b"GET /  HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+        (b"GET nopath HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+        (b"GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505),
+        (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 400),  # chunked is not final
+        (b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
+    ],
+)
 def test_malformed_requests_get_json_errors(request_bytes: bytes, code: int) -> None:
     with serving() as srv:
         status, headers, body = exchange(srv, request_bytes)
@@ -476,7 +501,12 @@ def test_access_log_record_carries_fields(caplog: pytest.LogCaptureFixture) -> N
         # the record is emitted just after the response is sent
         assert wait_until(lambda: any(r.name == "reviewsd.access" for r in caplog.records))
     record = next(r for r in caplog.records if r.name == "reviewsd.access")
-    assert (record.method, record.path, record.status, record.client) == ("GET", "/logged?page=2", 200, "127.0.0.1")
+    assert (record.method, record.path, record.status, record.client) == (
+        "GET",
+        "/logged?page=2",
+        200,
+        "127.0.0.1",
+    )
     assert record.bytes > 0 and record.duration_ms >= 0
     assert "/logged?page=2" in record.getMessage()
 
@@ -512,7 +542,7 @@ def test_slow_clients_do_not_stop_a_normal_client() -> None:
         def trickle() -> None:  # one byte per connection every 0.2 s
             for i in range(len(head)):
                 for sock in slow:
-                    sock.send(head[i:i + 1])
+                    sock.send(head[i : i + 1])
                 if stop.wait(0.2):
                     return
 
@@ -628,7 +658,11 @@ def test_graceful_shutdown_finishes_in_flight_and_refuses_new() -> None:
 
     def slow_request() -> None:
         resp = get(address, "/slow")
-        result["status"], result["connection"], result["body"] = resp.status, resp.getheader("Connection"), resp.body
+        result["status"], result["connection"], result["body"] = (
+            resp.status,
+            resp.getheader("Connection"),
+            resp.body,
+        )
 
     client = threading.Thread(target=slow_request)
     client.start()
@@ -712,9 +746,14 @@ def access_records(caplog: pytest.LogCaptureFixture, path: str) -> list[logging.
     return [r for r in caplog.records if r.name == "reviewsd.access" and r.path == path]
 
 
-def test_a_client_reading_a_large_body_slowly_does_not_hold_a_worker(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_client_reading_a_large_body_slowly_does_not_hold_a_worker(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="reviewsd.access")
-    with serving(BigApp(), send_buffer=SMALL_BUFFER, threads=1, socket_timeout=60.0) as srv, slow_reader(srv) as sock:
+    with (
+        serving(BigApp(), send_buffer=SMALL_BUFFER, threads=1, socket_timeout=60.0) as srv,
+        slow_reader(srv) as sock,
+    ):
         sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
         assert wait_until(lambda: held_by_selector(srv))
         # The only worker is free: before, it sat in sendall until this client read or 60 s passed.
@@ -725,7 +764,7 @@ def test_a_client_reading_a_large_body_slowly_does_not_hold_a_worker(caplog: pyt
         assert (code, int(headers["content-length"])) == (200, len(BIG))
         assert body == BIG
         assert wait_until(lambda: access_records(caplog, "/big"))
-        record, = access_records(caplog, "/big")
+        (record,) = access_records(caplog, "/big")
         assert (record.status, record.bytes) == (200, len(BIG))
         sock.sendall(b"GET /after HTTP/1.1\r\nHost: t\r\n\r\n")  # the connection is kept
         assert read_response(f)[2] == b"small"
@@ -733,17 +772,22 @@ def test_a_client_reading_a_large_body_slowly_does_not_hold_a_worker(caplog: pyt
 
 def test_pipelined_requests_after_a_large_body_are_answered_in_order() -> None:
     with serving(BigApp(), send_buffer=SMALL_BUFFER, threads=1) as srv, slow_reader(srv) as sock:
-        sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\nGET /1 HTTP/1.1\r\nHost: t\r\n\r\n"
-                     b"GET /big HTTP/1.1\r\nHost: t\r\n\r\nGET /2 HTTP/1.1\r\nHost: t\r\n\r\n")
+        sock.sendall(
+            b"GET /big HTTP/1.1\r\nHost: t\r\n\r\nGET /1 HTTP/1.1\r\nHost: t\r\n\r\n"
+            b"GET /big HTTP/1.1\r\nHost: t\r\n\r\nGET /2 HTTP/1.1\r\nHost: t\r\n\r\n"
+        )
         assert wait_until(lambda: held_by_selector(srv))
         f = sock.makefile("rb")
         assert [read_response(f)[2] for _ in range(4)] == [BIG, b"small", BIG, b"small"]
 
 
-@pytest.mark.parametrize("request_bytes", [
-    b"GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
-    b"GET /big HTTP/1.0\r\n\r\n",
-])
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        b"GET /big HTTP/1.0\r\n\r\n",
+    ],
+)
 def test_a_large_body_on_a_closing_connection_is_sent_whole_then_closed(request_bytes: bytes) -> None:
     with serving(BigApp(), send_buffer=SMALL_BUFFER) as srv, slow_reader(srv) as sock:
         sock.sendall(request_bytes)
@@ -766,12 +810,14 @@ def test_a_large_body_before_a_linger_is_sent_whole_then_closed() -> None:
         assert closed_within(sock, WAIT)
 
 
-def test_a_client_that_stops_reading_is_dropped_after_the_socket_timeout(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_client_that_stops_reading_is_dropped_after_the_socket_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="reviewsd.access")
     with serving(BigApp(), send_buffer=SMALL_BUFFER, socket_timeout=0.3) as srv, slow_reader(srv) as sock:
         sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
         assert wait_until(lambda: access_records(caplog, "/big"))
-        record, = access_records(caplog, "/big")
+        (record,) = access_records(caplog, "/big")
         assert record.status == 200 and 0 < record.bytes < len(BIG)  # what went, not what was meant to
         assert wait_until(lambda: not srv._conns)
         assert closed_within(sock, WAIT)
@@ -811,7 +857,9 @@ def test_a_stop_finishes_a_large_body_the_client_is_still_reading() -> None:
 
 
 def test_a_stop_gives_up_a_large_body_nobody_reads_after_the_grace() -> None:
-    srv = server.make_server(BigApp(), "127.0.0.1", 0, send_buffer=SMALL_BUFFER, threads=1, socket_timeout=60.0)
+    srv = server.make_server(
+        BigApp(), "127.0.0.1", 0, send_buffer=SMALL_BUFFER, threads=1, socket_timeout=60.0
+    )
     with slow_reader(srv) as sock:
         sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
         assert wait_until(lambda: held_by_selector(srv))
@@ -852,7 +900,7 @@ def test_the_send_buffer_is_set_on_the_listener_and_inherited_by_each_connection
     with serving(send_buffer=65536) as srv, connect(srv) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
         read_response(sock.makefile("rb"))
-        conn, = list(srv._conns)
+        (conn,) = list(srv._conns)
         doubled = 2 if sys.platform.startswith("linux") else 1  # Linux reports twice what was asked
         assert send_buffer_of(conn.connection) == send_buffer_of(srv.socket) == 65536 * doubled
 
@@ -866,7 +914,9 @@ def test_a_send_buffer_the_kernel_caps_is_logged(caplog: pytest.LogCaptureFixtur
     caplog.set_level(logging.INFO, logger="reviewsd.server")
     with serving(send_buffer=1 << 30):
         pass
-    assert any("send buffer of 1073741824 bytes asked, the kernel gave" in r.getMessage() for r in caplog.records)
+    assert any(
+        "send buffer of 1073741824 bytes asked, the kernel gave" in r.getMessage() for r in caplog.records
+    )
 
 
 # -- systemd: notify, watchdog, socket activation (subprocesses) ----------------------
@@ -903,8 +953,7 @@ def write_script(tmp_path: Path, port: int = 0) -> Path:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("LISTEN_", "NOTIFY_SOCKET", "WATCHDOG_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LISTEN_", "NOTIFY_SOCKET", "WATCHDOG_"))}
     env.update(extra)
     return env
 
@@ -959,7 +1008,10 @@ def test_notify_protocol_reload_watchdog_and_stop(tmp_path: Path) -> None:
             listener.expect("WATCHDOG=1")
             proc.send_signal(signal.SIGHUP)
             reloading = listener.expect("RELOADING=1")
-            assert abs(int(reloading["MONOTONIC_USEC"]) - time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000) < 60e6
+            assert (
+                abs(int(reloading["MONOTONIC_USEC"]) - time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000)
+                < 60e6
+            )
             listener.expect("READY=1")
             proc.send_signal(signal.SIGTERM)
             listener.expect("STOPPING=1")
@@ -977,9 +1029,11 @@ def test_socket_activation_uses_fd_3_and_clears_the_environment(tmp_path: Path) 
     listen.listen(16)
     address = listen.getsockname()
     # exec keeps the pid, so the wrapper can set LISTEN_PID to its own pid, as systemd does.
-    wrapper = ("import os, sys; os.dup2(int(sys.argv[1]), 3); "
-               "os.environ.update(LISTEN_FDS='1', LISTEN_PID=str(os.getpid())); "
-               "os.execv(sys.executable, [sys.executable, sys.argv[2]])")
+    wrapper = (
+        "import os, sys; os.dup2(int(sys.argv[1]), 3); "
+        "os.environ.update(LISTEN_FDS='1', LISTEN_PID=str(os.getpid())); "
+        "os.execv(sys.executable, [sys.executable, sys.argv[2]])"
+    )
     script = write_script(tmp_path, port=1)  # port 1 would fail to bind: proves fd 3 is used
     args = [sys.executable, "-c", wrapper, str(listen.fileno()), str(script)]
     with child(args, clean_env(), pass_fds=(listen.fileno(),)) as proc:
@@ -1033,6 +1087,8 @@ def test_an_idle_keep_alive_connection_keeps_no_request_body() -> None:
             sock.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
             assert read_response(sock.makefile("rb"))[0] == 200
             assert wait_until(lambda: len(srv._timers[server._IDLE]) == 1)  # handed back, idle
-            conn, = list(srv._conns)
+            (conn,) = list(srv._conns)
             assert conn.environ is None  # nor does any request the worker was handed hold the 500 KB body:
-            assert not [r for r in gc.get_objects() if isinstance(r, Request) and r.body and len(r.body) == len(body)]
+            assert not [
+                r for r in gc.get_objects() if isinstance(r, Request) and r.body and len(r.body) == len(body)
+            ]

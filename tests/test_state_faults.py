@@ -20,17 +20,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from werkzeug.test import Client
-
-from reviewsd_app import hub
-from reviewsd_app.websub import store as hub_store
-from reviewsd_app import reviewsd
 from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from polling import wait_until
-from test_hub_e2e import (HubEnv, body_version, hub_env, hub_request, request, settled,  # noqa: F401
-                          subscribe, wait_status)
+from test_hub_e2e import (
+    HubEnv,
+    body_version,
+    hub_request,
+    request,
+    settled,  # noqa: F401
+    subscribe,
+    wait_status,
+)
 from test_hub_support import FakeOutbound, HubMaker, echo, make_hub, wait_idle  # noqa: F401
 from test_hub_unit import CALLBACK, change, form, post, subscribe_active
+from werkzeug.test import Client
+
+from reviewsd_app import hub, reviewsd
+from reviewsd_app.websub import store as hub_store
 
 CHECK = 0.05  # --hub-state-check in these tests: the keeper's period
 
@@ -145,8 +151,9 @@ def test_a_state_path_that_is_a_file_leaves_reads_serving_and_the_hub_retrying(m
 
 
 @pytest.mark.parametrize("garbage", [b"this is not a database " * 200, b"\x00" * 8192])
-def test_a_garbage_database_is_moved_aside_and_the_hub_starts_empty(make_hub: HubMaker, garbage: bytes,
-                                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_a_garbage_database_is_moved_aside_and_the_hub_starts_empty(
+    make_hub: HubMaker, garbage: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
     make_hub.state_dir.mkdir()
     (make_hub.state_dir / hub_store.DB_FILE).write_bytes(garbage)
     outbound = FakeOutbound()
@@ -154,23 +161,26 @@ def test_a_garbage_database_is_moved_aside_and_the_hub_starts_empty(make_hub: Hu
     assert_moved_aside(make_hub.state_dir, garbage, caplog)
     assert healthz(app) == (200, healthz(app)[1]) and healthz(app)[1]["status"] == "ok"
     assert app.hub.status()["subscriptions"] == 0
-    assert (make_hub.state_dir / hub_store.DB_FILE).stat().st_mode & 0o777 == 0o600  # the new one holds secrets too
+    assert (
+        make_hub.state_dir / hub_store.DB_FILE
+    ).stat().st_mode & 0o777 == 0o600  # the new one holds secrets too
     subscribe_active(app, outbound)
     assert db_rows(app.config.state_dir) == [(CALLBACK, "/feed.xml")]
 
 
 def assert_moved_aside(state_dir: Path, content: bytes | None, caplog: pytest.LogCaptureFixture) -> None:
-    moved, = state_dir.glob(hub_store.DB_FILE + ".corrupt-*")
-    assert moved.name[len(hub_store.DB_FILE + ".corrupt-"):].endswith("Z")  # when: 20261124T051500Z
+    (moved,) = state_dir.glob(hub_store.DB_FILE + ".corrupt-*")
+    assert moved.name[len(hub_store.DB_FILE + ".corrupt-") :].endswith("Z")  # when: 20261124T051500Z
     if content is not None:
         assert moved.read_bytes() == content  # never deleted or changed
-    record, = [r for r in caplog.records if getattr(r, "event", "") == "hub_store_corrupt"]
+    (record,) = [r for r in caplog.records if getattr(r, "event", "") == "hub_store_corrupt"]
     assert record.levelno == logging.ERROR and moved.name in record.getMessage()
     assert "next renewal" in record.getMessage()
 
 
-def test_corrupt_databases_moved_aside_in_one_second_are_all_kept(make_hub: HubMaker,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_corrupt_databases_moved_aside_in_one_second_are_all_kept(
+    make_hub: HubMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
     class Frozen(datetime):
         @classmethod
         def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
@@ -182,11 +192,15 @@ def test_corrupt_databases_moved_aside_in_one_second_are_all_kept(make_hub: HubM
         (make_hub.state_dir / hub_store.DB_FILE).write_bytes(garbage)
         make_hub(FakeOutbound()).hub.stop()
     kept = {p.name: p.read_bytes()[:6] for p in make_hub.state_dir.glob(hub_store.DB_FILE + ".corrupt-*")}
-    assert kept == {"hub.sqlite3.corrupt-20261124T051500Z": b"first ",
-                    "hub.sqlite3.corrupt-20261124T051500Z-1": b"second"}
+    assert kept == {
+        "hub.sqlite3.corrupt-20261124T051500Z": b"first ",
+        "hub.sqlite3.corrupt-20261124T051500Z-1": b"second",
+    }
 
 
-def test_a_database_with_corrupted_pages_is_moved_aside(make_hub: HubMaker, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_database_with_corrupted_pages_is_moved_aside(
+    make_hub: HubMaker, caplog: pytest.LogCaptureFixture
+) -> None:
     outbound = FakeOutbound()
     app = make_hub(outbound)
     for i in range(40):
@@ -197,32 +211,38 @@ def test_a_database_with_corrupted_pages_is_moved_aside(make_hub: HubMaker, capl
     path = make_hub.state_dir / hub_store.DB_FILE
     data = bytearray(path.read_bytes())
     assert len(data) >= 4 * 4096
-    data[4096:len(data)] = b"\xa5" * (len(data) - 4096)  # every page after the first: the schema survives
+    data[4096 : len(data)] = b"\xa5" * (len(data) - 4096)  # every page after the first: the schema survives
     path.write_bytes(bytes(data))
     restarted = make_hub(FakeOutbound())
     assert_moved_aside(make_hub.state_dir, bytes(data), caplog)
     assert restarted.hub.status()["subscriptions"] == 0 and available(restarted)
 
 
-@pytest.mark.parametrize("error, remedy", [
-    (sqlite_error("database or disk is full", 13), "free space on the file system of"),
-    (sqlite_error("attempt to write a readonly database", 8), "writable by this service"),
-    (sqlite_error("disk I/O error", 10), "the disk holding it"),
-], ids=["SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR"])
+@pytest.mark.parametrize(
+    "error, remedy",
+    [
+        (sqlite_error("database or disk is full", 13), "free space on the file system of"),
+        (sqlite_error("attempt to write a readonly database", 8), "writable by this service"),
+        (sqlite_error("disk I/O error", 10), "the disk holding it"),
+    ],
+    ids=["SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR"],
+)
 def test_a_store_that_fails_at_start_keeps_reads_and_the_hub_resumes_by_itself(
-        make_hub: HubMaker, disk: Disk, error: sqlite3.Error, remedy: str, caplog: pytest.LogCaptureFixture) -> None:
+    make_hub: HubMaker, disk: Disk, error: sqlite3.Error, remedy: str, caplog: pytest.LogCaptureFixture
+) -> None:
     disk.error = error
     app = make_hub(FakeOutbound(), hub_state_check=CHECK)
     assert_unavailable(app, str(error))
-    record, = [r for r in caplog.records if getattr(r, "event", "") == "hub_store_unavailable"]
+    (record,) = [r for r in caplog.records if getattr(r, "event", "") == "hub_store_unavailable"]
     assert record.levelno == logging.ERROR and remedy in record.getMessage()
     disk.heal()
     wait_until(lambda: available(app))
     assert post(app, form()).status_code == 202
 
 
-def test_no_space_for_the_database_file_at_start(make_hub: HubMaker, monkeypatch: pytest.MonkeyPatch,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_no_space_for_the_database_file_at_start(
+    make_hub: HubMaker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     real_open = os.open
     full = [True]
 
@@ -261,7 +281,9 @@ def test_a_full_disk_refuses_new_requests_with_503_and_sends_nothing(make_hub: H
     assert db_rows(app.config.state_dir, "intents") == []  # the refused request left nothing behind
 
 
-def test_a_verification_is_sent_once_when_its_result_cannot_be_written(make_hub: HubMaker, disk: Disk) -> None:
+def test_a_verification_is_sent_once_when_its_result_cannot_be_written(
+    make_hub: HubMaker, disk: Disk
+) -> None:
     def fill_the_disk_then_echo(call: Any) -> hub.Reply:
         disk.full()
         return echo(call)
@@ -309,30 +331,38 @@ def test_a_delivery_whose_record_fails_is_not_sent_again(make_hub: HubMaker, dis
     restarted_outbound = FakeOutbound()
     restarted = make_hub(restarted_outbound)
     wait_idle(restarted.hub)
-    assert len(outbound.matching("POST")) == 1 and restarted_outbound.calls == []  # once, even across a restart
+    assert (
+        len(outbound.matching("POST")) == 1 and restarted_outbound.calls == []
+    )  # once, even across a restart
 
 
-def test_a_replaced_database_is_noticed_and_written_back(make_hub: HubMaker, caplog: pytest.LogCaptureFixture,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_replaced_database_is_noticed_and_written_back(
+    make_hub: HubMaker, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     caplog.set_level(logging.INFO)
     outbound = FakeOutbound()
     app = make_hub(outbound, hub_state_check=CHECK)
     subscribe_active(app, outbound)
     released: list[object] = []
     real_release = hub_store.StateLock.release
-    monkeypatch.setattr(hub_store.StateLock, "release", lambda lock: (released.append(lock), real_release(lock)))
+    monkeypatch.setattr(
+        hub_store.StateLock, "release", lambda lock: (released.append(lock), real_release(lock))
+    )
     path = make_hub.state_dir / hub_store.DB_FILE
     path.rename(path.with_name("old.sqlite3"))
     wait_until(lambda: any(getattr(r, "event", "") == "hub_state_replaced" for r in caplog.records))
-    assert [r.levelno for r in caplog.records if getattr(r, "event", "") == "hub_state_replaced"] == [logging.ERROR]
+    assert [r.levelno for r in caplog.records if getattr(r, "event", "") == "hub_state_replaced"] == [
+        logging.ERROR
+    ]
     wait_until(lambda: any(getattr(r, "event", "") == "hub_state_recreated" for r in caplog.records))
     assert db_rows(app.config.state_dir) == [(CALLBACK, "/feed.xml")]
     # Its lock file untouched, the lock is kept throughout: no other server can take the hub meanwhile.
     assert released == []
 
 
-def test_a_second_hub_on_one_state_directory_waits_for_the_lock(make_hub: HubMaker,
-                                                                caplog: pytest.LogCaptureFixture) -> None:
+def test_a_second_hub_on_one_state_directory_waits_for_the_lock(
+    make_hub: HubMaker, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO)
     first_outbound = FakeOutbound()
     first = make_hub(first_outbound)
@@ -343,15 +373,16 @@ def test_a_second_hub_on_one_state_directory_waits_for_the_lock(make_hub: HubMak
     first.hub.stop()
     wait_until(lambda: available(second))
     assert second.hub.status()["subscriptions"] == 1  # read from the database it took over
-    taken, = [r for r in caplog.records if getattr(r, "event", "") == "hub_store_available"]
+    (taken,) = [r for r in caplog.records if getattr(r, "event", "") == "hub_store_available"]
     assert "1 subscriptions" in taken.getMessage() and "another reviewsd runs the hub" in taken.getMessage()
 
 
 # --------------------------------------------------------------------------- real server processes
 
 
-def test_two_servers_one_hub_and_the_second_takes_over_after_a_kill(hub_env: HubEnv,
-                                                                     subscriber: HTTPSSubscriber) -> None:
+def test_two_servers_one_hub_and_the_second_takes_over_after_a_kill(
+    hub_env: HubEnv, subscriber: HTTPSSubscriber
+) -> None:
     first = hub_env.start()
     second = hub_env.start("--hub-state-check", "0.1")
     status, _, body = request(second, "GET", "/reviews.json")
@@ -373,8 +404,9 @@ def test_two_servers_one_hub_and_the_second_takes_over_after_a_kill(hub_env: Hub
     assert len(subscriber.requests("/cb", "POST")) == 1
 
 
-def test_the_state_directory_deleted_while_running_loses_no_subscription(hub_env: HubEnv,
-                                                                          subscriber: HTTPSSubscriber) -> None:
+def test_the_state_directory_deleted_while_running_loses_no_subscription(
+    hub_env: HubEnv, subscriber: HTTPSSubscriber
+) -> None:
     server = hub_env.start("--hub-state-check", "0.1")
     subscribe(server, subscriber.url("/before"))
     wait_status(server, settled(1))
@@ -387,10 +419,13 @@ def test_the_state_directory_deleted_while_running_loses_no_subscription(hub_env
     restarted = hub_env.start()
     assert wait_status(restarted, lambda s: "subscriptions" in s)["subscriptions"] == 2
     assert [e for e in restarted.log if e.get("event") == "hub_started"][0]["message"].startswith(
-        "hub started: 2 subscriptions")
+        "hub started: 2 subscriptions"
+    )
 
 
-def test_a_server_started_on_an_unusable_state_directory_serves_reads(hub_env: HubEnv, tmp_path: Path) -> None:
+def test_a_server_started_on_an_unusable_state_directory_serves_reads(
+    hub_env: HubEnv, tmp_path: Path
+) -> None:
     hub_env.state_dir.write_text("a file where the directory should be")
     server = hub_env.start()
     status, _, _ = request(server, "GET", "/reviews.json")
@@ -399,4 +434,3 @@ def test_a_server_started_on_an_unusable_state_directory_serves_reads(hub_env: H
     assert status == 200 and b'"degraded"' in body
     entry = [e for e in server.log if e.get("event") == "hub_store_unavailable"][0]
     assert entry["level"] == "error" and "must be a directory" in entry["message"]
-

@@ -70,20 +70,37 @@ def test_service_exposure_is_at_most_2(unit_dir: Path) -> None:
 def test_service_settings() -> None:
     unit = settings(SERVICE)
     expected = {
-        "Type": "notify", "NotifyAccess": "main", "ExecReload": "/bin/kill -HUP $MAINPID",
-        "Restart": "on-failure", "DynamicUser": "yes", "StateDirectory": "reviewsd",
-        "ReadOnlyPaths": "/srv/reviewsd/data", "WatchdogSec": "30s", "UMask": "0077",
-        "ProtectSystem": "strict", "MemoryDenyWriteExecute": "yes", "NoNewPrivileges": "yes",
-        "CapabilityBoundingSet": "", "AmbientCapabilities": "", "SystemCallArchitectures": "native",
-        "RestrictAddressFamilies": "AF_INET AF_INET6 AF_UNIX", "ProcSubset": "pid", "ProtectProc": "invisible",
+        "Type": "notify",
+        "NotifyAccess": "main",
+        "ExecReload": "/bin/kill -HUP $MAINPID",
+        "Restart": "on-failure",
+        "DynamicUser": "yes",
+        "StateDirectory": "reviewsd",
+        "ReadOnlyPaths": "/srv/reviewsd/data",
+        "WatchdogSec": "30s",
+        "UMask": "0077",
+        "ProtectSystem": "strict",
+        "MemoryDenyWriteExecute": "yes",
+        "NoNewPrivileges": "yes",
+        "CapabilityBoundingSet": "",
+        "AmbientCapabilities": "",
+        "SystemCallArchitectures": "native",
+        "RestrictAddressFamilies": "AF_INET AF_INET6 AF_UNIX",
+        "ProcSubset": "pid",
+        "ProtectProc": "invisible",
     }
     assert {key: unit.get(key, [None])[0] for key in expected} == expected
     assert unit["SystemCallFilter"] == ["@system-service", "~@privileged @resources"]
     # Only what the unit itself decides is a flag; every site setting is a variable a drop-in can override.
     assert unit["ExecStart"] == ["/opt/reviewsd/bin/reviewsd --state-dir ${STATE_DIRECTORY}"]
     variables = dict(item.split("=", 1) for line in unit["Environment"] for item in line.split())
-    assert {name: variables.get(name) for name in ("REVIEWSD_HOST", "REVIEWSD_PORT", "REVIEWSD_DATA_DIR")} == {
-        "REVIEWSD_HOST": "127.0.0.1", "REVIEWSD_PORT": "8080", "REVIEWSD_DATA_DIR": unit["ReadOnlyPaths"][0]}
+    assert {
+        name: variables.get(name) for name in ("REVIEWSD_HOST", "REVIEWSD_PORT", "REVIEWSD_DATA_DIR")
+    } == {
+        "REVIEWSD_HOST": "127.0.0.1",
+        "REVIEWSD_PORT": "8080",
+        "REVIEWSD_DATA_DIR": unit["ReadOnlyPaths"][0],
+    }
     assert "REVIEWSD_BASE_URL" not in variables  # the site's: set in a drop-in (docs/deployment.md)
     # The hub delivers to arbitrary subscribers: an IP allow list would break it.
     assert "IPAddressDeny" not in unit and "IPAddressAllow" not in unit
@@ -116,7 +133,7 @@ def test_the_documented_drop_in_sets_the_base_url_and_no_flag_overrides_it() -> 
     environment = {}
     for line in [*SERVICE.read_text().splitlines(), *drop_in.splitlines()]:  # a drop-in comes after the unit
         if line.startswith("Environment="):
-            environment.update(item.split("=", 1) for item in line[len("Environment="):].split())
+            environment.update(item.split("=", 1) for item in line[len("Environment=") :].split())
     assert environment["REVIEWSD_BASE_URL"] == "https://reviews.example.com"
     environment["REVIEWSD_BASE_URL"] = "https://site.example"  # any site's own settings win over the unit's
     environment["REVIEWSD_DATA_DIR"] = "/srv/site/data"
@@ -133,4 +150,8 @@ def test_the_documented_drop_in_sets_the_base_url_and_no_flag_overrides_it() -> 
             os.environ.pop(name, None)
         os.environ.update(saved)
     assert (config.public_base_url, config.host, config.port, config.data_dir) == (
-        "https://site.example", "127.0.0.1", 8080, "/srv/site/data")
+        "https://site.example",
+        "127.0.0.1",
+        8080,
+        "/srv/site/data",
+    )

@@ -122,20 +122,41 @@ MAX_EXAMPLES = 3
 # --------------------------------------------------------------------------
 
 SERVICES = (
-    ("spinal-adjustment", "Spinal adjustment",
-     "Hands-on and instrument-assisted chiropractic adjustments of the spine and joints."),
-    ("massage-therapy", "Massage therapy",
-     "Therapeutic, deep-tissue and trigger-point massage by a licensed massage therapist."),
-    ("spinal-decompression", "Spinal decompression",
-     "Non-surgical, table-based traction for disc problems and nerve pain."),
-    ("sports-injury", "Sports injury care",
-     "Assessment, soft-tissue work and return-to-play rehab for athletes of every level."),
-    ("prenatal-care", "Prenatal chiropractic care",
-     "Webster-certified adjustments and pregnancy pillows for every trimester."),
-    ("pediatric-care", "Pediatric chiropractic care",
-     "Gentle, low-force care for infants, children and teens."),
-    ("posture-rehab", "Posture rehab",
-     "Corrective exercise and ergonomic coaching for desk workers and growing bodies."),
+    (
+        "spinal-adjustment",
+        "Spinal adjustment",
+        "Hands-on and instrument-assisted chiropractic adjustments of the spine and joints.",
+    ),
+    (
+        "massage-therapy",
+        "Massage therapy",
+        "Therapeutic, deep-tissue and trigger-point massage by a licensed massage therapist.",
+    ),
+    (
+        "spinal-decompression",
+        "Spinal decompression",
+        "Non-surgical, table-based traction for disc problems and nerve pain.",
+    ),
+    (
+        "sports-injury",
+        "Sports injury care",
+        "Assessment, soft-tissue work and return-to-play rehab for athletes of every level.",
+    ),
+    (
+        "prenatal-care",
+        "Prenatal chiropractic care",
+        "Webster-certified adjustments and pregnancy pillows for every trimester.",
+    ),
+    (
+        "pediatric-care",
+        "Pediatric chiropractic care",
+        "Gentle, low-force care for infants, children and teens.",
+    ),
+    (
+        "posture-rehab",
+        "Posture rehab",
+        "Corrective exercise and ergonomic coaching for desk workers and growing bodies.",
+    ),
 )
 
 SERVICE_AREAS = (
@@ -178,19 +199,61 @@ BUSINESS = {
 
 # (id, name, label, role, first, last, is_doctor, weight, services)
 TECHNICIANS = (
-    ("dr-maya-patel", "Dr. Maya Patel", "Dr. Maya Patel", "Chiropractor (clinic director)",
-     "Maya", "Patel", True, 34,
-     ("spinal-adjustment", "spinal-decompression", "posture-rehab")),
-    ("dr-sofia-ramirez", "Dr. Sofía Ramírez", "Dr. Sofía Ramírez",
-     "Chiropractor (prenatal and pediatric)", "Sofía", "Ramírez", True, 24,
-     ("spinal-adjustment", "prenatal-care", "pediatric-care")),
-    ("dr-ngozi-okafor", "Dr. Ngozi Okafor", "Dr. Ngozi Okafor", "Chiropractor (sports and rehab)",
-     "Ngozi", "Okafor", True, 20,
-     ("spinal-adjustment", "sports-injury", "spinal-decompression", "pediatric-care")),
-    ("jurgen-lindqvist", "Jürgen Lindqvist", "Jürgen Lindqvist, LMT", "Licensed massage therapist",
-     "Jürgen", "Lindqvist", False, 13, ("massage-therapy", "sports-injury")),
-    ("chloe-dubois", "Chloé Dubois", "Chloé Dubois, DPT", "Physical therapist",
-     "Chloé", "Dubois", False, 9, ("posture-rehab", "sports-injury")),
+    (
+        "dr-maya-patel",
+        "Dr. Maya Patel",
+        "Dr. Maya Patel",
+        "Chiropractor (clinic director)",
+        "Maya",
+        "Patel",
+        True,
+        34,
+        ("spinal-adjustment", "spinal-decompression", "posture-rehab"),
+    ),
+    (
+        "dr-sofia-ramirez",
+        "Dr. Sofía Ramírez",
+        "Dr. Sofía Ramírez",
+        "Chiropractor (prenatal and pediatric)",
+        "Sofía",
+        "Ramírez",
+        True,
+        24,
+        ("spinal-adjustment", "prenatal-care", "pediatric-care"),
+    ),
+    (
+        "dr-ngozi-okafor",
+        "Dr. Ngozi Okafor",
+        "Dr. Ngozi Okafor",
+        "Chiropractor (sports and rehab)",
+        "Ngozi",
+        "Okafor",
+        True,
+        20,
+        ("spinal-adjustment", "sports-injury", "spinal-decompression", "pediatric-care"),
+    ),
+    (
+        "jurgen-lindqvist",
+        "Jürgen Lindqvist",
+        "Jürgen Lindqvist, LMT",
+        "Licensed massage therapist",
+        "Jürgen",
+        "Lindqvist",
+        False,
+        13,
+        ("massage-therapy", "sports-injury"),
+    ),
+    (
+        "chloe-dubois",
+        "Chloé Dubois",
+        "Chloé Dubois, DPT",
+        "Physical therapist",
+        "Chloé",
+        "Dubois",
+        False,
+        9,
+        ("posture-rehab", "sports-injury"),
+    ),
 )
 
 PROBLEMS = (
@@ -223,8 +286,13 @@ ASPECTS = (
 )
 
 SERVICE_WEIGHTS = {
-    "spinal-adjustment": 30, "massage-therapy": 16, "spinal-decompression": 10,
-    "sports-injury": 10, "prenatal-care": 8, "pediatric-care": 7, "posture-rehab": 9,
+    "spinal-adjustment": 30,
+    "massage-therapy": 16,
+    "spinal-decompression": 10,
+    "sports-injury": 10,
+    "prenatal-care": 8,
+    "pediatric-care": 7,
+    "posture-rehab": 9,
 }
 
 SERVICE_PROBLEMS = {
@@ -299,8 +367,15 @@ CLOSERS = {
 }
 
 SHORT_TEXTS = {
-    5: ("Great chiropractor!", "Amazing care 🙏", "👍👍👍", "Love this place ❤️",
-        "Best in town.", "Très bien — merci!", "Top notch."),
+    5: (
+        "Great chiropractor!",
+        "Amazing care 🙏",
+        "👍👍👍",
+        "Love this place ❤️",
+        "Best in town.",
+        "Très bien — merci!",
+        "Top notch.",
+    ),
     4: ("Good experience.", "Pretty good 👍", "Helpful staff."),
     3: ("Fine.", "Average."),
     2: ("Meh.", "Not for me."),
@@ -310,77 +385,132 @@ SHORT_TEXTS = {
 # (key phrase, sentence); the phrase occurs in the sentence (case-insensitively)
 ASPECT_TEXT = {
     "pain-relief": {
-        "positive": (("pain is gone", "After a couple of weeks my pain is gone."),
-                     ("so much relief", "I felt so much relief walking out the door."),
-                     ("moving freely", "I'm moving freely again for the first time in months."),
-                     ("no more pain", "No more pain when I get out of bed in the morning.")),
-        "neutral": (("some relief", "I got some relief, although it comes and goes."),
-                    ("slowly improving", "Things are slowly improving.")),
-        "negative": (("no relief", "Honestly I got no relief at all."),
-                     ("pain came back", "The pain came back within a day every time."),
-                     ("felt worse", "I actually felt worse after the second session.")),
+        "positive": (
+            ("pain is gone", "After a couple of weeks my pain is gone."),
+            ("so much relief", "I felt so much relief walking out the door."),
+            ("moving freely", "I'm moving freely again for the first time in months."),
+            ("no more pain", "No more pain when I get out of bed in the morning."),
+        ),
+        "neutral": (
+            ("some relief", "I got some relief, although it comes and goes."),
+            ("slowly improving", "Things are slowly improving."),
+        ),
+        "negative": (
+            ("no relief", "Honestly I got no relief at all."),
+            ("pain came back", "The pain came back within a day every time."),
+            ("felt worse", "I actually felt worse after the second session."),
+        ),
     },
     "bedside-manner": {
-        "positive": (("really listened", "Everyone really listened and never made me feel rushed."),
-                     ("kind and gentle", "The care was kind and gentle, which matters when you're hurting."),
-                     ("genuinely cares", "You can tell the whole team genuinely cares.")),
+        "positive": (
+            ("really listened", "Everyone really listened and never made me feel rushed."),
+            ("kind and gentle", "The care was kind and gentle, which matters when you're hurting."),
+            ("genuinely cares", "You can tell the whole team genuinely cares."),
+        ),
         "neutral": (("professional but brief", "The practitioners were professional but brief."),),
-        "negative": (("felt rushed", "I felt rushed and barely got a word in."),
-                     ("dismissive", "The attitude was dismissive when I asked questions.")),
+        "negative": (
+            ("felt rushed", "I felt rushed and barely got a word in."),
+            ("dismissive", "The attitude was dismissive when I asked questions."),
+        ),
     },
     "wait-time": {
-        "positive": (("no wait", "There was basically no wait — I was in the room right on time."),
-                     ("on time", "Appointments always start on time.")),
+        "positive": (
+            ("no wait", "There was basically no wait — I was in the room right on time."),
+            ("on time", "Appointments always start on time."),
+        ),
         "neutral": (("short wait", "There's usually a short wait of ten minutes or so."),),
-        "negative": (("long wait", "I sat through a long wait, 45 minutes past my appointment time."),
-                     ("waited forever", "I waited forever in the lobby.")),
+        "negative": (
+            ("long wait", "I sat through a long wait, 45 minutes past my appointment time."),
+            ("waited forever", "I waited forever in the lobby."),
+        ),
     },
     "scheduling": {
-        "positive": (("easy to schedule", "It's easy to schedule, even same-day."),
-                     ("flexible hours", "The flexible hours mean I can come before work.")),
+        "positive": (
+            ("easy to schedule", "It's easy to schedule, even same-day."),
+            ("flexible hours", "The flexible hours mean I can come before work."),
+        ),
         "neutral": (("book ahead", "You need to book ahead a week or two for evening slots."),),
-        "negative": (("rescheduled twice", "They rescheduled twice on me without much notice."),
-                     ("hard to get an appointment", "It's hard to get an appointment that fits a work schedule.")),
+        "negative": (
+            ("rescheduled twice", "They rescheduled twice on me without much notice."),
+            ("hard to get an appointment", "It's hard to get an appointment that fits a work schedule."),
+        ),
     },
     "billing-insurance": {
-        "positive": (("billing was clear", "Billing was clear and the prices were posted up front."),
-                     ("no surprise bills", "No surprise bills, ever.")),
+        "positive": (
+            ("billing was clear", "Billing was clear and the prices were posted up front."),
+            ("no surprise bills", "No surprise bills, ever."),
+        ),
         "neutral": (("a bit pricey", "It's a bit pricey without a membership, but not out of line."),),
-        "negative": (("charged twice", "The billing was a mess — I got charged twice for one appointment."),
-                     ("surprise bill", "I got a surprise bill months later.")),
+        "negative": (
+            ("charged twice", "The billing was a mess — I got charged twice for one appointment."),
+            ("surprise bill", "I got a surprise bill months later."),
+        ),
     },
     "explanation-of-treatment": {
-        "positive": (("explained everything", "They explained everything on the spine model before doing anything."),
-                     ("clear plan", "I left with a clear plan and stretches to do at home.")),
-        "neutral": (("had to ask", "There was some explanation of the treatment, but I had to ask for details."),),
-        "negative": (("nobody ever explained", "Nobody ever explained what they were doing or why."),
-                     ("no plan", "There was no plan, just the same routine every time.")),
+        "positive": (
+            ("explained everything", "They explained everything on the spine model before doing anything."),
+            ("clear plan", "I left with a clear plan and stretches to do at home."),
+        ),
+        "neutral": (
+            ("had to ask", "There was some explanation of the treatment, but I had to ask for details."),
+        ),
+        "negative": (
+            ("nobody ever explained", "Nobody ever explained what they were doing or why."),
+            ("no plan", "There was no plan, just the same routine every time."),
+        ),
     },
     "front-desk": {
-        "positive": (("front desk staff are lovely", "The front desk staff are lovely and remember your name."),
-                     ("friendly front desk", "Friendly front desk, always smiling.")),
+        "positive": (
+            ("front desk staff are lovely", "The front desk staff are lovely and remember your name."),
+            ("friendly front desk", "Friendly front desk, always smiling."),
+        ),
         "neutral": (("front desk was fine", "The front desk was fine, nothing special."),),
-        "negative": (("rude", "The front desk was rude on the phone."),
-                     ("forgot to put me in", "The front desk forgot to put me in the system.")),
+        "negative": (
+            ("rude", "The front desk was rude on the phone."),
+            ("forgot to put me in", "The front desk forgot to put me in the system."),
+        ),
     },
     "cleanliness": {
-        "positive": (("spotless", "The clinic is spotless and the tables are wiped down after every patient."),
-                     ("clean and calm", "The space is clean and calm.")),
+        "positive": (
+            ("spotless", "The clinic is spotless and the tables are wiped down after every patient."),
+            ("clean and calm", "The space is clean and calm."),
+        ),
         "neutral": (("clean enough", "The rooms are clean enough, if a bit dated."),),
         "negative": (("dirty", "The treatment room looked dirty and the linens weren't changed."),),
     },
 }
 
 ASPECT_WEIGHTS = {
-    "positive": {"pain-relief": 5, "bedside-manner": 4, "explanation-of-treatment": 3,
-                 "front-desk": 2, "cleanliness": 1.5, "scheduling": 1.5, "wait-time": 1.5,
-                 "billing-insurance": 1},
-    "neutral": {"pain-relief": 3, "bedside-manner": 2, "explanation-of-treatment": 2,
-                "front-desk": 2, "cleanliness": 1, "scheduling": 2, "wait-time": 3,
-                "billing-insurance": 3},
-    "negative": {"pain-relief": 2, "bedside-manner": 2, "explanation-of-treatment": 1.5,
-                 "front-desk": 3, "cleanliness": 0.7, "scheduling": 3, "wait-time": 4,
-                 "billing-insurance": 4},
+    "positive": {
+        "pain-relief": 5,
+        "bedside-manner": 4,
+        "explanation-of-treatment": 3,
+        "front-desk": 2,
+        "cleanliness": 1.5,
+        "scheduling": 1.5,
+        "wait-time": 1.5,
+        "billing-insurance": 1,
+    },
+    "neutral": {
+        "pain-relief": 3,
+        "bedside-manner": 2,
+        "explanation-of-treatment": 2,
+        "front-desk": 2,
+        "cleanliness": 1,
+        "scheduling": 2,
+        "wait-time": 3,
+        "billing-insurance": 3,
+    },
+    "negative": {
+        "pain-relief": 2,
+        "bedside-manner": 2,
+        "explanation-of-treatment": 1.5,
+        "front-desk": 3,
+        "cleanliness": 0.7,
+        "scheduling": 3,
+        "wait-time": 4,
+        "billing-insurance": 4,
+    },
 }
 
 # probability of (positive, neutral, negative) aspect sentiment per rating
@@ -388,71 +518,91 @@ ASPECT_SENTIMENT_P = {5: (0.93, 0.05), 4: (0.75, 0.18), 3: (0.30, 0.35), 2: (0.1
 
 TOPIC_TEXT = {
     "first-visit": {
-        "positive": ("My first visit was thorough: a full history, a posture check and a clear plan.",
-                     "From the first visit I felt in good hands."),
+        "positive": (
+            "My first visit was thorough: a full history, a posture check and a clear plan.",
+            "From the first visit I felt in good hands.",
+        ),
         "neutral": ("The first visit is mostly paperwork and an exam.",),
         "negative": ("My first visit felt like a sales pitch for a package.",),
     },
     "insurance-coverage": {
-        "positive": ("They checked my insurance coverage before I came in, so there were no surprises.",
-                     "They walked me through my insurance coverage on the phone."),
+        "positive": (
+            "They checked my insurance coverage before I came in, so there were no surprises.",
+            "They walked me through my insurance coverage on the phone.",
+        ),
         "neutral": ("Call ahead about insurance coverage; it depends on your plan.",),
         "negative": ("Be careful with insurance coverage — they told me I was covered and I wasn't.",),
     },
     "results-after-few-visits": {
-        "positive": ("I noticed real results after a few visits.",
-                     "Results after a few visits were better than I expected."),
+        "positive": (
+            "I noticed real results after a few visits.",
+            "Results after a few visits were better than I expected.",
+        ),
         "neutral": ("I started seeing some results after a few visits, though it's not a miracle cure.",),
         "negative": ("I didn't see results after a few visits, so I stopped going.",),
     },
     "family-care": {
-        "positive": ("This is our go-to for family care — my partner and both kids come here.",
-                     "Great spot for family care; they are wonderful with my kids."),
+        "positive": (
+            "This is our go-to for family care — my partner and both kids come here.",
+            "Great spot for family care; they are wonderful with my kids.",
+        ),
         "neutral": ("We use them for family care, mostly for the kids.",),
         "negative": ("We came for family care, but it didn't work out for us.",),
     },
     "online-booking": {
-        "positive": ("Online booking is painless and reminders come by text.",
-                     "Love the online booking, I can grab a slot at midnight."),
+        "positive": (
+            "Online booking is painless and reminders come by text.",
+            "Love the online booking, I can grab a slot at midnight.",
+        ),
         "neutral": ("Online booking works, though the app is a bit clunky.",),
         "negative": ("Online booking showed slots that didn't actually exist.",),
     },
 }
-TOPIC_P = {"first-visit": 0.11, "insurance-coverage": 0.07, "results-after-few-visits": 0.09,
-           "family-care": 0.04, "online-booking": 0.05}
+TOPIC_P = {
+    "first-visit": 0.11,
+    "insurance-coverage": 0.07,
+    "results-after-few-visits": 0.09,
+    "family-care": 0.04,
+    "online-booking": 0.05,
+}
 
 VISIT_TEMPLATES = {
-    "pst": ("I came in for {p} and {t} recommended {s}.",
-            "{t} treated my {p} with {s}.",
-            "I needed help with {p}, so I booked {s} with {t}.",
-            "{t} has been doing {s} to help with my {p}."),
-    "pt": ("I came in for {p} and saw {t}.",
-           "{t} has been helping me with {p} for a few months now.",
-           "I saw {t} for help with {p}."),
-    "st": ("I had {s} with {t}.",
-           "I've been seeing {t} for {s}.",
-           "{t} handled my {s}."),
-    "ps": ("I came in for {p} and started {s}.",
-           "I started {s} because of my {p}.",
-           "I tried {s} for {p}."),
-    "p": ("I came in for {p}.",
-          "I needed help with {p}.",
-          "I was referred here for {p}."),
-    "s": ("I came in for {s}.",
-          "I booked {s} after a friend recommended it.",
-          "This was my third round of {s}."),
-    "t": ("I saw {t}.",
-          "My appointment was with {t}.",
-          "I've been seeing {t} for a while."),
+    "pst": (
+        "I came in for {p} and {t} recommended {s}.",
+        "{t} treated my {p} with {s}.",
+        "I needed help with {p}, so I booked {s} with {t}.",
+        "{t} has been doing {s} to help with my {p}.",
+    ),
+    "pt": (
+        "I came in for {p} and saw {t}.",
+        "{t} has been helping me with {p} for a few months now.",
+        "I saw {t} for help with {p}.",
+    ),
+    "st": ("I had {s} with {t}.", "I've been seeing {t} for {s}.", "{t} handled my {s}."),
+    "ps": ("I came in for {p} and started {s}.", "I started {s} because of my {p}.", "I tried {s} for {p}."),
+    "p": ("I came in for {p}.", "I needed help with {p}.", "I was referred here for {p}."),
+    "s": (
+        "I came in for {s}.",
+        "I booked {s} after a friend recommended it.",
+        "This was my third round of {s}.",
+    ),
+    "t": ("I saw {t}.", "My appointment was with {t}.", "I've been seeing {t} for a while."),
 }
 SECOND_TECH = ("I also had a session with {t}.", "{t} covered one of my appointments too.")
 SECOND_SERVICE = ("Later I added {s}.", "They also suggested {s}.")
-TECH_PRAISE = ("{t} is wonderful.", "Can't say enough good things about {t}.", "{t} is a gem.",
-               "Thank you, {t}!")
+TECH_PRAISE = (
+    "{t} is wonderful.",
+    "Can't say enough good things about {t}.",
+    "{t} is a gem.",
+    "Thank you, {t}!",
+)
 TECH_CRITICISM = ("{t} seemed distracted the whole time.", "I won't be going back to {t}.")
 AREA_TEXT = {
-    "positive": ("Worth the drive from {a}.", "Easily the best chiropractor near {a}.",
-                 "I live in {a}, so the location is convenient."),
+    "positive": (
+        "Worth the drive from {a}.",
+        "Easily the best chiropractor near {a}.",
+        "I live in {a}, so the location is convenient.",
+    ),
     "neutral": ("I live in {a}, so the location is convenient.", "It's the closest clinic to {a}."),
     "negative": ("It's the closest clinic to {a}, which is the only reason I tried it.",),
 }
@@ -464,28 +614,100 @@ PARKING_TEXT = {
 
 # Spanish reviews: (text, technician index or None, aspects). No labels inside.
 SPANISH = (
-    ("¡Excelente atención! La Dra. {last} es muy profesional y amable. 🙏", True,
-     (("bedside-manner", "positive"),)),
-    ("Muy buena experiencia. Casi no tuve que esperar y el personal de recepción es muy atento.",
-     False, (("wait-time", "positive"), ("front-desk", "positive"))),
-    ("La Dra. {last} me explicó todo con mucha paciencia. ¡Súper recomendado! 👍", True,
-     (("explanation-of-treatment", "positive"),)),
-    ("Me siento mucho mejor, ya puedo dormir sin dolor. Gracias a todo el equipo, ¡mil gracias!",
-     False, (("pain-relief", "positive"),)),
+    (
+        "¡Excelente atención! La Dra. {last} es muy profesional y amable. 🙏",
+        True,
+        (("bedside-manner", "positive"),),
+    ),
+    (
+        "Muy buena experiencia. Casi no tuve que esperar y el personal de recepción es muy atento.",
+        False,
+        (("wait-time", "positive"), ("front-desk", "positive")),
+    ),
+    (
+        "La Dra. {last} me explicó todo con mucha paciencia. ¡Súper recomendado! 👍",
+        True,
+        (("explanation-of-treatment", "positive"),),
+    ),
+    (
+        "Me siento mucho mejor, ya puedo dormir sin dolor. Gracias a todo el equipo, ¡mil gracias!",
+        False,
+        (("pain-relief", "positive"),),
+    ),
 )
 SPANISH_TECHS = ("dr-sofia-ramirez", "dr-sofia-ramirez", "dr-maya-patel", "dr-ngozi-okafor")
 
 FIRST_NAMES = (
-    "Jessica", "Michael", "Ashley", "Brandon", "Emily", "Tyler", "Sarah", "Kevin", "Megan",
-    "Chris", "Lauren", "Jordan", "Rachel", "Derek", "Olivia", "Marcus", "Hannah", "Ethan",
-    "Priya", "Daniel", "Grace", "Luis", "Amanda", "Noah", "Kayla", "Sam", "Tanya", "Ben",
-    "José", "Zoë", "Renée", "Björn", "Łukasz", "Siobhán", "Chloë", "André", "Mónica",
-    "Søren", "Hiroshi", "Aoife", "Nguyễn", "Françoise", "Dmitri", "Leilani", "Carmen",
+    "Jessica",
+    "Michael",
+    "Ashley",
+    "Brandon",
+    "Emily",
+    "Tyler",
+    "Sarah",
+    "Kevin",
+    "Megan",
+    "Chris",
+    "Lauren",
+    "Jordan",
+    "Rachel",
+    "Derek",
+    "Olivia",
+    "Marcus",
+    "Hannah",
+    "Ethan",
+    "Priya",
+    "Daniel",
+    "Grace",
+    "Luis",
+    "Amanda",
+    "Noah",
+    "Kayla",
+    "Sam",
+    "Tanya",
+    "Ben",
+    "José",
+    "Zoë",
+    "Renée",
+    "Björn",
+    "Łukasz",
+    "Siobhán",
+    "Chloë",
+    "André",
+    "Mónica",
+    "Søren",
+    "Hiroshi",
+    "Aoife",
+    "Nguyễn",
+    "Françoise",
+    "Dmitri",
+    "Leilani",
+    "Carmen",
 )
 LAST_NAMES = (
-    "Miller", "Johnson", "Nguyen", "García", "Thompson", "O'Brien", "Schäfer", "Kim",
-    "Hernández", "Walker", "Brooks", "Lindgren", "Müller", "Novák", "Chen", "Reyes",
-    "Fitzgerald", "Yamamoto", "Ólafsson", "Dąbrowski", "Carter", "Moreau", "Hughes",
+    "Miller",
+    "Johnson",
+    "Nguyen",
+    "García",
+    "Thompson",
+    "O'Brien",
+    "Schäfer",
+    "Kim",
+    "Hernández",
+    "Walker",
+    "Brooks",
+    "Lindgren",
+    "Müller",
+    "Novák",
+    "Chen",
+    "Reyes",
+    "Fitzgerald",
+    "Yamamoto",
+    "Ólafsson",
+    "Dąbrowski",
+    "Carter",
+    "Moreau",
+    "Hughes",
 )
 
 OWNER_REPLIES = {
@@ -507,8 +729,16 @@ OWNER_REPLIES = {
 }
 
 HOSTILE_KINDS = (
-    "cdata_end", "script", "amp", "bold", "control_chars", "nul", "lone_cr",
-    "long_text", "noncharacter", "separators",
+    "cdata_end",
+    "script",
+    "amp",
+    "bold",
+    "control_chars",
+    "nul",
+    "lone_cr",
+    "long_text",
+    "noncharacter",
+    "separators",
 )
 HOSTILE_LONG_MIN = 5200
 
@@ -523,9 +753,7 @@ _SERVICE_TEXT = {i: l.lower() for i, l, _ in SERVICES}
 _SERVICE_TEXT["spinal-adjustment"] = "spinal adjustments"
 _PROBLEM_LABEL = dict(PROBLEMS)
 _AREA_LABEL = dict(SERVICE_AREAS)
-_TECHS_FOR_SERVICE = {
-    sid: tuple(t[0] for t in TECHNICIANS if sid in t[8]) for sid, _, _ in SERVICES
-}
+_TECHS_FOR_SERVICE = {sid: tuple(t[0] for t in TECHNICIANS if sid in t[8]) for sid, _, _ in SERVICES}
 
 
 # --------------------------------------------------------------------------
@@ -539,11 +767,23 @@ def _ulid(ms: int, rand80: int) -> str:
     """Crockford base32 of the 128-bit value (48-bit ms timestamp, 80 random bits)."""
     v = (ms << 80) | rand80  # < 2**128, written as 26 digits = 13 pairs (130 bits)
     t = _CROCKFORD_PAIRS
-    return "".join([t[(v >> 120) & 1023], t[(v >> 110) & 1023], t[(v >> 100) & 1023],
-                    t[(v >> 90) & 1023], t[(v >> 80) & 1023], t[(v >> 70) & 1023],
-                    t[(v >> 60) & 1023], t[(v >> 50) & 1023], t[(v >> 40) & 1023],
-                    t[(v >> 30) & 1023], t[(v >> 20) & 1023], t[(v >> 10) & 1023],
-                    t[v & 1023]])
+    return "".join(
+        [
+            t[(v >> 120) & 1023],
+            t[(v >> 110) & 1023],
+            t[(v >> 100) & 1023],
+            t[(v >> 90) & 1023],
+            t[(v >> 80) & 1023],
+            t[(v >> 70) & 1023],
+            t[(v >> 60) & 1023],
+            t[(v >> 50) & 1023],
+            t[(v >> 40) & 1023],
+            t[(v >> 30) & 1023],
+            t[(v >> 20) & 1023],
+            t[(v >> 10) & 1023],
+            t[v & 1023],
+        ]
+    )
 
 
 def _sentiment_of_rating(rating: int) -> str:
@@ -618,13 +858,34 @@ def _pct(part: int, total: int) -> float:
 # One review
 # --------------------------------------------------------------------------
 
+
 class _Draft:
     """A review under construction plus the choices its text was built from."""
 
-    __slots__ = ("date", "rid", "rating", "sentences", "sep", "text", "techs",
-                 "services", "problems", "areas", "topics", "aspects", "parking",
-                 "hostile", "spanish", "author", "source", "source_url", "avatar",
-                 "reply", "verified", "pos_sorted")
+    __slots__ = (
+        "date",
+        "rid",
+        "rating",
+        "sentences",
+        "sep",
+        "text",
+        "techs",
+        "services",
+        "problems",
+        "areas",
+        "topics",
+        "aspects",
+        "parking",
+        "hostile",
+        "spanish",
+        "author",
+        "source",
+        "source_url",
+        "avatar",
+        "reply",
+        "verified",
+        "pos_sorted",
+    )
 
     def __init__(self):
         self.sentences = []
@@ -652,8 +913,7 @@ def _tech_ref(rng: random.Random, tid: str) -> str:
 
 _ALL_PROBLEMS = tuple(p for p, _ in PROBLEMS)
 _TECH_PROBLEMS = {
-    t[0]: tuple(p for p in _ALL_PROBLEMS if any(p in SERVICE_PROBLEMS[s] for s in t[8]))
-    for t in TECHNICIANS
+    t[0]: tuple(p for p in _ALL_PROBLEMS if any(p in SERVICE_PROBLEMS[s] for s in t[8])) for t in TECHNICIANS
 }
 _CHOOSE_SERVICE = _Chooser(SERVICE_WEIGHTS, SERVICE_WEIGHTS.values())
 _CHOOSE_TECH = _Chooser([t[0] for t in TECHNICIANS], [t[7] for t in TECHNICIANS])
@@ -809,8 +1069,10 @@ def _apply_hostile(kind: str, d: _Draft) -> str:
         size = sum(len(p) for p in parts)
         week = 1
         while size < HOSTILE_LONG_MIN:
-            line = (f"\nWeek {week}: a little looser every morning, I kept up with the "
-                    f"stretches they gave me and slept better than the week before.")
+            line = (
+                f"\nWeek {week}: a little looser every morning, I kept up with the "
+                f"stretches they gave me and slept better than the week before."
+            )
             parts.append(line)
             size += len(line)
             week += 1
@@ -849,13 +1111,14 @@ def _source_bits(rng: random.Random, source: str):
         if source == "google":
             url = f"https://www.google.com/maps/contrib/1{rng.randrange(10**19, 10**20)}/reviews"
         elif source == "yelp":
-            url = ("https://www.yelp.com/biz/riverbend-spine-and-wellness-millbrook?hrid="
-                   + _token(rng, 24))
+            url = "https://www.yelp.com/biz/riverbend-spine-and-wellness-millbrook?hrid=" + _token(rng, 24)
         elif source == "facebook":
             url = f"https://www.facebook.com/riverbendspine/posts/{rng.randrange(10**15, 10**16)}"
         else:
-            url = ("https://www.healthgrades.com/group-directory/or-oregon/millbrook/"
-                   f"riverbend-spine-wellness-{rng.getrandbits(24):06x}")
+            url = (
+                "https://www.healthgrades.com/group-directory/or-oregon/millbrook/"
+                f"riverbend-spine-wellness-{rng.getrandbits(24):06x}"
+            )
     avatar = None
     if source != "healthgrades" and rng.random() < 0.62:
         if source == "google":
@@ -863,14 +1126,16 @@ def _source_bits(rng: random.Random, source: str):
         elif source == "yelp":
             avatar = f"https://s3-media0.fl.yelpcdn.com/photo/{_token(rng, 24)}/60s.jpg"
         else:
-            avatar = (f"https://scontent.xx.fbcdn.net/v/t1.30497-1/p100x100/"
-                      f"{rng.randrange(10**8, 10**9)}_n.jpg")
+            avatar = (
+                f"https://scontent.xx.fbcdn.net/v/t1.30497-1/p100x100/{rng.randrange(10**8, 10**9)}_n.jpg"
+            )
     return url, avatar
 
 
 # --------------------------------------------------------------------------
 # The datasets
 # --------------------------------------------------------------------------
+
 
 def _draft_reviews(n: int, rng: random.Random, end_date: _dt.date, years: float) -> list:
     span = max(1, int(round(years * 365.25)))
@@ -973,7 +1238,7 @@ def _pick_examples(drafts_in_order: list) -> list:
     clean = [d for d in drafts_in_order if d.hostile is None]
     picked = clean[:MAX_EXAMPLES]
     if len(picked) < MAX_EXAMPLES:
-        picked += [d for d in drafts_in_order if d.hostile is not None][:MAX_EXAMPLES - len(picked)]
+        picked += [d for d in drafts_in_order if d.hostile is not None][: MAX_EXAMPLES - len(picked)]
         picked.sort(key=lambda d: d.pos_sorted)
     return [d.rid for d in picked]
 
@@ -1014,8 +1279,10 @@ def _month_key(date: _dt.date) -> tuple:
 
 def _temporal(drafts: list) -> dict:
     if not drafts:
-        return {"monthly": [], "trend": {"direction": "stable", "slope_per_month": 0.0,
-                                         "window_months": TREND_WINDOW_MONTHS}}
+        return {
+            "monthly": [],
+            "trend": {"direction": "stable", "slope_per_month": 0.0, "window_months": TREND_WINDOW_MONTHS},
+        }
     by_month = {}
     for d in drafts:
         by_month.setdefault(_month_key(d.date), []).append(d)
@@ -1032,8 +1299,14 @@ def _temporal(drafts: list) -> dict:
             score = _score(pos, neg, len(ds))
         else:
             avg = score = None
-        monthly.append({"month": f"{y:04d}-{m:02d}", "review_count": len(ds),
-                        "average_rating": avg, "sentiment_score": score})
+        monthly.append(
+            {
+                "month": f"{y:04d}-{m:02d}",
+                "review_count": len(ds),
+                "average_rating": avg,
+                "sentiment_score": score,
+            }
+        )
         m += 1
         if m == 13:
             y, m = y + 1, 1
@@ -1050,8 +1323,10 @@ def _temporal(drafts: list) -> dict:
     if slope == 0:
         slope = 0.0  # no "-0.0"
     direction = "stable" if abs(slope) < 0.01 else ("improving" if slope > 0 else "declining")
-    return {"monthly": monthly, "trend": {"direction": direction, "slope_per_month": slope,
-                                          "window_months": TREND_WINDOW_MONTHS}}
+    return {
+        "monthly": monthly,
+        "trend": {"direction": direction, "slope_per_month": slope, "window_months": TREND_WINDOW_MONTHS},
+    }
 
 
 def _excerpt(d: _Draft, limit: int = 200) -> str:
@@ -1068,9 +1343,13 @@ def _pull_quote(drafts: list):
         return d.text is not None and d.hostile is None and not d.spanish and d.rating >= min_rating
 
     for cond in (
-        lambda d: clean_positive(d, 5) and d.techs and any(a == "pain-relief" and s == "positive"
-                                                           for a, s, _ in d.aspects)
-        and len(d.sentences) >= 3 and d.sep == " ",
+        lambda d: (
+            clean_positive(d, 5)
+            and d.techs
+            and any(a == "pain-relief" and s == "positive" for a, s, _ in d.aspects)
+            and len(d.sentences) >= 3
+            and d.sep == " "
+        ),
         lambda d: clean_positive(d, 5) and len(d.sentences) >= 2,
         lambda d: clean_positive(d, 4),
     ):
@@ -1096,79 +1375,113 @@ def _faq(drafts, topic_t, service_t, problem_t, aspect_t, parking_reviews) -> li
     ins = topic_t["insurance-coverage"]
     if ins.total:
         neg_bits = ins.neg + ins.neu
-        answer = (f"Most plans can be billed. {ins.total} review(s) discuss insurance coverage and "
-                  f"{_pos_share(ins)} of them are positive: patients say the front desk checks "
-                  f"benefits before the first appointment.")
+        answer = (
+            f"Most plans can be billed. {ins.total} review(s) discuss insurance coverage and "
+            f"{_pos_share(ins)} of them are positive: patients say the front desk checks "
+            f"benefits before the first appointment."
+        )
         if neg_bits:
-            answer += (f" {neg_bits} reviewer(s) advise calling ahead, because coverage depends on "
-                       f"the plan.")
+            answer += f" {neg_bits} reviewer(s) advise calling ahead, because coverage depends on the plan."
         bill = aspect_t["billing-insurance"]
         if bill.total:
-            answer += (f" Billing itself is mentioned {bill.total} time(s), "
-                       f"{_pos_share(bill)} favourably.")
-        faq.append({"question": "Do they accept insurance?", "answer": answer,
-                    "review_ids": _pick_examples(ins.reviews)})
+            answer += f" Billing itself is mentioned {bill.total} time(s), {_pos_share(bill)} favourably."
+        faq.append(
+            {
+                "question": "Do they accept insurance?",
+                "answer": answer,
+                "review_ids": _pick_examples(ins.reviews),
+            }
+        )
 
     fv = topic_t["first-visit"]
     if fv.total:
-        answer = (f"Expect a full history and exam. {fv.total} review(s) describe the first visit; "
-                  f"{_pos_share(fv)} are positive, mentioning a thorough intake and a clear plan.")
+        answer = (
+            f"Expect a full history and exam. {fv.total} review(s) describe the first visit; "
+            f"{_pos_share(fv)} are positive, mentioning a thorough intake and a clear plan."
+        )
         if fv.neg:
             answer += f" {fv.neg} felt it leaned towards selling a treatment package."
-        faq.append({"question": "What happens at the first visit?", "answer": answer,
-                    "review_ids": _pick_examples(fv.reviews)})
+        faq.append(
+            {
+                "question": "What happens at the first visit?",
+                "answer": answer,
+                "review_ids": _pick_examples(fv.reviews),
+            }
+        )
 
     rs = topic_t["results-after-few-visits"]
     if rs.total:
-        answer = (f"It varies, but {rs.pos} of the {rs.total} review(s) that talk about results "
-                  f"after a few visits report real improvement within the first handful of "
-                  f"sessions.")
+        answer = (
+            f"It varies, but {rs.pos} of the {rs.total} review(s) that talk about results "
+            f"after a few visits report real improvement within the first handful of "
+            f"sessions."
+        )
         if rs.neg or rs.neu:
             answer += f" {rs.neg + rs.neu} saw slower or no progress."
-        faq.append({"question": "How many sessions does it take to feel better?", "answer": answer,
-                    "review_ids": _pick_examples(rs.reviews)})
+        faq.append(
+            {
+                "question": "How many sessions does it take to feel better?",
+                "answer": answer,
+                "review_ids": _pick_examples(rs.reviews),
+            }
+        )
 
     pre = service_t["prenatal-care"]
     preg = problem_t["pregnancy-back-pain"]
     prenatal_reviews = sorted({*pre.reviews, *preg.reviews}, key=lambda d: d.pos_sorted)
     if prenatal_reviews:
         pos = sum(1 for d in prenatal_reviews if d.rating >= 4)
-        answer = (f"The clinic offers prenatal chiropractic care with low-force techniques. "
-                  f"{len(prenatal_reviews)} review(s) from expecting patients mention it or "
-                  f"pregnancy back pain, and {pos} of them are positive.")
-        faq.append({"question": "Is chiropractic care safe during pregnancy?", "answer": answer,
-                    "review_ids": _pick_examples(prenatal_reviews)})
+        answer = (
+            f"The clinic offers prenatal chiropractic care with low-force techniques. "
+            f"{len(prenatal_reviews)} review(s) from expecting patients mention it or "
+            f"pregnancy back pain, and {pos} of them are positive."
+        )
+        faq.append(
+            {
+                "question": "Is chiropractic care safe during pregnancy?",
+                "answer": answer,
+                "review_ids": _pick_examples(prenatal_reviews),
+            }
+        )
 
     ped = service_t["pediatric-care"]
     fam = topic_t["family-care"]
     kids_reviews = sorted({*ped.reviews, *fam.reviews}, key=lambda d: d.pos_sorted)
     if kids_reviews:
         pos = sum(1 for d in kids_reviews if d.rating >= 4)
-        answer = (f"Yes. {len(kids_reviews)} review(s) mention pediatric chiropractic care or "
-                  f"bringing the whole family, and {pos} of them are positive.")
-        faq.append({"question": "Do they treat children?", "answer": answer,
-                    "review_ids": _pick_examples(kids_reviews)})
+        answer = (
+            f"Yes. {len(kids_reviews)} review(s) mention pediatric chiropractic care or "
+            f"bringing the whole family, and {pos} of them are positive."
+        )
+        faq.append(
+            {
+                "question": "Do they treat children?",
+                "answer": answer,
+                "review_ids": _pick_examples(kids_reviews),
+            }
+        )
 
     if parking_reviews:
         easy = sum(1 for d in parking_reviews if d.parking == "positive")
         hard = sum(1 for d in parking_reviews if d.parking == "negative")
-        answer = (f"{len(parking_reviews)} review(s) mention parking: {easy} say it is easy thanks "
-                  f"to the lot behind the building, {len(parking_reviews) - easy - hard} note "
-                  f"street parking only, and {hard} found it difficult at rush hour.")
-        faq.append({"question": "Is there parking?", "answer": answer,
-                    "review_ids": _pick_examples(parking_reviews)})
+        answer = (
+            f"{len(parking_reviews)} review(s) mention parking: {easy} say it is easy thanks "
+            f"to the lot behind the building, {len(parking_reviews) - easy - hard} note "
+            f"street parking only, and {hard} found it difficult at rush hour."
+        )
+        faq.append(
+            {"question": "Is there parking?", "answer": answer, "review_ids": _pick_examples(parking_reviews)}
+        )
     return faq[:6]
 
 
 def _summary(drafts, agg, aspect_t, tech_t, service_t, trend) -> str:
     n = len(drafts)
     if not n:
-        return (f"{BUSINESS['name']} has no published reviews yet, so there is nothing to "
-                f"summarise.")
+        return f"{BUSINESS['name']} has no published reviews yet, so there is nothing to summarise."
     first, last = drafts[-1].date, drafts[0].date
     src = Counter(d.source for d in drafts)
-    src_names = {"google": "Google", "yelp": "Yelp", "facebook": "Facebook",
-                 "healthgrades": "Healthgrades"}
+    src_names = {"google": "Google", "yelp": "Yelp", "facebook": "Facebook", "healthgrades": "Healthgrades"}
     sources = _join_labels([src_names.get(s, s) for s, _ in src.most_common()])
     parts = [
         f"{BUSINESS['name']} in {BUSINESS['address']['locality']}, {BUSINESS['address']['region']} "
@@ -1176,31 +1489,32 @@ def _summary(drafts, agg, aspect_t, tech_t, service_t, trend) -> str:
         f"published on {sources} between {first.strftime('%B %Y')} and {last.strftime('%B %Y')}."
     ]
     label = dict(ASPECTS)
-    praised = sorted((a for a in aspect_t if aspect_t[a].pos),
-                     key=lambda a: -aspect_t[a].pos)[:2]
+    praised = sorted((a for a in aspect_t if aspect_t[a].pos), key=lambda a: -aspect_t[a].pos)[:2]
     if praised:
         parts.append(f"Patients most often praise {_join_labels([label[a].lower() for a in praised])}.")
     techs = sorted((t for t in tech_t if tech_t[t].total), key=lambda t: -tech_t[t].total)
     if techs:
         t = techs[0]
-        parts.append(f"{_TECH_BY_ID[t][1]} is the practitioner named most often "
-                     f"({tech_t[t].total} review{'s' if tech_t[t].total != 1 else ''}, "
-                     f"{_pos_share(tech_t[t])} positive).")
+        parts.append(
+            f"{_TECH_BY_ID[t][1]} is the practitioner named most often "
+            f"({tech_t[t].total} review{'s' if tech_t[t].total != 1 else ''}, "
+            f"{_pos_share(tech_t[t])} positive)."
+        )
     svcs = sorted((s for s in service_t if service_t[s].total), key=lambda s: -service_t[s].total)
     if svcs:
         labels = [_SERVICE_LABEL[s].lower() for s in svcs[:2]]
-        parts.append(f"The most-discussed service{'s are' if len(labels) > 1 else ' is'} "
-                     f"{_join_labels(labels)}.")
-    criticised = sorted((a for a in aspect_t if aspect_t[a].neg),
-                        key=lambda a: -aspect_t[a].neg)[:2]
+        parts.append(
+            f"The most-discussed service{'s are' if len(labels) > 1 else ' is'} {_join_labels(labels)}."
+        )
+    criticised = sorted((a for a in aspect_t if aspect_t[a].neg), key=lambda a: -aspect_t[a].neg)[:2]
     if criticised:
-        parts.append(f"Complaints, when they come, concern "
-                     f"{_join_labels([label[a].lower() for a in criticised])}.")
+        parts.append(
+            f"Complaints, when they come, concern {_join_labels([label[a].lower() for a in criticised])}."
+        )
     if trend["direction"] == "stable":
         parts.append("Over the last twelve months the average rating has held steady.")
     else:
-        parts.append(f"Over the last twelve months the average rating has been "
-                     f"{trend['direction']}.")
+        parts.append(f"Over the last twelve months the average rating has been {trend['direction']}.")
     return " ".join(parts)
 
 
@@ -1227,8 +1541,13 @@ def _insights(drafts: list, end_date: _dt.date, agg: dict) -> dict:
             t.add(d, s)
             if phrase:
                 t.phrases[phrase] += 1
-        for ids, table in ((d.techs, tech_t), (d.services, service_t), (d.problems, problem_t),
-                           (d.areas, area_t), (d.topics, topic_t)):
+        for ids, table in (
+            (d.techs, tech_t),
+            (d.services, service_t),
+            (d.problems, problem_t),
+            (d.areas, area_t),
+            (d.topics, topic_t),
+        ):
             for x in ids:
                 table[x].add(d, sent)
         if d.parking:
@@ -1353,14 +1672,14 @@ def _iter_compact(doc: dict):
         if isinstance(value, list) and len(value) > _STREAM_CHUNK:
             yield b"["
             for start in range(0, len(value), _STREAM_CHUNK):
-                part = dumps_(value[start:start + _STREAM_CHUNK], **_COMPACT)[1:-1]
+                part = dumps_(value[start : start + _STREAM_CHUNK], **_COMPACT)[1:-1]
                 yield (("," + part) if start else part).encode("utf-8")
             yield b"]"
         elif isinstance(value, dict) and len(value) > _STREAM_CHUNK:
             items = list(value.items())
             yield b"{"
             for start in range(0, len(items), _STREAM_CHUNK):
-                part = dumps_(dict(items[start:start + _STREAM_CHUNK]), **_COMPACT)[1:-1]
+                part = dumps_(dict(items[start : start + _STREAM_CHUNK]), **_COMPACT)[1:-1]
                 yield (("," + part) if start else part).encode("utf-8")
             yield b"}"
         else:
@@ -1387,8 +1706,7 @@ def dumps(doc: dict, pretty: bool) -> bytes:
 
 def _write_atomic(path: str, chunks) -> None:
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             for chunk in chunks:
@@ -1440,13 +1758,22 @@ def _positive_float(value: str) -> float:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=DEFAULT_OUT, help="output directory (default: data)")
-    parser.add_argument("--reviews", type=_non_negative_int, default=DEFAULT_REVIEWS,
-                        help="number of reviews (default: 320)")
+    parser.add_argument(
+        "--reviews", type=_non_negative_int, default=DEFAULT_REVIEWS, help="number of reviews (default: 320)"
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: 7)")
-    parser.add_argument("--end-date", type=_parse_date, default=DEFAULT_END_DATE,
-                        help="date of the newest review, YYYY-MM-DD (default: 2026-11-15)")
-    parser.add_argument("--years", type=_positive_float, default=DEFAULT_YEARS,
-                        help="length of the review window in years (default: 3.5)")
+    parser.add_argument(
+        "--end-date",
+        type=_parse_date,
+        default=DEFAULT_END_DATE,
+        help="date of the newest review, YYYY-MM-DD (default: 2026-11-15)",
+    )
+    parser.add_argument(
+        "--years",
+        type=_positive_float,
+        default=DEFAULT_YEARS,
+        help="length of the review window in years (default: 3.5)",
+    )
     args = parser.parse_args(argv)
     reviews_doc, insights_doc = generate(args.reviews, args.seed, args.end_date, args.years)
     paths = write_dataset(args.out, reviews_doc, insights_doc)

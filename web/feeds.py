@@ -65,9 +65,13 @@ def _item(review: Mapping, base_url: str) -> dict:
     url = review_url(base_url, review_id)
     text = xml_safe(review.get("text") or "")
     published = date.fromisoformat(review["date"])
-    item: dict = {"id": url, "url": url, "title": f"{stars} {rating}/5 from {author}",
-                  "content_text": text if text.strip() else f"Rated {rating} out of 5. No written review.",
-                  "date_published": _rfc3339(published)}
+    item: dict = {
+        "id": url,
+        "url": url,
+        "title": f"{stars} {rating}/5 from {author}",
+        "content_text": text if text.strip() else f"Rated {rating} out of 5. No written review.",
+        "date_published": _rfc3339(published),
+    }
     reply = review.get("owner_reply")
     if reply and xml_safe(reply["text"]).strip():  # a blank reply is left out
         replied = date.fromisoformat(reply["date"])
@@ -82,9 +86,12 @@ def _item(review: Mapping, base_url: str) -> dict:
     if source_url is not None:
         source_url = item["external_url"] = xml_safe(source_url)
     item["_reviewsd"] = {
-        "about": base_url + OPENAPI_PATH, "rating": rating,
-        "source": xml_safe(review["source"]), "source_url": source_url,
-        "verified": bool(review["verified"]), "review_id": review_id,
+        "about": base_url + OPENAPI_PATH,
+        "rating": rating,
+        "source": xml_safe(review["source"]),
+        "source_url": source_url,
+        "verified": bool(review["verified"]),
+        "review_id": review_id,
     }
     return item
 
@@ -94,11 +101,17 @@ def _json_feed(reviews: Sequence[Mapping], site: FeedSite) -> dict:
     base = xml_safe(site.base_url.rstrip("/"))
     home = xml_safe(site.business["url"])
     description = xml_safe(site.business.get("description") or "")
-    return {"version": JSON_FEED_VERSION, "title": f"{xml_safe(site.business['name'])}: latest reviews",
-            "home_page_url": home, "feed_url": base + JSON_FEED_PATH,
-            **({"description": description} if description else {}), "language": LANGUAGE,
-            "authors": [{"name": xml_safe(site.business["name"]), "url": home}],
-            "hubs": [{"type": "WebSub", "url": base + HUB_PATH}], "items": [_item(r, base) for r in reviews]}
+    return {
+        "version": JSON_FEED_VERSION,
+        "title": f"{xml_safe(site.business['name'])}: latest reviews",
+        "home_page_url": home,
+        "feed_url": base + JSON_FEED_PATH,
+        **({"description": description} if description else {}),
+        "language": LANGUAGE,
+        "authors": [{"name": xml_safe(site.business["name"]), "url": home}],
+        "hubs": [{"type": "WebSub", "url": base + HUB_PATH}],
+        "items": [_item(r, base) for r in reviews],
+    }
 
 
 def render_json_feed(reviews: Sequence[Mapping], site: FeedSite) -> bytes:
@@ -124,8 +137,14 @@ def render_atom_feed(reviews: Sequence[Mapping], site: FeedSite) -> bytes:
     if "description" in doc:
         _sub(feed, "subtitle", doc["description"], type="text")
     # RFC 3339 dates of one format: the greatest string is the newest date
-    _sub(feed, "updated", max((item.get("date_modified", item["date_published"]) for item in doc["items"]),
-                              default=EMPTY_FEED_UPDATED))
+    _sub(
+        feed,
+        "updated",
+        max(
+            (item.get("date_modified", item["date_published"]) for item in doc["items"]),
+            default=EMPTY_FEED_UPDATED,
+        ),
+    )
     author = _sub(feed, "author")
     _sub(author, "name", doc["authors"][0]["name"])
     _sub(author, "uri", doc["home_page_url"])

@@ -12,10 +12,10 @@ import copy
 import re
 from typing import Any, Mapping
 
-from ..reviews.dataset import SCHEMAS
 from ..mcpserver.protocol import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS
-from .payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
+from ..reviews.dataset import SCHEMAS
 from ..reviews.search import DATE_SCHEMA
+from .payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
 
 API_VERSION = "1.0.0"
 
@@ -31,8 +31,11 @@ def _rewrite_ref(ref: str, own_name: str) -> str:
 
 def _embed(node: Any, own_name: str) -> Any:
     if isinstance(node, dict):
-        return {key: _rewrite_ref(value, own_name) if key == "$ref" else _embed(value, own_name)
-                for key, value in node.items() if key not in ("$schema", "$id")}
+        return {
+            key: _rewrite_ref(value, own_name) if key == "$ref" else _embed(value, own_name)
+            for key, value in node.items()
+            if key not in ("$schema", "$id")
+        }
     if isinstance(node, list):
         return [_embed(item, own_name) for item in node]
     return node
@@ -47,8 +50,12 @@ def ref(name: str, *pointer: str) -> dict[str, str]:
     return {"$ref": "/".join(["#/components/schemas", name, *pointer])}
 
 
-def _json(schema: Mapping[str, Any], description: str, media: str = "application/json",
-          headers: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def _json(
+    schema: Mapping[str, Any],
+    description: str,
+    media: str = "application/json",
+    headers: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     response: dict[str, Any] = {"description": description, "content": {media: {"schema": dict(schema)}}}
     if headers is not None:
         response["headers"] = headers
@@ -79,22 +86,35 @@ READ_HEADERS = {
     "Vary": _header("`Accept-Encoding`."),
     "Access-Control-Allow-Origin": _header("`*`: any web page may read the API."),
     "Access-Control-Expose-Headers": _header("`ETag, Last-Modified, Link`: what a web page may read."),
-    "Content-Encoding": _header(f"`gzip` when the request's Accept-Encoding allows it and the body is "
-                                f"{GZIP_MIN_BYTES} bytes or more; absent otherwise."),
+    "Content-Encoding": _header(
+        f"`gzip` when the request's Accept-Encoding allows it and the body is "
+        f"{GZIP_MIN_BYTES} bytes or more; absent otherwise."
+    ),
 }
-TOPIC_HEADERS = {**READ_HEADERS, "Link": _header('WebSub discovery: `<hub>; rel="hub", <topic>; rel="self"`.')}
+TOPIC_HEADERS = {
+    **READ_HEADERS,
+    "Link": _header('WebSub discovery: `<hub>; rel="hub", <topic>; rel="self"`.'),
+}
 # A search answer is made per request: no validators.
 SEARCH_HEADERS = {k: v for k, v in READ_HEADERS.items() if k not in ("ETag", "Last-Modified")}
 CONDITIONAL_PARAMS = [
-    _header_param("If-None-Match",
-                  "ETag(s) the client holds; a match (weak comparison, lists and `*` allowed) gives 304."),
+    _header_param(
+        "If-None-Match",
+        "ETag(s) the client holds; a match (weak comparison, lists and `*` allowed) gives 304.",
+    ),
     _header_param("If-Modified-Since", "HTTP date; ignored when If-None-Match is present."),
 ]
 
 
-def _operation(operation_id: str, tag: str, summary: str, description: str, responses: dict[str, Any],
-               parameters: list[dict[str, Any]] | None = CONDITIONAL_PARAMS,
-               body: tuple[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def _operation(
+    operation_id: str,
+    tag: str,
+    summary: str,
+    description: str,
+    responses: dict[str, Any],
+    parameters: list[dict[str, Any]] | None = CONDITIONAL_PARAMS,
+    body: tuple[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """An operation, its `responses` completed with SERVER_REFUSALS; `body` is its request's media type and schema."""
     operation = {"operationId": operation_id, "tags": [tag], "summary": summary, "description": description}
     if parameters is not None:
@@ -106,16 +126,31 @@ def _operation(operation_id: str, tag: str, summary: str, description: str, resp
     return {**operation, "responses": responses}
 
 
-def _representation(schema: Mapping[str, Any], description: str, media: str = "application/json",
-                    headers: Mapping[str, Any] = READ_HEADERS) -> dict[str, Any]:
+def _representation(
+    schema: Mapping[str, Any],
+    description: str,
+    media: str = "application/json",
+    headers: Mapping[str, Any] = READ_HEADERS,
+) -> dict[str, Any]:
     """The 200 and its 304, with the headers a 304 repeats (payloads.py)."""
-    return {"200": _json(schema, description, media, headers),
-            "304": {"description": "Not modified: the ETag (or date) still matches. Empty body.",
-                    "headers": {k: v for k, v in headers.items() if k in NOT_MODIFIED_HEADERS}}}
+    return {
+        "200": _json(schema, description, media, headers),
+        "304": {
+            "description": "Not modified: the ETag (or date) still matches. Empty body.",
+            "headers": {k: v for k, v in headers.items() if k in NOT_MODIFIED_HEADERS},
+        },
+    }
 
 
-def _read(operation_id: str, tag: str, summary: str, description: str, schema: Mapping[str, Any],
-          media: str = "application/json", headers: Mapping[str, Any] = READ_HEADERS) -> dict[str, Any]:
+def _read(
+    operation_id: str,
+    tag: str,
+    summary: str,
+    description: str,
+    schema: Mapping[str, Any],
+    media: str = "application/json",
+    headers: Mapping[str, Any] = READ_HEADERS,
+) -> dict[str, Any]:
     ok = _representation(schema, "The current representation.", media, headers)
     return {"get": _operation(operation_id, tag, summary, description, ok)}
 
@@ -123,20 +158,36 @@ def _read(operation_id: str, tag: str, summary: str, description: str, schema: M
 JSON_FEED_SCHEMA = {
     "type": "object",
     "description": "JSON Feed 1.1 (https://jsonfeed.org/version/1.1) with the 50 newest reviews; "
-                   "each item carries a `_reviewsd` extension with rating and source.",
+    "each item carries a `_reviewsd` extension with rating and source.",
     "required": ["version", "title", "items"],
     "properties": {
         "version": {"const": "https://jsonfeed.org/version/1.1"},
         "title": {"type": "string"},
         "home_page_url": {"type": "string"},
         "feed_url": {"type": "string"},
-        "hubs": {"type": "array", "items": {"type": "object", "required": ["type", "url"],
-                                             "properties": {"type": {"type": "string"}, "url": {"type": "string"}}}},
-        "items": {"type": "array", "maxItems": 50, "items": {
-            "type": "object", "required": ["id"],
-            "properties": {"id": {"type": "string"}, "url": {"type": "string"}, "content_text": {"type": "string"},
-                           "date_published": {"type": "string", "format": "date-time"},
-                           "_reviewsd": {"type": "object"}}}},
+        "hubs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["type", "url"],
+                "properties": {"type": {"type": "string"}, "url": {"type": "string"}},
+            },
+        },
+        "items": {
+            "type": "array",
+            "maxItems": 50,
+            "items": {
+                "type": "object",
+                "required": ["id"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "url": {"type": "string"},
+                    "content_text": {"type": "string"},
+                    "date_published": {"type": "string", "format": "date-time"},
+                    "_reviewsd": {"type": "object"},
+                },
+            },
+        },
     },
 }
 
@@ -149,8 +200,11 @@ JSON_RPC_RESPONSE = {
         "jsonrpc": {"const": "2.0"},
         "id": {"type": ["string", "integer", "null"]},
         "result": {"type": "object"},
-        "error": {"type": "object", "required": ["code", "message"],
-                  "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}},
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+        },
     },
 }
 
@@ -169,7 +223,10 @@ HEALTH_SCHEMA = {
     "required": ["status", "data", "hub"],
     "properties": {
         "status": {"type": "string", "description": "`ok` when every part works."},
-        "data": {"type": "object", "description": "The data served: versions, when loaded, the last reload error."},
+        "data": {
+            "type": "object",
+            "description": "The data served: versions, when loaded, the last reload error.",
+        },
         "hub": {"type": "object", "description": "The WebSub hub's state and counts."},
     },
 }
@@ -182,60 +239,145 @@ HUB_ANSWERS = {  # each with a plain-text body (hub.py)
     "415": "Not a UTF-8 application/x-www-form-urlencoded body.",
     "429": "Too many hub requests; see Retry-After.",
     "503": "The hub is stopping, its state store is unusable, or another server's hub holds the state directory: "
-           "a plain-text reason; see Retry-After.",
+    "a plain-text reason; see Retry-After.",
 }
 
 
 def _paths() -> dict[str, Any]:
     return {
-        "/reviews.json": _read("getReviews", "data", "Reviews dataset", "Business metadata, aggregate rating and "
-                               "every verified review, newest first. A WebSub topic.", ref("ReviewsDocument"),
-                               headers=TOPIC_HEADERS),
-        "/insights.json": _read("getInsights", "data", "Insights dataset", "Aspect-based sentiment, entities, topics, "
-                                "monthly trend, per-review mentions, FAQ and summary.", ref("InsightsDocument")),
-        "/api/feed.json": _read("getJsonFeed", "feeds", "JSON Feed of the newest reviews", "JSON Feed 1.1 with the 50 "
-                                "newest reviews. A WebSub topic.", JSON_FEED_SCHEMA, "application/feed+json",
-                                TOPIC_HEADERS),
-        "/feed.xml": _read("getAtomFeed", "feeds", "Atom feed of the newest reviews", "Atom (RFC 4287) feed with the "
-                           "50 newest reviews. A WebSub topic.", {"type": "string"}, "application/atom+xml",
-                           TOPIC_HEADERS),
-        "/api/reviews/search": {"get": _operation(
-            "searchReviews", "reviews", "Search reviews",
-            "Filters combine with AND; results are newest first (date, then id, descending). "
-            "The MCP tool `search_reviews` runs the same code with the same parameters.",
-            {"200": _json(ref("SearchResult"), "Matching reviews, newest first.", headers=SEARCH_HEADERS),
-             "400": _error("Invalid parameters: `issues` lists every problem at once (unknown or repeated "
-                           "parameter, wrong type, out of range, impossible date, since after until).")},
-            [{"name": name, "in": "query", "required": False, "description": spec.get("description", ""),
-              "schema": copy.deepcopy(spec)} for name, spec in SCHEMAS[SEARCH_PARAMS]["properties"].items()])},
-        "/api/reviews/since/{date}": {"get": _operation(
-            "getReviewsSince", "reviews", "Reviews since a date",
-            "Every review dated on or after `date`, newest first; for incremental sync.",
-            {**_representation(ref("SinceResult"), "Reviews dated on or after `date`, newest first."),
-             "400": _error("`date` is not a real calendar date as YYYY-MM-DD.")},
-            [{"name": "date", "in": "path", "required": True, "description": "A real calendar date, YYYY-MM-DD.",
-              "schema": DATE_SCHEMA}, *CONDITIONAL_PARAMS])},
-        "/api/reviews/{id}": {"get": _operation(
-            "getReview", "reviews", "One review", "A single review by its id (ULID). Feed items link here.",
-            {**_representation(ref("Review"), "The review."),
-             "404": _error("No review has this id.")},
-            [{"name": "id", "in": "path", "required": True, "description": "Review id (ULID).",
-              "schema": ref("Review", "properties", "id")}, *CONDITIONAL_PARAMS])},
-        "/.well-known/openapi.json": {"get": _operation(
-            "getOpenApi", "operations", "This document",
-            "The OpenAPI 3.1.0 description of this API; its `servers` entry is the configured public base URL.",
-            _representation({"type": "object"}, "OpenAPI 3.1.0 document.",
-                            headers={k: v for k, v in READ_HEADERS.items() if k != "Last-Modified"}))},
-        "/healthz": {"get": _operation(
-            "getHealth", "operations", "Health check (operational, for load balancers and systemd watchers)",
-            "200 with the loaded data versions and hub status while reads are served (status "
-            "`degraded` and the reason when the hub is unavailable); 503 while not ready. Never cached.",
-            {"200": _json(HEALTH_SCHEMA, "Ready.", headers=NO_STORE),
-             "503": _json(HEALTH_SCHEMA, "Not ready, or a part is not working.", headers=NO_STORE)},
-            parameters=None)},
+        "/reviews.json": _read(
+            "getReviews",
+            "data",
+            "Reviews dataset",
+            "Business metadata, aggregate rating and every verified review, newest first. A WebSub topic.",
+            ref("ReviewsDocument"),
+            headers=TOPIC_HEADERS,
+        ),
+        "/insights.json": _read(
+            "getInsights",
+            "data",
+            "Insights dataset",
+            "Aspect-based sentiment, entities, topics, monthly trend, per-review mentions, FAQ and summary.",
+            ref("InsightsDocument"),
+        ),
+        "/api/feed.json": _read(
+            "getJsonFeed",
+            "feeds",
+            "JSON Feed of the newest reviews",
+            "JSON Feed 1.1 with the 50 newest reviews. A WebSub topic.",
+            JSON_FEED_SCHEMA,
+            "application/feed+json",
+            TOPIC_HEADERS,
+        ),
+        "/feed.xml": _read(
+            "getAtomFeed",
+            "feeds",
+            "Atom feed of the newest reviews",
+            "Atom (RFC 4287) feed with the 50 newest reviews. A WebSub topic.",
+            {"type": "string"},
+            "application/atom+xml",
+            TOPIC_HEADERS,
+        ),
+        "/api/reviews/search": {
+            "get": _operation(
+                "searchReviews",
+                "reviews",
+                "Search reviews",
+                "Filters combine with AND; results are newest first (date, then id, descending). "
+                "The MCP tool `search_reviews` runs the same code with the same parameters.",
+                {
+                    "200": _json(
+                        ref("SearchResult"), "Matching reviews, newest first.", headers=SEARCH_HEADERS
+                    ),
+                    "400": _error(
+                        "Invalid parameters: `issues` lists every problem at once (unknown or repeated "
+                        "parameter, wrong type, out of range, impossible date, since after until)."
+                    ),
+                },
+                [
+                    {
+                        "name": name,
+                        "in": "query",
+                        "required": False,
+                        "description": spec.get("description", ""),
+                        "schema": copy.deepcopy(spec),
+                    }
+                    for name, spec in SCHEMAS[SEARCH_PARAMS]["properties"].items()
+                ],
+            )
+        },
+        "/api/reviews/since/{date}": {
+            "get": _operation(
+                "getReviewsSince",
+                "reviews",
+                "Reviews since a date",
+                "Every review dated on or after `date`, newest first; for incremental sync.",
+                {
+                    **_representation(ref("SinceResult"), "Reviews dated on or after `date`, newest first."),
+                    "400": _error("`date` is not a real calendar date as YYYY-MM-DD."),
+                },
+                [
+                    {
+                        "name": "date",
+                        "in": "path",
+                        "required": True,
+                        "description": "A real calendar date, YYYY-MM-DD.",
+                        "schema": DATE_SCHEMA,
+                    },
+                    *CONDITIONAL_PARAMS,
+                ],
+            )
+        },
+        "/api/reviews/{id}": {
+            "get": _operation(
+                "getReview",
+                "reviews",
+                "One review",
+                "A single review by its id (ULID). Feed items link here.",
+                {**_representation(ref("Review"), "The review."), "404": _error("No review has this id.")},
+                [
+                    {
+                        "name": "id",
+                        "in": "path",
+                        "required": True,
+                        "description": "Review id (ULID).",
+                        "schema": ref("Review", "properties", "id"),
+                    },
+                    *CONDITIONAL_PARAMS,
+                ],
+            )
+        },
+        "/.well-known/openapi.json": {
+            "get": _operation(
+                "getOpenApi",
+                "operations",
+                "This document",
+                "The OpenAPI 3.1.0 description of this API; its `servers` entry is the configured public base URL.",
+                _representation(
+                    {"type": "object"},
+                    "OpenAPI 3.1.0 document.",
+                    headers={k: v for k, v in READ_HEADERS.items() if k != "Last-Modified"},
+                ),
+            )
+        },
+        "/healthz": {
+            "get": _operation(
+                "getHealth",
+                "operations",
+                "Health check (operational, for load balancers and systemd watchers)",
+                "200 with the loaded data versions and hub status while reads are served (status "
+                "`degraded` and the reason when the hub is unavailable); 503 while not ready. Never cached.",
+                {
+                    "200": _json(HEALTH_SCHEMA, "Ready.", headers=NO_STORE),
+                    "503": _json(HEALTH_SCHEMA, "Not ready, or a part is not working.", headers=NO_STORE),
+                },
+                parameters=None,
+            )
+        },
         "/mcp": {
             "post": _operation(
-                "mcp", "mcp",
+                "mcp",
+                "mcp",
                 f"MCP server (JSON-RPC 2.0 over streamable HTTP; protocol {', '.join(SUPPORTED_VERSIONS)})",
                 f"A {MODERN_VERSION} request stands alone: its version and client capabilities in `params._meta`, and "
                 "the `MCP-Protocol-Version`, `Mcp-Method` and (for a named call) `Mcp-Name` headers; no session. Under "
@@ -244,48 +386,98 @@ def _paths() -> dict[str, Any]:
                 {
                     "200": _rpc("JSON-RPC response (result or error) to a request that was read."),
                     "202": {"description": "Accepted notification or client response; no body."},
-                    "400": _rpc("Parse error (-32700), invalid request (-32600), missing session id or unsupported "
-                                "MCP-Protocol-Version (-32000)."),
+                    "400": _rpc(
+                        "Parse error (-32700), invalid request (-32600), missing session id or unsupported "
+                        "MCP-Protocol-Version (-32000)."
+                    ),
                     "403": _rpc("Origin not allowed (-32000)."),
                     "404": _rpc("Unknown or ended session (-32000): initialize again."),
                     "405": _error("Method not allowed (GET: this server offers no SSE stream); see Allow."),
                     "406": _rpc("Accept does not allow application/json (-32000)."),
-                    "408": _error("The body did not arrive within `--body-timeout` of the head "
-                                  "(`request_timeout`); the connection is closed."),
-                    "413": _error("Request body over `--max-body` (`body_too_large`), by its Content-Length "
-                                  "or as its chunks arrive; refused by the HTTP server, the connection is closed."),
+                    "408": _error(
+                        "The body did not arrive within `--body-timeout` of the head "
+                        "(`request_timeout`); the connection is closed."
+                    ),
+                    "413": _error(
+                        "Request body over `--max-body` (`body_too_large`), by its Content-Length "
+                        "or as its chunks arrive; refused by the HTTP server, the connection is closed."
+                    ),
                     "415": _rpc("Content-Type is not application/json (-32000)."),
                 },
-                [_header_param("Mcp-Session-Id", "Session id from the initialize response; required after "
-                                                 "initialize (2025 revisions)."),
-                 _header_param("MCP-Protocol-Version", f"One of {', '.join(SUPPORTED_VERSIONS)}; required for "
-                               f"{MODERN_VERSION}, {HEADER_DEFAULT_VERSION} when absent in a 2025 session.")],
-                ("application/json", {"type": "object", "required": ["jsonrpc", "method"],
-                                      "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer"]},
-                                                     "method": {"type": "string"}, "params": {"type": "object"}}})),
+                [
+                    _header_param(
+                        "Mcp-Session-Id",
+                        "Session id from the initialize response; required after "
+                        "initialize (2025 revisions).",
+                    ),
+                    _header_param(
+                        "MCP-Protocol-Version",
+                        f"One of {', '.join(SUPPORTED_VERSIONS)}; required for "
+                        f"{MODERN_VERSION}, {HEADER_DEFAULT_VERSION} when absent in a 2025 session.",
+                    ),
+                ],
+                (
+                    "application/json",
+                    {
+                        "type": "object",
+                        "required": ["jsonrpc", "method"],
+                        "properties": {
+                            "jsonrpc": {"const": "2.0"},
+                            "id": {"type": ["string", "integer"]},
+                            "method": {"type": "string"},
+                            "params": {"type": "object"},
+                        },
+                    },
+                ),
+            ),
             "delete": _operation(
-                "mcpEndSession", "mcp", "End an MCP session",
+                "mcpEndSession",
+                "mcp",
+                "End an MCP session",
                 "Ends the session named by `Mcp-Session-Id`; later requests with it get 404.",
-                {"204": {"description": "Session ended."}, "400": _rpc("Missing session id (-32000)."),
-                 "403": _rpc("Origin not allowed (-32000)."), "404": _rpc("Unknown session (-32000).")},
-                [_header_param("Mcp-Session-Id", required=True)]),
+                {
+                    "204": {"description": "Session ended."},
+                    "400": _rpc("Missing session id (-32000)."),
+                    "403": _rpc("Origin not allowed (-32000)."),
+                    "404": _rpc("Unknown session (-32000)."),
+                },
+                [_header_param("Mcp-Session-Id", required=True)],
+            ),
         },
-        "/api/websub/hub": {"post": _operation(
-            "websubHub", "websub", "WebSub hub: subscribe or unsubscribe",
-            "Form-encoded WebSub subscription request (W3C WebSub). Verification of intent runs "
-            "in the background; notifications POST the full topic body.",
-            {status: {"description": text, "content": {"text/plain": {}}} for status, text in HUB_ANSWERS.items()},
-            None,
-            ("application/x-www-form-urlencoded", {
-                "type": "object", "required": ["hub.callback", "hub.mode", "hub.topic"],
-                "properties": {
-                    "hub.callback": {"type": "string", "description": "HTTPS URL of your callback."},
-                    "hub.mode": {"enum": ["subscribe", "unsubscribe"]},
-                    "hub.topic": {"type": "string", "description": "One of the three topic URLs."},
-                    "hub.lease_seconds": {"type": "string",
-                                          "description": "Requested lease in seconds, clamped to the hub's bounds."},
-                    "hub.secret": {"type": "string", "description": "Under 200 bytes; enables X-Hub-Signature."},
-                }}))},
+        "/api/websub/hub": {
+            "post": _operation(
+                "websubHub",
+                "websub",
+                "WebSub hub: subscribe or unsubscribe",
+                "Form-encoded WebSub subscription request (W3C WebSub). Verification of intent runs "
+                "in the background; notifications POST the full topic body.",
+                {
+                    status: {"description": text, "content": {"text/plain": {}}}
+                    for status, text in HUB_ANSWERS.items()
+                },
+                None,
+                (
+                    "application/x-www-form-urlencoded",
+                    {
+                        "type": "object",
+                        "required": ["hub.callback", "hub.mode", "hub.topic"],
+                        "properties": {
+                            "hub.callback": {"type": "string", "description": "HTTPS URL of your callback."},
+                            "hub.mode": {"enum": ["subscribe", "unsubscribe"]},
+                            "hub.topic": {"type": "string", "description": "One of the three topic URLs."},
+                            "hub.lease_seconds": {
+                                "type": "string",
+                                "description": "Requested lease in seconds, clamped to the hub's bounds.",
+                            },
+                            "hub.secret": {
+                                "type": "string",
+                                "description": "Under 200 bytes; enables X-Hub-Signature.",
+                            },
+                        },
+                    },
+                ),
+            )
+        },
     }
 
 
@@ -293,19 +485,31 @@ def _paths() -> dict[str, Any]:
 # (see http_parser.py and docs/security.md), and a bug is a 500 (logged with its stack trace, which
 # never reaches the client). An operation's own 400 keeps its description.
 SERVER_REFUSALS = {
-    "400": ("BadRequest", "A malformed request (`bad_request`): request line, target, Host, header fields or "
-                          "body framing (RFC 9112); the connection is closed."),
-    "408": ("RequestTimeout", "The request head (or body) did not arrive in time (`request_timeout`); "
-                              "the connection is closed."),
+    "400": (
+        "BadRequest",
+        "A malformed request (`bad_request`): request line, target, Host, header fields or "
+        "body framing (RFC 9112); the connection is closed.",
+    ),
+    "408": (
+        "RequestTimeout",
+        "The request head (or body) did not arrive in time (`request_timeout`); the connection is closed.",
+    ),
     "414": ("UriTooLong", "Request line over 8 KiB (`uri_too_long`); the connection is closed."),
-    "431": ("HeaderFieldsTooLarge", "Headers over 32 KiB or 100 lines (`request_header_fields_too_large`); "
-                                    "the connection is closed."),
+    "431": (
+        "HeaderFieldsTooLarge",
+        "Headers over 32 KiB or 100 lines (`request_header_fields_too_large`); the connection is closed.",
+    ),
     "500": ("InternalError", "A bug (`internal_error`); logged on the server."),
-    "501": ("NotImplemented", "A transfer coding other than a final `chunked`, or a method the server does not "
-                              "implement (`not_implemented`; methods are case-sensitive: `get` is one); the "
-                              "connection is closed."),
-    "505": ("HttpVersionNotSupported", "An HTTP version other than 1.x (`http_version_not_supported`); "
-                                       "the connection is closed."),
+    "501": (
+        "NotImplemented",
+        "A transfer coding other than a final `chunked`, or a method the server does not "
+        "implement (`not_implemented`; methods are case-sensitive: `get` is one); the "
+        "connection is closed.",
+    ),
+    "505": (
+        "HttpVersionNotSupported",
+        "An HTTP version other than 1.x (`http_version_not_supported`); the connection is closed.",
+    ),
 }
 
 
@@ -317,8 +521,8 @@ def build_openapi(base_url: str) -> dict[str, Any]:
             "title": "reviewsd: reviews and insights API",
             "version": API_VERSION,
             "description": "Public, read-only API for one business's verified customer reviews and review "
-                           "insights. No authentication. Every error body is the Error schema. A method the server "
-                           "does not implement gets a 501 (components/responses/NotImplemented).",
+            "insights. No authentication. Every error body is the Error schema. A method the server "
+            "does not implement gets a 501 (components/responses/NotImplemented).",
             "license": {"name": "MIT", "identifier": "MIT"},
             "contact": {"name": "reviewsd contributors"},
         },

@@ -100,8 +100,11 @@ def make_payload(
     if len(body) >= GZIP_MIN_BYTES:
         gzip_tag = tag[:-1] + '-gzip"'  # the two codings are different representations (RFC 9110 8.8.3)
         gzip_headers = common + [("Content-Encoding", "gzip")]
-        gzipped = (LateGzip(body, gzip_tag, gzip_headers) if gzip_later
-                   else _variant(gzip_body(body), gzip_tag, gzip_headers))
+        gzipped = (
+            LateGzip(body, gzip_tag, gzip_headers)
+            if gzip_later
+            else _variant(gzip_body(body), gzip_tag, gzip_headers)
+        )
     return Payload(_variant(body, tag, common), gzipped, content_type, last_modified)
 
 
@@ -115,14 +118,27 @@ def gzip_body(body: bytes) -> bytes:
 
 
 # What a 304 repeats of a 200's headers.
-NOT_MODIFIED_HEADERS = frozenset({"Cache-Control", "Vary", "ETag", "Last-Modified", "Access-Control-Allow-Origin",
-                                   "Access-Control-Expose-Headers", "Link"})
+NOT_MODIFIED_HEADERS = frozenset(
+    {
+        "Cache-Control",
+        "Vary",
+        "ETag",
+        "Last-Modified",
+        "Access-Control-Allow-Origin",
+        "Access-Control-Expose-Headers",
+        "Link",
+    }
+)
 
 
 def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
     with_tag = [*headers, ("ETag", etag)]
-    return Variant(body, etag, tuple(with_tag + [("Content-Length", str(len(body)))]),
-                   tuple((k, v) for k, v in with_tag if k in NOT_MODIFIED_HEADERS))
+    return Variant(
+        body,
+        etag,
+        tuple(with_tag + [("Content-Length", str(len(body)))]),
+        tuple((k, v) for k, v in with_tag if k in NOT_MODIFIED_HEADERS),
+    )
 
 
 @lru_cache(maxsize=512)

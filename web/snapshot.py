@@ -52,17 +52,21 @@ class Snapshot:
             if date in self._since:
                 self._since.move_to_end(date)
                 return self._since[date]
-        payload = make_payload(since_result_json(self.dataset, date), JSON,
-                               self.payloads["/reviews.json"].last_modified)
+        payload = make_payload(
+            since_result_json(self.dataset, date), JSON, self.payloads["/reviews.json"].last_modified
+        )
         with self._lock:
             self._since[date] = payload
-            while len(self._since) > 1 and (len(self._since) > SINCE_CACHE_ENTRIES
-                                            or self._since_bytes() > SINCE_CACHE_BYTES):
+            while len(self._since) > 1 and (
+                len(self._since) > SINCE_CACHE_ENTRIES or self._since_bytes() > SINCE_CACHE_BYTES
+            ):
                 self._since.popitem(last=False)
         return payload
 
     def _since_bytes(self) -> int:
-        return sum(len(p.identity.body) + (len(p.gzipped.body) if p.gzipped else 0) for p in self._since.values())
+        return sum(
+            len(p.identity.body) + (len(p.gzipped.body) if p.gzipped else 0) for p in self._since.values()
+        )
 
     def compress_late(self) -> None:
         """Make the data files' gzip codings left for later by `gzip_later` (identity is served until then)."""
@@ -85,8 +89,13 @@ def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_late
         "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified, False),
     }
     payloads = {
-        path: make_payload(body, ctype, modified, [("Link", link_header(config, path))] if path in TOPIC_PATHS else [],
-                           gzip_later=later)
+        path: make_payload(
+            body,
+            ctype,
+            modified,
+            [("Link", link_header(config, path))] if path in TOPIC_PATHS else [],
+            gzip_later=later,
+        )
         for path, (body, ctype, modified, later) in bodies.items()
     }
     return Snapshot(dataset, {**payloads, OPENAPI_PATH: openapi})

@@ -121,8 +121,10 @@ PRAGMA user_version = 1;
 """
 _SUB_COLUMNS = ", ".join(Subscription._fields)
 _INTENT_COLUMNS = ", ".join(Intent._fields)
-_INSERT_SUB = (f"INSERT OR REPLACE INTO subscriptions ({_SUB_COLUMNS})"
-               f" VALUES ({', '.join('?' * len(Subscription._fields))})")
+_INSERT_SUB = (
+    f"INSERT OR REPLACE INTO subscriptions ({_SUB_COLUMNS})"
+    f" VALUES ({', '.join('?' * len(Subscription._fields))})"
+)
 _INSERT_INTENT = f"INSERT INTO intents ({_INTENT_COLUMNS}) VALUES ({', '.join('?' * len(Intent._fields))})"
 _DELETE_SUB = "DELETE FROM subscriptions WHERE callback = ? AND topic = ?"
 
@@ -233,9 +235,12 @@ class Store:
             if self._closed:
                 return
             if self.problem is not None and self._loaded and not self.problem.held and not self._reopen():
-                log.error("hub stopping with changes its store could not take (%s): subscriptions verified since "
-                          "then are lost; pending verifications in the database are verified again at the next start",
-                          self.problem.reason, extra={"event": "hub_store_unsaved"})
+                log.error(
+                    "hub stopping with changes its store could not take (%s): subscriptions verified since "
+                    "then are lost; pending verifications in the database are verified again at the next start",
+                    self.problem.reason,
+                    extra={"event": "hub_store_unsaved"},
+                )
             self._closed = True
             self._disconnect()
             self._state_lock.release()
@@ -251,7 +256,9 @@ class Store:
                 if holder is not None:
                     return self._unavailable(
                         f"another reviewsd runs the hub on {self.directory} ({holder})",
-                        "this server serves reads and MCP and takes the hub over when that one stops", held=True)
+                        "this server serves reads and MCP and takes the hub over when that one stops",
+                        held=True,
+                    )
             conn = self._connect()
             if self._loaded:
                 self._write_back(conn)
@@ -261,8 +268,13 @@ class Store:
         except (sqlite3.Error, OSError) as exc:
             return self._failed(exc)  # which closes the connection
         if was is not None and not first:  # a recovery or a takeover
-            log.info("hub store available: %d subscriptions, %d pending verifications (was: %s)",
-                     len(self._subs), len(self._intents), was.reason, extra={"event": "hub_store_available"})
+            log.info(
+                "hub store available: %d subscriptions, %d pending verifications (was: %s)",
+                len(self._subs),
+                len(self._intents),
+                was.reason,
+                extra={"event": "hub_store_available"},
+            )
         self._loaded = True
         self.problem = None
         return True
@@ -286,7 +298,9 @@ class Store:
         if (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
             raise Corrupt(found)
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")  # a commit survives a kill; a power loss may lose the last ones
+        conn.execute(
+            "PRAGMA synchronous=NORMAL"
+        )  # a commit survives a kill; a power loss may lose the last ones
         conn.executescript(SCHEMA)
         return conn
 
@@ -301,10 +315,15 @@ class Store:
         for suffix in ("", "-wal", "-shm"):
             with suppress(FileNotFoundError):
                 os.replace(f"{self.path}{suffix}", f"{target}{suffix}")
-        log.error("hub database %s is corrupt (%s): moved aside to %s; the hub starts with %s; subscribers "
-                  "come back at their next renewal", self.path, str(exc)[:200], target.name,
-                  "the subscriptions it holds in memory" if self._loaded else "no subscriptions",
-                  extra={"event": "hub_store_corrupt", "moved_to": str(target)})
+        log.error(
+            "hub database %s is corrupt (%s): moved aside to %s; the hub starts with %s; subscribers "
+            "come back at their next renewal",
+            self.path,
+            str(exc)[:200],
+            target.name,
+            "the subscriptions it holds in memory" if self._loaded else "no subscriptions",
+            extra={"event": "hub_store_corrupt", "moved_to": str(target)},
+        )
 
     def _load(self, conn: sqlite3.Connection) -> None:
         subs = [Subscription(*row) for row in conn.execute(f"SELECT {_SUB_COLUMNS} FROM subscriptions")]
@@ -326,13 +345,23 @@ class Store:
         with suppress(OSError):
             if _file_id(self.path) == self._identity and self._state_lock.intact():
                 return True
-        log.error("hub state directory %s or its database was removed or replaced; recreating it and writing back "
-                  "%d subscriptions and %d pending verifications", self.directory, len(self._subs),
-                  len(self._intents), extra={"event": "hub_state_replaced"})
+        log.error(
+            "hub state directory %s or its database was removed or replaced; recreating it and writing back "
+            "%d subscriptions and %d pending verifications",
+            self.directory,
+            len(self._subs),
+            len(self._intents),
+            extra={"event": "hub_state_replaced"},
+        )
         if not self._reopen():  # keeps the lock when its file is intact: another server cannot slip in
             return False
-        log.info("hub state directory %s recreated: %d subscriptions and %d pending verifications written back",
-                 self.directory, len(self._subs), len(self._intents), extra={"event": "hub_state_recreated"})
+        log.info(
+            "hub state directory %s recreated: %d subscriptions and %d pending verifications written back",
+            self.directory,
+            len(self._subs),
+            len(self._intents),
+            extra={"event": "hub_state_recreated"},
+        )
         return True
 
     def _unavailable(self, reason: str, remedy: str, held: bool = False) -> bool:
@@ -341,9 +370,14 @@ class Store:
             if held:
                 log.warning("hub not running: %s; %s", reason, remedy, extra={"event": "hub_lock_held"})
             else:
-                log.error("hub store unavailable: %s; the hub accepts no subscriptions and sends nothing until it "
-                          "works again (retried every %g s): %s", reason, self._retry_every, remedy,
-                          extra={"event": "hub_store_unavailable"})
+                log.error(
+                    "hub store unavailable: %s; the hub accepts no subscriptions and sends nothing until it "
+                    "works again (retried every %g s): %s",
+                    reason,
+                    self._retry_every,
+                    remedy,
+                    extra={"event": "hub_store_unavailable"},
+                )
             self.problem = Problem(reason, time.time(), held)
         self._disconnect()
         return False
@@ -396,19 +430,24 @@ class Store:
             if intent.mode == "subscribe" and not known:
                 self._check_caps(intent, caps)
             intent = intent._replace(id=self._next_id)
-            if not self._write(("DELETE FROM intents WHERE callback = ? AND topic = ?", intent.key),
-                               (_INSERT_INTENT, intent)):
+            if not self._write(
+                ("DELETE FROM intents WHERE callback = ? AND topic = ?", intent.key), (_INSERT_INTENT, intent)
+            ):
                 raise StoreUnavailable(self.problem.reason)  # type: ignore[union-attr]
             self._intents[intent.key] = intent
             self._next_id += 1
             return True
 
     def _check_caps(self, intent: Intent, caps: Caps) -> None:
-        hosts = {key: sub.host for key, sub in self._subs.items()}  # of every pair held or waiting for verification
+        hosts = {
+            key: sub.host for key, sub in self._subs.items()
+        }  # of every pair held or waiting for verification
         hosts.update((key, i.host) for key, i in self._intents.items() if i.mode == "subscribe")
-        for what, count, limit in (("in total", len(hosts), caps.total),
-                                   ("for this topic", sum(topic == intent.topic for _, topic in hosts), caps.per_topic),
-                                   ("for this callback host", list(hosts.values()).count(intent.host), caps.per_host)):
+        for what, count, limit in (
+            ("in total", len(hosts), caps.total),
+            ("for this topic", sum(topic == intent.topic for _, topic in hosts), caps.per_topic),
+            ("for this callback host", list(hosts.values()).count(intent.host), caps.per_host),
+        ):
             if count >= limit:
                 raise CapReached(f"the hub already holds {count} subscriptions {what}, its limit")
 
@@ -429,10 +468,18 @@ class Store:
         """The verified subscription: new, or a renewal that changes lease and secret and keeps its progress."""
         with self._locked():
             old = self._subs.get(intent.key)
-            sub = Subscription(intent.callback, intent.topic, intent.topic_url, intent.host, intent.secret,
-                               intent.lease_seconds, verified_at + intent.lease_seconds,
-                               old.created_at if old else verified_at, verified_at,
-                               old.last_etag if old else baseline_etag)
+            sub = Subscription(
+                intent.callback,
+                intent.topic,
+                intent.topic_url,
+                intent.host,
+                intent.secret,
+                intent.lease_seconds,
+                verified_at + intent.lease_seconds,
+                old.created_at if old else verified_at,
+                verified_at,
+                old.last_etag if old else baseline_etag,
+            )
             self._subs[sub.key] = sub
             self._settle(intent.id, (_INSERT_SUB, sub))
 
@@ -487,4 +534,3 @@ class Store:
         with self._locked():
             groups = Counter((sub.topic, sub.last_etag) for sub in self._subs.values())
             return [(topic, etag, n) for (topic, etag), n in groups.items()], len(self._intents)
-

@@ -26,14 +26,24 @@ import email.utils
 import http.client
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
 from reviewsd_app import config  # noqa: E402  (reviewsd's options; no third-party imports)
 
-COMPARED = ("content-type", "content-encoding", "content-length", "etag", "last-modified", "cache-control", "vary",
-            "access-control-allow-origin", "access-control-expose-headers", "link")
+COMPARED = (
+    "content-type",
+    "content-encoding",
+    "content-length",
+    "etag",
+    "last-modified",
+    "cache-control",
+    "vary",
+    "access-control-allow-origin",
+    "access-control-expose-headers",
+    "link",
+)
 # For multi-megabyte bodies over loopback, sendfile was the slower nginx here: in alternating wrk runs of
 # the 8.7 MB /reviews.json.gz, "sendfile off; output_buffers 2 1m" served ~15% more downloads/s than
 # "sendfile on" (with or without sendfile_max_chunk). The anchor gets the faster one.
@@ -44,8 +54,18 @@ BIG_BODY = ["sendfile off;", "output_buffers 2 1m;"]
 # wrk runs of the 8.7 MB /reviews.json.gz, sndbuf=256k served ~460 downloads/s, 512k ~470 (alike),
 # 128k ~420, 64k ~300, and the kernel's autotuning (up to 4 MiB per connection) ~395.
 SEND_BUFFER = config.Config().send_buffer
-NOT_REPLAYED_BY_NGINX = {"date", "server", "connection", "keep-alive", "transfer-encoding", "content-length",
-                         "content-type", "content-encoding", "etag", "last-modified"}
+NOT_REPLAYED_BY_NGINX = {
+    "date",
+    "server",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "content-type",
+    "content-encoding",
+    "etag",
+    "last-modified",
+}
 
 
 @dataclass(frozen=True)
@@ -79,7 +99,9 @@ class Representation:
         return self.ok.header("etag")
 
 
-def fetch(base: str, target: str, headers: dict[str, str], method: str = "GET", body: bytes | None = None) -> Answer:
+def fetch(
+    base: str, target: str, headers: dict[str, str], method: str = "GET", body: bytes | None = None
+) -> Answer:
     parts = urlsplit(base)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
     try:
@@ -110,7 +132,9 @@ def capture(base: str, target: str) -> list[Representation]:
 
 
 def _replayable(answer: Answer) -> list[list[str]]:
-    return [[k, v] for k, v in answer.headers if k.lower() not in ("date", "server", "connection", "keep-alive")]
+    return [
+        [k, v] for k, v in answer.headers if k.lower() not in ("date", "server", "connection", "keep-alive")
+    ]
 
 
 def write_manifest(directory: Path, representations: list[Representation]) -> Path:
@@ -119,9 +143,17 @@ def write_manifest(directory: Path, representations: list[Representation]) -> Pa
     for i, rep in enumerate(representations):
         body_file = f"body-{i}.bin"
         (directory / body_file).write_bytes(rep.ok.body)
-        items.append({"target": rep.target, "gzip": rep.gzip, "status": f"{rep.ok.status} {rep.ok.reason}",
-                      "headers": _replayable(rep.ok), "body_file": body_file, "etag": rep.etag,
-                      "not_modified_headers": _replayable(rep.not_modified) if rep.not_modified else None})
+        items.append(
+            {
+                "target": rep.target,
+                "gzip": rep.gzip,
+                "status": f"{rep.ok.status} {rep.ok.reason}",
+                "headers": _replayable(rep.ok),
+                "body_file": body_file,
+                "etag": rep.etag,
+                "not_modified_headers": _replayable(rep.not_modified) if rep.not_modified else None,
+            }
+        )
     path = directory / "manifest.json"
     path.write_text(json.dumps(items, indent=1))
     return path
@@ -156,22 +188,39 @@ def _location(index: int, path: str, reps: list[Representation], www: Path) -> t
         for rep in reps:
             _write_static(www, path, rep)
     else:  # several queries of one path (searches): one file per query string
-        maps.append(f"map $args $file_{index} {{ default /missing; "
-                    + " ".join(f"{_quote(q)} /q{index}/{n}.body;" for n, q in enumerate(queries)) + " }")
+        maps.append(
+            f"map $args $file_{index} {{ default /missing; "
+            + " ".join(f"{_quote(q)} /q{index}/{n}.body;" for n, q in enumerate(queries))
+            + " }"
+        )
         for rep in reps:
             _write_static(www, f"/q{index}/{queries.index(urlsplit(rep.target).query)}.body", rep)
         file_expr = f"$file_{index}"
     etags = {rep.gzip: rep.etag for rep in reps if rep.etag}
-    added = [f"add_header {key} {_quote(value)};" for key, value in first.headers
-             if key.lower() not in NOT_REPLAYED_BY_NGINX]
+    added = [
+        f"add_header {key} {_quote(value)};"
+        for key, value in first.headers
+        if key.lower() not in NOT_REPLAYED_BY_NGINX
+    ]
     if etags:
-        maps.append(f"map $http_accept_encoding $etag_{index} {{ default {_quote(etags.get(False, ''))}; "
-                    + (f"~gzip {_quote(etags[True])}; " if True in etags else "") + "}")
-        maps.append(f"map $http_if_none_match $not_modified_{index} {{ default 0; "
-                    + " ".join(f"{_quote(tag)} 1;" for tag in etags.values()) + " }")
+        maps.append(
+            f"map $http_accept_encoding $etag_{index} {{ default {_quote(etags.get(False, ''))}; "
+            + (f"~gzip {_quote(etags[True])}; " if True in etags else "")
+            + "}"
+        )
+        maps.append(
+            f"map $http_if_none_match $not_modified_{index} {{ default 0; "
+            + " ".join(f"{_quote(tag)} 1;" for tag in etags.values())
+            + " }"
+        )
         added.append(f"add_header ETag $etag_{index};")
-    lines = [f"location = {path} {{", "types { }", f"default_type {_quote(first.header('content-type') or '')};",
-             "gzip_static on;" if any(r.gzip for r in reps) else "gzip_static off;", *added]
+    lines = [
+        f"location = {path} {{",
+        "types { }",
+        f"default_type {_quote(first.header('content-type') or '')};",
+        "gzip_static on;" if any(r.gzip for r in reps) else "gzip_static off;",
+        *added,
+    ]
     if max(len(r.ok.body) for r in reps) > LARGE:
         lines += BIG_BODY
     if not first.header("last-modified"):
@@ -184,10 +233,18 @@ def _location(index: int, path: str, reps: list[Representation], www: Path) -> t
     lines += [f"try_files {file_expr} =404;", "}"]
     if etags:
         not_modified = next(r.not_modified for r in reps if r.not_modified is not None)
-        lines += [f"location = /__not_modified_{index} {{", "internal;", "types { }", 'default_type "";',
-                  *[f"add_header {key} {_quote(value)};" for key, value in not_modified.headers
-                    if key.lower() not in NOT_REPLAYED_BY_NGINX],
-                  f"add_header ETag $etag_{index};"]
+        lines += [
+            f"location = /__not_modified_{index} {{",
+            "internal;",
+            "types { }",
+            'default_type "";',
+            *[
+                f"add_header {key} {_quote(value)};"
+                for key, value in not_modified.headers
+                if key.lower() not in NOT_REPLAYED_BY_NGINX
+            ],
+            f"add_header ETag $etag_{index};",
+        ]
         modified = not_modified.header("last-modified")
         if modified:
             lines.append(f"add_header Last-Modified {_quote(modified)};")
@@ -209,8 +266,10 @@ def write_nginx_conf(directory: Path, port: int, representations: list[Represent
         locations += block
     for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (directory / f"tmp_{sub}").mkdir(exist_ok=True)
-    temp_paths = "\n".join(f"  {sub}_temp_path {directory}/tmp_{sub};" for sub in
-                           ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    temp_paths = "\n".join(
+        f"  {sub}_temp_path {directory}/tmp_{sub};"
+        for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
     conf = f"""# written by bench/compare
 # One worker: the load client (wrk, one thread) needs the machine's other core.
 worker_processes 1;
@@ -231,11 +290,11 @@ http {{
   etag off;
   map_hash_bucket_size 256;
 {temp_paths}
-  {chr(10).join('  ' + m for m in maps).strip()}
+  {chr(10).join("  " + m for m in maps).strip()}
   server {{
     listen 127.0.0.1:{port} backlog=1024 sndbuf={SEND_BUFFER};
     root {www};
-    {chr(10).join('    ' + line for line in locations).strip()}
+    {chr(10).join("    " + line for line in locations).strip()}
   }}
 }}
 """

@@ -12,7 +12,6 @@ reviewsd under test (--no-hub); data is not polled (--reload-interval 0).
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +20,11 @@ from reviewsd_app import reviewsd  # noqa: E402
 
 
 def build() -> reviewsd.ReviewsApp:
-    config = reviewsd.Config(data_dir=os.environ["REVIEWSD_COMPARE_DATA_DIR"],
-                             state_dir=os.environ["REVIEWSD_COMPARE_STATE_DIR"],
-                             base_url=os.environ["REVIEWSD_COMPARE_BASE_URL"], hub=False, reload_interval=0)
+    config = reviewsd.Config(
+        data_dir=os.environ["REVIEWSD_COMPARE_DATA_DIR"],
+        state_dir=os.environ["REVIEWSD_COMPARE_STATE_DIR"],
+        base_url=os.environ["REVIEWSD_COMPARE_BASE_URL"],
+        hub=False,
+        reload_interval=0,
+    )
     return reviewsd.create_app(config)

@@ -89,8 +89,14 @@ def cmd_search(args: argparse.Namespace) -> dict[str, Any]:
         run_search(data, arguments)  # warm
         times = timed_calls(lambda: run_search(data, arguments), args.seconds, max_calls=2000)
         matched, _ = run_search(data, arguments)
-        cases[name] = {"kind": kind, "arguments": arguments, "matched": matched, "calls": len(times),
-                       "p50_ms": statistics.median(times) * 1000, "p99_ms": percentile(times, 0.99) * 1000}
+        cases[name] = {
+            "kind": kind,
+            "arguments": arguments,
+            "matched": matched,
+            "calls": len(times),
+            "p50_ms": statistics.median(times) * 1000,
+            "p99_ms": percentile(times, 0.99) * 1000,
+        }
     return {"reviews": len(data.reviews), "load_s": load_s, "cases": cases}
 
 
@@ -100,18 +106,36 @@ def cmd_search(args: argparse.Namespace) -> dict[str, Any]:
 def make_app(data_dir: str, base_url: str) -> Any:
     from reviewsd_app import reviewsd
 
-    config = reviewsd.Config(data_dir=data_dir, state_dir=str(Path(data_dir) / "state"), base_url=base_url,
-                             hub=False, reload_interval=0)
+    config = reviewsd.Config(
+        data_dir=data_dir,
+        state_dir=str(Path(data_dir) / "state"),
+        base_url=base_url,
+        hub=False,
+        reload_interval=0,
+    )
     return reviewsd.create_app(config)
 
 
 def environ_for(path: str, headers: dict[str, str]) -> dict[str, Any]:
     target, _, query = path.partition("?")
-    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": target, "QUERY_STRING": query, "SERVER_NAME": "127.0.0.1",
-               "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1", "SCRIPT_NAME": "",
-               "HTTP_HOST": "127.0.0.1", "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(b""),
-               "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": False,
-               "wsgi.run_once": False, "wsgi.version": (1, 0)}
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": target,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "SCRIPT_NAME": "",
+        "HTTP_HOST": "127.0.0.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(b""),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+        "wsgi.version": (1, 0),
+    }
     for name, value in headers.items():
         environ["HTTP_" + name.upper().replace("-", "_")] = value
     return environ
@@ -138,8 +162,12 @@ def cmd_app(args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------- download
 
 
-WATCHED = {"zlib.compress": (zlib, "compress"), "zlib.compressobj": (zlib, "compressobj"),
-           "gzip.compress": (gzip, "compress"), "json.dumps": (json, "dumps")}
+WATCHED = {
+    "zlib.compress": (zlib, "compress"),
+    "zlib.compressobj": (zlib, "compressobj"),
+    "gzip.compress": (gzip, "compress"),
+    "json.dumps": (json, "dumps"),
+}
 
 
 def count_calls(extra: dict[str, tuple[Any, str]]) -> dict[str, int]:
@@ -162,8 +190,8 @@ def count_calls(extra: dict[str, tuple[Any, str]]) -> dict[str, int]:
 
 
 def cmd_download(args: argparse.Namespace) -> dict[str, Any]:
-    from reviewsd_app.reviews import dataset as ds
     from reviewsd_app.httpserver import server
+    from reviewsd_app.reviews import dataset as ds
 
     app = make_app(args.data_dir, args.base_url)
     expected = app.store.current.payloads["/reviews.json"].gzipped.body
@@ -190,10 +218,20 @@ def cmd_download(args: argparse.Namespace) -> dict[str, Any]:
     profile.disable()
     stats = pstats.Stats(profile)
     top = sorted(stats.stats.items(), key=lambda item: item[1][2], reverse=True)[:6]  # by internal time
-    return {"requests": args.requests, "gzip_bytes": len(expected), "calls_during_requests": counts,
-            "loopback_ms_p50": statistics.median(times) * 1000,
-            "app_profile_top": [{"function": f"{Path(f[0]).name}:{f[1]}({f[2]})", "calls": s[1],
-                                 "tottime_us_per_request": s[2] / args.requests * 1e6} for f, s in top]}
+    return {
+        "requests": args.requests,
+        "gzip_bytes": len(expected),
+        "calls_during_requests": counts,
+        "loopback_ms_p50": statistics.median(times) * 1000,
+        "app_profile_top": [
+            {
+                "function": f"{Path(f[0]).name}:{f[1]}({f[2]})",
+                "calls": s[1],
+                "tottime_us_per_request": s[2] / args.requests * 1e6,
+            }
+            for f, s in top
+        ],
+    }
 
 
 # --------------------------------------------------------------------------- startup, memory, mcp
@@ -215,14 +253,18 @@ def cmd_startup(args: argparse.Namespace) -> dict[str, Any]:
     profile.disable()
     stats = pstats.Stats(profile)
     top = sorted(stats.stats.items(), key=lambda item: item[1][2], reverse=True)[:8]
-    return {"profiled_s": time.perf_counter() - started,
-            "top": [{"function": f"{Path(f[0]).name}:{f[2]}", "own_s": s[2]} for f, s in top]}
+    return {
+        "profiled_s": time.perf_counter() - started,
+        "top": [{"function": f"{Path(f[0]).name}:{f[2]}", "own_s": s[2]} for f, s in top],
+    }
 
 
 def cmd_memory(args: argparse.Namespace) -> dict[str, Any]:
     """RSS of the parsed JSON documents alone, next to the whole app's (both in MB)."""
     base = rss_mb()
-    docs = [json.loads((Path(args.data_dir) / name).read_bytes()) for name in ("reviews.json", "insights.json")]
+    docs = [
+        json.loads((Path(args.data_dir) / name).read_bytes()) for name in ("reviews.json", "insights.json")
+    ]
     parsed = rss_mb() - base
     del docs
     return {"parsed_documents_mb": parsed}
@@ -236,15 +278,30 @@ def cmd_mcp(args: argparse.Namespace) -> dict[str, Any]:
     def post(message: dict[str, Any]) -> tuple[str, dict[str, str]]:
         body = json.dumps(message).encode()
         environ = environ_for("/mcp", headers)
-        environ.update({"REQUEST_METHOD": "POST", "CONTENT_TYPE": "application/json",
-                        "CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)})
+        environ.update(
+            {
+                "REQUEST_METHOD": "POST",
+                "CONTENT_TYPE": "application/json",
+                "CONTENT_LENGTH": str(len(body)),
+                "wsgi.input": io.BytesIO(body),
+            }
+        )
         seen: dict[str, Any] = {}
         b"".join(app(environ, lambda s, h, e=None: seen.update(status=s, headers=dict(h))))
         return seen["status"], seen["headers"]
 
-    _, answer = post({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                 "clientInfo": {"name": "compare", "version": "1"}}})
+    _, answer = post(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "compare", "version": "1"},
+            },
+        }
+    )
     headers.update({"Mcp-Session-Id": answer["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-06-18"})
     call = json.loads(args.call)
     status, _ = post(call)
@@ -282,8 +339,14 @@ def main() -> None:
     import logging
 
     logging.disable(logging.CRITICAL)  # the access log would only add noise to these numbers
-    command = {"search": cmd_search, "app": cmd_app, "download": cmd_download, "startup": cmd_startup,
-               "memory": cmd_memory, "mcp": cmd_mcp}[args.command]
+    command = {
+        "search": cmd_search,
+        "app": cmd_app,
+        "download": cmd_download,
+        "startup": cmd_startup,
+        "memory": cmd_memory,
+        "mcp": cmd_mcp,
+    }[args.command]
     print(json.dumps(command(args)))
 
 

@@ -57,8 +57,9 @@ class Child:
                 if self.proc.poll() is not None:
                     raise StartError(f"{self.name} exited with status {self.proc.returncode}:\n{self.tail()}")
                 if time.monotonic() > deadline:
-                    raise StartError(f"{self.name}: no line matching {pattern!r} within {timeout:.0f} s:\n"
-                                     f"{self.tail()}")
+                    raise StartError(
+                        f"{self.name}: no line matching {pattern!r} within {timeout:.0f} s:\n{self.tail()}"
+                    )
                 if not end:
                     time.sleep(0.01)
 
@@ -87,13 +88,28 @@ class Processes:
         self.children: list[Child] = []
         self.started = 0  # numbers the log files: a restarted server must not find its old "listening" line
 
-    def start(self, name: str, argv: Sequence[str], *, cwd: Path, env: dict[str, str] | None = None,
-              pass_fds: Sequence[int] = (), stop_signal: int = signal.SIGTERM) -> Child:
+    def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        pass_fds: Sequence[int] = (),
+        stop_signal: int = signal.SIGTERM,
+    ) -> Child:
         self.started += 1
         log = self.log_dir / f"{name}.{self.started}.log"
         with open(log, "ab") as out:
-            proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, pass_fds=tuple(pass_fds))
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                pass_fds=tuple(pass_fds),
+            )
         child = Child(name, proc, log, stop_signal)
         self.children.append(child)
         return child
@@ -125,8 +141,9 @@ class Processes:
         self.stop_all()
 
 
-def start_reviewsd(procs: Processes, options: Sequence[str], *, name: str = "reviewsd",
-                   timeout: float = 300.0) -> tuple[Child, str, float]:
+def start_reviewsd(
+    procs: Processes, options: Sequence[str], *, name: str = "reviewsd", timeout: float = 300.0
+) -> tuple[Child, str, float]:
     """`python reviewsd.py --host 127.0.0.1 --port 0 OPTIONS`: (child, base URL, seconds until its READY line).
 
     Every benchmark starts the server this way, so each measures the same thing: the
@@ -163,8 +180,10 @@ def hold_bench_lock(timeout: float) -> IO | None:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return handle
     except BlockingIOError:
-        print(f"bench lock: waiting for {LOCK_PATH} (another benchmark is running; at most {timeout:.0f} s)",
-              flush=True)
+        print(
+            f"bench lock: waiting for {LOCK_PATH} (another benchmark is running; at most {timeout:.0f} s)",
+            flush=True,
+        )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         time.sleep(1.0)

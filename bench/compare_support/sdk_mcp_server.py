@@ -44,12 +44,27 @@ def build_server(data: ds.Dataset) -> MCPServer:
     server = MCPServer("reviewsd-sdk-anchor", log_level="WARNING")
 
     @server.tool(name="search_reviews", title="Search reviews")
-    def search_reviews(rating: int | None = None, min_rating: float | None = None, since: str | None = None,
-                       until: str | None = None, query: str | None = None, mentions_technician: str | None = None,
-                       mentions_service: str | None = None, limit: int = 20) -> SearchResult:
+    def search_reviews(
+        rating: int | None = None,
+        min_rating: float | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        query: str | None = None,
+        mentions_technician: str | None = None,
+        mentions_service: str | None = None,
+        limit: int = 20,
+    ) -> SearchResult:
         """Finds reviews matching every filter given (AND), newest first."""
-        given = {"rating": rating, "min_rating": min_rating, "since": since, "until": until, "query": query,
-                 "mentions_technician": mentions_technician, "mentions_service": mentions_service, "limit": limit}
+        given = {
+            "rating": rating,
+            "min_rating": min_rating,
+            "since": since,
+            "until": until,
+            "query": query,
+            "mentions_technician": mentions_technician,
+            "mentions_service": mentions_service,
+            "limit": limit,
+        }
         matched, positions = search.run_search(data, {k: v for k, v in given.items() if v is not None})
         return search.search_result(data, matched, positions)  # type: ignore[return-value]
 
@@ -62,7 +77,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    app = build_server(ds.load_dataset(args.data_dir)).streamable_http_app(json_response=True, stateless_http=True)
+    app = build_server(ds.load_dataset(args.data_dir)).streamable_http_app(
+        json_response=True, stateless_http=True
+    )
     # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
     # socket.create_server's proto is 0; without it every response waits ~40 ms on delayed ACKs.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)

@@ -49,7 +49,9 @@ def load(manifest: Path) -> dict[tuple[str, bool], Entry]:
             head=encode_head(item["status"], item["headers"]),
             body=(manifest.parent / item["body_file"]).read_bytes(),
             etag=item.get("etag"),
-            not_modified_head=encode_head("304 Not Modified", not_modified) if not_modified is not None else None,
+            not_modified_head=encode_head("304 Not Modified", not_modified)
+            if not_modified is not None
+            else None,
         )
     return table
 
@@ -82,8 +84,11 @@ def handler_class(table: dict[tuple[str, bool], Entry]) -> type[BaseHTTPRequestH
                 self.wfile.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n" + date.get())
                 return
             inm = self.headers.get("If-None-Match")
-            if inm is not None and entry.not_modified_head is not None and (
-                    inm == entry.etag or entry.etag in (t.strip() for t in inm.split(","))):
+            if (
+                inm is not None
+                and entry.not_modified_head is not None
+                and (inm == entry.etag or entry.etag in (t.strip() for t in inm.split(",")))
+            ):
                 self.wfile.write(entry.not_modified_head + date.get())
             elif len(entry.body) <= SMALL:
                 self.wfile.write(entry.head + date.get() + entry.body)
@@ -106,7 +111,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--manifest", type=Path, required=True)
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--send-buffer", type=int, default=0, help="SO_SNDBUF of the listening socket (0: kernel's)")
+    parser.add_argument(
+        "--send-buffer", type=int, default=0, help="SO_SNDBUF of the listening socket (0: kernel's)"
+    )
     args = parser.parse_args()
     server = Server(("127.0.0.1", args.port), handler_class(load(args.manifest)))
     if args.send_buffer:  # accepted connections inherit it

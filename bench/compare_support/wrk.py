@@ -63,10 +63,27 @@ def write_script(directory: Path) -> Path:
     return path
 
 
-def run(url: str, *, connections: int, seconds: int, script: Path, headers: dict[str, str] | None = None,
-        method: str = "", body_file: Path | None = None, timeout_s: float = 10.0) -> WrkResult:
+def run(
+    url: str,
+    *,
+    connections: int,
+    seconds: int,
+    script: Path,
+    headers: dict[str, str] | None = None,
+    method: str = "",
+    body_file: Path | None = None,
+    timeout_s: float = 10.0,
+) -> WrkResult:
     """One wrk run; raises RuntimeError if wrk fails or prints no result."""
-    argv = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", f"--timeout={timeout_s:.0f}s", "-s", str(script)]
+    argv = [
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{seconds}s",
+        f"--timeout={timeout_s:.0f}s",
+        "-s",
+        str(script),
+    ]
     for name, value in (headers or {}).items():
         argv += ["-H", f"{name}: {value}"]
     argv.append(url)
@@ -75,7 +92,14 @@ def run(url: str, *, connections: int, seconds: int, script: Path, headers: dict
     for line in done.stderr.splitlines():
         if line.startswith("COMPARE-RESULT "):
             n = line.split()[1:]
-            return WrkResult(requests=int(n[0]), seconds=int(n[1]) / 1e6, bytes=int(n[2]),
-                             errors=dict(zip(("connect", "read", "write", "status", "timeout"), map(int, n[3:8]))),
-                             p50_ms=float(n[8]) / 1000, p99_ms=float(n[9]) / 1000)
-    raise RuntimeError(f"wrk printed no result (exit {done.returncode}): {done.stdout[-400:]} {done.stderr[-400:]}")
+            return WrkResult(
+                requests=int(n[0]),
+                seconds=int(n[1]) / 1e6,
+                bytes=int(n[2]),
+                errors=dict(zip(("connect", "read", "write", "status", "timeout"), map(int, n[3:8]))),
+                p50_ms=float(n[8]) / 1000,
+                p99_ms=float(n[9]) / 1000,
+            )
+    raise RuntimeError(
+        f"wrk printed no result (exit {done.returncode}): {done.stdout[-400:]} {done.stderr[-400:]}"
+    )
