@@ -2,8 +2,8 @@
 
 Colours come from CSS classes (c-pos, c-bar, ...) whose values follow the colour scheme, and
 text is drawn in currentColor, so one SVG reads in light and dark. The charts hold no style
-attribute (the CSP allows the stylesheet only). Every chart is 400 units wide: at 375 px its text
-is about 10 px, and CSS caps its width on large screens.
+attribute (the CSP allows the stylesheet only). Every chart is 320 units wide with 13-unit text: about
+12 px at 375 px wide, and CSS caps the width on large screens.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from markupsafe import Markup, escape
 
-WIDTH = 400
+WIDTH = 320
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
           "October", "November", "December")
 
@@ -20,7 +20,7 @@ MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augus
 def _svg(chart_id: str, height: float, title: str, desc: str, body: list[str]) -> Markup:
     return Markup(
         f'<svg class="chart" viewBox="0 0 {WIDTH} {height:g}" role="img" '
-        f'aria-labelledby="{chart_id}-title {chart_id}-desc" font-size="12">'
+        f'aria-labelledby="{chart_id}-title {chart_id}-desc" font-size="13">'
         f'<title id="{chart_id}-title">{escape(title)}</title><desc id="{chart_id}-desc">{escape(desc)}</desc>'
         + "".join(body) + "</svg>")
 
@@ -50,7 +50,7 @@ def rating_distribution(aggregate: Mapping[str, Any]) -> Markup:
     counts = {stars: aggregate["distribution"][str(stars)] for stars in range(5, 0, -1)}
     total = aggregate["review_count"]
     biggest = max(counts.values()) or 1
-    row, left, span = 26, 52, 260  # labels left of the bars, counts right of them
+    row, left, span = 26, 56, 180  # labels left of the bars, counts right of them
     body = []
     for i, (stars, n) in enumerate(counts.items()):
         y = i * row
@@ -70,12 +70,12 @@ def aspect_sentiment(aspects: Sequence[Mapping[str, Any]]) -> Markup:
     ranked = sorted(aspects, key=lambda a: -a["mention_count"])
     row, legend = 38, 26
     body = [f'<rect class="{cls}" x="{x}" y="2" width="12" height="12" rx="2"/><text x="{x + 17}" y="12">{label}</text>'
-            for cls, x, label in (("c-pos", 0, "Positive"), ("c-neu", 90, "Neutral"), ("c-neg", 170, "Negative"))]
+            for cls, x, label in (("c-pos", 0, "Positive"), ("c-neu", 95, "Neutral"), ("c-neg", 185, "Negative"))]
     for i, aspect in enumerate(ranked):
         y = legend + i * row
         total = aspect["mention_count"]
-        body.append(f'<text x="0" y="{y + 12}">{escape(aspect["label"])}</text>'
-                    f'<text x="{WIDTH}" y="{y + 12}" text-anchor="end">{total} mentions, '
+        body.append(f'<text x="0" y="{y + 12}">{escape(aspect["label"])} ({total})</text>'
+                    f'<text x="{WIDTH}" y="{y + 12}" text-anchor="end">'
                     f'{_pct(aspect["positive_count"], total)} positive</text>')
         x = 0.0
         for cls, key in (("c-pos", "positive_count"), ("c-neu", "neutral_count"), ("c-neg", "negative_count")):
@@ -103,7 +103,7 @@ def monthly_trend(temporal: Mapping[str, Any]) -> Markup:
     months = temporal["monthly"]
     if not months:
         return Markup('<p class="muted">No reviews yet.</p>')
-    left, top, panel, gap = 30, 8, 90, 34
+    left, top, panel, gap = 24, 26, 90, 34
     step = (WIDTH - left) / len(months)
     biggest = max(m["review_count"] for m in months) or 1
 
@@ -116,7 +116,8 @@ def monthly_trend(temporal: Mapping[str, Any]) -> Markup:
         y = rating_y(stars)
         body.append(f'<line class="c-grid" x1="{left}" x2="{WIDTH}" y1="{y:.1f}" y2="{y:.1f}"/>'
                     f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{stars}</text>')
-    body.append(f'<text x="{left}" y="{volume_top - 8}">Reviews per month (most: {biggest})</text>'
+    body.append(f'<text x="{left}" y="12">Average rating</text>'
+                f'<text x="{left}" y="{volume_top - 8}">Reviews per month (most: {biggest})</text>'
                 f'<line class="c-grid" x1="{left}" x2="{WIDTH}" y1="{volume_top + panel}" y2="{volume_top + panel}"/>')
     path, pen_down = [], False
     for i, month in enumerate(months):

@@ -1,0 +1,84 @@
+// Loads each page in headless chromium at two widths and both colour schemes, and reports what fails:
+// axe-core violations, horizontal overflow, requests leaving the origin, console errors (CSP included).
+// Run by tools/browser-check, which starts the server; argv[2] is a JSON job:
+// {chromium, origin, shots, fullPage, maxShotHeight, pages: [{name, url}]}. Prints one line per check;
+// exit status 1 when anything failed.
+
+import fs from "node:fs";
+import path from "node:path";
+import os from "node:os";
+import { createRequire } from "node:module";
+import puppeteer from "puppeteer-core";
+
+const require = createRequire(import.meta.url);
+const AXE_SOURCE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
+const job = JSON.parse(process.argv[2]);
+const WIDTHS = [375, 1280];
+const SCHEMES = ["light", "dark"];
+
+const profile = fs.mkdtempSync(path.join(os.tmpdir(), "reviewsd-chromium-"));
+const browser = await puppeteer.launch({
+  executablePath: job.chromium,
+  headless: true,
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", `--user-data-dir=${profile}`],
+});
+
+const failures = [];
+function fail(where, what) {
+  failures.push(`${where}: ${what}`);
+  console.log(`FAIL ${where}: ${what}`);
+}
+
+async function checkPage(target, width, scheme) {
+  const where = `${target.name} @${width}px ${scheme}`;
+  const page = await browser.newPage();
+  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: scheme }]);
+  await page.setViewport({ width, height: 900 });
+  await page.setRequestInterception(true);
+  page.on("request", (request) => {
+    const url = request.url();
+    if (url.startsWith("data:") || new URL(url).origin === job.origin) return request.continue();
+    fail(where, `request leaves the origin: ${url}`);
+    return request.abort();
+  });
+  page.on("console", (message) => {
+    if (message.type() === "error") fail(where, `console error: ${message.text()}`);
+  });
+  page.on("pageerror", (error) => fail(where, `page error: ${error.message}`));
+  const response = await page.goto(target.url, { waitUntil: "load" });
+  if (!response.ok()) fail(where, `HTTP ${response.status()}`);
+
+  const { scrollWidth, innerWidth } = await page.evaluate(() => ({
+    scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth }));
+  if (scrollWidth > innerWidth) fail(where, `horizontal overflow: scrollWidth ${scrollWidth} > ${innerWidth}`);
+
+  // Runtime.evaluate is not subject to the page's CSP (script-src 'none'), so axe runs in the page as is.
+  await page.evaluate(AXE_SOURCE);
+  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  for (const violation of result.violations) {
+    const nodes = violation.nodes.slice(0, 3).map((node) => node.target.join(" ")).join(" | ");
+    fail(where, `axe ${violation.id} (${violation.impact}): ${violation.help}: ${nodes}`);
+  }
+  if (job.shots) {
+    const file = path.join(job.shots, `${target.name}-${width}-${scheme}.png`);
+    const height = await page.evaluate(() => document.documentElement.scrollHeight);
+    const clipHeight = job.maxShotHeight ? Math.min(height, job.maxShotHeight) : height;
+    await page.screenshot({ path: file, clip: { x: 0, y: 0, width, height: clipHeight }, captureBeyondViewport: true });
+  }
+  await page.close();
+  console.log(`ok   ${where}`);
+}
+
+try {
+  for (const target of job.pages) {
+    for (const width of WIDTHS) {
+      for (const scheme of SCHEMES) await checkPage(target, width, scheme);
+    }
+  }
+} finally {
+  await browser.close();
+  fs.rmSync(profile, { recursive: true, force: true });
+}
+console.log(failures.length ? `browser check: ${failures.length} failure(s)` : "browser check: no failures");
+process.exit(failures.length ? 1 : 0);
