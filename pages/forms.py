@@ -22,8 +22,15 @@ class FieldSpec:
 # The search parameters of schemas/search-params.schema.json, in the order the form shows them.
 SEARCH_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("query", "Words in the review", "search", attrs={"maxlength": "200"}),
-    FieldSpec("rating", "Stars", "select", (_ANY, *((str(n), f"{n} stars" if n > 1 else "1 star") for n in range(5, 0, -1)))),
-    FieldSpec("min_rating", "At least", "select", (_ANY, *((str(n), f"{n} stars or more") for n in range(4, 1, -1)))),
+    FieldSpec(
+        "rating",
+        "Stars",
+        "select",
+        (_ANY, *((str(n), f"{n} stars" if n > 1 else "1 star") for n in range(5, 0, -1))),
+    ),
+    FieldSpec(
+        "min_rating", "At least", "select", (_ANY, *((str(n), f"{n} stars or more") for n in range(4, 1, -1)))
+    ),
     FieldSpec("since", "From", "date"),
     FieldSpec("until", "To", "date"),
     FieldSpec("mentions_technician", "Practitioner", "text", attrs={"maxlength": "200"}),
@@ -34,10 +41,21 @@ SEARCH_FIELDS: tuple[FieldSpec, ...] = (
 # Filters the search code is about to take: when it does, move the spec into SEARCH_FIELDS (one line).
 # `cursor` is no field: the next-page link carries it, and submitting the form starts again at page one.
 FORTHCOMING_FIELDS: tuple[FieldSpec, ...] = (
-    FieldSpec("sort", "Order", "select", (("newest", "Newest first"), ("oldest", "Oldest first"),
-                                          ("highest", "Highest rated"), ("lowest", "Lowest rated"))),
+    FieldSpec(
+        "sort",
+        "Order",
+        "select",
+        (
+            ("newest", "Newest first"),
+            ("oldest", "Oldest first"),
+            ("highest", "Highest rated"),
+            ("lowest", "Lowest rated"),
+        ),
+    ),
     FieldSpec("source", "Published on", "text", attrs={"maxlength": "40"}),
-    FieldSpec("has_text", "Written review", "select", (_ANY, ("true", "With text"), ("false", "Rating only"))),
+    FieldSpec(
+        "has_text", "Written review", "select", (_ANY, ("true", "With text"), ("false", "Rating only"))
+    ),
     FieldSpec("has_reply", "Owner reply", "select", (_ANY, ("true", "Replied"), ("false", "Not replied"))),
 )
 
@@ -65,30 +83,37 @@ class WidgetOptionsError(ValueError):
 
 
 def parse_widget_options(args: Mapping[str, str]) -> WidgetOptions:
-    """The options of a /widget query string (werkzeug's request.args fits); every problem reported at once."""
+    """The options of a /widget query string (request.args fits); every problem is reported at once."""
     issues: list[dict[str, Any]] = []
     known = ("count", "min_rating", "theme")
     for name in sorted(set(args) - set(known)):
-        issues.append(_issue(name, "unknown_parameter", f"unknown parameter {name!r}; known: {', '.join(known)}"))
+        issues.append(
+            _issue(name, "unknown_parameter", f"unknown parameter {name!r}; known: {', '.join(known)}")
+        )
     count = _whole_number(args, "count", WidgetOptions.count, WIDGET_COUNT_RANGE, issues)
     min_rating = _whole_number(args, "min_rating", WidgetOptions.min_rating, WIDGET_RATING_RANGE, issues)
     theme = args.get("theme", WidgetOptions.theme)
     if theme not in WIDGET_THEMES:
-        issues.append(_issue("theme", "enum", f"theme must be one of {', '.join(WIDGET_THEMES)}, got {theme!r}"))
+        issues.append(
+            _issue("theme", "enum", f"theme must be one of {', '.join(WIDGET_THEMES)}, got {theme!r}")
+        )
     if issues:
         raise WidgetOptionsError(issues)
     return WidgetOptions(count=count, min_rating=min_rating, theme=theme)
 
 
-def _whole_number(args: Mapping[str, str], name: str, default: int, bounds: tuple[int, int],
-                  issues: list[dict[str, Any]]) -> int:
+def _whole_number(
+    args: Mapping[str, str], name: str, default: int, bounds: tuple[int, int], issues: list[dict[str, Any]]
+) -> int:
     raw = args.get(name)
     if raw is None:
         return default
     low, high = bounds
     # isdecimal would take other scripts' digits, which int() reads: ASCII only, as in a URL.
     if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
-        issues.append(_issue(name, "range", f"{name} must be a whole number from {low} to {high}, got {raw!r}"))
+        issues.append(
+            _issue(name, "range", f"{name} must be a whole number from {low} to {high}, got {raw!r}")
+        )
         return default
     return int(raw)
 

@@ -16,7 +16,9 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 STYLESHEET = (TEMPLATES / "style.css").read_text(encoding="utf-8")
 STYLE_HASH = "'sha256-" + base64.b64encode(hashlib.sha256(STYLESHEET.encode()).digest()).decode() + "'"
 
-_COMMON = f"default-src 'none'; style-src {STYLE_HASH}; img-src 'self' data:; base-uri 'none'; form-action 'self'"
+_COMMON = (
+    f"default-src 'none'; style-src {STYLE_HASH}; img-src 'self' data:; base-uri 'none'; form-action 'self'"
+)
 
 PAGE_CSP = _COMMON + "; frame-ancestors 'none'"
 """Content-Security-Policy of /, /reviews and /reviews/{id}: never shown in a frame."""

@@ -23,8 +23,14 @@ from .structured_data import json_ld_script, local_business
 HOME_REVIEWS = 6  # the newest reviews on /
 HOME_EXCERPT = 420  # characters of a review or reply shown on / and in the widget; the permalink has all
 DAY_NAMES = {"mo": "Mon", "tu": "Tue", "we": "Wed", "th": "Thu", "fr": "Fri", "sa": "Sat", "su": "Sun"}
-SOURCE_NAMES = {"google": "Google", "yelp": "Yelp", "facebook": "Facebook", "healthgrades": "Healthgrades",
-                "tripadvisor": "Tripadvisor", "trustpilot": "Trustpilot"}
+SOURCE_NAMES = {
+    "google": "Google",
+    "yelp": "Yelp",
+    "facebook": "Facebook",
+    "healthgrades": "Healthgrades",
+    "tripadvisor": "Tripadvisor",
+    "trustpilot": "Trustpilot",
+}
 
 
 @dataclass(frozen=True)
@@ -66,25 +72,33 @@ def render_home(reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
     """GET /: the business at a glance, its ratings, insights and newest reviews."""
     business = reviews_doc["business"]
     entities = insights_doc["entities"]
-    return _render("home.html", site, reviews_doc,
-                   title=f"{business['name']}: reviews and ratings",
-                   description=f"{reviews_doc['aggregate_rating']['review_count']} verified reviews of "
-                               f"{business['name']}, {business['category']} in {business['address']['locality']}.",
-                   canonical=site.url("/"),
-                   alternates=[("application/json", site.url("/insights.json"), "Review insights (JSON)"),
-                               ("application/atom+xml", site.url("/feed.xml"), "Newest reviews (Atom)"),
-                               ("application/feed+json", site.url("/api/feed.json"), "Newest reviews (JSON Feed)")],
-                   insights=insights_doc,
-                   hours=[(", ".join(DAY_NAMES[d] for d in h["days"]), f"{h['opens']}–{h['closes']}")
-                          for h in business["opening_hours"]],
-                   practitioners=sorted(entities["technicians"], key=lambda e: -e["mention_count"]),
-                   services=sorted(entities["services"], key=lambda e: -e["mention_count"]),
-                   chart_ratings=charts.rating_distribution(reviews_doc["aggregate_rating"]),
-                   chart_aspects=charts.aspect_sentiment(insights_doc["aspects"]),
-                   chart_trend=charts.monthly_trend(insights_doc["temporal"]),
-                   newest=newest_reviews(reviews_doc["reviews"], HOME_REVIEWS),
-                   json_ld=json_ld_script(local_business(business, site.url("/"))),
-                   mcp_url=site.url("/mcp"))
+    return _render(
+        "home.html",
+        site,
+        reviews_doc,
+        title=f"{business['name']}: reviews and ratings",
+        description=f"{reviews_doc['aggregate_rating']['review_count']} verified reviews of "
+        f"{business['name']}, {business['category']} in {business['address']['locality']}.",
+        canonical=site.url("/"),
+        alternates=[
+            ("application/json", site.url("/insights.json"), "Review insights (JSON)"),
+            ("application/atom+xml", site.url("/feed.xml"), "Newest reviews (Atom)"),
+            ("application/feed+json", site.url("/api/feed.json"), "Newest reviews (JSON Feed)"),
+        ],
+        insights=insights_doc,
+        hours=[
+            (", ".join(DAY_NAMES[d] for d in h["days"]), f"{h['opens']}–{h['closes']}")
+            for h in business["opening_hours"]
+        ],
+        practitioners=sorted(entities["technicians"], key=lambda e: -e["mention_count"]),
+        services=sorted(entities["services"], key=lambda e: -e["mention_count"]),
+        chart_ratings=charts.rating_distribution(reviews_doc["aggregate_rating"]),
+        chart_aspects=charts.aspect_sentiment(insights_doc["aspects"]),
+        chart_trend=charts.monthly_trend(insights_doc["temporal"]),
+        newest=newest_reviews(reviews_doc["reviews"], HOME_REVIEWS),
+        json_ld=json_ld_script(local_business(business, site.url("/"))),
+        mcp_url=site.url("/mcp"),
+    )
 
 
 def render_reviews(reviews_doc: Mapping[str, Any], page: ReviewsPage, site: Site) -> bytes:
@@ -92,46 +106,75 @@ def render_reviews(reviews_doc: Mapping[str, Any], page: ReviewsPage, site: Site
     given = {name: value for name, value in page.params.items() if value != ""}
     query = urlencode(given)
     errors = {issue["path"][0]: issue["message"] for issue in page.issues if issue.get("path")}
-    return _render("reviews.html", site, reviews_doc,
-                   title=f"Reviews of {reviews_doc['business']['name']}",
-                   description=f"Search the verified reviews of {reviews_doc['business']['name']}.",
-                   canonical=site.url("/reviews" + ("?" + query if query else "")),
-                   alternates=[("application/json", site.url("/api/reviews/search" + ("?" + query if query else "")),
-                                "These reviews (JSON)")],
-                   page=page, params=page.params, errors=errors, filtered=bool(given))
+    return _render(
+        "reviews.html",
+        site,
+        reviews_doc,
+        title=f"Reviews of {reviews_doc['business']['name']}",
+        description=f"Search the verified reviews of {reviews_doc['business']['name']}.",
+        canonical=site.url("/reviews" + ("?" + query if query else "")),
+        alternates=[
+            (
+                "application/json",
+                site.url("/api/reviews/search" + ("?" + query if query else "")),
+                "These reviews (JSON)",
+            )
+        ],
+        page=page,
+        params=page.params,
+        errors=errors,
+        filtered=bool(given),
+    )
 
 
 def render_review(review: Mapping[str, Any], reviews_doc: Mapping[str, Any], site: Site) -> bytes:
     """GET /reviews/{id}: one review's permalink page."""
     path = review_path(review["id"])
-    return _render("review.html", site, reviews_doc,
-                   title=f"Review by {review['author']}: {reviews_doc['business']['name']}",
-                   description=f"A {review['rating']}-star review of {reviews_doc['business']['name']}.",
-                   canonical=site.url(path),
-                   alternates=[("application/json", site.url("/api" + path), "This review (JSON)")],
-                   review=review)
+    return _render(
+        "review.html",
+        site,
+        reviews_doc,
+        title=f"Review by {review['author']}: {reviews_doc['business']['name']}",
+        description=f"A {review['rating']}-star review of {reviews_doc['business']['name']}.",
+        canonical=site.url(path),
+        alternates=[("application/json", site.url("/api" + path), "This review (JSON)")],
+        review=review,
+    )
 
 
 def render_widget(reviews_doc: Mapping[str, Any], options: WidgetOptions, site: Site) -> bytes:
     """GET /widget: the newest reviews in a small page made to be framed by the business's own site."""
-    chosen = newest_reviews(reviews_doc["reviews"], options.count, lambda r: r["rating"] >= options.min_rating)
-    return _render("widget.html", site, reviews_doc,
-                   title=f"Reviews of {reviews_doc['business']['name']}",
-                   description="", canonical=None, alternates=[],
-                   theme_class="" if options.theme == "auto" else f"theme-{options.theme}",
-                   options=options, reviews=chosen)
+    chosen = newest_reviews(
+        reviews_doc["reviews"], options.count, lambda r: r["rating"] >= options.min_rating
+    )
+    return _render(
+        "widget.html",
+        site,
+        reviews_doc,
+        title=f"Reviews of {reviews_doc['business']['name']}",
+        description="",
+        canonical=None,
+        alternates=[],
+        theme_class="" if options.theme == "auto" else f"theme-{options.theme}",
+        options=options,
+        reviews=chosen,
+    )
 
 
-def newest_reviews(reviews: Iterable[Mapping[str, Any]], count: int,
-                   keep: Callable[[Mapping[str, Any]], bool] = lambda review: True) -> list[Mapping[str, Any]]:
+def newest_reviews(
+    reviews: Iterable[Mapping[str, Any]],
+    count: int,
+    keep: Callable[[Mapping[str, Any]], bool] = lambda review: True,
+) -> list[Mapping[str, Any]]:
     """The `count` newest reviews that `keep` accepts, newest first (date, then id), in any input order."""
     return heapq.nlargest(count, (r for r in reviews if keep(r)), key=lambda r: (r["date"], r["id"]))
 
 
 def _render(template: str, site: Site, reviews_doc: Mapping[str, Any], **context: Any) -> bytes:
     context.setdefault("theme_class", "")
-    html = _ENV.get_template(template).render(site=site, business=reviews_doc["business"],
-                                               aggregate=reviews_doc["aggregate_rating"], **context)
+    html = _ENV.get_template(template).render(
+        site=site, business=reviews_doc["business"], aggregate=reviews_doc["aggregate_rating"], **context
+    )
     return html.encode("utf-8")
 
 
@@ -142,7 +185,9 @@ def _stars(rating: float) -> Markup:
     """★★★★☆ for 4 (rounded to whole stars), labelled for screen readers with the exact figure."""
     whole = max(0, min(5, round(rating)))
     label = f"{rating:g} out of 5 stars"
-    return Markup('<span class="stars" role="img" aria-label="{}">{}</span>').format(label, "★" * whole + "☆" * (5 - whole))
+    return Markup('<span class="stars" role="img" aria-label="{}">{}</span>').format(
+        label, "★" * whole + "☆" * (5 - whole)
+    )
 
 
 def _date(value: str) -> Markup:
@@ -184,6 +229,13 @@ _ENV = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_ENV.filters.update(stars=_stars, date=_date, excerpt=_excerpt, source_name=_source_name, safe_url=_safe_url,
-                    tel=_tel, percent=_percent)
+_ENV.filters.update(
+    stars=_stars,
+    date=_date,
+    excerpt=_excerpt,
+    source_name=_source_name,
+    safe_url=_safe_url,
+    tel=_tel,
+    percent=_percent,
+)
 _ENV.globals.update(stylesheet=Markup(STYLESHEET), review_path=review_path, month_name=charts.month_name)

@@ -12,8 +12,15 @@ from typing import Any, Mapping
 
 from markupsafe import Markup
 
-SCHEMA_DAYS = {"mo": "Monday", "tu": "Tuesday", "we": "Wednesday", "th": "Thursday", "fr": "Friday",
-               "sa": "Saturday", "su": "Sunday"}
+SCHEMA_DAYS = {
+    "mo": "Monday",
+    "tu": "Tuesday",
+    "we": "Wednesday",
+    "th": "Thursday",
+    "fr": "Friday",
+    "sa": "Saturday",
+    "su": "Sunday",
+}
 
 # Inside <script>, the HTML parser looks only for "</script" (and "<!--"): escaping <, > and &
 # as JSON escapes keeps any text in the data from closing the element, and the JSON reads the same.
@@ -39,11 +46,18 @@ def local_business(business: Mapping[str, Any], page_url: str) -> dict[str, Any]
             "postalCode": address["postal_code"],
             "addressCountry": address["country"],
         },
-        "geo": {"@type": "GeoCoordinates", "latitude": business["geo"]["latitude"],
-                "longitude": business["geo"]["longitude"]},
+        "geo": {
+            "@type": "GeoCoordinates",
+            "latitude": business["geo"]["latitude"],
+            "longitude": business["geo"]["longitude"],
+        },
         "openingHoursSpecification": [
-            {"@type": "OpeningHoursSpecification", "dayOfWeek": [SCHEMA_DAYS[day] for day in hours["days"]],
-             "opens": hours["opens"], "closes": hours["closes"]}
+            {
+                "@type": "OpeningHoursSpecification",
+                "dayOfWeek": [SCHEMA_DAYS[day] for day in hours["days"]],
+                "opens": hours["opens"],
+                "closes": hours["closes"],
+            }
             for hours in business["opening_hours"]
         ],
         "areaServed": [area["label"] for area in business["service_areas"]] or None,

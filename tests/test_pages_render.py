@@ -26,7 +26,9 @@ SITE = pages.Site(base_url="https://reviews.example")
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 HOSTILE_AUTHOR = '<script>alert(1)</script>" onmouseover="alert(2)\u202eevil'
 HOSTILE_MARKUP = '</script><script>alert(7)</script>" onmouseover="alert(8)\' & <!--'
-HOSTILE_TEXT = '</style></textarea><img src=x onerror=alert(3)>\' onfocus=\'alert(4) ' + "W" * 500 + " \u202egnp.exe"
+HOSTILE_TEXT = (
+    "</style></textarea><img src=x onerror=alert(3)>' onfocus='alert(4) " + "W" * 500 + " \u202egnp.exe"
+)
 
 
 @dataclass
@@ -98,12 +100,16 @@ def docs() -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def hostile_docs(reviews: dict[str, Any], insights: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The bundled data with hostile text in every field a customer writes, and markup in the business's own."""
+    """The bundled data with hostile text in every field a customer writes, markup in the business's."""
     reviews, insights = copy.deepcopy(reviews), copy.deepcopy(insights)
     for review in render.newest_reviews(reviews["reviews"], 25):
-        review.update(author=HOSTILE_AUTHOR, text=HOSTILE_TEXT, source='x" onclick="alert(5)',
-                      source_url="javascript:alert(6)",
-                      owner_reply={"text": HOSTILE_TEXT, "date": review["date"]})
+        review.update(
+            author=HOSTILE_AUTHOR,
+            text=HOSTILE_TEXT,
+            source='x" onclick="alert(5)',
+            source_url="javascript:alert(6)",
+            owner_reply={"text": HOSTILE_TEXT, "date": review["date"]},
+        )
     reviews["business"]["name"] = HOSTILE_MARKUP
     reviews["business"]["description"] = HOSTILE_MARKUP
     insights["summary"] = HOSTILE_MARKUP
@@ -116,7 +122,9 @@ def hostile_docs(reviews: dict[str, Any], insights: dict[str, Any]) -> tuple[dic
 
 def all_pages(reviews: dict[str, Any], insights: dict[str, Any]) -> dict[str, bytes]:
     newest = render.newest_reviews(reviews["reviews"], 20)
-    page = pages.ReviewsPage(newest, {"rating": "5", "query": "wait"}, matched=40, next_url="/reviews?cursor=x")
+    page = pages.ReviewsPage(
+        newest, {"rating": "5", "query": "wait"}, matched=40, next_url="/reviews?cursor=x"
+    )
     return {
         "home": pages.render_home(reviews, insights, SITE),
         "reviews": pages.render_reviews(reviews, page, SITE),
@@ -197,13 +205,19 @@ def test_every_form_control_has_a_label(rendered):
 
 def test_the_form_shows_the_query_and_takes_new_fields_in_one_line(docs):
     reviews, _ = docs
-    page = pages.ReviewsPage([], {"rating": "5", "query": '"><script>x', "limit": "37", "sort": "oldest"},
-                             matched=0, fields=pages.SEARCH_FIELDS + pages.FORTHCOMING_FIELDS)
+    page = pages.ReviewsPage(
+        [],
+        {"rating": "5", "query": '"><script>x', "limit": "37", "sort": "oldest"},
+        matched=0,
+        fields=pages.SEARCH_FIELDS + pages.FORTHCOMING_FIELDS,
+    )
     root = parse(pages.render_reviews(reviews, page, SITE))
     inputs = {n.attrs["name"]: n for n in root.iter("input")}
     assert inputs["query"].attrs["value"] == '"><script>x'
     assert inputs["limit"].attrs["value"] == "37"
-    selected = {n.parent.attrs["name"]: n.attrs["value"] for n in root.iter("option") if "selected" in n.attrs}
+    selected = {
+        n.parent.attrs["name"]: n.attrs["value"] for n in root.iter("option") if "selected" in n.attrs
+    }
     assert selected == {"rating": "5", "sort": "oldest", "min_rating": "", "has_text": "", "has_reply": ""}
     labels = {n.attrs["for"] for n in root.iter("label")}
     assert labels == {f"f-{spec.name}" for spec in pages.SEARCH_FIELDS + pages.FORTHCOMING_FIELDS}
@@ -213,12 +227,18 @@ def test_the_form_shows_the_query_and_takes_new_fields_in_one_line(docs):
 def test_a_select_keeps_a_value_it_does_not_list(docs):
     page = pages.ReviewsPage([], {"min_rating": "4.5"})
     root = parse(pages.render_reviews(docs[0], page, SITE))
-    chosen = [n for n in root.iter("option") if "selected" in n.attrs and n.parent.attrs["name"] == "min_rating"]
+    chosen = [
+        n for n in root.iter("option") if "selected" in n.attrs and n.parent.attrs["name"] == "min_rating"
+    ]
     assert [n.attrs["value"] for n in chosen] == ["4.5"]
 
 
 def test_search_issues_are_shown_beside_their_fields(docs):
-    issue = {"path": ["since"], "code": "date_order", "message": "since (2026-05-01) is after until (2026-01-01)"}
+    issue = {
+        "path": ["since"],
+        "code": "date_order",
+        "message": "since (2026-05-01) is after until (2026-01-01)",
+    }
     page = pages.ReviewsPage([], {"since": "2026-05-01", "until": "2026-01-01"}, issues=[issue])
     root = parse(pages.render_reviews(docs[0], page, SITE))
     since = next(n for n in root.iter("input") if n.attrs["name"] == "since")
@@ -238,10 +258,14 @@ def test_reviews_page_links_its_next_page_and_json_twin(rendered):
 
 def test_home_links_its_twin_the_feeds_the_api_and_mcp(rendered):
     root = parse(rendered["home"])
-    alternates = {n.attrs["type"]: n.attrs["href"] for n in root.iter("link") if n.attrs.get("rel") == "alternate"}
-    assert alternates == {"application/json": "https://reviews.example/insights.json",
-                          "application/atom+xml": "https://reviews.example/feed.xml",
-                          "application/feed+json": "https://reviews.example/api/feed.json"}
+    alternates = {
+        n.attrs["type"]: n.attrs["href"] for n in root.iter("link") if n.attrs.get("rel") == "alternate"
+    }
+    assert alternates == {
+        "application/json": "https://reviews.example/insights.json",
+        "application/atom+xml": "https://reviews.example/feed.xml",
+        "application/feed+json": "https://reviews.example/api/feed.json",
+    }
     hrefs = {a.attrs["href"] for a in root.iter("a")}
     assert {"/.well-known/openapi.json", "/feed.xml", "/api/feed.json", "/reviews"} <= hrefs
     assert "https://reviews.example/mcp" in root.text()
@@ -251,10 +275,18 @@ def test_home_shows_the_business_and_its_insights(docs, rendered):
     reviews, insights = docs
     text = " ".join(parse(rendered["home"]).text().split())
     business = reviews["business"]
-    for shown in (business["name"], business["category"], business["address"]["street_address"],
-                  "Mon, Wed, Fri", "08:00–18:00", insights["summary"], insights["faq"][0]["question"],
-                  insights["entities"]["technicians"][0]["name"], insights["entities"]["services"][0]["label"],
-                  "320 reviews"):
+    for shown in (
+        business["name"],
+        business["category"],
+        business["address"]["street_address"],
+        "Mon, Wed, Fri",
+        "08:00–18:00",
+        insights["summary"],
+        insights["faq"][0]["question"],
+        insights["entities"]["technicians"][0]["name"],
+        insights["entities"]["services"][0]["label"],
+        "320 reviews",
+    ):
         assert " ".join(shown.split()) in text, shown
     newest = render.newest_reviews(reviews["reviews"], render.HOME_REVIEWS)
     articles = list(parse(rendered["home"]).iter("article"))
@@ -297,12 +329,19 @@ def json_ld(root: Node) -> list[dict[str, Any]]:
 def test_home_has_local_business_json_ld_and_no_review_markup(docs, rendered):
     [data] = json_ld(parse(rendered["home"]))
     business = docs[0]["business"]
-    assert data["@type"] == "LocalBusiness" and data["name"] == business["name"] and data["url"] == business["url"]
+    assert (
+        data["@type"] == "LocalBusiness"
+        and data["name"] == business["name"]
+        and data["url"] == business["url"]
+    )
     assert data["address"]["streetAddress"] == business["address"]["street_address"]
     assert data["geo"] == {"@type": "GeoCoordinates", **business["geo"]}
-    assert data["openingHoursSpecification"][0] == {"@type": "OpeningHoursSpecification",
-                                                    "dayOfWeek": ["Monday", "Wednesday", "Friday"],
-                                                    "opens": "08:00", "closes": "18:00"}
+    assert data["openingHoursSpecification"][0] == {
+        "@type": "OpeningHoursSpecification",
+        "dayOfWeek": ["Monday", "Wednesday", "Friday"],
+        "opens": "08:00",
+        "closes": "18:00",
+    }
     for body in rendered.values():
         assert b"AggregateRating" not in body and b"aggregateRating" not in body
         assert b'"Review"' not in body and b"itemprop" not in body and b"itemtype" not in body
@@ -324,7 +363,9 @@ def test_json_ld_text_cannot_close_its_script(docs, hostile):
 @pytest.mark.parametrize("name", PAGE_NAMES)
 def test_hostile_text_stays_text(hostile, name):
     root = parse(hostile[name])
-    assert [n.attrs.get("type") for n in root.iter("script")] == (["application/ld+json"] if name == "home" else [])
+    assert [n.attrs.get("type") for n in root.iter("script")] == (
+        ["application/ld+json"] if name == "home" else []
+    )
     assert list(root.iter("img")) == [] and list(root.iter("textarea")) == []
     for node in root.iter():
         assert not [attr for attr in node.attrs if attr.startswith("on")], node.attrs
@@ -358,12 +399,20 @@ def style_hash(body: bytes) -> str:
 
 
 def test_csp_values():
-    assert pages.PAGE_CSP == (f"default-src 'none'; style-src {policy.STYLE_HASH}; img-src 'self' data:; "
-                              "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+    assert pages.PAGE_CSP == (
+        f"default-src 'none'; style-src {policy.STYLE_HASH}; img-src 'self' data:; "
+        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
     assert pages.WIDGET_CSP == pages.PAGE_CSP.replace("frame-ancestors 'none'", "frame-ancestors *")
     page_headers, widget_headers = dict(pages.PAGE_HEADERS), dict(pages.WIDGET_HEADERS)
-    assert page_headers["Content-Security-Policy"] == pages.PAGE_CSP and page_headers["X-Frame-Options"] == "DENY"
-    assert widget_headers["Content-Security-Policy"] == pages.WIDGET_CSP and "X-Frame-Options" not in widget_headers
+    assert (
+        page_headers["Content-Security-Policy"] == pages.PAGE_CSP
+        and page_headers["X-Frame-Options"] == "DENY"
+    )
+    assert (
+        widget_headers["Content-Security-Policy"] == pages.WIDGET_CSP
+        and "X-Frame-Options" not in widget_headers
+    )
     for headers in (page_headers, widget_headers):
         assert headers["X-Content-Type-Options"] == "nosniff" and headers["Referrer-Policy"] == "no-referrer"
         assert headers["Content-Type"] == "text/html; charset=utf-8"
@@ -377,7 +426,10 @@ def test_the_csp_allows_exactly_the_page_style_and_nothing_outside(rendered, nam
     for node in root.iter():
         assert "style" not in node.attrs and "src" not in node.attrs
         if node.tag == "link":
-            assert node.attrs["rel"] in ("alternate", "canonical") or node.attrs == {"rel": "icon", "href": "data:,"}
+            assert node.attrs["rel"] in ("alternate", "canonical") or node.attrs == {
+                "rel": "icon",
+                "href": "data:,",
+            }
 
 
 # Size
@@ -399,17 +451,30 @@ def test_home_stays_small_with_the_longest_reviews(docs):
 
 def test_widget_options_defaults_and_values():
     assert pages.parse_widget_options({}) == pages.WidgetOptions(count=3, min_rating=1, theme="auto")
-    assert pages.parse_widget_options({"count": "10", "min_rating": "4", "theme": "dark"}) == \
-        pages.WidgetOptions(count=10, min_rating=4, theme="dark")
+    assert pages.parse_widget_options(
+        {"count": "10", "min_rating": "4", "theme": "dark"}
+    ) == pages.WidgetOptions(count=10, min_rating=4, theme="dark")
 
 
-@pytest.mark.parametrize("args, bad", [
-    ({"count": "0"}, ["count"]), ({"count": "11"}, ["count"]), ({"count": "two"}, ["count"]),
-    ({"count": "٣"}, ["count"]), ({"count": "-1"}, ["count"]), ({"count": ""}, ["count"]),
-    ({"min_rating": "6"}, ["min_rating"]), ({"min_rating": "4.5"}, ["min_rating"]),
-    ({"theme": "blue"}, ["theme"]), ({"colour": "red"}, ["colour"]),
-    ({"count": "0", "theme": "x", "min_rating": "0", "lang": "fr"}, ["lang", "count", "min_rating", "theme"]),
-])
+@pytest.mark.parametrize(
+    "args, bad",
+    [
+        ({"count": "0"}, ["count"]),
+        ({"count": "11"}, ["count"]),
+        ({"count": "two"}, ["count"]),
+        ({"count": "٣"}, ["count"]),
+        ({"count": "-1"}, ["count"]),
+        ({"count": ""}, ["count"]),
+        ({"min_rating": "6"}, ["min_rating"]),
+        ({"min_rating": "4.5"}, ["min_rating"]),
+        ({"theme": "blue"}, ["theme"]),
+        ({"colour": "red"}, ["colour"]),
+        (
+            {"count": "0", "theme": "x", "min_rating": "0", "lang": "fr"},
+            ["lang", "count", "min_rating", "theme"],
+        ),
+    ],
+)
 def test_widget_options_are_refused_with_every_reason(args, bad):
     with pytest.raises(pages.WidgetOptionsError) as refused:
         pages.parse_widget_options(args)
@@ -427,8 +492,10 @@ def test_widget_shows_the_newest_reviews_above_the_minimum(docs):
     assert next(root.iter("html")).attrs["class"] == "theme-light"
     links = [a for a in root.iter("a")]
     assert links and all(a.attrs["target"] == "_blank" and "noopener" in a.attrs["rel"] for a in links)
-    assert all(a.attrs["href"].startswith(("https://reviews.example/", "https://www.google.com/", "https://"))
-               for a in links)
+    assert all(
+        a.attrs["href"].startswith(("https://reviews.example/", "https://www.google.com/", "https://"))
+        for a in links
+    )
 
 
 def test_widget_auto_theme_has_no_class(docs):
@@ -439,4 +506,6 @@ def test_widget_auto_theme_has_no_class(docs):
 def test_newest_reviews_ignores_input_order(docs):
     shuffled = sorted(docs[0]["reviews"], key=lambda r: r["author"])
     newest = render.newest_reviews(shuffled, 5)
-    assert [(r["date"], r["id"]) for r in newest] == sorted(((r["date"], r["id"]) for r in shuffled), reverse=True)[:5]
+    assert [(r["date"], r["id"]) for r in newest] == sorted(
+        ((r["date"], r["id"]) for r in shuffled), reverse=True
+    )[:5]

@@ -1,7 +1,8 @@
 // Loads each page in headless chromium at two widths and both colour schemes, and reports what fails:
 // axe-core violations, horizontal overflow, requests leaving the origin, console errors (CSP included).
 // Run by tools/browser-check, which starts the server; argv[2] is a JSON job:
-// {chromium, origin, shots, fullPage, maxShotHeight, pages: [{name, url}]}. Prints one line per check;
+// {chromium, origin, shots, only, maxShotHeight, pages: [{name, url}]}; `only` (optional) lists the
+// screenshots to keep as "name-width-scheme". Prints one line per check;
 // exit status 1 when anything failed.
 
 import fs from "node:fs";
@@ -51,7 +52,7 @@ async function checkPage(target, width, scheme) {
 
   const { scrollWidth, innerWidth } = await page.evaluate(() => ({
     scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth }));
-  if (scrollWidth > innerWidth) fail(where, `horizontal overflow: scrollWidth ${scrollWidth} > ${innerWidth}`);
+  if (scrollWidth > innerWidth) fail(where, `horizontal overflow: scrollWidth ${scrollWidth} > ${innerWidth} px`);
 
   // Runtime.evaluate is not subject to the page's CSP (script-src 'none'), so axe runs in the page as is.
   await page.evaluate(AXE_SOURCE);
@@ -60,11 +61,13 @@ async function checkPage(target, width, scheme) {
     const nodes = violation.nodes.slice(0, 3).map((node) => node.target.join(" ")).join(" | ");
     fail(where, `axe ${violation.id} (${violation.impact}): ${violation.help}: ${nodes}`);
   }
-  if (job.shots) {
-    const file = path.join(job.shots, `${target.name}-${width}-${scheme}.png`);
+  const shot = `${target.name}-${width}-${scheme}`;
+  if (job.shots && (!job.only || job.only.includes(shot))) {
+    const file = path.join(job.shots, `${shot}.png`);
     const height = await page.evaluate(() => document.documentElement.scrollHeight);
     const clipHeight = job.maxShotHeight ? Math.min(height, job.maxShotHeight) : height;
-    await page.screenshot({ path: file, clip: { x: 0, y: 0, width, height: clipHeight }, captureBeyondViewport: true });
+    const clip = { x: 0, y: 0, width, height: clipHeight };
+    await page.screenshot({ path: file, clip, captureBeyondViewport: true });
   }
   await page.close();
   console.log(`ok   ${where}`);
