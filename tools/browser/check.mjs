@@ -33,6 +33,7 @@ function fail(where, what) {
 
 async function checkPage(target, width, scheme) {
   const where = `${target.name} @${width}px ${scheme}`;
+  const failedBefore = failures.length;
   const page = await browser.newPage();
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: scheme }]);
   await page.setViewport({ width, height: 900 });
@@ -70,7 +71,7 @@ async function checkPage(target, width, scheme) {
     await page.screenshot({ path: file, clip, captureBeyondViewport: true });
   }
   await page.close();
-  console.log(`ok   ${where}`);
+  if (failures.length === failedBefore) console.log(`ok   ${where}`);
 }
 
 try {
