@@ -20,8 +20,10 @@ from .forms import SEARCH_FIELDS, FieldSpec, WidgetOptions
 from .policy import STYLESHEET, TEMPLATES
 from .structured_data import json_ld_script, local_business
 
+NOT_FILTERS = {"limit", "sort", "cursor"}  # parameters that page or order the reviews but keep them all
 HOME_REVIEWS = 6  # the newest reviews on /
-HOME_EXCERPT = 420  # characters of a review or reply shown on / and in the widget; the permalink has all
+HOME_EXCERPT = 420  # characters of a review or a reply shown on /; the permalink shows all
+WIDGET_EXCERPT = 280  # the same in the widget
 DAY_NAMES = {"mo": "Mon", "tu": "Tue", "we": "Wed", "th": "Thu", "fr": "Fri", "sa": "Sat", "su": "Sun"}
 SOURCE_NAMES = {
     "google": "Google",
@@ -123,7 +125,7 @@ def render_reviews(reviews_doc: Mapping[str, Any], page: ReviewsPage, site: Site
         page=page,
         params=page.params,
         errors=errors,
-        filtered=bool(given),
+        filtered=bool(set(given) - NOT_FILTERS),
     )
 
 
@@ -238,4 +240,9 @@ _ENV.filters.update(
     tel=_tel,
     percent=_percent,
 )
-_ENV.globals.update(stylesheet=Markup(STYLESHEET), review_path=review_path, month_name=charts.month_name)
+_ENV.globals.update(
+    stylesheet=Markup(STYLESHEET),
+    review_path=review_path,
+    HOME_EXCERPT=HOME_EXCERPT,
+    WIDGET_EXCERPT=WIDGET_EXCERPT,
+)
