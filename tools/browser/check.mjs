@@ -1,9 +1,10 @@
 // Loads each page in headless chromium at two widths and both colour schemes, and reports what fails:
 // axe-core violations, horizontal overflow, requests leaving the origin, console errors (CSP included).
 // Run by tools/browser-check, which starts the server; argv[2] is a JSON job:
-// {chromium, origin, shots, only, maxShotHeight, pages: [{name, url}]}; `only` (optional) lists the
-// screenshots to keep as "name-width-scheme". Prints one line per check;
-// exit status 1 when anything failed.
+// {chromium, origin, shots, only, maxShotHeight, pages: [{name, url}], framing: {embedder, widget, page}};
+// `only` (optional) lists the screenshots to keep as "name-width-scheme"; `framing` (optional): the page
+// at `embedder`, of another origin, frames `widget` and `page`, and must show the first and not the second.
+// Prints one line per check; exit status 1 when anything failed.
 
 import fs from "node:fs";
 import path from "node:path";
@@ -41,7 +42,7 @@ async function checkPage(target, width, scheme) {
   page.on("request", (request) => {
     const url = request.url();
     if (url.startsWith("data:") || new URL(url).origin === job.origin) return request.continue();
-    fail(where, `request leaves the origin: ${url}`);
+    fail(where, `request leaves the origin: ${url.slice(0, 120)}`);
     return request.abort();
   });
   page.on("console", (message) => {
@@ -53,7 +54,7 @@ async function checkPage(target, width, scheme) {
 
   const { scrollWidth, innerWidth } = await page.evaluate(() => ({
     scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth }));
-  if (scrollWidth > innerWidth) fail(where, `horizontal overflow: scrollWidth ${scrollWidth} > ${innerWidth} px`);
+  if (scrollWidth > innerWidth) fail(where, `horizontal overflow: scrollWidth ${scrollWidth} > ${innerWidth}`);
 
   // Runtime.evaluate is not subject to the page's CSP (script-src 'none'), so axe runs in the page as is.
   await page.evaluate(AXE_SOURCE);
@@ -74,7 +75,39 @@ async function checkPage(target, width, scheme) {
   if (failures.length === failedBefore) console.log(`ok   ${where}`);
 }
 
+// Another origin (tools/browser-check serves it on another port) frames the widget and a page.
+async function checkFraming({ embedder, widget, page: other }) {
+  const failedBefore = failures.length;
+  const page = await browser.newPage();
+  const refusals = [];
+  await page.setRequestInterception(true);
+  page.on("request", (request) => {
+    const url = request.url();
+    const origin = url.startsWith("data:") ? null : new URL(url).origin;
+    if (!origin || origin === job.origin || origin === new URL(embedder).origin) return request.continue();
+    fail("framing", `request leaves the origin: ${url.slice(0, 120)}`);
+    return request.abort();
+  });
+  page.on("console", (message) => {
+    if (message.type() === "error") refusals.push(message.text());
+  });
+  await page.goto(embedder, { waitUntil: "load" });
+  const shows = async (url) => {
+    const frame = page.frames().find((f) => f.url() === url);
+    return Boolean(frame && (await frame.$("h1")));
+  };
+  if (!(await shows(widget))) fail("framing", `another site cannot frame ${widget}`);
+  if (await shows(other)) fail("framing", `another site can frame ${other}`);
+  if (!refusals.some((text) => text.includes("frame-ancestors") && text.includes(other))) {
+    fail("framing", `no frame-ancestors refusal for ${other}: ${JSON.stringify(refusals)}`);
+  }
+  if (refusals.some((text) => text.includes(widget))) fail("framing", `widget refused: ${refusals}`);
+  await page.close();
+  if (failures.length === failedBefore) console.log("ok   framing: another site frames the widget, not /");
+}
+
 try {
+  if (job.framing) await checkFraming(job.framing);
   for (const target of job.pages) {
     for (const width of WIDTHS) {
       for (const scheme of SCHEMES) await checkPage(target, width, scheme);
