@@ -54,7 +54,7 @@ async function checkPage(target, width, scheme) {
 
   const { scrollWidth, innerWidth } = await page.evaluate(() => ({
     scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth }));
-  if (scrollWidth > innerWidth) fail(where, `horizontal overflow: scrollWidth ${scrollWidth} > ${innerWidth}`);
+  if (scrollWidth > innerWidth) fail(where, `horizontal overflow: ${scrollWidth} px > ${innerWidth} px`);
 
   // Runtime.evaluate is not subject to the page's CSP (script-src 'none'), so axe runs in the page as is.
   await page.evaluate(AXE_SOURCE);
