@@ -8,6 +8,7 @@ reviews, replies, the business itself) is always text, never markup.
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import quote, urlencode
@@ -184,8 +185,8 @@ def _render(template: str, site: Site, reviews_doc: Mapping[str, Any], **context
 
 
 def _stars(rating: float) -> Markup:
-    """★★★★☆ for 4 (rounded to whole stars), labelled for screen readers with the exact figure."""
-    whole = max(0, min(5, round(rating)))
+    """★★★★☆ for 4 (half up to whole stars: round() would make 4.5 four and 3.5 four), labelled with the figure."""
+    whole = max(0, min(5, math.floor(rating + 0.5)))
     label = f"{rating:g} out of 5 stars"
     return Markup('<span class="stars" role="img" aria-label="{}">{}</span>').format(
         label, "★" * whole + "☆" * (5 - whole)
