@@ -185,7 +185,7 @@ def _render(template: str, site: Site, reviews_doc: Mapping[str, Any], **context
 
 
 def _stars(rating: float) -> Markup:
-    """★★★★☆ for 4 (half up to whole stars: round() would make 4.5 four and 3.5 four), labelled with the figure."""
+    """★★★★☆ for 4: whole stars, half up (round() would show 4.5 as four); the label has the figure."""
     whole = max(0, min(5, math.floor(rating + 0.5)))
     label = f"{rating:g} out of 5 stars"
     return Markup('<span class="stars" role="img" aria-label="{}">{}</span>').format(
