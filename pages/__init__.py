@@ -1,0 +1,35 @@
+"""HTML pages and the embeddable widget: pure renderers over the two data documents.
+
+The app calls the render_* functions and answers with the headers of policy.py; see docs/pages.md.
+"""
+
+from .forms import (
+    FORTHCOMING_FIELDS,
+    SEARCH_FIELDS,
+    FieldSpec,
+    WidgetOptions,
+    WidgetOptionsError,
+    parse_widget_options,
+)
+from .policy import PAGE_CSP, PAGE_HEADERS, WIDGET_CSP, WIDGET_HEADERS
+from .render import ReviewsPage, Site, render_home, render_review, render_reviews, render_widget, review_path
+
+__all__ = [
+    "FORTHCOMING_FIELDS",
+    "SEARCH_FIELDS",
+    "FieldSpec",
+    "WidgetOptions",
+    "WidgetOptionsError",
+    "parse_widget_options",
+    "PAGE_CSP",
+    "PAGE_HEADERS",
+    "WIDGET_CSP",
+    "WIDGET_HEADERS",
+    "ReviewsPage",
+    "Site",
+    "render_home",
+    "render_review",
+    "render_reviews",
+    "render_widget",
+    "review_path",
+]

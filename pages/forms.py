@@ -1,0 +1,122 @@
+"""What the pages take from a query string: the /reviews form's fields and the widget's options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+_ANY = ("", "Any")
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One control of the /reviews form; `name` is the search parameter it sets."""
+
+    name: str
+    label: str
+    kind: str  # an <input> type ("search", "text", "number", "date") or "select"
+    choices: tuple[tuple[str, str], ...] = ()  # (value, label) of a select's options
+    attrs: Mapping[str, str] = field(default_factory=dict)  # extra input attributes: min, max, maxlength, ...
+
+
+# The search parameters of schemas/search-params.schema.json, in the order the form shows them.
+SEARCH_FIELDS: tuple[FieldSpec, ...] = (
+    FieldSpec("query", "Words in the review", "search", attrs={"maxlength": "200"}),
+    FieldSpec(
+        "rating",
+        "Stars",
+        "select",
+        (_ANY, *((str(n), f"{n} stars" if n > 1 else "1 star") for n in range(5, 0, -1))),
+    ),
+    FieldSpec(
+        "min_rating", "At least", "select", (_ANY, *((str(n), f"{n} stars or more") for n in range(4, 1, -1)))
+    ),
+    FieldSpec("since", "From", "date"),
+    FieldSpec("until", "To", "date"),
+    FieldSpec("mentions_technician", "Practitioner", "text", attrs={"maxlength": "200"}),
+    FieldSpec("mentions_service", "Service", "text", attrs={"maxlength": "200"}),
+    FieldSpec("limit", "Per page", "number", attrs={"min": "1", "max": "100", "placeholder": "20"}),
+)
+
+# Filters the search code is about to take: when it does, move the spec into SEARCH_FIELDS (one line).
+# `cursor` is no field: the next-page link carries it, and submitting the form starts again at page one.
+FORTHCOMING_FIELDS: tuple[FieldSpec, ...] = (
+    FieldSpec(
+        "sort",
+        "Order",
+        "select",
+        (
+            ("newest", "Newest first"),
+            ("oldest", "Oldest first"),
+            ("highest", "Highest rated"),
+            ("lowest", "Lowest rated"),
+        ),
+    ),
+    FieldSpec("source", "Published on", "text", attrs={"maxlength": "40"}),
+    FieldSpec(
+        "has_text", "Written review", "select", (_ANY, ("true", "With text"), ("false", "Rating only"))
+    ),
+    FieldSpec("has_reply", "Owner reply", "select", (_ANY, ("true", "Replied"), ("false", "Not replied"))),
+)
+
+
+@dataclass(frozen=True)
+class WidgetOptions:
+    """What /widget shows: the `count` newest reviews rated at least `min_rating`, in a colour theme."""
+
+    count: int = 3
+    min_rating: int = 1
+    theme: str = "auto"  # "light", "dark" or "auto" (follows the visitor's prefers-color-scheme)
+
+
+WIDGET_THEMES = ("auto", "light", "dark")
+WIDGET_COUNT_RANGE = (1, 10)
+WIDGET_RATING_RANGE = (1, 5)
+
+
+class WidgetOptionsError(ValueError):
+    """Bad /widget query parameters; `issues` has the search API's shape ({path, code, message})."""
+
+    def __init__(self, issues: list[dict[str, Any]]):
+        self.issues = issues
+        super().__init__("invalid widget options: " + "; ".join(issue["message"] for issue in issues))
+
+
+def parse_widget_options(args: Mapping[str, str]) -> WidgetOptions:
+    """The options of a /widget query string (request.args fits); every problem is reported at once."""
+    issues: list[dict[str, Any]] = []
+    known = ("count", "min_rating", "theme")
+    for name in sorted(set(args) - set(known)):
+        issues.append(
+            _issue(name, "unknown_parameter", f"unknown parameter {name!r}; known: {', '.join(known)}")
+        )
+    count = _whole_number(args, "count", WidgetOptions.count, WIDGET_COUNT_RANGE, issues)
+    min_rating = _whole_number(args, "min_rating", WidgetOptions.min_rating, WIDGET_RATING_RANGE, issues)
+    theme = args.get("theme", WidgetOptions.theme)
+    if theme not in WIDGET_THEMES:
+        issues.append(
+            _issue("theme", "enum", f"theme must be one of {', '.join(WIDGET_THEMES)}, got {theme!r}")
+        )
+    if issues:
+        raise WidgetOptionsError(issues)
+    return WidgetOptions(count=count, min_rating=min_rating, theme=theme)
+
+
+def _whole_number(
+    args: Mapping[str, str], name: str, default: int, bounds: tuple[int, int], issues: list[dict[str, Any]]
+) -> int:
+    raw = args.get(name)
+    if raw is None:
+        return default
+    low, high = bounds
+    # isdecimal would take other scripts' digits, which int() reads: ASCII only, as in a URL.
+    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
+        issues.append(
+            _issue(name, "range", f"{name} must be a whole number from {low} to {high}, got {raw!r}")
+        )
+        return default
+    return int(raw)
+
+
+def _issue(name: str, code: str, message: str) -> dict[str, Any]:
+    return {"path": [name], "code": code, "message": message}
