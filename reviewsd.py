@@ -58,6 +58,7 @@ from .hub import Hub, start_hub
 from .logs import configure_logging
 from .mcp_rpc import McpServer
 from .mcpserver.transport import McpEndpoint
+from .pages import PAGE_HEADERS, ReviewsPage, WidgetOptionsError, parse_widget_options, render_reviews
 from .reviews.dataset import DataError, DataStore, check_data_dir, encode_json
 from .reviews.search import InvalidParams, decode_query_args, run_search, search_result_json, validate_date
 from .web.feeds import HUB_PATH, OPENAPI_PATH
@@ -73,7 +74,7 @@ from .web.payloads import (
     make_payload,
     status_line,
 )
-from .web.snapshot import Snapshot, build_snapshot
+from .web.snapshot import Snapshot, build_snapshot, pages_document
 
 log = logging.getLogger("reviewsd")
 
@@ -123,6 +124,11 @@ class ReviewsApp:
             Rule("/api/reviews/since/<anything:date>", endpoint="since", methods=GET),
             Rule("/api/reviews/<review_id>", endpoint="review", methods=GET),
             Rule("/healthz", endpoint="healthz", methods=GET),
+            # pages for people (pages/)
+            Rule("/", endpoint="payload", methods=GET),
+            Rule("/reviews", endpoint="reviews_page", methods=GET),
+            Rule("/reviews/<review_id>", endpoint="review_page", methods=GET),
+            Rule("/widget", endpoint="widget", methods=GET),
             # the parts create_app hands the app (mcp_rpc.py, hub.py)
             Rule("/mcp", endpoint="attached", defaults={"part": "mcp"}, methods=["POST", "DELETE"]),
             Rule(HUB_PATH, endpoint="attached", defaults={"part": "hub"}, methods=["POST"]),
@@ -227,23 +233,43 @@ class ReviewsApp:
 
     def on_payload(self, environ: Mapping[str, Any]) -> Triple:
         """The routed twin of the fast path in __call__: the path with a trailing slash (strict_slashes=False)."""
-        payload = self.store.current.payloads.get(environ["PATH_INFO"].rstrip("/"))
+        payload = self.store.current.payloads.get(environ["PATH_INFO"].rstrip("/") or "/")
         if payload is None:
             raise NotFound()
         return answer(environ, payload)
 
     def on_search(self, environ: Mapping[str, Any]) -> Triple:
-        """A body made for this request: no validators; gzip only when asked, at a cheap level."""
-        args = decode_query_args(query_args(environ))
         dataset = self.store.current.dataset
-        body = search_result_json(dataset, *run_search(dataset, args))
-        headers = [("Content-Type", JSON), *READ_HEADERS, ("Vary", "Accept-Encoding")]
-        encoding = environ.get("HTTP_ACCEPT_ENCODING")
-        if encoding and len(body) >= GZIP_MIN_BYTES and accepts_gzip(encoding):
-            body = gzip.compress(body, compresslevel=5, mtime=0)
-            headers.append(("Content-Encoding", "gzip"))
-        headers.append(("Content-Length", str(len(body))))
-        return "200 OK", headers, body
+        body = search_result_json(dataset, *run_search(dataset, decode_query_args(query_args(environ))))
+        return made_for_request(environ, "200 OK", body, [("Content-Type", JSON)])
+
+    def on_reviews_page(self, environ: Mapping[str, Any]) -> Triple:
+        """The search form and one page of its results, found by the same code as /api/reviews/search."""
+        snapshot = self.store.current
+        given = query_args(environ)
+        params = {name: values[0] for name, values in given.items()}  # shown back in the form
+        status = "200 OK"
+        try:
+            matched, positions = run_search(snapshot.dataset, decode_query_args(given))
+            page = ReviewsPage([snapshot.dataset.reviews[p] for p in positions], params, matched)
+        except InvalidParams as exc:  # the form again, each problem beside its field
+            status, page = "400 Bad Request", ReviewsPage([], params, issues=exc.issues)
+        body = render_reviews(pages_document(snapshot.dataset, ()), page, snapshot.site)
+        return made_for_request(environ, status, body, PAGE_HEADERS)
+
+    def on_review_page(self, environ: Mapping[str, Any], review_id: str) -> Triple:
+        payload = self.store.current.review_page(review_id)
+        if payload is None:
+            raise NotFound()
+        return answer(environ, payload)
+
+    def on_widget(self, environ: Mapping[str, Any]) -> Triple:
+        given = {name: values[-1] for name, values in query_args(environ).items()}
+        try:
+            options = parse_widget_options(given)
+        except WidgetOptionsError as exc:
+            raise InvalidParams(exc.issues) from None
+        return answer(environ, self.store.current.widget(options))
 
     def on_since(self, environ: Mapping[str, Any], date: str) -> Triple:
         return answer(environ, self.store.current.since(validate_date("date", date)))
@@ -299,6 +325,19 @@ class ReviewsApp:
         if getattr(self, part) is None:
             raise NotFound()
         return getattr(self, part).handle(environ)
+
+
+def made_for_request(
+    environ: Mapping[str, Any], status: str, body: bytes, headers: Sequence[tuple[str, str]]
+) -> Triple:
+    """An answer made for one request (search, /reviews): no validators; gzip only when asked, at a cheap level."""
+    headers = [*headers[:1], *READ_HEADERS, *headers[1:], ("Vary", "Accept-Encoding")]
+    encoding = environ.get("HTTP_ACCEPT_ENCODING")
+    if encoding and len(body) >= GZIP_MIN_BYTES and accepts_gzip(encoding):
+        body = gzip.compress(body, compresslevel=5, mtime=0)
+        headers.append(("Content-Encoding", "gzip"))
+    headers.append(("Content-Length", str(len(body))))
+    return status, headers, body
 
 
 def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:

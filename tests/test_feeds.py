@@ -405,6 +405,7 @@ REPLIED = make_review(
     verified=True,
 )
 ITEM_URL = f"{BASE}/api/reviews/{ulid(1)}"
+PAGE_URL = f"{BASE}/reviews/{ulid(1)}"
 REPLIED_CONTENT = "Fixed my back.\n\nReply from the owner (2025-03-04): Thank you, Jane!"
 
 
@@ -422,7 +423,7 @@ def test_json_feed_exact_document() -> None:
         "items": [
             {
                 "id": ITEM_URL,
-                "url": ITEM_URL,
+                "url": PAGE_URL,
                 "title": "★★★★☆ 4/5 from Jane D.",
                 "content_text": REPLIED_CONTENT,
                 "date_published": "2025-03-01T00:00:00Z",
@@ -484,7 +485,8 @@ def test_atom_exact_document() -> None:
         ("title", "★★★★☆ 4/5 from Jane D.", {"type": "text"}),
         ("updated", "2025-03-04T00:00:00Z", {}),
         ("published", "2025-03-01T00:00:00Z", {}),
-        ("link", None, {"rel": "alternate", "href": ITEM_URL}),
+        ("link", None, {"rel": "alternate", "type": "text/html", "href": PAGE_URL}),
+        ("link", None, {"rel": "alternate", "type": "application/json", "href": ITEM_URL}),
         ("link", None, {"rel": "related", "href": "https://maps.example.com/r/1"}),
         ("category", None, {"term": "rating-4"}),
         ("content", REPLIED_CONTENT, {"type": "text"}),

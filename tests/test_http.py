@@ -474,6 +474,8 @@ def test_openapi_names_every_header_a_read_answer_carries(
         "/api/reviews/since/{date}": "/api/reviews/since/2025-01-01",
         "/api/reviews/{id}": f"/api/reviews/{review_id}",
         "/api/reviews/search": "/api/reviews/search?rating=5",
+        "/reviews/{id}": f"/reviews/{review_id}",
+        "/reviews": "/reviews?rating=5",
     }
     framing = {"Content-Type", "Content-Length"}  # OpenAPI states these through content and bodies
     for path, operations in openapi["paths"].items():

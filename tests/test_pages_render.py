@@ -14,12 +14,8 @@ from typing import Any
 
 import pytest
 
-try:
-    from reviewsd_app import pages  # installed, or a checkout laid out as the package
-    from reviewsd_app.pages import policy, render
-except ImportError:
-    import pages  # a checkout of flat modules: conftest puts its root on sys.path
-    from pages import policy, render
+from reviewsd_app import pages
+from reviewsd_app.pages import policy, render
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SITE = pages.Site(base_url="https://reviews.example")

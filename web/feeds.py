@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import date
 from urllib.parse import quote
 
+from ..pages.render import review_path
+
 JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
 JSON_FEED_PATH = "/api/feed.json"
 ATOM_FEED_PATH = "/feed.xml"
@@ -44,6 +46,11 @@ def review_url(base_url: str, review_id: str) -> str:
     return f"{base_url.rstrip('/')}/api/reviews/{quote(review_id, safe='')}"
 
 
+def review_page_url(base_url: str, review_id: str) -> str:
+    """URL of one review's page for people (its permalink): the feeds' item `url` and rel=alternate link."""
+    return base_url.rstrip("/") + review_path(review_id)
+
+
 def xml_safe(text: str) -> str:
     """Remove every character XML 1.0 forbids (the same text goes to both feeds)."""
     return _XML_FORBIDDEN.sub("", text)
@@ -62,12 +69,12 @@ def _item(review: Mapping, base_url: str) -> dict:
     author = xml_safe(review["author"])
     author = author if author.strip() else "Anonymous"
     review_id = xml_safe(review["id"])
-    url = review_url(base_url, review_id)
+    url = review_url(base_url, review_id)  # the item id: stable, as it was before the pages existed
     text = xml_safe(review.get("text") or "")
     published = date.fromisoformat(review["date"])
     item: dict = {
         "id": url,
-        "url": url,
+        "url": review_page_url(base_url, review_id),
         "title": f"{stars} {rating}/5 from {author}",
         "content_text": text if text.strip() else f"Rated {rating} out of 5. No written review.",
         "date_published": _rfc3339(published),
@@ -159,7 +166,8 @@ def render_atom_feed(reviews: Sequence[Mapping], site: FeedSite) -> bytes:
         _sub(entry, "updated", item.get("date_modified", item["date_published"]))
         _sub(entry, "published", item["date_published"])
         _sub(_sub(entry, "author"), "name", item["authors"][0]["name"])
-        _sub(entry, "link", rel="alternate", href=item["id"])
+        _sub(entry, "link", rel="alternate", type="text/html", href=item["url"])
+        _sub(entry, "link", rel="alternate", type="application/json", href=item["id"])
         if "external_url" in item:
             _sub(entry, "link", rel="related", href=item["external_url"])
         _sub(entry, "category", term=f"rating-{item['_reviewsd']['rating']}")

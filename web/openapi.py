@@ -97,6 +97,22 @@ TOPIC_HEADERS = {
 }
 # A search answer is made per request: no validators.
 SEARCH_HEADERS = {k: v for k, v in READ_HEADERS.items() if k not in ("ETag", "Last-Modified")}
+# The HTML pages add their security headers (pages/policy.py) to the answers' usual ones.
+PAGE_SECURITY = {
+    "Content-Security-Policy": _header(
+        "No outside source, no script, the inline stylesheet by its hash; `frame-ancestors 'none'`."
+    ),
+    "X-Frame-Options": _header("`DENY`: never shown in a frame."),
+    "Referrer-Policy": _header("`no-referrer`."),
+    "X-Content-Type-Options": _header("`nosniff`."),
+}
+PAGE_HEADERS = {**READ_HEADERS, **PAGE_SECURITY}
+WIDGET_HEADERS = {
+    **READ_HEADERS,
+    **{k: v for k, v in PAGE_SECURITY.items() if k != "X-Frame-Options"},
+    "Content-Security-Policy": _header("As the pages', but `frame-ancestors *`: any site may frame it."),
+}
+HTML_PAGE = {"type": "string", "description": "An HTML page (docs/pages.md)."}
 CONDITIONAL_PARAMS = [
     _header_param(
         "If-None-Match",
@@ -216,6 +232,7 @@ TAGS = [
     {"name": "mcp", "description": "The Model Context Protocol server for AI agents."},
     {"name": "websub", "description": "The WebSub hub: subscriptions to the topics."},
     {"name": "operations", "description": "For operators and tools: health and this document."},
+    {"name": "pages", "description": "HTML pages for people and the embeddable widget (docs/pages.md)."},
 ]
 
 HEALTH_SCHEMA = {
@@ -241,6 +258,42 @@ HUB_ANSWERS = {  # each with a plain-text body (hub.py)
     "503": "The hub is stopping, its state store is unusable, or another server's hub holds the state directory: "
     "a plain-text reason; see Retry-After.",
 }
+
+
+SEARCH_QUERY_PARAMS = [
+    {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": spec.get("description", ""),
+        "schema": copy.deepcopy(spec),
+    }
+    for name, spec in SCHEMAS[SEARCH_PARAMS]["properties"].items()
+]
+REVIEW_ID_PARAM = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "description": "Review id (ULID).",
+    "schema": ref("Review", "properties", "id"),
+}
+WIDGET_PARAMS = [
+    (
+        "count",
+        "How many reviews (default 3).",
+        {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
+    ),
+    (
+        "min_rating",
+        "Only reviews with at least this many stars (default 1).",
+        {"type": "integer", "minimum": 1, "maximum": 5, "default": 1},
+    ),
+    (
+        "theme",
+        "Colours: `auto` follows the visitor's setting (default).",
+        {"enum": ["auto", "light", "dark"], "default": "auto"},
+    ),
+]
 
 
 def _paths() -> dict[str, Any]:
@@ -294,16 +347,7 @@ def _paths() -> dict[str, Any]:
                         "parameter, wrong type, out of range, impossible date, since after until)."
                     ),
                 },
-                [
-                    {
-                        "name": name,
-                        "in": "query",
-                        "required": False,
-                        "description": spec.get("description", ""),
-                        "schema": copy.deepcopy(spec),
-                    }
-                    for name, spec in SCHEMAS[SEARCH_PARAMS]["properties"].items()
-                ],
+                SEARCH_QUERY_PARAMS,
             )
         },
         "/api/reviews/since/{date}": {
@@ -335,14 +379,73 @@ def _paths() -> dict[str, Any]:
                 "One review",
                 "A single review by its id (ULID). Feed items link here.",
                 {**_representation(ref("Review"), "The review."), "404": _error("No review has this id.")},
+                [REVIEW_ID_PARAM, *CONDITIONAL_PARAMS],
+            )
+        },
+        "/": _read(
+            "getHomePage",
+            "pages",
+            "The business at a glance (HTML)",
+            "For people: the business, its ratings and insights as charts, and the newest reviews. "
+            "JSON paths stay JSON whatever Accept says.",
+            HTML_PAGE,
+            "text/html",
+            PAGE_HEADERS,
+        ),
+        "/reviews": {
+            "get": _operation(
+                "getReviewsPage",
+                "pages",
+                "Reviews, searched (HTML)",
+                "The search form and one page of results, found by the same code and parameters as "
+                "/api/reviews/search.",
+                {
+                    "200": _json(
+                        HTML_PAGE,
+                        "The form and the matching reviews.",
+                        "text/html",
+                        {k: v for k, v in PAGE_HEADERS.items() if k not in ("ETag", "Last-Modified")},
+                    ),
+                    "400": _json(HTML_PAGE, "The form again, each problem beside its field.", "text/html"),
+                },
+                SEARCH_QUERY_PARAMS,
+            )
+        },
+        "/reviews/{id}": {
+            "get": _operation(
+                "getReviewPage",
+                "pages",
+                "One review's permalink page (HTML)",
+                "Feed items and every public review link point here; it links its JSON twin.",
+                {
+                    **_representation(HTML_PAGE, "The review's page.", "text/html", PAGE_HEADERS),
+                    "404": _error("No review has this id."),
+                },
+                [REVIEW_ID_PARAM, *CONDITIONAL_PARAMS],
+            )
+        },
+        "/widget": {
+            "get": _operation(
+                "getWidget",
+                "pages",
+                "The embeddable widget (HTML, for an iframe)",
+                "The newest reviews in a small page made to be framed by the business's own site; loads "
+                "nothing else and sets no cookie.",
+                {
+                    **_representation(HTML_PAGE, "The widget.", "text/html", WIDGET_HEADERS),
+                    "400": _error("Invalid options: `issues` lists every problem."),
+                },
                 [
-                    {
-                        "name": "id",
-                        "in": "path",
-                        "required": True,
-                        "description": "Review id (ULID).",
-                        "schema": ref("Review", "properties", "id"),
-                    },
+                    *(
+                        {
+                            "name": name,
+                            "in": "query",
+                            "required": False,
+                            "description": text,
+                            "schema": schema,
+                        }
+                        for name, text, schema in WIDGET_PARAMS
+                    ),
                     *CONDITIONAL_PARAMS,
                 ],
             )
