@@ -77,7 +77,8 @@ _CHIROPRACTIC = {
                             "no relief": -2.0, "sin dolor": 2.0, "mucho mejor": 2.0, "on time": 1.5,
                             "no wait": 1.5, "long wait": -1.5, "waited forever": -2.0, "surprise bill": -1.5,
                             "charged twice": -2.0, "no surprise bills": 1.5, "rescheduled twice": -1.5,
-                            "nobody ever explained": -2.0, "no plan": -1.5, "felt rushed": -1.5},
+                            "nobody ever explained": -2.0, "no plan": -1.5, "felt rushed": -1.5,
+                            "spotless": 2.0, "pricey": -1.0, "listened": 1.5, "dismissive": -2.0},
 }
 
 _DENTAL = {
