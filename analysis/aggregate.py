@@ -13,6 +13,7 @@ MAX_PHRASES = 5
 TREND_WINDOW_MONTHS = 12
 STABLE_SLOPE = 0.01  # stars a month below which the trend is "stable"
 SENTIMENTS = ("positive", "neutral", "negative")
+MENTION_GROUPS = ("aspects", "technicians", "services", "problems", "service_areas", "topics")
 
 
 def newest_first(analyses: Sequence[ReviewAnalysis]) -> list[ReviewAnalysis]:
@@ -21,62 +22,88 @@ def newest_first(analyses: Sequence[ReviewAnalysis]) -> list[ReviewAnalysis]:
 
 def per_review(analyses: Sequence[ReviewAnalysis], profile: Any) -> dict[str, dict[str, Any]]:
     """per_review: each review's mentions, in the profile's order of records."""
-    order = {group: [r["id"] for r in records] for group, records in labels_by_group(profile).items()}
+    position = {
+        (group, r["id"]): n
+        for group, records in labels_by_group(profile).items()
+        for n, r in enumerate(records)
+    }
     entries = {}
     for analysis in analyses:
-        mentions = analysis.mentions
-        entry: dict[str, Any] = {"aspects": [{"id": aspect_id, "sentiment": mentions["aspects"][aspect_id].sentiment}
-                                             for aspect_id in order["aspects"] if aspect_id in mentions.get("aspects", {})]}
-        for group in ("technicians", "services", "problems", "service_areas", "topics"):
-            entry[group] = [rid for rid in order[group] if rid in mentions.get(group, {})]
+        entry: dict[str, Any] = {group: [] for group in MENTION_GROUPS}
+        for group, decisions in analysis.mentions.items():
+            ordered = sorted(decisions, key=lambda record_id: position[(group, record_id)])
+            if group == "aspects":
+                entry[group] = [
+                    {"id": aspect_id, "sentiment": decisions[aspect_id].sentiment} for aspect_id in ordered
+                ]
+            else:
+                entry[group] = ordered
         entries[analysis.review["id"]] = entry
     return entries
 
 
-def _counts(analyses: Sequence[ReviewAnalysis], group: str, record_id: str) -> tuple[Counter[str], list[str]]:
-    """Sentiment counts of a record's mentions, and the ids of the reviews that mention it, newest first."""
-    counts: Counter[str] = Counter()
-    ids = []
+def tally(analyses: Sequence[ReviewAnalysis]) -> dict[tuple[str, str], tuple[Counter[str], list[str]]]:
+    """(group, id) -> sentiment counts of its mentions, and the ids of the reviews naming it, newest first."""
+    found: dict[tuple[str, str], tuple[Counter[str], list[str]]] = {}
     for analysis in analyses:  # already newest first
-        decision = analysis.mentions.get(group, {}).get(record_id)
-        if decision is not None:
-            counts[decision.sentiment] += 1
-            ids.append(analysis.review["id"])
-    return counts, ids
+        for group, decisions in analysis.mentions.items():
+            for record_id, decision in decisions.items():
+                counts, ids = found.setdefault((group, record_id), (Counter(), []))
+                counts[decision.sentiment] += 1
+                ids.append(analysis.review["id"])
+    return found
 
 
 def _figures(counts: Counter[str], ids: list[str]) -> dict[str, Any]:
     total = sum(counts.values())
-    return {"mention_count": total, "positive_count": counts["positive"], "neutral_count": counts["neutral"],
-            "negative_count": counts["negative"],
-            "score": round((counts["positive"] - counts["negative"]) / total, 3) if total else 0,
-            "example_review_ids": ids[:MAX_EXAMPLES]}
+    return {
+        "mention_count": total,
+        "positive_count": counts["positive"],
+        "neutral_count": counts["neutral"],
+        "negative_count": counts["negative"],
+        "score": round((counts["positive"] - counts["negative"]) / total, 3) if total else 0,
+        "example_review_ids": ids[:MAX_EXAMPLES],
+    }
 
 
 def _top_phrases(analyses: Sequence[ReviewAnalysis], aspect_id: str) -> list[str]:
     counts = Counter(phrase for a in analyses for phrase in a.phrases.get(aspect_id, ()))
-    return [phrase for phrase, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:MAX_PHRASES]]
+    return [
+        phrase for phrase, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:MAX_PHRASES]
+    ]
 
 
-def aspect_records(analyses: Sequence[ReviewAnalysis], profile: Any) -> list[dict[str, Any]]:
+def aspect_records(
+    analyses: Sequence[ReviewAnalysis], profile: Any, tallies: Mapping
+) -> list[dict[str, Any]]:
     records = []
     for aspect in profile.aspects:
-        counts, ids = _counts(analyses, "aspects", aspect["id"])
+        counts, ids = tallies.get(("aspects", aspect["id"]), (Counter(), []))
         figures = _figures(counts, ids)
         total = figures["mention_count"]
-        records.append({"id": aspect["id"], "label": aspect["label"], **figures,
-                         "positive_pct": round(100 * counts["positive"] / total, 1) if total else 0,
-                         "top_phrases": _top_phrases(analyses, aspect["id"])})
+        records.append(
+            {
+                "id": aspect["id"],
+                "label": aspect["label"],
+                **figures,
+                "positive_pct": round(100 * counts["positive"] / total, 1) if total else 0,
+                "top_phrases": _top_phrases(analyses, aspect["id"]),
+            }
+        )
     return records
 
 
-def entity_records(analyses: Sequence[ReviewAnalysis], profile: Any, group: str) -> list[dict[str, Any]]:
+def entity_records(profile: Any, group: str, tallies: Mapping) -> list[dict[str, Any]]:
     records = []
     for record in labels_by_group(profile)[group]:
-        counts, ids = _counts(analyses, group, record["id"])
+        counts, ids = tallies.get((group, record["id"]), (Counter(), []))
         if group == "technicians":
-            head = {"id": record["id"], "name": record["name"], "label": record.get("label") or record["name"],
-                    "role": record.get("role", "")}
+            head = {
+                "id": record["id"],
+                "name": record["name"],
+                "label": record.get("label") or record["name"],
+                "role": record.get("role", ""),
+            }
         else:
             head = {"id": record["id"], "label": record["label"]}
         records.append({**head, **_figures(counts, ids)})
@@ -88,8 +115,10 @@ def overall_sentiment(analyses: Sequence[ReviewAnalysis]) -> dict[str, Any]:
     if not total:
         return {"score": 0, "positive_pct": 0, "neutral_pct": 0, "negative_pct": 0}
     counts = Counter(a.sentiment for a in analyses)
-    return {"score": round(sum(a.score for a in analyses) / total, 3),
-            **{f"{s}_pct": round(100 * counts[s] / total, 1) for s in SENTIMENTS}}
+    return {
+        "score": round(sum(a.score for a in analyses) / total, 3),
+        **{f"{s}_pct": round(100 * counts[s] / total, 1) for s in SENTIMENTS},
+    }
 
 
 def _month_span(first: str, last: str) -> list[str]:
@@ -111,10 +140,16 @@ def monthly(analyses: Sequence[ReviewAnalysis]) -> list[dict[str, Any]]:
     entries = []
     for month in _month_span(min(by_month), max(by_month)):
         found = by_month.get(month, [])
-        entries.append({"month": month, "review_count": len(found),
-                        "average_rating": round(sum(a.review["rating"] for a in found) / len(found), 2)
-                        if found else None,
-                        "sentiment_score": round(sum(a.score for a in found) / len(found), 3) if found else None})
+        entries.append(
+            {
+                "month": month,
+                "review_count": len(found),
+                "average_rating": round(sum(a.review["rating"] for a in found) / len(found), 2)
+                if found
+                else None,
+                "sentiment_score": round(sum(a.score for a in found) / len(found), 3) if found else None,
+            }
+        )
     return entries
 
 

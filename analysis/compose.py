@@ -26,6 +26,10 @@ def _pct(part: int, whole: int) -> int:
     return round(100 * part / whole) if whole else 0
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _quotable(text: str) -> bool:
     return not _UNQUOTABLE.search(text) and len(text) <= QUOTE_MAX
 
@@ -59,8 +63,9 @@ def _about(profile: Any, record_id: str) -> tuple[str, str] | None:
     return None
 
 
-def _quote_for(analyses: Sequence[ReviewAnalysis], keys: list[tuple[str, str]], sentiment: str) \
-        -> tuple[str, str] | None:
+def _quote_for(
+    analyses: Sequence[ReviewAnalysis], keys: list[tuple[str, str]], sentiment: str
+) -> tuple[str, str] | None:
     """(sentence, review id): the newest quotable sentence naming one of the records with that sentiment."""
     for analysis in analyses:  # newest first
         for key in keys:
@@ -71,11 +76,16 @@ def _quote_for(analyses: Sequence[ReviewAnalysis], keys: list[tuple[str, str]], 
     return None
 
 
-def faq_entry(question: str, about: Sequence[str], analyses: Sequence[ReviewAnalysis], profile: Any) \
-        -> dict[str, Any] | None:
+def faq_entry(
+    question: str, about: Sequence[str], analyses: Sequence[ReviewAnalysis], profile: Any
+) -> dict[str, Any] | None:
     """An answer from counts (reviews naming any of the records) and up to two quotes; None if none do."""
-    found = [(group, record_id, label) for record_id in about if (hit := _about(profile, record_id))
-             for group, label in [hit]]
+    found = [
+        (group, record_id, label)
+        for record_id in about
+        if (hit := _about(profile, record_id))
+        for group, label in [hit]
+    ]
     keys = [(group, record_id) for group, record_id, _ in found]
     counts = {"positive": 0, "neutral": 0, "negative": 0}
     for analysis in analyses:
@@ -87,8 +97,10 @@ def faq_entry(question: str, about: Sequence[str], analyses: Sequence[ReviewAnal
     if not total:
         return None
     labels = " or ".join(label.lower() for _, _, label in found)
-    answer = (f"{total} review{'s' if total != 1 else ''} mention {labels}: {counts['positive']} positive, "
-              f"{counts['neutral']} neutral, {counts['negative']} negative.")
+    answer = (
+        f"{total} review{'s' if total != 1 else ''} mention {labels}: {counts['positive']} positive, "
+        f"{counts['neutral']} neutral, {counts['negative']} negative."
+    )
     majority = max(counts, key=lambda s: (counts[s], s == "positive", s == "neutral"))
     quotes = [_quote_for(analyses, keys, majority)]
     minority = "negative" if majority == "positive" else "positive"
@@ -109,37 +121,60 @@ def rating_faq(business_name: str, analyses: Sequence[ReviewAnalysis]) -> dict[s
         return None
     ratings = [a.review["rating"] for a in analyses]
     high, low = sum(r >= 4 for r in ratings), sum(r <= 2 for r in ratings)
-    return {"question": f"How do customers rate {business_name}?",
-            "answer": (f"{total} review{'s' if total != 1 else ''} average {sum(ratings) / total:.1f} of 5 stars; "
-                       f"{high} ({_pct(high, total)}%) give 4 or 5 stars and {low} ({_pct(low, total)}%) give 1 or 2."),
-            "review_ids": []}
+    return {
+        "question": f"How do customers rate {business_name}?",
+        "answer": (
+            f"{total} review{'s' if total != 1 else ''} average {sum(ratings) / total:.1f} of 5 stars; "
+            f"{high} ({_pct(high, total)}%) give 4 or 5 stars and {low} ({_pct(low, total)}%) give 1 or 2."
+        ),
+        "review_ids": [],
+    }
 
 
-def summary(analyses: Sequence[ReviewAnalysis], aspects: Sequence[Mapping[str, Any]],
-            technicians: Sequence[Mapping[str, Any]], months: Sequence[Mapping[str, Any]],
-            trend: Mapping[str, Any], overall: Mapping[str, Any]) -> str:
+def summary(
+    analyses: Sequence[ReviewAnalysis],
+    aspects: Sequence[Mapping[str, Any]],
+    technicians: Sequence[Mapping[str, Any]],
+    months: Sequence[Mapping[str, Any]],
+    trend: Mapping[str, Any],
+    overall: Mapping[str, Any],
+) -> str:
     """A few sentences, each stating figures counted above."""
     total = len(analyses)
     if not total:
         return ""
     mean = sum(a.review["rating"] for a in analyses) / total
-    parts = [f"{total} review{'s' if total != 1 else ''} from {_month_name(months[0]['month'])} to "
-             f"{_month_name(months[-1]['month'])}, averaging {mean:.1f} of 5 stars; "
-             f"{overall['positive_pct']:g}% positive, {overall['negative_pct']:g}% negative."]
-    mentioned = sorted((a for a in aspects if a["mention_count"]), key=lambda a: (-a["mention_count"], a["id"]))
+    parts = [
+        f"{total} review{'s' if total != 1 else ''} from {_month_name(months[0]['month'])} to "
+        f"{_month_name(months[-1]['month'])}, averaging {mean:.1f} of 5 stars; "
+        f"{overall['positive_pct']:g}% positive, {overall['negative_pct']:g}% negative."
+    ]
+    mentioned = sorted(
+        (a for a in aspects if a["mention_count"]), key=lambda a: (-a["mention_count"], a["id"])
+    )
     if mentioned:
-        listed = ", ".join(f"{a['label'].lower()} ({a['mention_count']}, {a['positive_pct']:g}% positive)"
-                           for a in mentioned[:3])
+        listed = ", ".join(
+            f"{a['label'].lower()} ({a['mention_count']}, {a['positive_pct']:g}% positive)"
+            for a in mentioned[:3]
+        )
         parts.append(f"Most mentioned: {listed}.")
         criticised = max(mentioned, key=lambda a: (a["negative_count"], -a["mention_count"]))
         if criticised["negative_count"]:
-            parts.append(f"Most criticised: {criticised['label'].lower()} "
-                         f"({criticised['negative_count']} negative mention{'s' if criticised['negative_count'] != 1 else ''}).")
-    named = sorted((t for t in technicians if t["mention_count"]), key=lambda t: (-t["mention_count"], t["id"]))
+            parts.append(
+                f"Most criticised: {criticised['label'].lower()} "
+                f"({_plural(criticised['negative_count'], 'negative mention')})."
+            )
+    named = sorted(
+        (t for t in technicians if t["mention_count"]), key=lambda t: (-t["mention_count"], t["id"])
+    )
     if named:
         top = named[0]
-        parts.append(f"Most named: {top['name']} ({top['mention_count']} reviews, "
-                     f"{_pct(top['positive_count'], top['mention_count'])}% positive).")
-    parts.append(f"Ratings over the last {trend['window_months']} months: {trend['direction']} "
-                 f"({round(trend['slope_per_month'], 2) or 0.0:+.2f} stars a month).")
+        parts.append(
+            f"Most named: {top['name']} ({top['mention_count']} reviews, "
+            f"{_pct(top['positive_count'], top['mention_count'])}% positive)."
+        )
+    parts.append(
+        f"Ratings over the last {trend['window_months']} months: {trend['direction']} "
+        f"({round(trend['slope_per_month'], 2) or 0.0:+.2f} stars a month)."
+    )
     return " ".join(parts)

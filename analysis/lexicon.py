@@ -13,16 +13,19 @@ from functools import cache
 from importlib import resources
 from typing import Mapping, Sequence
 
-from vaderSentiment.vaderSentiment import BOOSTER_DICT, NEGATE  # module constants; importing reads no file
+from vaderSentiment.vaderSentiment import (  # module constants; importing reads no file
+    BOOSTER_DICT,
+    NEGATE,
+)
 
 from .text import fold
 
 LEXICON_PACKAGE = "vaderSentiment"
 LEXICON_FILE = "vader_lexicon.txt"
-NEGATION_FACTOR = -0.74      # VADER's N_SCALAR
-EMPHASIS_PER_MARK = 0.292    # VADER's per-"!" amplification, up to 4 marks
-ALPHA = 15                   # VADER's normalization constant: compound = s / sqrt(s^2 + 15)
-NEUTRAL_BAND = 0.05          # |compound| below this is neutral (VADER's recommended threshold)
+NEGATION_FACTOR = -0.74  # VADER's N_SCALAR
+EMPHASIS_PER_MARK = 0.292  # VADER's per-"!" amplification, up to 4 marks
+ALPHA = 15  # VADER's normalization constant: compound = s / sqrt(s^2 + 15)
+NEUTRAL_BAND = 0.05  # |compound| below this is neutral (VADER's recommended threshold)
 NEGATIONS = frozenset(NEGATE) | {"no", "never", "nobody", "hardly"}
 CONTRASTS = frozenset({"but", "however", "although", "though", "yet", "whereas", "except"})
 CLAUSE_BREAKS = CONTRASTS | {",", ";"}
@@ -80,7 +83,7 @@ class Scorer:
         covered: set[int] = set(silenced)
         for i, token in enumerate(tokens):
             for phrase, valence in self.phrases.get(token, ()):
-                if i not in covered and tuple(tokens[i:i + len(phrase)]) == phrase:
+                if i not in covered and tuple(tokens[i : i + len(phrase)]) == phrase:
                     values[i] = valence  # an override is the profile's word: no negation or booster applies
                     covered.update(range(i, i + len(phrase)))
                     break
@@ -88,7 +91,7 @@ class Scorer:
             if i in covered or token in NEGATIONS:
                 continue
             valence = self.words.get(token)
-            if valence is None or (token == "kind" and tokens[i + 1:i + 2] == ("of",)):
+            if valence is None or (token == "kind" and tokens[i + 1 : i + 2] == ("of",)):
                 continue
             values[i] = self._in_context(tokens, i, valence)
         self._apply_contrast(tokens, values)
@@ -102,7 +105,7 @@ class Scorer:
             boost = BOOSTER_DICT.get(tokens[i - distance])
             if boost:
                 valence += math.copysign(boost * (1, 0.95, 0.9)[distance - 1], valence)
-        previous = tokens[max(0, i - 3):i]
+        previous = tokens[max(0, i - 3) : i]
         if any(word in NEGATIONS or word.endswith("n't") for word in previous):
             valence *= NEGATION_FACTOR
         return valence

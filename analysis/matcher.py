@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
@@ -12,8 +11,14 @@ from .text import Folded, fold
 
 HONORIFICS = frozenset({"dr", "dra", "doctor", "doc", "mr", "mrs", "ms", "miss", "prof"})
 # per_review's groups, and the profile list each is read from
-GROUP_SOURCES = (("aspects", "aspects"), ("technicians", "practitioners"), ("services", "services"),
-                 ("problems", "problems"), ("service_areas", "service_areas"), ("topics", "topics"))
+GROUP_SOURCES = (
+    ("aspects", "aspects"),
+    ("technicians", "practitioners"),
+    ("services", "services"),
+    ("problems", "problems"),
+    ("service_areas", "service_areas"),
+    ("topics", "topics"),
+)
 
 
 @dataclass(frozen=True)
@@ -22,9 +27,9 @@ class Match:
 
     group: str
     id: str
-    term: str       # the folded term as matched
-    first: int      # index of its first token
-    last: int       # index of its last token
+    term: str  # the folded term as matched
+    first: int  # index of its first token
+    last: int  # index of its last token
 
 
 def _record_terms(record: Mapping, group: str) -> list[str]:
@@ -44,10 +49,16 @@ def practitioner_aliases(record: Mapping) -> list[str]:
     return names + derived
 
 
-def _term_pattern(term: str) -> str:
-    body = re.escape(term)
-    plural = "(?:s|es)?" if term[-1].isalpha() else ""
-    return rf"(?<![a-z0-9']){body}{plural}(?![a-z0-9'])"
+def _variants(token: str) -> list[str]:
+    """The forms a term's last word may stand for in a token: itself, singular, without a possessive."""
+    forms = [token]
+    if token.endswith("'s"):
+        forms.append(token[:-2])
+    elif token.endswith("es"):
+        forms += [token[:-2], token[:-1]]
+    elif token.endswith("s"):
+        forms.append(token[:-1])
+    return forms
 
 
 class Matcher:
@@ -70,19 +81,45 @@ class Matcher:
                 owners[term].add(("technicians", next(iter(ids))))
         self.ambiguous = sorted(term for term, ids in technician_terms.items() if len(ids) > 1)
         self.owners = {term: tuple(sorted(found)) for term, found in owners.items()}
-        ordered = sorted(self.owners, key=lambda t: (-len(t), t))
-        self._regex = re.compile("|".join(f"(?P<t{i}>{_term_pattern(t)})" for i, t in enumerate(ordered))) \
-            if ordered else None
-        self._terms = ordered
+        # first word -> terms starting with it, as word tuples, longest first
+        starts: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+        for term in self.owners:
+            words = tuple(term.split(" "))
+            starts[words[0]].append(words)
+        self._starts = {word: sorted(terms, key=lambda t: (-len(t), t)) for word, terms in starts.items()}
+
+    def _longest_at(self, tokens: Sequence[str], i: int) -> tuple[str, ...] | None:
+        """The longest term starting at token i (its last word may be plural or possessive)."""
+        best = None
+        token = tokens[i]
+        for form in _variants(token) if token[-1] == "s" else (token,):
+            for words in self._starts.get(form, ()):
+                n = len(words)
+                if best is not None and n <= len(best):
+                    break
+                if n == 1:
+                    best = words
+                elif (
+                    token == words[0]
+                    and tuple(tokens[i + 1 : i + n - 1]) == words[1:-1]
+                    and i + n <= len(tokens)
+                    and words[-1] in _variants(tokens[i + n - 1])
+                ):
+                    best = words
+        return best
 
     def matches(self, sentence: Folded) -> Iterator[Match]:
-        if self._regex is None or not sentence.text:
-            return
-        for found in self._regex.finditer(sentence.text):
-            term = self._terms[int(found.lastgroup[1:])]
-            first, last = sentence.token_at(found.start()), sentence.token_at(found.end() - 1)
+        """Every term in the sentence, scanning left to right, the longest at each position, no overlaps."""
+        tokens, i = sentence.tokens, 0
+        while i < len(tokens):
+            words = self._longest_at(tokens, i)
+            if words is None:
+                i += 1
+                continue
+            term, last = " ".join(words), i + len(words) - 1
             for group, record_id in self.owners[term]:
-                yield Match(group, record_id, term, first, last)
+                yield Match(group, record_id, term, i, last)
+            i = last + 1
 
 
 def labels_by_group(profile: Profile) -> dict[str, Sequence[Mapping]]:

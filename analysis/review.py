@@ -11,8 +11,16 @@ from .matcher import Match, Matcher
 from .text import Folded, fold_sentence, split_sentences
 
 STAR_LABELS = {1: "negative", 2: "negative", 3: "neutral", 4: "positive", 5: "positive"}
-SENTIMENT_GROUPS = ("aspects", "services", "problems", "service_areas", "topics")  # stars decide where words don't
-OWN_VALENCE_GROUPS = frozenset({"aspects"})  # their terms' own words count ("dirty"); names and problems don't
+SENTIMENT_GROUPS = (
+    "aspects",
+    "services",
+    "problems",
+    "service_areas",
+    "topics",
+)  # stars decide where words don't
+OWN_VALENCE_GROUPS = frozenset(
+    {"aspects"}
+)  # their terms' own words count ("dirty"); names and problems don't
 
 
 @dataclass(frozen=True)
@@ -52,24 +60,28 @@ class ReviewAnalysis:
 
     review: Mapping[str, Any]
     sentences: list[ScoredSentence]
-    text_score: float                 # mean sentence score; 0 without text
-    score: float                      # -1..1: stars and text together
+    text_score: float  # mean sentence score; 0 without text
+    score: float  # -1..1: stars and text together
     sentiment: str
     mentions: dict[str, dict[str, Decision]] = field(default_factory=dict)  # group -> id -> decision
-    phrases: dict[str, list[str]] = field(default_factory=dict)             # aspect id -> phrases
-    quotes: dict[tuple[str, str], str] = field(default_factory=dict)        # (group, id) -> first sentence
+    phrases: dict[str, list[str]] = field(default_factory=dict)  # aspect id -> phrases
+    quotes: dict[tuple[str, str], str] = field(default_factory=dict)  # (group, id) -> first sentence
 
 
 def score_sentence(text: str, matcher: Matcher, scorer: Scorer) -> ScoredSentence:
     folded = fold_sentence(text)
     matches = tuple(matcher.matches(folded))
-    silenced = frozenset(i for m in matches if m.group not in OWN_VALENCE_GROUPS for i in range(m.first, m.last + 1))
+    silenced = frozenset(
+        i for m in matches if m.group not in OWN_VALENCE_GROUPS for i in range(m.first, m.last + 1)
+    )
     values = scorer.contributions(folded.tokens, silenced)
-    return ScoredSentence(text, folded, tuple(values), compound(sum(values), folded.tokens.count("!")), matches)
+    return ScoredSentence(
+        text, folded, tuple(values), compound(sum(values), folded.tokens.count("!")), matches
+    )
 
 
 def review_sentiment(rating: int, text_score: float, has_text: bool) -> tuple[float, str]:
-    """A review's score (mean of the stars, scaled to -1..1, and its text) and label (stars; text breaks 3)."""
+    """A review's score (stars scaled to -1..1, averaged with its text) and label (stars; text breaks 3)."""
     stars = (rating - 3) / 2
     score = (stars + text_score) / 2 if has_text else stars
     sentiment = STAR_LABELS[rating]
@@ -95,9 +107,12 @@ def _decide(group: str, scores: list[tuple[float, float]], rating: int) -> Decis
 def _phrase(sentence: ScoredSentence, match: Match) -> str:
     """An aspect's phrase: its term, with the word before it when that word carries sentiment."""
     tokens = sentence.folded.tokens
-    term = " ".join(tokens[match.first:match.last + 1])
-    if match.first > 0 and sentence.values[match.first - 1] != 0 and sentence.values[match.first:match.last + 1] \
-            == (0.0,) * (match.last + 1 - match.first):
+    term = " ".join(tokens[match.first : match.last + 1])
+    if (
+        match.first > 0
+        and sentence.values[match.first - 1] != 0
+        and sentence.values[match.first : match.last + 1] == (0.0,) * (match.last + 1 - match.first)
+    ):
         return f"{tokens[match.first - 1]} {term}"
     return term
 
@@ -127,5 +142,6 @@ def apply_corrections(analysis: ReviewAnalysis, corrections: list[Mapping[str, A
         if correction.get("suppress"):
             analysis.mentions.get(group, {}).pop(record_id, None)
         elif "sentiment" in correction:
-            analysis.mentions.setdefault(group, {})[record_id] = Decision(correction["sentiment"],
-                                                                          "corrected in business.toml")
+            analysis.mentions.setdefault(group, {})[record_id] = Decision(
+                correction["sentiment"], "corrected in business.toml"
+            )

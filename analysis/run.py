@@ -8,15 +8,24 @@ from typing import Any, Mapping
 
 from ..reviews.profile import Profile
 from ..reviews.schemas import schema_errors
-from ..reviews.store import INSIGHTS_FILE, REVIEWS_FILE, dumps, read_json, utc_timestamp, write_atomically
+from ..reviews.store import (
+    INSIGHTS_FILE,
+    REVIEWS_FILE,
+    dumps,
+    read_json,
+    utc_timestamp,
+    write_atomically,
+)
 from . import aggregate, compose
 from .lexicon import Scorer
 from .matcher import Matcher, labels_by_group
 from .review import ReviewAnalysis, analyse_review, apply_corrections
 
 METHOD_VERSION = "1.0"
-MODEL = (f"reviewsd-lexicon {METHOD_VERSION}: VADER 3.3.2 lexicon, clause-level scoring with negation and "
-         "business.toml overrides, stars where words are neutral")
+MODEL = (
+    f"reviewsd-lexicon {METHOD_VERSION}: VADER 3.3.2 lexicon, clause-level scoring with negation and "
+    "business.toml overrides, stars where words are neutral"
+)
 
 
 class AnalysisError(ValueError):
@@ -27,8 +36,10 @@ def _check_corrections(profile: Profile) -> None:
     known = {group: {r["id"] for r in records} for group, records in labels_by_group(profile).items()}
     for index, correction in enumerate(profile.corrections):
         if correction["id"] not in known[correction["group"]]:
-            raise AnalysisError(f"business.toml: corrections[{index}]: {correction['id']!r} is not one of the "
-                                f"profile's {correction['group']}")
+            raise AnalysisError(
+                f"business.toml: corrections[{index}]: {correction['id']!r} is not one of the "
+                f"profile's {correction['group']}"
+            )
 
 
 def analyse_reviews(reviews: list[Mapping[str, Any]], profile: Profile) -> list[ReviewAnalysis]:
@@ -51,9 +62,12 @@ def analyse_reviews(reviews: list[Mapping[str, Any]], profile: Profile) -> list[
 def build_insights(reviews_doc: Mapping[str, Any], profile: Profile, generated_at: str) -> dict[str, Any]:
     """insights.json for these reviews: the same input gives the same output, but for `generated_at`."""
     analyses = analyse_reviews(reviews_doc["reviews"], profile)
-    aspects = aggregate.aspect_records(analyses, profile)
-    entities = {group: aggregate.entity_records(analyses, profile, group)
-                for group in ("technicians", "services", "problems", "service_areas")}
+    tallies = aggregate.tally(analyses)
+    aspects = aggregate.aspect_records(analyses, profile, tallies)
+    entities = {
+        group: aggregate.entity_records(profile, group, tallies)
+        for group in ("technicians", "services", "problems", "service_areas")
+    }
     months = aggregate.monthly(analyses)
     trend = aggregate.trend(months)
     overall = aggregate.overall_sentiment(analyses)
@@ -61,11 +75,15 @@ def build_insights(reviews_doc: Mapping[str, Any], profile: Profile, generated_a
     faq = [compose.rating_faq(reviews_doc["business"]["name"], analyses)]
     faq += [compose.faq_entry(entry["question"], entry["about"], analyses, profile) for entry in profile.faq]
     return {
-        "version": profile.taxonomy_version, "generated_at": generated_at, "model": MODEL,
+        "version": profile.taxonomy_version,
+        "generated_at": generated_at,
+        "model": MODEL,
         "review_count": len(analyses),
         "date_range": {"earliest": min(dates, default=None), "latest": max(dates, default=None)},
-        "overall_sentiment": overall, "aspects": aspects, "entities": entities,
-        "topics": aggregate.entity_records(analyses, profile, "topics"),
+        "overall_sentiment": overall,
+        "aspects": aspects,
+        "entities": entities,
+        "topics": aggregate.entity_records(profile, "topics", tallies),
         "temporal": {"monthly": months, "trend": trend},
         "per_review": aggregate.per_review(analyses, profile),
         "faq": [entry for entry in faq if entry is not None],
@@ -96,16 +114,20 @@ def analyze_dir(data_dir: Path, profile: Profile) -> str:
     missing = [s["id"] for s in profile.services if s["id"] not in services]
     missing += [a["id"] for a in profile.service_areas if a["id"] not in areas]
     if missing:
-        raise AnalysisError(f"{Path(data_dir) / REVIEWS_FILE}: its business lacks {', '.join(missing)} from "
-                            "business.toml; run `reviewsd import` (with no files it rewrites the business block)")
+        raise AnalysisError(
+            f"{Path(data_dir) / REVIEWS_FILE}: its business lacks {', '.join(missing)} from "
+            "business.toml; run `reviewsd import` (with no files it rewrites the business block)"
+        )
     insights = build_insights(reviews_doc, profile, utc_timestamp())
     problems = schema_errors("insights.schema.json", insights)
     if problems:  # our bug, not the user's: say so rather than write a file the server refuses
         raise AnalysisError(f"internal error: the insights do not match the schema: {'; '.join(problems)}")
     write_atomically(Path(data_dir) / INSIGHTS_FILE, dumps(insights))
     mentioned = sum(1 for entry in insights["per_review"].values() if entry["aspects"])
-    return (f"{Path(data_dir) / INSIGHTS_FILE}: {insights['review_count']} reviews analysed, {mentioned} mention "
-            f"an aspect; overall score {insights['overall_sentiment']['score']:+.3f}")
+    return (
+        f"{Path(data_dir) / INSIGHTS_FILE}: {insights['review_count']} reviews analysed, {mentioned} mention "
+        f"an aspect; overall score {insights['overall_sentiment']['score']:+.3f}"
+    )
 
 
 def explain_review(data_dir: Path, profile: Profile, review_id: str) -> str:
@@ -130,12 +152,18 @@ def format_explanation(analysis: ReviewAnalysis) -> str:
         words = [f"{tok} {val:+.2f}" for tok, val in zip(sentence.folded.tokens, sentence.values) if val]
         lines.append(f"  words: {', '.join(words) or '(none with sentiment)'}")
         for match in sentence.matches:
-            lines.append(f"  term {match.term!r} -> {match.group} {match.id}, "
-                         f"clause score {sentence.clause_score(match):+.3f}")
-    lines.append(f"review sentiment: {analysis.sentiment} (score {analysis.score:+.3f}: stars "
-                 f"{(review['rating'] - 3) / 2:+.2f}, text {analysis.text_score:+.3f})")
+            lines.append(
+                f"  term {match.term!r} -> {match.group} {match.id}, "
+                f"clause score {sentence.clause_score(match):+.3f}"
+            )
+    lines.append(
+        f"review sentiment: {analysis.sentiment} (score {analysis.score:+.3f}: stars "
+        f"{(review['rating'] - 3) / 2:+.2f}, text {analysis.text_score:+.3f})"
+    )
     for group, decisions in analysis.mentions.items():
         for record_id, decision in decisions.items():
-            lines.append(f"  {group} {record_id}: {decision.sentiment} ({decision.rule}"
-                         + (f", {decision.score:+.3f})" if decision.score else ")"))
+            lines.append(
+                f"  {group} {record_id}: {decision.sentiment} ({decision.rule}"
+                + (f", {decision.score:+.3f})" if decision.score else ")")
+            )
     return "\n".join(lines) + "\n"

@@ -8,7 +8,9 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\s*\n+\s*")
-_ABBREVIATION = re.compile(r"(?:^|\s)(?:dr|dra|drs|mr|mrs|ms|st|jr|sr|prof|vs|approx|e\.g|i\.e|[a-z])\.$", re.I)
+_ABBREVIATION = re.compile(
+    r"(?:^|\s)(?:dr|dra|drs|mr|mrs|ms|st|jr|sr|prof|vs|approx|e\.g|i\.e|[a-z])\.$", re.I
+)
 _QUOTES = str.maketrans({"’": "'", "‘": "'", "`": "'", "´": "'", "–": " ", "—": " ", "-": " ", "/": " "})
 _NOT_TOKEN = re.compile(r"[^a-z0-9',;!?$]+")
 _PUNCT = re.compile(r"([,;!?$])")
@@ -16,10 +18,12 @@ _EDGE_APOSTROPHES = re.compile(r"(?<![a-z0-9])'|'(?![a-z0-9])")
 
 
 def fold(text: str) -> str:
-    """Lower case, accents and punctuation gone, single spaces: "Dr. Ramírez's, 5/5!" -> "dr ramirez's , 5 5 !".
+    """Lower case, accents and punctuation gone, single spaces: "Ramírez's, 5/5!" -> "ramirez's , 5 5 !".
 
     The characters , ; ! ? $ stay as tokens of their own: clause breaks, emphasis, and price."""
-    text = unicodedata.normalize("NFKD", text.casefold().translate(_QUOTES)).encode("ascii", "ignore").decode()
+    text = text.casefold().translate(_QUOTES)
+    if not text.isascii():  # most review text is ASCII: skip the decomposition there (a third of the time)
+        text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     text = _EDGE_APOSTROPHES.sub(" ", _NOT_TOKEN.sub(" ", text))
     return " ".join(_PUNCT.sub(r" \1 ", text).split())
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
@@ -37,8 +36,10 @@ Truth = dict[str, dict[str, str]]  # review id -> aspect id -> sentiment
 
 
 def reviewsd_predictions(reviews: list[Mapping], profile: Profile) -> Truth:
-    return {a.review["id"]: {aspect: d.sentiment for aspect, d in a.mentions.get("aspects", {}).items()}
-            for a in analyse_reviews(reviews, profile)}
+    return {
+        a.review["id"]: {aspect: d.sentiment for aspect, d in a.mentions.get("aspects", {}).items()}
+        for a in analyse_reviews(reviews, profile)
+    }
 
 
 def baseline_predictions(reviews: list[Mapping], profile: Profile) -> Truth:
@@ -62,7 +63,7 @@ def baseline_predictions(reviews: list[Mapping], profile: Profile) -> Truth:
 
 
 def score(truth: Truth, predicted: Truth, aspects: Iterable[str] | None = None) -> dict[str, float]:
-    """Micro-averaged detection precision/recall/F1 over (review, aspect) pairs; polarity accuracy over hits."""
+    """Detection precision, recall, F1 over (review, aspect) pairs; polarity accuracy on the hits."""
     keep = set(aspects) if aspects is not None else None
     tp = fp = fn = agree = 0
     for review_id, true in truth.items():
@@ -76,12 +77,18 @@ def score(truth: Truth, predicted: Truth, aspects: Iterable[str] | None = None) 
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1, "polarity": agree / tp if tp else 0.0,
-            "pairs": tp + fn}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "polarity": agree / tp if tp else 0.0,
+        "pairs": tp + fn,
+    }
 
 
-def report(name: str, truth: Truth, reviews: list[Mapping], profile: Profile,
-           aspects: Iterable[str] | None = None) -> dict[str, dict[str, float]]:
+def report(
+    name: str, truth: Truth, reviews: list[Mapping], profile: Profile, aspects: Iterable[str] | None = None
+) -> dict[str, dict[str, float]]:
     results = {}
     for method, predict in (("reviewsd", reviewsd_predictions), ("baseline", baseline_predictions)):
         results[method] = score(truth, predict(reviews, profile), aspects)
@@ -95,7 +102,10 @@ def report(name: str, truth: Truth, reviews: list[Mapping], profile: Profile,
 def sample_corpus() -> tuple[list[Mapping], Truth]:
     reviews = json.loads((ROOT / "data" / "reviews.json").read_text("utf-8"))["reviews"]
     insights = json.loads((ROOT / "data" / "insights.json").read_text("utf-8"))
-    truth = {rid: {a["id"]: a["sentiment"] for a in entry["aspects"]} for rid, entry in insights["per_review"].items()}
+    truth = {
+        rid: {a["id"]: a["sentiment"] for a in entry["aspects"]}
+        for rid, entry in insights["per_review"].items()
+    }
     return reviews, truth
 
 
@@ -104,7 +114,9 @@ RUNNERS: dict[str, Callable[[], None]] = {}
 
 def run_sample() -> None:
     reviews, truth = sample_corpus()
-    report("bundled sample (chiropractic preset)", truth, reviews, parse_profile(render_preset("chiropractic")))
+    report(
+        "bundled sample (chiropractic preset)", truth, reviews, parse_profile(render_preset("chiropractic"))
+    )
 
 
 RUNNERS["sample"] = run_sample
@@ -123,7 +135,9 @@ def semeval_corpus(path: Path) -> tuple[list[Mapping], Truth, Truth]:
     reviews, truth, conflicts = [], {}, {}
     for number, sentence in enumerate(ElementTree.parse(path).getroot().iter("sentence")):
         rid = f"{number:026d}"
-        reviews.append({"id": rid, "rating": 3, "date": "2014-01-01", "text": sentence.findtext("text") or None})
+        reviews.append(
+            {"id": rid, "rating": 3, "date": "2014-01-01", "text": sentence.findtext("text") or None}
+        )
         labels = {c.get("category"): c.get("polarity") for c in sentence.iter("aspectCategory")}
         truth[rid] = {c: p for c, p in labels.items() if c in SEMEVAL_CATEGORIES}
         conflicts[rid] = {c: p for c, p in truth[rid].items() if p == "conflict"}
@@ -152,21 +166,27 @@ def find_semeval() -> Path | None:
 def run_semeval() -> None:
     path = find_semeval()
     if path is None:
-        print("SemEval-2014 restaurants: not run: set SEMEVAL2014_RESTAURANTS_TEST to a copy of "
-              f"{SEMEVAL_FILE} (no PyPI, npm or Debian package ships it)")
+        print(
+            "SemEval-2014 restaurants: not run: set SEMEVAL2014_RESTAURANTS_TEST to a copy of "
+            f"{SEMEVAL_FILE} (no PyPI, npm or Debian package ships it)"
+        )
         return
     reviews, truth, conflicts = semeval_corpus(path)
     profile = parse_profile(render_preset("restaurant"))
-    print(f"SemEval-2014 restaurants test ({path.name}, restaurant preset; {sum(map(len, conflicts.values()))} "
-          "conflict labels count for detection only)")
+    print(
+        f"SemEval-2014 restaurants test ({path.name}, restaurant preset; {sum(map(len, conflicts.values()))} "
+        "conflict labels count for detection only)"
+    )
     print(f"  {'method':<10} {'precision':>9} {'recall':>7} {'F1':>6} {'polarity':>9}")
     for method, predict in (("reviewsd", reviewsd_predictions), ("baseline", baseline_predictions)):
         predicted = _as_semeval(predict(reviews, profile))
         detection = score(truth, predicted, SEMEVAL_CATEGORIES)
         clear = {rid: {c: p for c, p in t.items() if p != "conflict"} for rid, t in truth.items()}
         polarity = score(clear, predicted, SEMEVAL_CATEGORIES)["polarity"]
-        print(f"  {method:<10} {detection['precision']:9.3f} {detection['recall']:7.3f} {detection['f1']:6.3f} "
-              f"{polarity:9.3f}")
+        print(
+            f"  {method:<10} {detection['precision']:9.3f} {detection['recall']:7.3f} {detection['f1']:6.3f} "
+            f"{polarity:9.3f}"
+        )
 
 
 RUNNERS["semeval"] = run_semeval

@@ -24,8 +24,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser(command: str, description: str) -> argparse.ArgumentParser:
     parser = _Parser(prog=f"reviewsd {command}", description=description)
-    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get(DATA_DIR_ENV) or "data"),
-                        help=f"the data directory (default: ${DATA_DIR_ENV} or data)")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(os.environ.get(DATA_DIR_ENV) or "data"),
+        help=f"the data directory (default: ${DATA_DIR_ENV} or data)",
+    )
     return parser
 
 
@@ -42,7 +46,9 @@ def init_main(argv: Sequence[str]) -> int:
     try:
         path = write_starter(args.data_dir, args.preset)
     except FileExistsError:
-        return _refuse("init", f"{args.data_dir / 'business.toml'} exists; not overwritten (edit it, or move it)")
+        return _refuse(
+            "init", f"{args.data_dir / 'business.toml'} exists; not overwritten (edit it, or move it)"
+        )
     except OSError as error:
         return _refuse("init", f"cannot write {args.data_dir / 'business.toml'}: {error}")
     print(f"wrote {path}: edit [business], then run `reviewsd import FILE...` and `reviewsd analyze`")
@@ -54,8 +60,10 @@ def import_main(argv: Sequence[str]) -> int:
     from ..ingest.records import InputError
     from ..ingest.run import import_files
 
-    parser = _parser("import", "Merge review exports (Google Business Profile or Takeout, Trustpilot, CSV) "
-                               "into reviews.json.")
+    parser = _parser(
+        "import",
+        "Merge review exports (Google Business Profile or Takeout, Trustpilot, CSV) into reviews.json.",
+    )
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
     args = parser.parse_args(argv)
     try:
@@ -74,8 +82,11 @@ def analyze_main(argv: Sequence[str]) -> int:
     from ..analysis.run import AnalysisError, analyze_dir, explain_review
 
     parser = _parser("analyze", "Derive insights.json from reviews.json and business.toml.")
-    parser.add_argument("--explain", metavar="REVIEW_ID",
-                        help="print why one review got its mentions and sentiments; write nothing")
+    parser.add_argument(
+        "--explain",
+        metavar="REVIEW_ID",
+        help="print why one review got its mentions and sentiments; write nothing",
+    )
     args = parser.parse_args(argv)
     try:
         profile = load_profile(args.data_dir)

@@ -11,8 +11,12 @@ from typing import Any
 import orjson
 
 GOOGLE, TRUSTPILOT, CSV, GOOGLE_TAKEOUT = "google", "trustpilot", "csv", "google-takeout"
-DESCRIPTIONS = {GOOGLE: "a Google Business Profile reviews export", TRUSTPILOT: "a Trustpilot reviews export",
-                CSV: "a CSV of reviews", GOOGLE_TAKEOUT: "a Google Takeout export"}
+DESCRIPTIONS = {
+    GOOGLE: "a Google Business Profile reviews export",
+    TRUSTPILOT: "a Trustpilot reviews export",
+    CSV: "a CSV of reviews",
+    GOOGLE_TAKEOUT: "a Google Takeout export",
+}
 
 
 def _first_review(doc: Any) -> dict | None:
@@ -23,7 +27,7 @@ def _first_review(doc: Any) -> dict | None:
 
 
 def detect_document(doc: Any) -> str | None:
-    """"google", "trustpilot" or None for a parsed JSON document (an empty "reviews" list is Google's)."""
+    """ "google", "trustpilot" or None for a parsed JSON document (an empty "reviews" list is Google's)."""
     first = _first_review(doc)
     if first is None:
         keys = {"nextPageToken", "averageRating", "totalReviewSize"}
@@ -36,7 +40,7 @@ def detect_document(doc: Any) -> str | None:
 
 
 def detect_csv(text: str) -> str | None:
-    """"csv" when the first line is a header with author, rating, date and text."""
+    """ "csv" when the first line is a header with author, rating, date and text."""
     try:
         header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
     except csv.Error:
@@ -46,17 +50,19 @@ def detect_csv(text: str) -> str | None:
 
 
 def takeout_review_files(path: Path) -> list[str]:
-    """Names of the reviews*.json files inside a Takeout folder or .zip (Business Profile keeps them there)."""
+    """Names of the reviews*.json files inside a Takeout folder or .zip (where Business Profile puts them)."""
     if path.is_dir():
         return sorted(str(p) for p in path.rglob("reviews*.json"))
     with zipfile.ZipFile(path) as archive:
-        return sorted(n for n in archive.namelist() if Path(n).name.startswith("reviews") and n.endswith(".json"))
+        return sorted(
+            n for n in archive.namelist() if Path(n).name.startswith("reviews") and n.endswith(".json")
+        )
 
 
 def detect_export(path_or_doc: Any) -> str | None:
-    """"google", "google-takeout", "trustpilot", "csv" or None: the export this path or document looks like.
+    """ "google", "google-takeout", "trustpilot", "csv" or None: the export this path or document looks like.
 
-    `reviewsd check` can call it on a file it refuses, to say: this looks like ...; run `reviewsd import FILE`."""
+    `reviewsd check` can call it on a file it refuses, to say: this looks like ...; run `reviewsd import`."""
     if not isinstance(path_or_doc, (str, Path)):
         return detect_document(path_or_doc)
     path = Path(path_or_doc)

@@ -10,8 +10,19 @@ import zoneinfo
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-from .records import (MAX_TEXT, ULID_PATTERN, Imported, InputError, Skipped, clean_text, display_author,
-                      local_date, make_review, review_id, utc_text)
+from .records import (
+    MAX_TEXT,
+    ULID_PATTERN,
+    Imported,
+    InputError,
+    Skipped,
+    clean_text,
+    display_author,
+    local_date,
+    make_review,
+    review_id,
+    utc_text,
+)
 
 GOOGLE_STARS = {"ONE": 1, "TWO": 2, "THREE": 3, "FOUR": 4, "FIVE": 5}
 CSV_REQUIRED = ("author", "rating", "date", "text")
@@ -76,10 +87,16 @@ def _google_review(item: Mapping[str, Any], ctx: Context) -> Imported | Skipped:
     reply = item.get("reviewReply") or {}
     reply_time = reply.get("updateTime") or reply.get("createTime")
     review = make_review(
-        rid=review_id("google", key), author=display_author(name, ctx.author_style), rating=GOOGLE_STARS[stars],
-        date=local_date(item["createTime"], ctx.zone), text=text, source="google",
-        avatar=reviewer.get("profilePhotoUrl"), reply=original_text(reply.get("comment")),
-        reply_date=local_date(reply_time, ctx.zone) if reply_time else None)
+        rid=review_id("google", key),
+        author=display_author(name, ctx.author_style),
+        rating=GOOGLE_STARS[stars],
+        date=local_date(item["createTime"], ctx.zone),
+        text=text,
+        source="google",
+        avatar=reviewer.get("profilePhotoUrl"),
+        reply=original_text(reply.get("comment")),
+        reply_date=local_date(reply_time, ctx.zone) if reply_time else None,
+    )
     return Imported(review, utc_text(item.get("updateTime") or item["createTime"]))
 
 
@@ -89,8 +106,9 @@ def parse_trustpilot(doc: Mapping[str, Any], ctx: Context) -> Iterator[Imported 
         try:
             yield _trustpilot_review(item, ctx)
         except (KeyError, TypeError, ValueError) as error:
-            raise _fail(ctx, f"reviews[{index}]", f"not a Trustpilot review ({type(error).__name__}: {error})") \
-                from None
+            raise _fail(
+                ctx, f"reviews[{index}]", f"not a Trustpilot review ({type(error).__name__}: {error})"
+            ) from None
 
 
 def _title_and_text(title: str | None, text: str | None) -> str | None:
@@ -115,11 +133,17 @@ def _trustpilot_review(item: Mapping[str, Any], ctx: Context) -> Imported | Skip
         verified = item.get("reviewVerificationLevel") == "verified"
     key = str(item["id"])
     review = make_review(
-        rid=review_id("trustpilot", key), author=display_author((item.get("consumer") or {}).get("displayName"),
-                                                                  ctx.author_style),
-        rating=stars, date=local_date(item["createdAt"], ctx.zone), text=text, source="trustpilot",
-        source_url=f"https://www.trustpilot.com/reviews/{key}", reply=reply.get("text"),
-        reply_date=local_date(reply_time, ctx.zone) if reply_time else None, verified=bool(verified))
+        rid=review_id("trustpilot", key),
+        author=display_author((item.get("consumer") or {}).get("displayName"), ctx.author_style),
+        rating=stars,
+        date=local_date(item["createdAt"], ctx.zone),
+        text=text,
+        source="trustpilot",
+        source_url=f"https://www.trustpilot.com/reviews/{key}",
+        reply=reply.get("text"),
+        reply_date=local_date(reply_time, ctx.zone) if reply_time else None,
+        verified=bool(verified),
+    )
     return Imported(review, utc_text(item.get("updatedAt") or item["createdAt"]))
 
 
@@ -133,7 +157,9 @@ def parse_csv(text: str, ctx: Context) -> Iterator[Imported | Skipped]:
         raise _fail(ctx, "line 1", f"the header lacks {', '.join(missing)} (needs {', '.join(CSV_REQUIRED)})")
     unknown = [name for name in header if name not in CSV_REQUIRED + CSV_OPTIONAL]
     if unknown:
-        raise _fail(ctx, "line 1", f"unknown column {unknown[0]!r} (known: {', '.join(CSV_REQUIRED + CSV_OPTIONAL)})")
+        raise _fail(
+            ctx, "line 1", f"unknown column {unknown[0]!r} (known: {', '.join(CSV_REQUIRED + CSV_OPTIONAL)})"
+        )
     for row in reader:
         where = f"line {reader.line_num}"
         if not any(cell.strip() for cell in row):
@@ -192,8 +218,15 @@ def _csv_review(row: Mapping[str, str], ctx: Context) -> Imported | Skipped:
         rid = review_id(source, given_id or f"{author}\x1f{date}")
     reply_date = (row.get("reply_date") or "").strip()
     review = make_review(
-        rid=rid, author=display_author(author, ctx.author_style), rating=_csv_rating(row["rating"]), date=date,
-        text=text, source=source, source_url=(row.get("source_url") or "").strip() or None,
-        reply=row.get("reply"), reply_date=_csv_date(reply_date, "reply_date", ctx) if reply_date else None,
-        verified=_csv_verified(row.get("verified") or ""))
+        rid=rid,
+        author=display_author(author, ctx.author_style),
+        rating=_csv_rating(row["rating"]),
+        date=date,
+        text=text,
+        source=source,
+        source_url=(row.get("source_url") or "").strip() or None,
+        reply=row.get("reply"),
+        reply_date=_csv_date(reply_date, "reply_date", ctx) if reply_date else None,
+        verified=_csv_verified(row.get("verified") or ""),
+    )
     return Imported(review, "")

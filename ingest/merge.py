@@ -25,8 +25,9 @@ class MergeResult:
     def summary(self) -> str:
         skipped = sum(self.skipped.values())
         reasons = ", ".join(f"{count} {reason}" for reason, count in sorted(self.skipped.items()))
-        return (f"{self.new} new, {self.updated} updated, {self.unchanged} unchanged, {skipped} skipped"
-                + (f" ({reasons})" if reasons else ""))
+        return f"{self.new} new, {self.updated} updated, {self.unchanged} unchanged, {skipped} skipped" + (
+            f" ({reasons})" if reasons else ""
+        )
 
 
 def _rank(updated_at: str, review: Mapping[str, Any]) -> tuple[str, bytes]:
@@ -35,8 +36,11 @@ def _rank(updated_at: str, review: Mapping[str, Any]) -> tuple[str, bytes]:
     return updated_at, orjson.dumps(review, option=orjson.OPT_SORT_KEYS)
 
 
-def merge(existing: Sequence[Mapping[str, Any]], known_updated_at: Mapping[str, str],
-          records: Iterable[Imported | Skipped]) -> MergeResult:
+def merge(
+    existing: Sequence[Mapping[str, Any]],
+    known_updated_at: Mapping[str, str],
+    records: Iterable[Imported | Skipped],
+) -> MergeResult:
     """Existing reviews plus imported records; `known_updated_at` is what earlier imports remembered."""
     by_id = {review["id"]: dict(review) for review in existing}
     updated_at = {rid: known_updated_at.get(rid, "") for rid in by_id}
@@ -68,5 +72,10 @@ def aggregate_rating(reviews: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """reviews.json's aggregate_rating, recomputed from the reviews."""
     counts = Counter(review["rating"] for review in reviews)
     mean = sum(review["rating"] for review in reviews) / len(reviews) if reviews else 0
-    return {"rating_value": round(mean, 2), "review_count": len(reviews), "best_rating": 5, "worst_rating": 1,
-            "distribution": {star: counts.get(int(star), 0) for star in "12345"}}
+    return {
+        "rating_value": round(mean, 2),
+        "review_count": len(reviews),
+        "best_rating": 5,
+        "worst_rating": 1,
+        "distribution": {star: counts.get(int(star), 0) for star in "12345"},
+    }

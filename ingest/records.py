@@ -24,7 +24,7 @@ class Imported:
     """One review read from an export, before merging."""
 
     review: dict[str, Any]  # reviews.json's shape, id included
-    updated_at: str         # the source's last edit (RFC 3339 UTC), "" when it says none: newest wins
+    updated_at: str  # the source's last edit (RFC 3339 UTC), "" when it says none: newest wins
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,11 @@ class Skipped:
 
 
 def review_id(source: str, source_key: str) -> str:
-    """The reviewsd id of a source's review: a ULID-shaped hash, so the same review always gets the same id."""
+    """The reviewsd id of a source's review: a ULID-shaped hash: the same review, the same id."""
     number = int.from_bytes(hashlib.sha256(f"{source}\x1f{source_key}".encode()).digest()[:16], "big")
-    return "".join(_CROCKFORD[(number >> shift) & 31] for shift in range(125, -1, -5))  # 128 bits: first char 0-7
+    return "".join(
+        _CROCKFORD[(number >> shift) & 31] for shift in range(125, -1, -5)
+    )  # 128 bits: first char 0-7
 
 
 def display_author(name: str | None, style: str) -> str:
@@ -77,18 +79,37 @@ def clean_text(text: str | None) -> str | None:
     return text or None
 
 
-def make_review(*, rid: str, author: str, rating: int, date: str, text: str | None, source: str,
-                source_url: str | None = None, avatar: str | None = None, reply: str | None = None,
-                reply_date: str | None = None, verified: bool = False) -> dict[str, Any]:
+def make_review(
+    *,
+    rid: str,
+    author: str,
+    rating: int,
+    date: str,
+    text: str | None,
+    source: str,
+    source_url: str | None = None,
+    avatar: str | None = None,
+    reply: str | None = None,
+    reply_date: str | None = None,
+    verified: bool = False,
+) -> dict[str, Any]:
     """A review in reviews.json's shape; a reply dated before the review is dated the review's day."""
     reply = clean_text(reply)
     owner_reply = None
     if reply is not None:
         owner_reply = {"text": reply[:MAX_TEXT], "date": max(reply_date or date, date)}
-    return {"id": rid, "author": author, "author_avatar_url": avatar if _is_http(avatar) else None,
-            "rating": rating, "date": date, "text": text, "source": source,
-            "source_url": source_url if _is_http(source_url) else None, "owner_reply": owner_reply,
-            "verified": verified}
+    return {
+        "id": rid,
+        "author": author,
+        "author_avatar_url": avatar if _is_http(avatar) else None,
+        "rating": rating,
+        "date": date,
+        "text": text,
+        "source": source,
+        "source_url": source_url if _is_http(source_url) else None,
+        "owner_reply": owner_reply,
+        "verified": verified,
+    }
 
 
 def _is_http(url: str | None) -> bool:

@@ -11,18 +11,26 @@ import orjson
 
 from ..reviews.profile import Profile
 from ..reviews.schemas import schema_errors
-from ..reviews.store import REVIEWS_FILE, dumps, read_json, utc_timestamp, write_atomically
+from ..reviews.store import (
+    REVIEWS_FILE,
+    dumps,
+    read_json,
+    utc_timestamp,
+    write_atomically,
+)
 from . import detect, formats
 from .merge import MergeResult, aggregate_rating, merge
 from .records import Imported, InputError, Skipped
 
 STATE_FILE = ".reviewsd-import.json"  # review id -> its source's last edit time, so the newest edit wins
-KNOWN = "a Google Business Profile or Trustpilot reviews JSON, a Takeout folder or .zip, or a CSV " \
-        "with author,rating,date,text"
+KNOWN = (
+    "a Google Business Profile or Trustpilot reviews JSON, a Takeout folder or .zip, or a CSV "
+    "with author,rating,date,text"
+)
 
 
 def _sources(path: Path) -> Iterator[tuple[str, bytes]]:
-    """(name for errors, content) of each file an argument stands for: itself, or a Takeout's reviews files."""
+    """(name for errors, content) of each file an argument stands for: itself, or a Takeout's."""
     if path.is_dir():
         names = detect.takeout_review_files(path)
         if not names:
@@ -97,15 +105,25 @@ def import_files(data_dir: Path, paths: list[Path], profile: Profile) -> MergeRe
     doc, state = _existing(data_dir)
     business = profile.business_block() or (doc or {}).get("business")
     if business is None:
-        raise InputError(f"{data_dir}: business.toml has no [business] and there is no reviews.json to keep "
-                         "one from; write one with `reviewsd init --preset NAME`")
+        raise InputError(
+            f"{data_dir}: business.toml has no [business] and there is no reviews.json to keep "
+            "one from; write one with `reviewsd init --preset NAME`"
+        )
     result = merge((doc or {}).get("reviews", []), state, records)
-    new_doc = {"business": business, "aggregate_rating": aggregate_rating(result.reviews),
-               "generated_at": utc_timestamp(), "reviews": result.reviews}
+    new_doc = {
+        "business": business,
+        "aggregate_rating": aggregate_rating(result.reviews),
+        "generated_at": utc_timestamp(),
+        "reviews": result.reviews,
+    }
     problems = schema_errors("reviews.schema.json", new_doc)
     if problems:
-        raise InputError(f"{data_dir / REVIEWS_FILE}: the merged file would be invalid: " + "; ".join(problems))
-    if doc is None or any(doc.get(key) != new_doc[key] for key in ("business", "aggregate_rating", "reviews")):
+        raise InputError(
+            f"{data_dir / REVIEWS_FILE}: the merged file would be invalid: " + "; ".join(problems)
+        )
+    if doc is None or any(
+        doc.get(key) != new_doc[key] for key in ("business", "aggregate_rating", "reviews")
+    ):
         write_atomically(data_dir / REVIEWS_FILE, dumps(new_doc))
     write_atomically(data_dir / STATE_FILE, dumps(result.updated_at))
     return result

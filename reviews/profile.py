@@ -18,9 +18,11 @@ DEFAULT_TIME_ZONE = "UTC"
 ENTITY_GROUPS = ("technicians", "services", "problems", "service_areas", "topics")  # insights.json's names
 # reviews.json requires these business keys; a profile may leave them out, and gets these values.
 BUSINESS_DEFAULTS: dict[str, Any] = {
-    "description": "", "telephone": "+1 000 000 0000",
+    "description": "",
+    "telephone": "+1 000 000 0000",
     "address": {"street_address": "", "locality": "", "region": "", "postal_code": "", "country": "US"},
-    "geo": {"latitude": 0, "longitude": 0}, "opening_hours": [],
+    "geo": {"latitude": 0, "longitude": 0},
+    "opening_hours": [],
 }
 
 
@@ -54,10 +56,23 @@ class Profile:
         block = {**BUSINESS_DEFAULTS, **self.business}
         block["address"] = {**BUSINESS_DEFAULTS["address"], **block["address"]}
         block["service_areas"] = [{"id": a["id"], "label": a["label"]} for a in self.service_areas]
-        block["services"] = [{"id": s["id"], "label": s["label"], "description": s.get("description", "")}
-                             for s in self.services]
-        order = ("id", "name", "category", "description", "url", "telephone", "address", "geo",
-                 "opening_hours", "service_areas", "services")
+        block["services"] = [
+            {"id": s["id"], "label": s["label"], "description": s.get("description", "")}
+            for s in self.services
+        ]
+        order = (
+            "id",
+            "name",
+            "category",
+            "description",
+            "url",
+            "telephone",
+            "address",
+            "geo",
+            "opening_hours",
+            "service_areas",
+            "services",
+        )
         return {key: block[key] for key in order}
 
 
@@ -76,7 +91,9 @@ def _key_path(parts: list) -> str:
 
 def schema_problems(doc: Mapping[str, Any]) -> list[str]:
     """`key: what is wrong` for each schema violation, in document order."""
-    return [f"{_key_path(list(error.instance_path))}: {error.message}" for error in _validator().iter_errors(doc)]
+    return [
+        f"{_key_path(list(error.instance_path))}: {error.message}" for error in _validator().iter_errors(doc)
+    ]
 
 
 def _rule_problems(doc: Mapping[str, Any]) -> list[str]:
@@ -96,8 +113,11 @@ def _rule_problems(doc: Mapping[str, Any]) -> list[str]:
             seen.add(item["id"])
         known |= seen
     for index, entry in enumerate(doc.get("faq", [])):
-        problems += [f"faq[{index}].about: {about!r} is not the id of an aspect, topic, service or problem"
-                     for about in entry["about"] if about not in known]
+        problems += [
+            f"faq[{index}].about: {about!r} is not the id of an aspect, topic, service or problem"
+            for about in entry["about"]
+            if about not in known
+        ]
     return problems
 
 
@@ -111,13 +131,28 @@ def parse_profile(text: str, source: str = PROFILE_FILE) -> Profile:
     problems += [] if problems else _rule_problems(doc)
     if problems:
         raise ProfileError("\n".join(f"{source}: {problem}" for problem in problems))
-    lists = {name: tuple(doc.get(name, ())) for name in
-             ("practitioners", "services", "service_areas", "aspects", "topics", "problems", "faq", "corrections")}
-    return Profile(business=doc.get("business"), time_zone=doc.get("time_zone", DEFAULT_TIME_ZONE),
-                   author_display=doc.get("author_display", "first-initial"),
-                   taxonomy_version=doc.get("taxonomy_version", 1),
-                   sentiment_overrides=dict(doc.get("sentiment_overrides", {})),
-                   hide_reviews=frozenset(doc.get("hide_reviews", ())), **lists)
+    lists = {
+        name: tuple(doc.get(name, ()))
+        for name in (
+            "practitioners",
+            "services",
+            "service_areas",
+            "aspects",
+            "topics",
+            "problems",
+            "faq",
+            "corrections",
+        )
+    }
+    return Profile(
+        business=doc.get("business"),
+        time_zone=doc.get("time_zone", DEFAULT_TIME_ZONE),
+        author_display=doc.get("author_display", "first-initial"),
+        taxonomy_version=doc.get("taxonomy_version", 1),
+        sentiment_overrides=dict(doc.get("sentiment_overrides", {})),
+        hide_reviews=frozenset(doc.get("hide_reviews", ())),
+        **lists,
+    )
 
 
 def load_profile(data_dir: Path, required: bool = False) -> Profile:
