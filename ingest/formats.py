@@ -175,8 +175,10 @@ def parse_csv(text: str, ctx: Context) -> Iterator[Imported | Skipped]:
 def _csv_date(value: str, name: str, ctx: Context) -> str:
     value = value.strip()
     if _DATE.match(value):
-        dt.date.fromisoformat(value)  # a real calendar date, or ValueError
-        return value
+        try:
+            return dt.date.fromisoformat(value).isoformat()  # a real calendar date
+        except ValueError:
+            raise ValueError(f"{name} {value!r} is not a date on the calendar") from None
     try:
         return local_date(value, ctx.zone)
     except ValueError:

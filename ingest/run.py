@@ -66,7 +66,7 @@ def parse_source(name: str, data: bytes, profile: Profile) -> list[Imported | Sk
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InputError(f"{name}: neither JSON nor UTF-8 text (byte {error.start})") from None
-    if detect.detect_csv(text) is None:
+    if detect.detect_csv(text) is None and "," not in text.split("\n", 1)[0]:
         raise InputError(f"{name}: not a known export; expected {KNOWN}")
     return list(formats.parse_csv(text, ctx))
 
