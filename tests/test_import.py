@@ -47,8 +47,12 @@ def google(review_key: str) -> str:
 
 
 def check(data_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data_dir)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_google_api_response_edge_cases(tmp_path):
@@ -57,7 +61,8 @@ def test_google_api_response_edge_cases(tmp_path):
     assert result.summary() == "3 new, 0 updated, 0 unchanged, 1 skipped (1 STAR_RATING_UNSPECIFIED)"
     reviews = reviews_in(tmp_path)
     translated = reviews[google("AbFvOqmA1")]
-    assert translated["text"].startswith("La Dra. Patel fue maravillosa") and "Translated" not in translated["text"]
+    assert translated["text"].startswith("La Dra. Patel fue maravillosa")
+    assert "Translated" not in translated["text"]
     assert translated["date"] == "2026-03-01"  # 06:30 UTC is the evening before in Los Angeles
     assert translated["owner_reply"] == {"text": "Gracias, Maria!", "date": "2026-03-03"}
     assert translated["author"] == "Maria O." and translated["author_avatar_url"].startswith("https://")
@@ -136,8 +141,11 @@ def test_bad_input_names_file_and_record_and_writes_nothing(tmp_path, content, m
 def test_cli_reports_one_summary_line_and_errors_exit_1(tmp_path, capsys):
     (tmp_path / "business.toml").write_text(render_preset("chiropractic"), "utf-8")
     assert import_main(["--data-dir", str(tmp_path), str(GOOGLE_API)]) == 0
-    assert capsys.readouterr().out.strip().endswith("3 new, 0 updated, 0 unchanged, 1 skipped "
-                                                    "(1 STAR_RATING_UNSPECIFIED)")
+    assert (
+        capsys.readouterr()
+        .out.strip()
+        .endswith("3 new, 0 updated, 0 unchanged, 1 skipped (1 STAR_RATING_UNSPECIFIED)")
+    )
     assert import_main(["--data-dir", str(tmp_path), str(tmp_path / "missing.json")]) == 1
     assert "nothing written" in capsys.readouterr().err
 
@@ -177,8 +185,9 @@ def test_detect_export_and_the_hint_for_check(tmp_path):
     assert detect_export(ROOT / "data" / "reviews.json") is None
     assert detect_export(tmp_path / "nothing-here.json") is None
     assert detect_export(json.loads(GOOGLE_API.read_text("utf-8"))) == "google"
-    assert import_hint(GOOGLE_API) == (f"this looks like a Google Business Profile reviews export; "
-                                       f"run `reviewsd import {GOOGLE_API}`")
+    assert import_hint(GOOGLE_API) == (
+        f"this looks like a Google Business Profile reviews export; run `reviewsd import {GOOGLE_API}`"
+    )
 
 
 @pytest.mark.parametrize(
@@ -204,17 +213,24 @@ def test_author_display_styles():
 
 def test_import_then_analyze_passes_check(tmp_path):
     (tmp_path / "business.toml").write_text(render_preset("chiropractic"), "utf-8")
-    assert import_main(["--data-dir", str(tmp_path), str(GOOGLE_API), str(TAKEOUT), str(TRUSTPILOT),
-                        str(CSV_FILE)]) == 0
+    assert (
+        import_main(
+            ["--data-dir", str(tmp_path), str(GOOGLE_API), str(TAKEOUT), str(TRUSTPILOT), str(CSV_FILE)]
+        )
+        == 0
+    )
     assert analyze_main(["--data-dir", str(tmp_path)]) == 0
     checked = check(tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 ROWS = st.lists(
-    st.tuples(st.sampled_from(["Ann Lee", "Bo Li", "Cy Young", "Di Ma"]), st.integers(1, 5),
-              st.dates(min_value=dt.date(2024, 1, 1), max_value=dt.date(2026, 12, 31)),
-              st.sampled_from(["Great care.", "Long wait.", "", "Rude front desk, spotless rooms."])),
+    st.tuples(
+        st.sampled_from(["Ann Lee", "Bo Li", "Cy Young", "Di Ma"]),
+        st.integers(1, 5),
+        st.dates(min_value=dt.date(2024, 1, 1), max_value=dt.date(2026, 12, 31)),
+        st.sampled_from(["Great care.", "Long wait.", "", "Rude front desk, spotless rooms."]),
+    ),
     max_size=12,
 )
 

@@ -24,9 +24,18 @@ url = "https://bakery.example/"
 def test_every_preset_is_a_valid_profile_whose_business_block_reviews_json_accepts(preset):
     profile = parse_profile(render_preset(preset), preset)
     assert profile.aspects
-    doc = {"business": profile.business_block(), "generated_at": "2026-01-01T00:00:00Z", "reviews": [],
-           "aggregate_rating": {"rating_value": 0, "review_count": 0, "best_rating": 5, "worst_rating": 1,
-                                "distribution": {s: 0 for s in "12345"}}}
+    doc = {
+        "business": profile.business_block(),
+        "generated_at": "2026-01-01T00:00:00Z",
+        "reviews": [],
+        "aggregate_rating": {
+            "rating_value": 0,
+            "review_count": 0,
+            "best_rating": 5,
+            "worst_rating": 1,
+            "distribution": {s: 0 for s in "12345"},
+        },
+    }
     assert schema_errors("reviews.schema.json", doc) == []
 
 
@@ -63,7 +72,7 @@ def test_minimal_profile_fills_reviews_json_defaults():
         ('[[topics]]\nid = "a"\nlabel = "A"\n[[topics]]\nid = "a"\nlabel = "B"', "topics[1].id"),
         ('[[faq]]\nquestion = "Q?"\nabout = ["nothing"]', "faq[0].about"),
         ('author_display = "initials"', "author_display"),
-        ("[sentiment_overrides]\n\"meh\" = 9", "sentiment_overrides.meh"),
+        ('[sentiment_overrides]\n"meh" = 9', "sentiment_overrides.meh"),
     ],
 )
 def test_errors_name_the_key_and_what_is_wrong(extra, names):
