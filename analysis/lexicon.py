@@ -29,6 +29,11 @@ NEUTRAL_BAND = 0.05  # |compound| below this is neutral (VADER's recommended thr
 NEGATIONS = frozenset(NEGATE) | {"no", "never", "nobody", "hardly"}
 CONTRASTS = frozenset({"but", "however", "although", "though", "yet", "whereas", "except"})
 CLAUSE_BREAKS = CONTRASTS | {",", ";"}
+# Where VADER's general-purpose lexicon misreads review prose: words that are mostly not praise here.
+# "honestly" (+2.0) and "well" (+1.1) are discourse markers ("honestly, no relief", "as well"); "care" (+2.2)
+# is what a clinic provides ("prenatal care"); "pretty" (+2.2) is mostly a booster ("pretty slow").
+NOT_SENTIMENT = frozenset({"honestly", "well", "care", "pretty"})
+BOOSTERS = {**BOOSTER_DICT, "pretty": 0.293}  # VADER's booster increment
 
 
 @cache
@@ -66,7 +71,7 @@ class Scorer:
 
     @classmethod
     def for_overrides(cls, overrides: Mapping[str, float]) -> "Scorer":
-        words = dict(vader_lexicon())
+        words = {word: valence for word, valence in vader_lexicon().items() if word not in NOT_SENTIMENT}
         phrases: dict[str, list[tuple[tuple[str, ...], float]]] = {}
         for phrase, valence in overrides.items():
             tokens = tuple(fold(phrase).split())
@@ -102,7 +107,7 @@ class Scorer:
         for distance in (1, 2, 3):
             if i - distance < 0:
                 break
-            boost = BOOSTER_DICT.get(tokens[i - distance])
+            boost = BOOSTERS.get(tokens[i - distance])
             if boost:
                 valence += math.copysign(boost * (1, 0.95, 0.9)[distance - 1], valence)
         previous = tokens[max(0, i - 3) : i]
