@@ -150,6 +150,17 @@ def test_cli_reports_one_summary_line_and_errors_exit_1(tmp_path, capsys):
     assert "nothing written" in capsys.readouterr().err
 
 
+def test_import_without_files_rewrites_the_business_block(tmp_path):
+    (tmp_path / "business.toml").write_text(render_preset("chiropractic"), "utf-8")
+    assert import_main(["--data-dir", str(tmp_path), str(CSV_FILE)]) == 0
+    with (tmp_path / "business.toml").open("a", encoding="utf-8") as out:
+        out.write('[[service_areas]]\nid = "riverside"\nlabel = "Riverside"\n')
+    assert import_main(["--data-dir", str(tmp_path)]) == 0
+    business = json.loads((tmp_path / "reviews.json").read_text("utf-8"))["business"]
+    assert business["service_areas"][-1] == {"id": "riverside", "label": "Riverside"}
+    assert len(reviews_in(tmp_path)) == 3
+
+
 def test_reimport_changes_nothing_not_even_the_file(tmp_path):
     files = [GOOGLE_API, TAKEOUT, TRUSTPILOT, CSV_FILE]
     import_files(tmp_path, files, profile_in())
