@@ -103,7 +103,7 @@ def import_files(data_dir: Path, paths: list[Path], profile: Profile) -> MergeRe
     data_dir = Path(data_dir)
     records = read_records(paths, profile)
     doc, state = _existing(data_dir)
-    business = profile.business_block() or (doc or {}).get("business")
+    business = profile.business_block((doc or {}).get("business"))
     if business is None:
         raise InputError(
             f"{data_dir}: business.toml has no [business] and there is no reviews.json to keep "

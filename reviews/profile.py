@@ -49,31 +49,29 @@ class Profile:
     hide_reviews: frozenset[str] = frozenset()
     corrections: tuple[Mapping[str, Any], ...] = ()
 
-    def business_block(self) -> dict[str, Any] | None:
-        """reviews.json's `business`: the profile's, with defaults for what it leaves out, or None."""
+    def business_block(self, current: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """reviews.json's `business`: the profile's, with defaults for what it leaves out; without a
+        [business], the `current` block with the profile's services and areas (if it lists any)."""
         if self.business is None:
-            return None
+            if current is None:
+                return None
+            block = dict(current)
+            block["services"] = self._services() if self.services else block["services"]
+            block["service_areas"] = self._areas() if self.service_areas else block["service_areas"]
+            return block
         block = {**BUSINESS_DEFAULTS, **self.business}
         block["address"] = {**BUSINESS_DEFAULTS["address"], **block["address"]}
-        block["service_areas"] = [{"id": a["id"], "label": a["label"]} for a in self.service_areas]
-        block["services"] = [
-            {"id": s["id"], "label": s["label"], "description": s.get("description", "")}
-            for s in self.services
-        ]
-        order = (
-            "id",
-            "name",
-            "category",
-            "description",
-            "url",
-            "telephone",
-            "address",
-            "geo",
-            "opening_hours",
-            "service_areas",
-            "services",
-        )
+        block["service_areas"], block["services"] = self._areas(), self._services()
+        order = ("id", "name", "category", "description", "url", "telephone", "address", "geo",
+                 "opening_hours", "service_areas", "services")
         return {key: block[key] for key in order}
+
+    def _services(self) -> list[dict[str, str]]:
+        return [{"id": s["id"], "label": s["label"], "description": s.get("description", "")}
+                for s in self.services]
+
+    def _areas(self) -> list[dict[str, str]]:
+        return [{"id": a["id"], "label": a["label"]} for a in self.service_areas]
 
 
 @cache

@@ -161,6 +161,17 @@ def test_import_without_files_rewrites_the_business_block(tmp_path):
     assert len(reviews_in(tmp_path)) == 3
 
 
+def test_a_profile_without_business_keeps_the_block_but_lists_its_services(tmp_path):
+    (tmp_path / "reviews.json").write_bytes((ROOT / "examples" / "minimal" / "reviews.json").read_bytes())
+    (tmp_path / "business.toml").write_text('[[services]]\nid = "sourdough"\nlabel = "Sourdough"\n', "utf-8")
+    assert import_main(["--data-dir", str(tmp_path), str(CSV_FILE)]) == 0
+    business = json.loads((tmp_path / "reviews.json").read_text("utf-8"))["business"]
+    minimal = json.loads((ROOT / "examples" / "minimal" / "reviews.json").read_text("utf-8"))["business"]
+    assert business["name"] == minimal["name"] and business["service_areas"] == minimal["service_areas"]
+    assert business["services"] == [{"id": "sourdough", "label": "Sourdough", "description": ""}]
+    assert len(reviews_in(tmp_path)) == 6
+
+
 def test_reimport_changes_nothing_not_even_the_file(tmp_path):
     files = [GOOGLE_API, TAKEOUT, TRUSTPILOT, CSV_FILE]
     import_files(tmp_path, files, profile_in())
