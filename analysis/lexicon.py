@@ -82,16 +82,22 @@ class Scorer:
         ordered = {first: tuple(sorted(found, key=lambda p: -len(p[0]))) for first, found in phrases.items()}
         return cls(words, ordered)
 
+    def override_at(self, tokens: Sequence[str], i: int) -> tuple[tuple[str, ...], float] | None:
+        """The longest override phrase starting at token i, and its valence."""
+        for phrase, valence in self.phrases.get(tokens[i], ()):
+            if tuple(tokens[i : i + len(phrase)]) == phrase:
+                return phrase, valence
+        return None
+
     def contributions(self, tokens: Sequence[str], silenced: frozenset[int] = frozenset()) -> list[float]:
         """Each token's valence in context; `silenced` tokens (names, problems) count 0."""
         values = [0.0] * len(tokens)
         covered: set[int] = set(silenced)
-        for i, token in enumerate(tokens):
-            for phrase, valence in self.phrases.get(token, ()):
-                if i not in covered and tuple(tokens[i : i + len(phrase)]) == phrase:
-                    values[i] = valence  # an override is the profile's word: no negation or booster applies
-                    covered.update(range(i, i + len(phrase)))
-                    break
+        for i in range(len(tokens)):
+            override = None if i in covered else self.override_at(tokens, i)
+            if override is not None:
+                values[i] = override[1]  # an override is the profile's word: no negation or booster applies
+                covered.update(range(i, i + len(override[0])))
         for i, token in enumerate(tokens):
             if i in covered or token in NEGATIONS:
                 continue

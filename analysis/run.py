@@ -19,7 +19,7 @@ from ..reviews.store import (
 from . import aggregate, compose
 from .lexicon import Scorer
 from .matcher import Matcher, labels_by_group
-from .review import ReviewAnalysis, analyse_review, apply_corrections
+from .review import ReviewAnalysis, ScoredSentence, analyse_review, apply_corrections
 
 METHOD_VERSION = "1.0"
 MODEL = (
@@ -139,18 +139,27 @@ def explain_review(data_dir: Path, profile: Profile, review_id: str) -> str:
     [analysis] = analyse_reviews([review], profile) or [None]
     if analysis is None:
         return f"review {review_id} is hidden by business.toml's hide_reviews\n"
-    return format_explanation(analysis)
+    return format_explanation(analysis, Scorer.for_overrides(profile.sentiment_overrides))
 
 
-def format_explanation(analysis: ReviewAnalysis) -> str:
+def _word_list(sentence: ScoredSentence, scorer: Scorer | None) -> str:
+    """The words that carry sentiment; an override shows as its whole phrase."""
+    tokens, words = sentence.folded.tokens, []
+    for i, value in enumerate(sentence.values):
+        if value:
+            override = scorer.override_at(tokens, i) if scorer else None
+            words.append(f"{' '.join(override[0]) if override else tokens[i]} {value:+.2f}")
+    return ", ".join(words) or "(none with sentiment)"
+
+
+def format_explanation(analysis: ReviewAnalysis, scorer: Scorer | None = None) -> str:
     review = analysis.review
     lines = [f"review {review['id']}: {review['rating']} stars, {review['date']}, {review['source']}"]
     if not analysis.sentences:
         lines.append("  no text: the stars alone give the review's sentiment; no mentions")
     for number, sentence in enumerate(analysis.sentences, 1):
         lines.append(f"sentence {number}: {sentence.text!r} score {sentence.score:+.3f}")
-        words = [f"{tok} {val:+.2f}" for tok, val in zip(sentence.folded.tokens, sentence.values) if val]
-        lines.append(f"  words: {', '.join(words) or '(none with sentiment)'}")
+        lines.append(f"  words: {_word_list(sentence, scorer)}")
         for match in sentence.matches:
             lines.append(
                 f"  term {match.term!r} -> {match.group} {match.id}, "
