@@ -27,11 +27,11 @@ def _first_review(doc: Any) -> dict | None:
 
 
 def detect_document(doc: Any) -> str | None:
-    """ "google", "trustpilot" or None for a parsed JSON document (an empty "reviews" list is Google's)."""
+    """"google", "trustpilot" or None for a parsed JSON document. An export with an empty "reviews"
+    list counts as Google's (a Takeout location without reviews): it imports nothing either way."""
     first = _first_review(doc)
     if first is None:
-        keys = {"nextPageToken", "averageRating", "totalReviewSize"}
-        return GOOGLE if isinstance(doc, dict) and doc.get("reviews") == [] and keys & doc.keys() else None
+        return GOOGLE if isinstance(doc, dict) and doc.get("reviews") == [] else None
     if "starRating" in first:
         return GOOGLE
     if "stars" in first and ("consumer" in first or "createdAt" in first):

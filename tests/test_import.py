@@ -207,6 +207,7 @@ def test_detect_export_and_the_hint_for_check(tmp_path):
     assert detect_export(ROOT / "data" / "reviews.json") is None
     assert detect_export(tmp_path / "nothing-here.json") is None
     assert detect_export(json.loads(GOOGLE_API.read_text("utf-8"))) == "google"
+    assert detect_export({"reviews": []}) == "google" and detect_export({"reviews": [{"x": 1}]}) is None
     assert import_hint(GOOGLE_API) == (
         f"this looks like a Google Business Profile reviews export; run `reviewsd import {GOOGLE_API}`"
     )
