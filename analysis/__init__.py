@@ -1,0 +1,1 @@
+"""`reviewsd analyze`: insights.json derived from reviews.json and business.toml, explainably."""

@@ -1,0 +1,180 @@
+"""The FAQ answers, the summary and the pull quote: composed from counted figures and quoted sentences
+of real reviews, never written freely (pure)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any, Mapping, Sequence
+
+from .matcher import labels_by_group
+from .review import ReviewAnalysis
+
+PULL_QUOTE_MIN, PULL_QUOTE_MAX = 40, 200  # characters
+PULL_QUOTE_MIN_SCORE = 0.5
+QUOTE_MAX = 240
+# Characters a quote should not carry into a page: markup, controls, invisible direction marks.
+_UNQUOTABLE = re.compile(r"[<>&\x00-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufffe\uffff]")
+FAQ_GROUPS = ("aspects", "topics", "services", "problems")
+
+
+def _month_name(month: str) -> str:
+    return dt.date(int(month[:4]), int(month[5:7]), 1).strftime("%B %Y")
+
+
+def _pct(part: int, whole: int) -> int:
+    return round(100 * part / whole) if whole else 0
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _quotable(text: str) -> bool:
+    return not _UNQUOTABLE.search(text) and len(text) <= QUOTE_MAX
+
+
+def pull_quote(analyses: Sequence[ReviewAnalysis]) -> dict[str, str] | None:
+    """The most positive sentence (score >= 0.5, 40-200 characters, no markup or control characters) of a
+    5-star review; ties go to the newest review. None when no sentence qualifies."""
+    best: tuple | None = None
+    for analysis in analyses:
+        if analysis.review["rating"] != 5:
+            continue
+        for sentence in analysis.sentences:
+            text = sentence.text
+            if sentence.score < PULL_QUOTE_MIN_SCORE or not PULL_QUOTE_MIN <= len(text) <= PULL_QUOTE_MAX:
+                continue
+            if not _quotable(text):
+                continue
+            key = (round(sentence.score, 6), analysis.review["date"], analysis.review["id"])
+            if best is None or key > best[0]:
+                best = (key, text, analysis.review["id"])
+    return None if best is None else {"text": best[1], "review_id": best[2]}
+
+
+def _about(profile: Any, record_id: str) -> tuple[str, str] | None:
+    """(group, label) of the record an FAQ's `about` names."""
+    groups = labels_by_group(profile)
+    for group in FAQ_GROUPS:
+        for record in groups[group]:
+            if record["id"] == record_id:
+                return group, record["label"]
+    return None
+
+
+def _quote_for(
+    analyses: Sequence[ReviewAnalysis], keys: list[tuple[str, str]], sentiment: str
+) -> tuple[str, str] | None:
+    """(sentence, review id): the newest quotable sentence naming one of the records with that sentiment."""
+    for analysis in analyses:  # newest first
+        for key in keys:
+            decision = analysis.mentions.get(key[0], {}).get(key[1])
+            quote = analysis.quotes.get(key)
+            if decision is not None and decision.sentiment == sentiment and quote and _quotable(quote):
+                return quote, analysis.review["id"]
+    return None
+
+
+def faq_entry(
+    question: str, about: Sequence[str], analyses: Sequence[ReviewAnalysis], profile: Any
+) -> dict[str, Any] | None:
+    """An answer from counts (reviews naming any of the records) and up to two quotes; None if none do."""
+    found = [
+        (group, record_id, label)
+        for record_id in about
+        if (hit := _about(profile, record_id))
+        for group, label in [hit]
+    ]
+    keys = [(group, record_id) for group, record_id, _ in found]
+    counts = {"positive": 0, "neutral": 0, "negative": 0}
+    for analysis in analyses:
+        sentiments = [analysis.mentions.get(g, {}).get(r) for g, r in keys]
+        sentiments = [d.sentiment for d in sentiments if d is not None]
+        if sentiments:  # one vote per review: its first record's mention in `about` order
+            counts[sentiments[0]] += 1
+    total = sum(counts.values())
+    if not total:
+        return None
+    labels = " or ".join(label.lower() for _, _, label in found)
+    answer = (
+        f"{total} review{'s' if total != 1 else ''} mention {labels}: {counts['positive']} positive, "
+        f"{counts['neutral']} neutral, {counts['negative']} negative."
+    )
+    majority = max(counts, key=lambda s: (counts[s], s == "positive", s == "neutral"))
+    quotes = [_quote_for(analyses, keys, majority)]
+    minority = "negative" if majority == "positive" else "positive"
+    if counts[minority]:
+        quotes.append(_quote_for(analyses, keys, minority))
+    review_ids = []
+    for quote, (lead) in zip(quotes, ("One reviewer wrote", "Another wrote")):
+        if quote is not None:
+            answer += f" {lead}: “{quote[0]}”"
+            review_ids.append(quote[1])
+    return {"question": question, "answer": answer, "review_ids": review_ids}
+
+
+def rating_faq(business_name: str, analyses: Sequence[ReviewAnalysis]) -> dict[str, Any] | None:
+    """How customers rate the business, from the star ratings of every analysed review."""
+    total = len(analyses)
+    if not total:
+        return None
+    ratings = [a.review["rating"] for a in analyses]
+    high, low = sum(r >= 4 for r in ratings), sum(r <= 2 for r in ratings)
+    return {
+        "question": f"How do customers rate {business_name}?",
+        "answer": (
+            f"{total} review{'s' if total != 1 else ''} average {sum(ratings) / total:.1f} of 5 stars; "
+            f"{high} ({_pct(high, total)}%) give 4 or 5 stars and {low} ({_pct(low, total)}%) give 1 or 2."
+        ),
+        "review_ids": [],
+    }
+
+
+def summary(
+    analyses: Sequence[ReviewAnalysis],
+    aspects: Sequence[Mapping[str, Any]],
+    technicians: Sequence[Mapping[str, Any]],
+    months: Sequence[Mapping[str, Any]],
+    trend: Mapping[str, Any],
+    overall: Mapping[str, Any],
+) -> str:
+    """A few sentences, each stating figures counted above."""
+    total = len(analyses)
+    if not total:
+        return ""
+    mean = sum(a.review["rating"] for a in analyses) / total
+    parts = [
+        f"{total} review{'s' if total != 1 else ''} from {_month_name(months[0]['month'])} to "
+        f"{_month_name(months[-1]['month'])}, averaging {mean:.1f} of 5 stars; "
+        f"{overall['positive_pct']:g}% positive, {overall['negative_pct']:g}% negative."
+    ]
+    mentioned = sorted(
+        (a for a in aspects if a["mention_count"]), key=lambda a: (-a["mention_count"], a["id"])
+    )
+    if mentioned:
+        listed = ", ".join(
+            f"{a['label'].lower()} ({a['mention_count']}, {a['positive_pct']:g}% positive)"
+            for a in mentioned[:3]
+        )
+        parts.append(f"Most mentioned: {listed}.")
+        criticised = max(mentioned, key=lambda a: (a["negative_count"], -a["mention_count"]))
+        if criticised["negative_count"]:
+            parts.append(
+                f"Most criticised: {criticised['label'].lower()} "
+                f"({_plural(criticised['negative_count'], 'negative mention')})."
+            )
+    named = sorted(
+        (t for t in technicians if t["mention_count"]), key=lambda t: (-t["mention_count"], t["id"])
+    )
+    if named:
+        top = named[0]
+        parts.append(
+            f"Most named: {top['name']} ({top['mention_count']} reviews, "
+            f"{_pct(top['positive_count'], top['mention_count'])}% positive)."
+        )
+    parts.append(
+        f"Ratings over the last {trend['window_months']} months: {trend['direction']} "
+        f"({round(trend['slope_per_month'], 2) or 0.0:+.2f} stars a month)."
+    )
+    return " ".join(parts)

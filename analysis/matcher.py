@@ -1,0 +1,127 @@
+"""The profile's terms, aliases and names compiled into one matcher over folded sentences."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Sequence
+
+from ..reviews.profile import Profile
+from .text import Folded, fold
+
+HONORIFICS = frozenset({"dr", "dra", "doctor", "doc", "mr", "mrs", "ms", "miss", "prof"})
+# per_review's groups, and the profile list each is read from
+GROUP_SOURCES = (
+    ("aspects", "aspects"),
+    ("technicians", "practitioners"),
+    ("services", "services"),
+    ("problems", "problems"),
+    ("service_areas", "service_areas"),
+    ("topics", "topics"),
+)
+
+
+@dataclass(frozen=True)
+class Match:
+    """One term found in a sentence: which record it names, and where."""
+
+    group: str
+    id: str
+    term: str  # the folded term as matched
+    first: int  # index of its first token
+    last: int  # index of its last token
+
+
+def _record_terms(record: Mapping, group: str) -> list[str]:
+    terms = [record["label"]] if group != "technicians" and record.get("label") else []
+    return terms + list(record.get("terms", ())) + list(record.get("aliases", ()))
+
+
+def practitioner_aliases(record: Mapping) -> list[str]:
+    """A practitioner's name, label and aliases, and the forms derived from the name: without the
+    title, surname, title + surname, first name."""
+    names = [record["name"], *record.get("aliases", ())] + ([record["label"]] if record.get("label") else [])
+    words = [w for w in fold(record["name"]).split() if w not in HONORIFICS]
+    derived = []
+    if len(words) >= 2:
+        derived = [" ".join(words), words[-1], words[0]]
+        derived += [f"{title} {words[-1]}" for title in ("dr", "dra", "doctor")]
+    return names + derived
+
+
+def _variants(token: str) -> list[str]:
+    """The forms a term's last word may stand for in a token: itself, singular, without a possessive."""
+    forms = [token]
+    if token.endswith("'s"):
+        forms.append(token[:-2])
+    elif token.endswith("es"):
+        forms += [token[:-2], token[:-1]]
+    elif token.endswith("s"):
+        forms.append(token[:-1])
+    return forms
+
+
+class Matcher:
+    """Finds every record the profile's terms name in a folded sentence (longest term first)."""
+
+    def __init__(self, profile: Profile) -> None:
+        owners: dict[str, set[tuple[str, str]]] = defaultdict(set)
+        technician_terms: dict[str, set[str]] = defaultdict(set)
+        for group, source in GROUP_SOURCES:
+            for record in getattr(profile, source):
+                if group == "technicians":
+                    for alias in practitioner_aliases(record):
+                        technician_terms[fold(alias)].add(record["id"])
+                    continue
+                for term in _record_terms(record, group):
+                    if fold(term):
+                        owners[fold(term)].add((group, record["id"]))
+        for term, ids in technician_terms.items():
+            if len(ids) == 1 and term:  # a name two practitioners share names neither
+                owners[term].add(("technicians", next(iter(ids))))
+        self.ambiguous = sorted(term for term, ids in technician_terms.items() if len(ids) > 1)
+        self.owners = {term: tuple(sorted(found)) for term, found in owners.items()}
+        # first word -> terms starting with it, as word tuples, longest first
+        starts: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+        for term in self.owners:
+            words = tuple(term.split(" "))
+            starts[words[0]].append(words)
+        self._starts = {word: sorted(terms, key=lambda t: (-len(t), t)) for word, terms in starts.items()}
+
+    def _longest_at(self, tokens: Sequence[str], i: int) -> tuple[str, ...] | None:
+        """The longest term starting at token i (its last word may be plural or possessive)."""
+        best = None
+        token = tokens[i]
+        for form in _variants(token) if token[-1] == "s" else (token,):
+            for words in self._starts.get(form, ()):
+                n = len(words)
+                if best is not None and n <= len(best):
+                    break
+                if n == 1:
+                    best = words
+                elif (
+                    token == words[0]
+                    and tuple(tokens[i + 1 : i + n - 1]) == words[1:-1]
+                    and i + n <= len(tokens)
+                    and words[-1] in _variants(tokens[i + n - 1])
+                ):
+                    best = words
+        return best
+
+    def matches(self, sentence: Folded) -> Iterator[Match]:
+        """Every term in the sentence, scanning left to right, the longest at each position, no overlaps."""
+        tokens, i = sentence.tokens, 0
+        while i < len(tokens):
+            words = self._longest_at(tokens, i)
+            if words is None:
+                i += 1
+                continue
+            term, last = " ".join(words), i + len(words) - 1
+            for group, record_id in self.owners[term]:
+                yield Match(group, record_id, term, i, last)
+            i = last + 1
+
+
+def labels_by_group(profile: Profile) -> dict[str, Sequence[Mapping]]:
+    """per_review group -> the profile's records for it."""
+    return {group: getattr(profile, source) for group, source in GROUP_SOURCES}

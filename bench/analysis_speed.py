@@ -1,0 +1,111 @@
+"""Speed of `reviewsd analyze` and `reviewsd import` at the sizes in issue 28's targets.
+
+    python bench/analysis_speed.py [--sizes 10000,100000] [--import-rows 100000]
+
+Analyze: tools/generate_data.py's reviews (chiropractic preset), build_insights timed from the parsed
+reviews.json to the insights document, then the schema check and the write as analyze_dir does them.
+Import: a CSV of that many rows (written first, not timed) into an empty data directory.
+Targets (2 cores): analyze 10,000 reviews <= 5 s, 100,000 <= 60 s; import 100,000 CSV rows <= 10 s.
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from app_package import ROOT, ensure_package  # noqa: E402
+
+ensure_package()
+from reviewsd_app.analysis.run import analyze_dir  # noqa: E402
+from reviewsd_app.ingest.run import import_files  # noqa: E402
+from reviewsd_app.reviews.presets import render_preset, write_starter  # noqa: E402
+from reviewsd_app.reviews.profile import load_profile, parse_profile  # noqa: E402
+from reviewsd_app.reviews.store import read_json  # noqa: E402
+
+
+def generate(count: int, out: Path) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "generate_data.py"),
+            "--reviews",
+            str(count),
+            "--out",
+            str(out),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def time_analyze(count: int, work: Path) -> None:
+    data = work / f"analyze-{count}"
+    generate(count, data)
+    (data / "insights.json").unlink()
+    profile = parse_profile(
+        render_preset("chiropractic").replace('id = "my-business"', 'id = "riverbend-spine-wellness"')
+    )
+    started = time.perf_counter()
+    line = analyze_dir(data, profile)
+    seconds = time.perf_counter() - started
+    size = (data / "reviews.json").stat().st_size
+    print(f"analyze {count:>7,} reviews ({size / 1e6:.1f} MB): {seconds:6.2f} s  ({line.split(': ', 1)[1]})")
+
+
+def time_import(rows: int, work: Path) -> None:
+    source = work / f"reviews-{rows}.csv"
+    reviews = (
+        read_json(work / f"analyze-{rows}" / "reviews.json")["reviews"]
+        if (work / f"analyze-{rows}").is_dir()
+        else None
+    )
+    if reviews is None:
+        generate(rows, work / "import-source")
+        reviews = read_json(work / "import-source" / "reviews.json")["reviews"]
+    with source.open("w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(["author", "rating", "date", "text", "source"])
+        for number, review in enumerate(reviews[:rows]):
+            writer.writerow(
+                [
+                    f"{review['author']} {number}",
+                    review["rating"],
+                    review["date"],
+                    review["text"] or "",
+                    review["source"],
+                ]
+            )
+    target = work / "import-target"
+    write_starter(target, "chiropractic")
+    profile = load_profile(target)
+    started = time.perf_counter()
+    result = import_files(target, [source], profile)
+    seconds = time.perf_counter() - started
+    print(
+        f"import  {rows:>7,} CSV rows ({source.stat().st_size / 1e6:.1f} MB): {seconds:6.2f} s  "
+        f"({result.summary()})"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000", help="review counts to analyze, comma-separated")
+    parser.add_argument("--import-rows", type=int, default=100_000)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="reviewsd-speed-") as work:
+        for count in (int(size) for size in args.sizes.split(",") if size):
+            time_analyze(count, Path(work))
+        if args.import_rows:
+            time_import(args.import_rows, Path(work))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The commands that produce a data directory: `reviewsd init`, `reviewsd import`, `reviewsd analyze`."""

@@ -1,0 +1,1 @@
+"""Importers: review exports (Google, Trustpilot, CSV) merged into reviews.json."""

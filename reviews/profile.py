@@ -1,0 +1,167 @@
+"""business.toml: read with tomllib, checked against schemas/business.schema.json, returned as a Profile."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+import zoneinfo
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import jsonschema_rs
+
+PROFILE_FILE = "business.toml"
+SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
+DEFAULT_TIME_ZONE = "UTC"
+ENTITY_GROUPS = ("technicians", "services", "problems", "service_areas", "topics")  # insights.json's names
+# reviews.json requires these business keys; a profile may leave them out, and gets these values.
+BUSINESS_DEFAULTS: dict[str, Any] = {
+    "description": "",
+    "telephone": "+1 000 000 0000",
+    "address": {"street_address": "", "locality": "", "region": "", "postal_code": "", "country": "US"},
+    "geo": {"latitude": 0, "longitude": 0},
+    "opening_hours": [],
+}
+
+
+class ProfileError(ValueError):
+    """business.toml cannot be used: the message names the file, the key and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A validated business profile; every list is present (maybe empty)."""
+
+    business: Mapping[str, Any] | None = None
+    time_zone: str = DEFAULT_TIME_ZONE
+    author_display: str = "first-initial"
+    taxonomy_version: int = 1
+    practitioners: tuple[Mapping[str, Any], ...] = ()
+    services: tuple[Mapping[str, Any], ...] = ()
+    service_areas: tuple[Mapping[str, Any], ...] = ()
+    aspects: tuple[Mapping[str, Any], ...] = ()
+    topics: tuple[Mapping[str, Any], ...] = ()
+    problems: tuple[Mapping[str, Any], ...] = ()
+    faq: tuple[Mapping[str, Any], ...] = ()
+    sentiment_overrides: Mapping[str, float] = field(default_factory=dict)
+    hide_reviews: frozenset[str] = frozenset()
+    corrections: tuple[Mapping[str, Any], ...] = ()
+
+    def business_block(self, current: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """reviews.json's `business`: the profile's, with defaults for what it leaves out; without a
+        [business], the `current` block with the profile's services and areas (if it lists any)."""
+        if self.business is None:
+            if current is None:
+                return None
+            block = dict(current)
+            block["services"] = self._services() if self.services else block["services"]
+            block["service_areas"] = self._areas() if self.service_areas else block["service_areas"]
+            return block
+        block = {**BUSINESS_DEFAULTS, **self.business}
+        block["address"] = {**BUSINESS_DEFAULTS["address"], **block["address"]}
+        block["service_areas"], block["services"] = self._areas(), self._services()
+        order = ("id", "name", "category", "description", "url", "telephone", "address", "geo",
+                 "opening_hours", "service_areas", "services")
+        return {key: block[key] for key in order}
+
+    def _services(self) -> list[dict[str, str]]:
+        return [{"id": s["id"], "label": s["label"], "description": s.get("description", "")}
+                for s in self.services]
+
+    def _areas(self) -> list[dict[str, str]]:
+        return [{"id": a["id"], "label": a["label"]} for a in self.service_areas]
+
+
+@cache
+def _validator() -> Any:
+    return jsonschema_rs.validator_for(json.loads((SCHEMAS / "business.schema.json").read_text("utf-8")))
+
+
+def _key_path(parts: list) -> str:
+    """TOML-style key path: business.address.country, aspects[2].terms."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def schema_problems(doc: Mapping[str, Any]) -> list[str]:
+    """`key: what is wrong` for each schema violation, in document order."""
+    return [
+        f"{_key_path(list(error.instance_path))}: {error.message}" for error in _validator().iter_errors(doc)
+    ]
+
+
+def _rule_problems(doc: Mapping[str, Any]) -> list[str]:
+    """What a schema cannot say: a real time zone, ids unique per list, FAQ `about` ids that exist."""
+    problems = []
+    zone = doc.get("time_zone", DEFAULT_TIME_ZONE)
+    try:
+        zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        problems.append(f"time_zone: {zone!r} is not an IANA time zone name (e.g. America/Chicago)")
+    known = set()
+    for group in ("practitioners", "services", "service_areas", "aspects", "topics", "problems"):
+        seen = set()
+        for index, item in enumerate(doc.get(group, [])):
+            if item["id"] in seen:
+                problems.append(f"{group}[{index}].id: {item['id']!r} is used twice in {group}")
+            seen.add(item["id"])
+        known |= seen
+    for index, entry in enumerate(doc.get("faq", [])):
+        problems += [
+            f"faq[{index}].about: {about!r} is not the id of an aspect, topic, service or problem"
+            for about in entry["about"]
+            if about not in known
+        ]
+    return problems
+
+
+def parse_profile(text: str, source: str = PROFILE_FILE) -> Profile:
+    """The Profile that TOML text describes; ProfileError naming every problem."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ProfileError(f"{source}: not valid TOML: {error}") from None
+    problems = schema_problems(doc)
+    problems += [] if problems else _rule_problems(doc)
+    if problems:
+        raise ProfileError("\n".join(f"{source}: {problem}" for problem in problems))
+    lists = {
+        name: tuple(doc.get(name, ()))
+        for name in (
+            "practitioners",
+            "services",
+            "service_areas",
+            "aspects",
+            "topics",
+            "problems",
+            "faq",
+            "corrections",
+        )
+    }
+    return Profile(
+        business=doc.get("business"),
+        time_zone=doc.get("time_zone", DEFAULT_TIME_ZONE),
+        author_display=doc.get("author_display", "first-initial"),
+        taxonomy_version=doc.get("taxonomy_version", 1),
+        sentiment_overrides=dict(doc.get("sentiment_overrides", {})),
+        hide_reviews=frozenset(doc.get("hide_reviews", ())),
+        **lists,
+    )
+
+
+def load_profile(data_dir: Path, required: bool = False) -> Profile:
+    """DIR/business.toml as a Profile; an empty Profile if the file is missing and not required."""
+    path = Path(data_dir) / PROFILE_FILE
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        if required:
+            raise ProfileError(f"{path}: not found; write one with `reviewsd init --preset NAME`") from None
+        return Profile()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ProfileError(f"{path}: cannot be read: {error}") from None
+    return parse_profile(text, str(path))

@@ -1,0 +1,316 @@
+"""`reviewsd analyze`: sentiment rules, names, corrections, determinism, agreeing counts, and `check`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from app_package import ROOT, ensure_package
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+ensure_package()
+from reviewsd_app.analysis.run import analyze_dir, build_insights, explain_review  # noqa: E402
+from reviewsd_app.cli.commands import analyze_main  # noqa: E402
+from reviewsd_app.ingest.merge import aggregate_rating  # noqa: E402
+from reviewsd_app.ingest.records import review_id  # noqa: E402
+from reviewsd_app.reviews.presets import render_preset  # noqa: E402
+from reviewsd_app.reviews.profile import Profile, parse_profile  # noqa: E402
+from reviewsd_app.reviews.schemas import schema_errors  # noqa: E402
+from reviewsd_app.reviews.store import dumps  # noqa: E402
+
+NOW = "2026-11-20T00:00:00Z"
+PRACTICE = """
+time_zone = "America/Chicago"
+[business]
+id = "test-practice"
+name = "Test Practice"
+category = "Clinic"
+url = "https://practice.example/"
+[[practitioners]]
+id = "dr-maya-patel"
+name = "Dr. Maya Patel"
+role = "Chiropractor"
+[[practitioners]]
+id = "maya-lopez"
+name = "Maya Lopez"
+role = "Massage therapist"
+[[practitioners]]
+id = "dr-sofia-ramirez"
+name = "Dr. Sofía Ramírez"
+[[services]]
+id = "massage"
+label = "Massage"
+[[aspects]]
+id = "wait-time"
+label = "Wait time"
+terms = ["wait", "waited"]
+[[aspects]]
+id = "front-desk"
+label = "Front desk"
+terms = ["front desk", "receptionist"]
+[[faq]]
+question = "How long is the wait?"
+about = ["wait-time"]
+[sentiment_overrides]
+"no wait" = 2.0
+"""
+
+
+def review(number: int, rating: int, text: str | None, date: str = "2026-05-01") -> dict:
+    return {
+        "id": review_id("test", str(number)),
+        "author": f"Author {number}",
+        "author_avatar_url": None,
+        "rating": rating,
+        "date": date,
+        "text": text,
+        "source": "google",
+        "source_url": None,
+        "owner_reply": None,
+        "verified": False,
+    }
+
+
+def reviews_doc(reviews: list[dict], profile: Profile) -> dict:
+    return {
+        "business": profile.business_block(),
+        "aggregate_rating": aggregate_rating(reviews),
+        "generated_at": NOW,
+        "reviews": reviews,
+    }
+
+
+def mentions(text: str | None, rating: int, extra: str = "") -> dict:
+    profile = parse_profile(PRACTICE + extra)
+    doc = build_insights(reviews_doc([review(1, rating, text)], profile), profile, NOW)
+    return doc["per_review"][review_id("test", "1")]
+
+
+def aspect_sentiments(entry: dict) -> dict[str, str]:
+    return {a["id"]: a["sentiment"] for a in entry["aspects"]}
+
+
+def check(data_dir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_practitioners_sentiment_comes_from_words_about_them_not_stars():
+    profile = parse_profile(PRACTICE)
+    kind, neutral = (
+        review(1, 2, "Dr. Patel was very kind. The billing was a mess."),
+        review(2, 1, "I saw Lopez."),
+    )
+    doc = build_insights(reviews_doc([kind, neutral], profile), profile, NOW)
+    technicians = {t["id"]: t for t in doc["entities"]["technicians"]}
+    assert technicians["dr-maya-patel"]["positive_count"] == 1
+    assert (
+        technicians["maya-lopez"]["neutral_count"] == 1 and technicians["maya-lopez"]["negative_count"] == 0
+    )
+
+
+def test_stars_decide_an_aspect_only_where_its_words_are_neutral():
+    assert aspect_sentiments(mentions("The wait was twenty minutes.", 1)) == {"wait-time": "negative"}
+    assert aspect_sentiments(mentions("The wait was twenty minutes.", 5)) == {"wait-time": "positive"}
+    assert aspect_sentiments(mentions("The receptionist was rude.", 5)) == {"front-desk": "negative"}
+
+
+def test_clauses_negation_and_overrides():
+    entry = mentions("The receptionist was lovely, but we waited and it was awful.", 3)
+    assert aspect_sentiments(entry) == {"wait-time": "negative", "front-desk": "positive"}
+    assert aspect_sentiments(mentions("The front desk was not helpful.", 4)) == {"front-desk": "negative"}
+    assert aspect_sentiments(mentions("There was no wait.", 3)) == {"wait-time": "positive"}
+    flipped = mentions("There was no wait.", 3, '"there was no wait" = -3.0\n')
+    assert aspect_sentiments(flipped) == {"wait-time": "negative"}
+
+
+def test_names_fold_accents_and_case_and_ambiguous_first_names_count_for_no_one():
+    assert mentions("dr. ramirez and DR SOFIA RAMÍREZ were great", 5)["technicians"] == ["dr-sofia-ramirez"]
+    assert mentions("Maya was great.", 5)["technicians"] == []  # two Mayas
+    assert mentions("Lopez gave a great massage.", 5)["technicians"] == ["maya-lopez"]
+    assert mentions("Lopez gave a great massage.", 5)["services"] == ["massage"]
+    assert mentions("Sofía was great.", 5)["technicians"] == ["dr-sofia-ramirez"]
+
+
+def test_rating_only_reviews_count_but_mention_nothing():
+    entry = mentions(None, 4)
+    assert entry == {
+        "aspects": [],
+        "technicians": [],
+        "services": [],
+        "problems": [],
+        "service_areas": [],
+        "topics": [],
+    }
+
+
+def test_hidden_reviews_and_corrections_survive_reanalysis(tmp_path):
+    first, second = (
+        review(1, 5, "No wait at all, the front desk was lovely."),
+        review(2, 2, "I waited an hour."),
+    )
+    extra = f"""
+[[corrections]]
+review_id = "{first["id"]}"
+group = "aspects"
+id = "front-desk"
+suppress = true
+[[corrections]]
+review_id = "{first["id"]}"
+group = "technicians"
+id = "maya-lopez"
+sentiment = "positive"
+"""
+    hidden = f'hide_reviews = ["{second["id"]}"]\n'
+    profile = parse_profile(hidden + PRACTICE + extra)
+    doc = reviews_doc([first, second], profile)
+    (tmp_path / "reviews.json").write_bytes(dumps(doc))
+    for _ in range(2):
+        analyze_dir(tmp_path, profile)
+        insights = json.loads((tmp_path / "insights.json").read_text("utf-8"))
+        assert list(insights["per_review"]) == [first["id"]]
+        entry = insights["per_review"][first["id"]]
+        assert aspect_sentiments(entry) == {"wait-time": "positive"} and entry["technicians"] == [
+            "maya-lopez"
+        ]
+    assert check(tmp_path).returncode == 0
+
+
+def test_a_correction_of_an_unknown_record_is_refused(tmp_path):
+    profile = parse_profile(
+        PRACTICE + '[[corrections]]\nreview_id = "01KJ0000000000000000000001"\n'
+        'group = "topics"\nid = "parking"\nsuppress = true\n'
+    )
+    (tmp_path / "reviews.json").write_bytes(dumps(reviews_doc([review(1, 5, "ok")], profile)))
+    with pytest.raises(ValueError, match="corrections\\[0\\]: 'parking' is not one of the profile's topics"):
+        analyze_dir(tmp_path, profile)
+
+
+def test_empty_profile_still_gives_valid_insights(tmp_path):
+    profile = parse_profile(PRACTICE.split("[[practitioners]]")[0])
+    reviews = [
+        review(n, 1 + n % 5, "Great place." if n % 2 else None, f"2026-0{1 + n % 6}-1{n % 9}")
+        for n in range(12)
+    ]
+    (tmp_path / "reviews.json").write_bytes(dumps(reviews_doc(reviews, profile)))
+    analyze_dir(tmp_path, Profile())
+    insights = json.loads((tmp_path / "insights.json").read_text("utf-8"))
+    assert insights["review_count"] == 12 and insights["aspects"] == [] and insights["temporal"]["monthly"]
+    assert insights["summary"].startswith("12 reviews from January 2026 to June 2026")
+    assert check(tmp_path).returncode == 0
+
+
+def test_bundled_sample_with_chiropractic_preset_passes_check_and_explains(tmp_path):
+    (tmp_path / "reviews.json").write_bytes((ROOT / "data" / "reviews.json").read_bytes())
+    (tmp_path / "business.toml").write_text(render_preset("chiropractic"), "utf-8")
+    assert analyze_main(["--data-dir", str(tmp_path)]) == 0
+    checked = check(tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    insights = json.loads((tmp_path / "insights.json").read_text("utf-8"))
+    assert insights["pull_quote"] is not None and insights["faq"]
+    some_id = next(rid for rid, entry in insights["per_review"].items() if entry["aspects"])
+    explained = explain_review(tmp_path, parse_profile(render_preset("chiropractic")), some_id)
+    assert (
+        explained.startswith(f"review {some_id}:")
+        and "term '" in explained
+        and "review sentiment:" in explained
+    )
+
+
+def test_cli_errors(tmp_path, capsys):
+    assert analyze_main(["--data-dir", str(tmp_path)]) == 1
+    assert "run `reviewsd import FILE...` first" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as caught:
+        analyze_main(["--bogus"])
+    assert caught.value.code == 2
+
+
+WORDS = [
+    "The wait was long.",
+    "No wait.",
+    "The front desk was rude.",
+    "Lovely receptionist!",
+    "Dr. Patel is great.",
+    "Lopez was kind, but the massage hurt.",
+    "I waited forever",
+    "Maya was fine.",
+    "Great place.",
+    "Meh.",
+]
+REVIEWS = st.lists(
+    st.tuples(
+        st.integers(1, 5),
+        st.lists(st.sampled_from(WORDS), max_size=4),
+        st.sampled_from(["2025-11-03", "2026-01-20", "2026-01-21", "2026-04-30"]),
+    ),
+    max_size=15,
+)
+
+
+def _insights_for(generated: list) -> tuple[dict, dict]:
+    profile = parse_profile(PRACTICE)
+    reviews = [
+        review(n, rating, " ".join(texts) or None, date) for n, (rating, texts, date) in enumerate(generated)
+    ]
+    doc = reviews_doc(reviews, profile)
+    return doc, build_insights(doc, profile, NOW)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(REVIEWS)
+def test_counts_agree_examples_mention_their_record_and_output_is_deterministic(generated):
+    doc, insights = _insights_for(generated)
+    assert schema_errors("insights.schema.json", insights) == []
+    assert insights == build_insights(doc, parse_profile(PRACTICE), NOW)  # deterministic
+    per_review = insights["per_review"]
+    assert insights["review_count"] == len(per_review) == len(doc["reviews"])
+    tallies = Counter()
+    for entry in per_review.values():
+        tallies.update(("aspects", a["id"], a["sentiment"]) for a in entry["aspects"])
+        tallies.update(("aspects", a["id"], None) for a in entry["aspects"])
+        for group in ("technicians", "services", "problems", "service_areas", "topics"):
+            tallies.update((group, record_id, None) for record_id in entry[group])
+    groups = [("aspects", insights["aspects"]), ("topics", insights["topics"])]
+    groups += list(insights["entities"].items())
+    for group, records in groups:
+        for record in records:
+            parts = record["positive_count"] + record["neutral_count"] + record["negative_count"]
+            assert record["mention_count"] == parts == tallies[(group, record["id"], None)]
+            if group == "aspects":
+                for sentiment in ("positive", "neutral", "negative"):
+                    assert record[f"{sentiment}_count"] == tallies[(group, record["id"], sentiment)]
+            by_id = {r["id"]: r for r in doc["reviews"]}
+            keys = [(by_id[rid]["date"], rid) for rid in record["example_review_ids"]]
+            assert keys == sorted(keys, reverse=True)  # newest first
+            for example in record["example_review_ids"]:
+                listed = per_review[example]["aspects"] if group == "aspects" else per_review[example][group]
+                assert record["id"] in [a["id"] if isinstance(a, dict) else a for a in listed]
+    ids = {r["id"] for r in doc["reviews"]}
+    assert all(rid in ids for entry in insights["faq"] for rid in entry["review_ids"])
+    if insights["pull_quote"]:
+        quoted = next(r for r in doc["reviews"] if r["id"] == insights["pull_quote"]["review_id"])
+        assert insights["pull_quote"]["text"] in quoted["text"]
+
+
+@settings(
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(REVIEWS)
+def test_check_passes_on_what_analyze_writes(tmp_path_factory, generated):
+    data = tmp_path_factory.mktemp("check")
+    doc, insights = _insights_for(generated)
+    (data / "reviews.json").write_bytes(dumps(doc))
+    (data / "insights.json").write_bytes(dumps(insights))
+    checked = check(data)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

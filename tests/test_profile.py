@@ -1,0 +1,109 @@
+"""business.toml: the schema's key-naming errors, the rules beyond it, the presets, and `reviewsd init`."""
+
+from __future__ import annotations
+
+import pytest
+from app_package import ensure_package
+
+ensure_package()
+from reviewsd_app.cli.commands import init_main  # noqa: E402
+from reviewsd_app.reviews.presets import PRESETS, render_preset  # noqa: E402
+from reviewsd_app.reviews.profile import Profile, ProfileError, load_profile, parse_profile  # noqa: E402
+from reviewsd_app.reviews.schemas import schema_errors  # noqa: E402
+
+MINIMAL = """
+[business]
+id = "corner-bakery"
+name = "Corner Bakery"
+category = "Bakery"
+url = "https://bakery.example/"
+"""
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_preset_is_a_valid_profile_whose_business_block_reviews_json_accepts(preset):
+    profile = parse_profile(render_preset(preset), preset)
+    assert profile.aspects
+    doc = {
+        "business": profile.business_block(),
+        "generated_at": "2026-01-01T00:00:00Z",
+        "reviews": [],
+        "aggregate_rating": {
+            "rating_value": 0,
+            "review_count": 0,
+            "best_rating": 5,
+            "worst_rating": 1,
+            "distribution": {s: 0 for s in "12345"},
+        },
+    }
+    assert schema_errors("reviews.schema.json", doc) == []
+
+
+def test_restaurant_preset_has_the_trade_aspects():
+    ids = {a["id"] for a in parse_profile(render_preset("restaurant")).aspects}
+    assert {"food", "drinks", "service", "ambience", "price", "location"} <= ids
+
+
+def test_chiropractic_preset_is_the_bundled_samples_taxonomy():
+    import json
+
+    from app_package import ROOT
+
+    insights = json.loads((ROOT / "data" / "insights.json").read_text("utf-8"))
+    profile = parse_profile(render_preset("chiropractic"))
+    assert [a["id"] for a in profile.aspects] == [a["id"] for a in insights["aspects"]]
+    assert [p["id"] for p in profile.practitioners] == [t["id"] for t in insights["entities"]["technicians"]]
+    assert [t["id"] for t in profile.topics] == [t["id"] for t in insights["topics"]]
+
+
+def test_minimal_profile_fills_reviews_json_defaults():
+    block = parse_profile(MINIMAL).business_block()
+    assert block["telephone"].startswith("+") and block["address"]["country"] == "US"
+    assert block["services"] == [] and block["service_areas"] == []
+
+
+@pytest.mark.parametrize(
+    "extra, names",
+    [
+        ('[business.address]\ncountry = "usa"', "business.address.country"),
+        ('[[aspects]]\nid = "Wait Time"\nlabel = "Wait"', "aspects[0].id"),
+        ('[[aspects]]\nid = "wait"', "aspects[0]"),
+        ('time_zone = "Mars/Olympus"', "time_zone"),
+        ('[[topics]]\nid = "a"\nlabel = "A"\n[[topics]]\nid = "a"\nlabel = "B"', "topics[1].id"),
+        ('[[faq]]\nquestion = "Q?"\nabout = ["nothing"]', "faq[0].about"),
+        ('author_display = "initials"', "author_display"),
+        ('[sentiment_overrides]\n"meh" = 9', "sentiment_overrides.meh"),
+    ],
+)
+def test_errors_name_the_key_and_what_is_wrong(extra, names):
+    with pytest.raises(ProfileError) as caught:
+        # top-level keys go before [business]: after it, TOML puts them in that table
+        parse_profile(MINIMAL + extra if extra.startswith("[") else extra + MINIMAL, "business.toml")
+    assert f"business.toml: {names}" in str(caught.value)
+
+
+def test_invalid_toml_says_so():
+    with pytest.raises(ProfileError, match="not valid TOML"):
+        parse_profile("[business\n")
+
+
+def test_missing_profile_is_empty_unless_required(tmp_path):
+    assert load_profile(tmp_path) == Profile()
+    with pytest.raises(ProfileError, match="reviewsd init"):
+        load_profile(tmp_path, required=True)
+
+
+def test_init_writes_a_starter_and_refuses_to_overwrite(tmp_path, capsys):
+    assert init_main(["--preset", "dental", "--data-dir", str(tmp_path)]) == 0
+    written = (tmp_path / "business.toml").read_text("utf-8")
+    assert written.startswith("# business.toml") and load_profile(tmp_path).business["category"] == "Dentist"
+    (tmp_path / "business.toml").write_text(written + "\n# mine\n", "utf-8")
+    assert init_main(["--preset", "restaurant", "--data-dir", str(tmp_path)]) == 1
+    assert (tmp_path / "business.toml").read_text("utf-8").endswith("# mine\n")
+    assert "not overwritten" in capsys.readouterr().err
+
+
+def test_init_usage_errors_exit_2(tmp_path):
+    with pytest.raises(SystemExit) as caught:
+        init_main(["--preset", "bakery", "--data-dir", str(tmp_path)])
+    assert caught.value.code == 2
