@@ -183,8 +183,11 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-USAGE = f"""{PROG} [serve] [OPTION ...]     serve the API (the default command; `serve` may be left out)
-       {PROG} check [--data-dir DIR]   validate a data directory and exit
+USAGE = f"""{PROG} [serve] [OPTION ...]                  serve the API (the default; `serve` may be left out)
+       {PROG} check [--data-dir DIR]                validate a data directory and exit
+       {PROG} init --preset NAME [--data-dir DIR]   write a starter business.toml for your trade
+       {PROG} import [--data-dir DIR] FILE ...      merge review exports into reviews.json
+       {PROG} analyze [--data-dir DIR] [--explain ID]  derive insights.json from the reviews
        {PROG} --version | --help"""
 
 

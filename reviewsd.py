@@ -41,6 +41,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import BaseConverter, Map, Rule
 from werkzeug.wrappers import Response
 
+from .cli.commands import analyze_main, import_main, init_main
 from .config import (
     PROG,
     Config,
@@ -475,10 +476,19 @@ def serve_main(argv: Sequence[str]) -> int:
     )
 
 
+COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
+    "serve": serve_main,
+    "check": check_main,
+    "init": init_main,
+    "import": import_main,
+    "analyze": analyze_main,
+}
+
+
 def main() -> int:
-    if sys.argv[1:2] == ["check"]:
-        return check_main(sys.argv[2:])
-    return serve_main(sys.argv[2:] if sys.argv[1:2] == ["serve"] else sys.argv[1:])  # `serve` may be left out
+    """`reviewsd [COMMAND] [OPTION ...]`: the command named first, `serve` when none is."""
+    command = sys.argv[1] if sys.argv[1:2] and sys.argv[1] in COMMANDS else "serve"
+    return COMMANDS[command](sys.argv[2:] if sys.argv[1:2] == [command] else sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -21,16 +21,14 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_package import ROOT, ensure_package  # noqa: E402
+from reviewsd_app.analysis.lexicon import label
+from reviewsd_app.analysis.matcher import Matcher
+from reviewsd_app.analysis.run import analyse_reviews
+from reviewsd_app.analysis.text import fold_sentence, split_sentences
+from reviewsd_app.reviews.presets import render_preset
+from reviewsd_app.reviews.profile import Profile, parse_profile
 
-ensure_package()
-from reviewsd_app.analysis.lexicon import label  # noqa: E402
-from reviewsd_app.analysis.matcher import Matcher  # noqa: E402
-from reviewsd_app.analysis.run import analyse_reviews  # noqa: E402
-from reviewsd_app.analysis.text import fold_sentence, split_sentences  # noqa: E402
-from reviewsd_app.reviews.presets import render_preset  # noqa: E402
-from reviewsd_app.reviews.profile import Profile, parse_profile  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 Truth = dict[str, dict[str, str]]  # review id -> aspect id -> sentiment
 

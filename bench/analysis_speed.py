@@ -19,15 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_package import ROOT, ensure_package  # noqa: E402
+from reviewsd_app.analysis.run import analyze_dir
+from reviewsd_app.ingest.run import import_files
+from reviewsd_app.reviews.presets import render_preset, write_starter
+from reviewsd_app.reviews.profile import load_profile, parse_profile
+from reviewsd_app.reviews.store import read_json
 
-ensure_package()
-from reviewsd_app.analysis.run import analyze_dir  # noqa: E402
-from reviewsd_app.ingest.run import import_files  # noqa: E402
-from reviewsd_app.reviews.presets import render_preset, write_starter  # noqa: E402
-from reviewsd_app.reviews.profile import load_profile, parse_profile  # noqa: E402
-from reviewsd_app.reviews.store import read_json  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def generate(count: int, out: Path) -> None:

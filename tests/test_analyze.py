@@ -9,19 +9,19 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from app_package import ROOT, ensure_package
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-ensure_package()
-from reviewsd_app.analysis.run import analyze_dir, build_insights, explain_review  # noqa: E402
-from reviewsd_app.cli.commands import analyze_main  # noqa: E402
-from reviewsd_app.ingest.merge import aggregate_rating  # noqa: E402
-from reviewsd_app.ingest.records import review_id  # noqa: E402
-from reviewsd_app.reviews.presets import render_preset  # noqa: E402
-from reviewsd_app.reviews.profile import Profile, parse_profile  # noqa: E402
-from reviewsd_app.reviews.schemas import schema_errors  # noqa: E402
-from reviewsd_app.reviews.store import dumps  # noqa: E402
+from reviewsd_app.analysis.run import analyze_dir, build_insights, explain_review
+from reviewsd_app.cli.commands import analyze_main
+from reviewsd_app.ingest.merge import aggregate_rating
+from reviewsd_app.ingest.records import review_id
+from reviewsd_app.reviews.presets import render_preset
+from reviewsd_app.reviews.profile import Profile, parse_profile
+from reviewsd_app.reviews.schemas import schema_errors
+from reviewsd_app.reviews.store import dumps
+
+ROOT = Path(__file__).resolve().parent.parent
 
 NOW = "2026-11-20T00:00:00Z"
 PRACTICE = """

@@ -11,18 +11,18 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from app_package import ROOT, ensure_package
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-ensure_package()
-from reviewsd_app.cli.commands import analyze_main, import_main  # noqa: E402
-from reviewsd_app.ingest.detect import detect_export, import_hint  # noqa: E402
-from reviewsd_app.ingest.formats import original_text  # noqa: E402
-from reviewsd_app.ingest.records import InputError, display_author, review_id  # noqa: E402
-from reviewsd_app.ingest.run import import_files  # noqa: E402
-from reviewsd_app.reviews.presets import render_preset  # noqa: E402
-from reviewsd_app.reviews.profile import parse_profile  # noqa: E402
+from reviewsd_app.cli.commands import analyze_main, import_main
+from reviewsd_app.ingest.detect import detect_export, import_hint
+from reviewsd_app.ingest.formats import original_text
+from reviewsd_app.ingest.records import InputError, display_author, review_id
+from reviewsd_app.ingest.run import import_files
+from reviewsd_app.reviews.presets import render_preset
+from reviewsd_app.reviews.profile import parse_profile
+
+ROOT = Path(__file__).resolve().parent.parent
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "import"
 GOOGLE_API = FIXTURES / "google-api.json"

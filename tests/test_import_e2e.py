@@ -6,14 +6,13 @@ import json
 import urllib.request
 from pathlib import Path
 
-from app_package import ensure_package
-
-ensure_package()
-from reviewsd_app.cli.commands import analyze_main, import_main, init_main  # noqa: E402
+from reviewsd_app.cli.commands import analyze_main, import_main, init_main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "import"
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 
 
 def get_json(url: str) -> dict:
@@ -22,12 +21,24 @@ def get_json(url: str) -> dict:
 
 
 def call_tool(base_url: str, name: str, arguments: dict) -> dict:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": name, "arguments": arguments, "_meta": META}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": META},
+    }
     request = urllib.request.Request(
-        base_url + "/mcp", data=json.dumps(body).encode(), method="POST",
-        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                 "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name})
+        base_url + "/mcp",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": name,
+        },
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.load(response)["result"]
 
@@ -35,8 +46,12 @@ def call_tool(base_url: str, name: str, arguments: dict) -> dict:
 def test_from_exports_to_a_serving_server(tmp_path, live_server_factory):
     data = tmp_path / "data"
     assert init_main(["--preset", "chiropractic", "--data-dir", str(data)]) == 0
-    exports = [FIXTURES / "google-api.json", FIXTURES / "takeout", FIXTURES / "trustpilot.json",
-               FIXTURES / "reviews.csv"]
+    exports = [
+        FIXTURES / "google-api.json",
+        FIXTURES / "takeout",
+        FIXTURES / "trustpilot.json",
+        FIXTURES / "reviews.csv",
+    ]
     assert import_main(["--data-dir", str(data), *map(str, exports)]) == 0
     assert analyze_main(["--data-dir", str(data)]) == 0
     server = live_server_factory("--data-dir", str(data), "--state-dir", str(tmp_path / "state"))

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
-from app_package import ensure_package
+from pathlib import Path
 
-ensure_package()
-from reviewsd_app.cli.commands import init_main  # noqa: E402
-from reviewsd_app.reviews.presets import PRESETS, render_preset  # noqa: E402
-from reviewsd_app.reviews.profile import Profile, ProfileError, load_profile, parse_profile  # noqa: E402
-from reviewsd_app.reviews.schemas import schema_errors  # noqa: E402
+import pytest
+
+from reviewsd_app.cli.commands import init_main
+from reviewsd_app.reviews.presets import PRESETS, render_preset
+from reviewsd_app.reviews.profile import Profile, ProfileError, load_profile, parse_profile
+from reviewsd_app.reviews.schemas import schema_errors
+
+ROOT = Path(__file__).resolve().parent.parent
 
 MINIMAL = """
 [business]
@@ -46,8 +48,6 @@ def test_restaurant_preset_has_the_trade_aspects():
 
 def test_chiropractic_preset_is_the_bundled_samples_taxonomy():
     import json
-
-    from app_package import ROOT
 
     insights = json.loads((ROOT / "data" / "insights.json").read_text("utf-8"))
     profile = parse_profile(render_preset("chiropractic"))

@@ -184,9 +184,9 @@ def _location(index: int, path: str, reps: list[Representation], www: Path) -> t
     first = reps[0].ok
     queries = sorted({urlsplit(r.target).query for r in reps})
     if queries == [""]:
-        file_expr = path
+        file_expr = path + "index.html" if path.endswith("/") else path  # "/": a file, not the folder
         for rep in reps:
-            _write_static(www, path, rep)
+            _write_static(www, file_expr, rep)
     else:  # several queries of one path (searches): one file per query string
         maps.append(
             f"map $args $file_{index} {{ default /missing; "
