@@ -32,6 +32,7 @@ import logging
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl
 
@@ -56,6 +57,7 @@ from .config import (
 from .httpserver import server
 from .httpserver.service import hup_before_serving
 from .hub import Hub, start_hub
+from .ingest.detect import import_hint
 from .logs import configure_logging
 from .mcp_rpc import McpServer
 from .mcpserver.transport import McpEndpoint
@@ -413,6 +415,10 @@ def check_main(argv: Sequence[str]) -> int:
     )
     args = parser.parse_args(argv)
     problems = check_data_dir(args.data_dir, args.max_data_file_bytes)
+    for name in dict.fromkeys(problem.file for problem in problems):  # a review export in place of our file?
+        hint = import_hint(Path(args.data_dir) / name)
+        if hint:
+            print(f"{name}: {hint}")
     for problem in problems:
         print(problem)
         if problem.hint:

@@ -34,8 +34,41 @@ class Problem:
             if "date-time" in self.message:
                 return "write a timestamp as RFC 3339 in UTC, e.g. 2026-11-15T08:00:00Z"
             return "write a date as YYYY-MM-DD with a real month and day, e.g. 2026-03-07 (not 07/03/2026)"
+        for pattern, rules, hint in _PATH_HINTS:
+            if self.rule in rules and re.search(pattern, self.path):
+                return hint
         return _HINTS.get(self.rule)
 
+
+# The common mistakes a schema rule reports at a known place: (path pattern, rules, hint).
+_PATH_HINTS = [
+    (
+        r"\.country$",
+        ("schema:pattern",),
+        "write the country as its two-letter ISO 3166-1 code in capitals, e.g. US, GB, DE (not USA or us)",
+    ),
+    (
+        r"\.opening_hours\[\d+\]\.days\[\d+\]$",
+        ("schema:enum",),
+        "write days as two lower-case letters: mo, tu, we, th, fr, sa, su",
+    ),
+    (
+        r"\.opening_hours\[\d+\]\.(opens|closes)$",
+        ("schema:pattern",),
+        "write times as 24-hour HH:MM, e.g. 08:30 or 17:00 (closes may be 24:00)",
+    ),
+    (
+        r"^\$\.reviews\[\d+\]\.id$",
+        ("schema:pattern",),
+        "a review id is a 26-character ULID in capitals, e.g. 01HV6Z9M8Q2W3E4R5T6Y7V8J9K; "
+        "`reviewsd import` gives every imported review one",
+    ),
+    (
+        r"(^\$\.business|\])\.id$",
+        ("schema:pattern",),
+        "write ids as lower-case words joined by hyphens, e.g. dr-maya-patel or massage-therapy",
+    ),
+]
 
 _HINTS = {
     "aggregate-agrees": "recount: aggregate_rating must describe the reviews the file holds "
