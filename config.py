@@ -27,8 +27,9 @@ def default_state_dir() -> Path:
 
 
 def option(default: Any, description: str, low: float | None = None, high: float | None = None) -> Any:
-    """A Config field: its default, its --help text and, for a number, its range (None: unbounded on that side),
-    outside which the server stops at once naming the option, instead of a server that cannot work as asked."""
+    """A Config field: its default, its --help text and, for a number, its
+    range (None: unbounded on that side), outside which the server stops at
+    once naming the option, instead of a server that cannot work as asked."""
     return field(default=default, metadata={"help": description, "range": (low, high)})
 
 
@@ -111,7 +112,8 @@ class Config:
 
 
 def env_value(name: str, default: Any) -> Any:
-    """REVIEWSD_<NAME> read as the type of the option's default (ValueError naming the variable if it is not)."""
+    """REVIEWSD_<NAME> read as the type of the option's
+    default (ValueError naming the variable if it is not)."""
     variable = f"REVIEWSD_{name.upper()}"
     raw = os.environ.get(variable)
     if raw is None:
@@ -167,7 +169,8 @@ class Parser(argparse.ArgumentParser):
 
 
 class VersionAction(argparse.Action):
-    """--version: prints `reviewsd VERSION` and exits; the version is looked up only then (not at every start)."""
+    """--version: prints `reviewsd VERSION` and exits; the
+    version is looked up only then (not at every start)."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
         print(f"reviewsd {version()}")

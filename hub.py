@@ -222,7 +222,8 @@ def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
 
 
 def address_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """Why this address must not be contacted ("loopback", "private", ...), or None for a public unicast address."""
+    """Why this address must not be contacted ("loopback",
+    "private", ...), or None for a public unicast address."""
     inner = embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
     if inner is not None and (problem := address_problem(inner)):
         return f"embeds {inner}: {problem}"
@@ -425,7 +426,8 @@ class Outbound:
 def parse_subscription(
     pairs: Iterable[tuple[str, str]], topics: Mapping[str, str], leases: tuple[int, int, int], now: float
 ) -> tuple[Callback, Intent]:
-    """Validate a form: its callback, parsed, and the intent to store (the store gives its id). Raises Refusal.
+    """Validate a form: its callback, parsed, and the intent
+    to store (the store gives its id). Raises Refusal.
 
     `topics` maps each normalised topic URL to its path; `leases` are (minimum, default, maximum).
     """
@@ -455,7 +457,8 @@ def parse_subscription(
 
 
 def _lease(raw: str | None, bounds: tuple[int, int, int]) -> int:
-    """The lease granted: the one asked for (any positive whole number, however many digits) within the bounds."""
+    """The lease granted: the one asked for (any positive
+    whole number, however many digits) within the bounds."""
     minimum, asked, maximum = bounds  # none asked for: the default
     if raw:
         digits = raw.lstrip("0")
@@ -686,7 +689,8 @@ class Hub:
         self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
 
     def start(self) -> None:
-        """Open the store (else the keeper thread retries), start the workers, bring every subscriber up to date."""
+        """Open the store (else the keeper thread retries),
+        start the workers, bring every subscriber up to date."""
         if self.db.open():
             subscriptions, intents, expired = self._schedule_all()
             log.info(
@@ -718,7 +722,8 @@ class Hub:
         return len(subscriptions), len(intents), expired
 
     def _keep_store(self) -> None:
-        """The keeper thread: every --hub-state-check seconds, check the state directory or retry the store."""
+        """The keeper thread: every --hub-state-check seconds,
+        check the state directory or retry the store."""
         while not self._stopped.wait(self.config.hub_state_check):
             try:
                 if self.db.maintain():

@@ -218,7 +218,8 @@ class ReviewsApp:
             ("Access-Control-Allow-Methods", methods),
             (
                 "Access-Control-Allow-Headers",
-                "Content-Type, If-None-Match, If-Modified-Since, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
+                "Content-Type, If-None-Match, If-Modified-Since, Mcp-Session-Id, MCP-Protocol-Version, "
+                "Last-Event-ID",
             ),
             ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link, Mcp-Session-Id"),
             ("Access-Control-Max-Age", "86400"),
@@ -226,7 +227,8 @@ class ReviewsApp:
         return "204 No Content", headers, b""  # no Content-Length on a 204 (RFC 9110 8.6)
 
     def on_payload(self, environ: Mapping[str, Any]) -> Triple:
-        """The routed twin of the fast path in __call__: the path with a trailing slash (strict_slashes=False)."""
+        """The routed twin of the fast path in __call__: the
+        path with a trailing slash (strict_slashes=False)."""
         payload = self.store.current.payloads.get(environ["PATH_INFO"].rstrip("/"))
         if payload is None:
             raise NotFound()
@@ -261,7 +263,8 @@ class ReviewsApp:
         )
 
     def on_healthz(self, environ: Mapping[str, Any]) -> Triple:
-        """200 while reads are served ("degraded" when the hub's store is unavailable); 503 once the hub stopped."""
+        """200 while reads are served ("degraded" when the hub's
+        store is unavailable); 503 once the hub stopped."""
         dataset = self.store.current.dataset
         hub_status = self.hub.status() if self.hub is not None else {"enabled": False}
         ready = self.hub is None or bool(hub_status.get("running"))

@@ -224,7 +224,8 @@ class Connection:
         return True
 
     def drop(self, error: BaseException) -> None:
-        """The client went away or stopped reading mid-response: close without lingering, nothing left to say."""
+        """The client went away or stopped reading mid-response:
+        close without lingering, nothing left to say."""
         self.close_connection = True
         self.linger = False
         self.parser.buf.clear()
@@ -279,7 +280,8 @@ class Connection:
             sock.settimeout(0.0)
 
     def send_unsent(self) -> int:
-        """Send what the socket takes now of `unsent`, without waiting; the bytes sent (logged once all went)."""
+        """Send what the socket takes now of `unsent`, without
+        waiting; the bytes sent (logged once all went)."""
         unsent = self.unsent
         total = len(unsent)
         try:
@@ -296,7 +298,8 @@ class Connection:
         return total - len(unsent)
 
     def log_unsent(self) -> None:
-        """The access line of a response whose end the selector thread sent (size: the body's bytes that went)."""
+        """The access line of a response whose end the selector
+        thread sent (size: the body's bytes that went)."""
         code, size, start = self._unsent_log
         self.log_request(code, max(0, size - len(self.unsent)), start)
         self.environ = None

@@ -1,1 +1,2 @@
-"""MCP: the protocol vocabulary, the tools, the prompts and the streamable HTTP transport (dispatch: mcp_rpc.py)."""
+"""MCP: the protocol vocabulary, the tools, the prompts and
+the streamable HTTP transport (dispatch: mcp_rpc.py)."""

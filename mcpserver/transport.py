@@ -1,7 +1,7 @@
 """MCP over HTTP at POST /mcp: `McpEndpoint(server, config).handle(environ) -> (status, headers, body)` around
-the pure `mcp_rpc.McpServer`. Origin (403), Content-Type (415), Accept (406) and body size (413) are checked first; then
-the message picks its era ("a dual-era server selects its behavior from how the client opens", MCP 2026-07-28
-basic/versioning): a stateless 2026-07-28 request, or a 2025 session, as docs/mcp.md tables them.
+the pure `mcp_rpc.McpServer`. Origin (403), Content-Type (415), Accept (406) and body size (413) are checked
+first; then the message picks its era ("a dual-era server selects its behavior from how the client opens", MCP
+2026-07-28 basic/versioning): a stateless 2026-07-28 request, or a 2025 session, as docs/mcp.md tables them.
 """
 
 from __future__ import annotations
@@ -163,7 +163,8 @@ def check_header(
 
 
 def modern_result(method: str, result: dict[str, Any] | EncodedJson) -> dict[str, Any] | EncodedJson:
-    """A result as 2026-07-28 writes it: resultType, serverInfo, and caching hints where the revision wants them."""
+    """A result as 2026-07-28 writes it: resultType, serverInfo,
+    and caching hints where the revision wants them."""
     if not isinstance(result, EncodedJson):
         return {**result, **_FIELDS_BY_METHOD.get(method, _RESULT_FIELDS)}
     head = _HEADS.get(method, _HEAD)
@@ -308,8 +309,9 @@ class McpEndpoint:
         return json_response(reply, 200)
 
     def read_body(self, environ: dict) -> bytes:
-        """At most max_body bytes: Content-Length is checked first, and the read itself is bounded (to
-        Content-Length, or to max_body + 1 on a stream the server terminates itself, as for chunked bodies)."""
+        """At most max_body bytes: Content-Length is checked first, and the
+        read itself is bounded (to Content-Length, or to max_body + 1 on a
+        stream the server terminates itself, as for chunked bodies)."""
         too_large = HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
         length = get_content_length(environ)
         if length is not None and length > self.max_body:
@@ -329,7 +331,8 @@ class McpEndpoint:
 
 
 def session_header(environ: dict, request_id: Any, missing: str) -> str:
-    """A 2025 message's Mcp-Session-Id, once its MCP-Protocol-Version (if any) is one initialize negotiates."""
+    """A 2025 message's Mcp-Session-Id, once its
+    MCP-Protocol-Version (if any) is one initialize negotiates."""
     version = header_version(environ)
     if version is not None and version not in LEGACY_VERSIONS:
         raise HttpRefusal(

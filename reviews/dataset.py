@@ -66,7 +66,8 @@ def read_file(data_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
     try:
         with open(path, "rb") as file:
             size = os.fstat(file.fileno()).st_size
-            # Over the limit by its stat, nothing is read; a file that grew since is read one byte past it, no further.
+            # Over the limit by its stat, nothing is read; a file
+            # that grew since is read one byte past it, no further.
             content = b"" if size > max_bytes else file.read(max_bytes + 1)
     except OSError as exc:
         raise DataError(
@@ -119,10 +120,10 @@ def collector_paused() -> Iterator[None]:
 def parse_json(raw: RawFile) -> Any:
     """The parsed file, or DataError saying why it is not JSON.
 
-    orjson parses the bytes, where json first makes a str of the file (four bytes a character once one
-    emoji is in it): at 100,000 reviews a peak 100 MB lower, a reload's 2.4 instead of 2.8 times the steady
-    state. json, stricter only about lone surrogates and nesting, says where what orjson refuses is not JSON.
-    orjson reads an integer beyond 64 bits as the nearest float (RFC 8259, section 6); no count here nears one.
+    orjson parses the bytes, where json first makes a str of the file (four bytes a character once one emoji
+    is in it): at 100,000 reviews a peak 100 MB lower, a reload's 2.4 instead of 2.8 times the steady state.
+    json, stricter only about lone surrogates and nesting, says where what orjson refuses is not JSON. orjson
+    reads an integer beyond 64 bits as the nearest float (RFC 8259, section 6); no count here nears one.
     """
     try:
         with collector_paused():
@@ -173,7 +174,8 @@ REGISTRY = jsonschema_rs.Registry([(schema["$id"], schema) for schema in SCHEMAS
 
 
 def validator(schema_file: str) -> jsonschema_rs.Validator:
-    """A draft 2020-12 validator (formats checked, schemas/ resolvable by $id) of one of the files in schemas/."""
+    """A draft 2020-12 validator (formats checked, schemas/
+    resolvable by $id) of one of the files in schemas/."""
     return jsonschema_rs.Draft202012Validator(SCHEMAS[schema_file], registry=REGISTRY, validate_formats=True)
 
 
@@ -213,7 +215,7 @@ def _short(message: str) -> str:
 # files are read; dataset_from_files below reports them all at once.
 
 
-# --------------------------------------------------------------------------- build the Dataset and its indexes
+# ---------------------------------------------------------------------- build the Dataset and its indexes
 
 
 def newest_first(reviews: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -290,7 +292,8 @@ def _joined(
     """
     out, offsets, fragments = bytearray(opening), array("q"), iter(fragments)
     while batch := list(islice(fragments, 500)):
-        # Each fragment starts where the one before it ended, plus the separator (C loops, no call per fragment).
+        # Each fragment starts where the one before it ended,
+        # plus the separator (C loops, no call per fragment).
         offsets.extend(
             accumulate(map(operator.add, map(len, batch), repeat(len(separator))), initial=len(out))
         )
@@ -355,14 +358,16 @@ class _Reviews:
 
 @dataclass
 class _Insights:
-    """What insights.json contributes, as bytes: its body, where each per_review entry sits, the mention indexes."""
+    """What insights.json contributes, as bytes: its body,
+    where each per_review entry sits, the mention indexes."""
 
     head: bytes  # insights.json with per_review empty, encoded
     body: bytes
     starts: array  # per review position, where its per_review entry's value starts in body (-1: none)
     ends: array
     order: array  # the positions in per_review's order
-    # The technician, service and aspect indexes: their keys encoded, then per key the positions mentioning it.
+    # The technician, service and aspect indexes: their keys
+    # encoded, then per key the positions mentioning it.
     indexes: list[tuple[bytes, list[array]]]
     tallies: dict[str, dict[str, int]] | None  # see problems.mention_tallies
 
@@ -409,7 +414,8 @@ class _Insights:
             }
         )
         indexes = [_frozen(index) for index in (*entities.values(), aspects)]
-        # The entries go between the braces of the one "per_review":{} (every other object admits only its named
+        # The entries go between the braces of the one
+        # "per_review":{} (every other object admits only its named
         # members, and a string's quotes are escaped).
         head = encode_json({**doc, "per_review": {}})
         at = head.index(b'"per_review":{}') + len(b'"per_review":{')
@@ -425,12 +431,14 @@ class _Insights:
 
 
 def _frozen(index: Mapping[Any, array]) -> tuple[bytes, list[array]]:
-    """An index's keys encoded, and its positions in ascending order (per_review may list reviews in any order)."""
+    """An index's keys encoded, and its positions in ascending
+    order (per_review may list reviews in any order)."""
     return encode_json(list(index)), [array("i", sorted(positions)) for positions in index.values()]
 
 
 def _thawed(frozen: tuple[bytes, list[array]], numbers: list[int]) -> dict[Any, list[int]]:
-    """The index of `_frozen`, its keys decoded (tuples for aspects) and its positions as `numbers`' objects."""
+    """The index of `_frozen`, its keys decoded (tuples for
+    aspects) and its positions as `numbers`' objects."""
     keys, positions = frozen
     return {
         key if isinstance(key, str) else tuple(key): list(map(numbers.__getitem__, found))
@@ -784,7 +792,8 @@ class DataStore(Generic[S]):
         max_bytes: int = DEFAULT_MAX_FILE_BYTES,
         first_build: Callable[[Dataset], S] | None = None,
     ):
-        """Load the files now (DataError if refused); `first_build`, if given, builds the first snapshot instead of
+        """Load the files now (DataError if refused); `first_build`,
+        if given, builds the first snapshot instead of
         `build` (the server defers the first snapshot's compression until it serves)."""
         self.data_dir = Path(data_dir)
         self.max_bytes = max_bytes
@@ -800,7 +809,8 @@ class DataStore(Generic[S]):
         self._stop = threading.Event()
 
     def _load(self, build: Callable[[Dataset], S]) -> S | None:
-        """The snapshot of the files the last stamp describes (its sizes are logged); None if already served."""
+        """The snapshot of the files the last stamp describes
+        (its sizes are logged); None if already served."""
         sizes = [
             f"{name} ({size / 1e6:.1f} MB)" if size >= 0 else f"{name} (missing)"
             for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)

@@ -115,7 +115,8 @@ def _operation(
     parameters: list[dict[str, Any]] | None = CONDITIONAL_PARAMS,
     body: tuple[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """An operation, its `responses` completed with SERVER_REFUSALS; `body` is its request's media type and schema."""
+    """An operation, its `responses` completed with SERVER_REFUSALS;
+    `body` is its request's media type and schema."""
     operation = {"operationId": operation_id, "tags": [tag], "summary": summary, "description": description}
     if parameters is not None:
         operation["parameters"] = parameters
@@ -238,8 +239,8 @@ HUB_ANSWERS = {  # each with a plain-text body (hub.py)
     "413": "Request body too large.",
     "415": "Not a UTF-8 application/x-www-form-urlencoded body.",
     "429": "Too many hub requests; see Retry-After.",
-    "503": "The hub is stopping, its state store is unusable, or another server's hub holds the state directory: "
-    "a plain-text reason; see Retry-After.",
+    "503": "The hub is stopping, its state store is unusable, or another server's hub holds the state "
+    "directory: a plain-text reason; see Retry-After.",
 }
 
 
@@ -352,7 +353,8 @@ def _paths() -> dict[str, Any]:
                 "getOpenApi",
                 "operations",
                 "This document",
-                "The OpenAPI 3.1.0 description of this API; its `servers` entry is the configured public base URL.",
+                "The OpenAPI 3.1.0 description of this API; its `servers` entry is the configured public "
+                "base URL.",
                 _representation(
                     {"type": "object"},
                     "OpenAPI 3.1.0 document.",
@@ -379,10 +381,11 @@ def _paths() -> dict[str, Any]:
                 "mcp",
                 "mcp",
                 f"MCP server (JSON-RPC 2.0 over streamable HTTP; protocol {', '.join(SUPPORTED_VERSIONS)})",
-                f"A {MODERN_VERSION} request stands alone: its version and client capabilities in `params._meta`, and "
-                "the `MCP-Protocol-Version`, `Mcp-Method` and (for a named call) `Mcp-Name` headers; no session. Under "
-                "the 2025 revisions, send `initialize` first; later requests carry the `Mcp-Session-Id` header from "
-                "its answer. docs/mcp.md describes the tools, prompts and errors, which are JSON-RPC error objects.",
+                f"A {MODERN_VERSION} request stands alone: its version and client capabilities in "
+                "`params._meta`, and the `MCP-Protocol-Version`, `Mcp-Method` and (for a named call) "
+                "`Mcp-Name` headers; no session. Under the 2025 revisions, send `initialize` first; later "
+                "requests carry the `Mcp-Session-Id` header from its answer. docs/mcp.md describes the "
+                "tools, prompts and errors, which are JSON-RPC error objects.",
                 {
                     "200": _rpc("JSON-RPC response (result or error) to a request that was read."),
                     "202": {"description": "Accepted notification or client response; no body."},

@@ -37,7 +37,8 @@ def link_header(config: Config, topic_path: str) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Snapshot:
-    """One version of everything served: the dataset, its precomputed responses and the since-answers last asked."""
+    """One version of everything served: the dataset, its
+    precomputed responses and the since-answers last asked."""
 
     dataset: Dataset
     payloads: Mapping[str, Payload]
@@ -69,14 +70,16 @@ class Snapshot:
         )
 
     def compress_late(self) -> None:
-        """Make the data files' gzip codings left for later by `gzip_later` (identity is served until then)."""
+        """Make the data files' gzip codings left for later
+        by `gzip_later` (identity is served until then)."""
         for payload in self.payloads.values():
             if isinstance(payload.gzipped, LateGzip):
                 payload.gzipped.compress()
 
 
 def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_later: bool = False) -> Snapshot:
-    """Encode and compress every static body of this data version, once; the OpenAPI document's is the same for all."""
+    """Encode and compress every static body of this data
+    version, once; the OpenAPI document's is the same for all."""
     now = datetime.now(timezone.utc)
     reviews_modified = last_modified(dataset.reviews_doc["generated_at"], now)
     insights_modified = last_modified(dataset.insights_doc["generated_at"], now)
