@@ -387,6 +387,13 @@ def check_main(argv: Sequence[str]) -> int:
     return 0
 
 
+def log_refused_data(config: Config, exc: DataError) -> None:
+    """Why the server cannot start: the data directory and every problem of its files."""
+    log.error("cannot start: the data in %s is refused:", config.data_dir)
+    for problem in exc.problems:
+        log.error("  %s", problem)
+
+
 def serve_main(argv: Sequence[str]) -> int:
     config = parse_config(argv)
     configure_logging(config.log_format)
@@ -406,9 +413,7 @@ def serve_main(argv: Sequence[str]) -> int:
     try:
         app = create_app(config, gzip_later=True)  # compressed after READY (on_ready below)
     except DataError as exc:
-        log.error("cannot start: the data in %s is refused:", config.data_dir)
-        for problem in exc.problems:
-            log.error("  %s", problem)
+        log_refused_data(config, exc)
         sock.close()
         return 2
     app.store.start_polling(config.reload_interval)
