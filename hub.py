@@ -31,7 +31,7 @@ from werkzeug.wsgi import get_content_length
 
 from .config import Config, Network, client_address
 from .reviews.dataset import DataStore
-from .web.payloads import status_line
+from .web.responses import status_line
 from .web.snapshot import TOPIC_PATHS, Snapshot, link_header
 from .websub.store import CapReached, Caps, Intent, Key, Store, StoreClosed, StoreUnavailable, Subscription
 

@@ -66,13 +66,12 @@ from .web.payloads import (
     GZIP_MIN_BYTES,
     JSON,
     READ_HEADERS,
-    Triple,
     accepts_gzip,
     answer,
     error_document,
     make_payload,
-    status_line,
 )
+from .web.responses import Triple, error_code, status_line, with_common_headers
 from .web.snapshot import Snapshot, build_snapshot
 
 log = logging.getLogger("reviewsd")
@@ -98,6 +97,15 @@ def json_error(
         ],
         body,
     )
+
+
+def common_headers_added(start_response: Callable) -> Callable:
+    """start_response for a werkzeug Response (the hub's answers): its headers followed by the common ones."""
+
+    def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable:
+        return start_response(status, with_common_headers(headers), exc_info)
+
+    return start
 
 
 GET = ["GET"]  # werkzeug adds HEAD
@@ -175,7 +183,7 @@ class ReviewsApp:
                     endpoint, args = adapter.match()
                     result = getattr(self, f"on_{endpoint}")(environ, **args)
                     if isinstance(result, Response):
-                        return result(environ, start_response)
+                        return result(environ, common_headers_added(start_response))
                     status, headers, body = result
         except HTTPException as exc:
             status, headers, body = self.http_error(exc)
@@ -187,7 +195,7 @@ class ReviewsApp:
         except Exception:
             log.exception("unhandled error for %s %s", method, environ.get("PATH_INFO"))
             status, headers, body = json_error(500, "internal_error", "internal server error")
-        start_response(status, headers)
+        start_response(status, with_common_headers(headers))  # the one exit of every plain answer
         return [b"" if method == "HEAD" else body]
 
     def http_error(self, exc: HTTPException) -> Triple:
@@ -202,10 +210,7 @@ class ReviewsApp:
             )
         if isinstance(exc, NotFound):
             return json_error(404, "not_found", "no such path; see /.well-known/openapi.json")
-        name = (
-            "body_too_large" if code == 413 else exc.name.lower().replace(" ", "_")
-        )  # werkzeug's name, but 413's
-        return json_error(code, name, exc.description or exc.name)
+        return json_error(code, error_code(code, exc.name), exc.description or exc.name)  # werkzeug's name
 
     def preflight(self, allowed: list[str]) -> Triple:
         """CORS preflight (and plain OPTIONS) for any path that exists."""

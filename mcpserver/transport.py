@@ -20,7 +20,7 @@ from werkzeug.wsgi import get_content_length, get_input_stream
 
 from ..config import Config
 from ..mcp_rpc import McpServer, Session, SessionStore
-from ..web.payloads import Triple, status_line
+from ..web.responses import Triple, status_line
 from .protocol import (
     LEGACY_VERSIONS,
     MODERN_VERSION,

@@ -16,6 +16,7 @@ from ..mcpserver.protocol import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORT
 from ..reviews.dataset import SCHEMAS
 from ..reviews.search import DATE_SCHEMA
 from .payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
+from . import responses
 
 API_VERSION = "1.0.0"
 
@@ -518,7 +519,7 @@ SERVER_REFUSALS = {
 
 def build_openapi(base_url: str) -> dict[str, Any]:
     """The whole OpenAPI 3.1.0 document for a service published at `base_url`."""
-    return {
+    document = {
         "openapi": "3.1.0",
         "info": {
             "title": "reviewsd: reviews and insights API",
@@ -538,3 +539,20 @@ def build_openapi(base_url: str) -> dict[str, Any]:
             "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
         },
     }
+    return _with_common_headers(document)
+
+
+def _with_common_headers(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with web/responses.py's COMMON_HEADERS documented on every response."""
+    if not responses.COMMON_HEADERS:
+        return document
+    answers = [*document["components"]["responses"].values()]
+    for path_item in document["paths"].values():
+        for operation in path_item.values():
+            answers += operation["responses"].values()
+    for answer in answers:
+        if "$ref" not in answer:
+            headers = answer.setdefault("headers", {})
+            for header in responses.COMMON_HEADERS:
+                headers[header.name] = _header(header.description)
+    return document

@@ -14,10 +14,11 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from werkzeug.datastructures import Accept
-from werkzeug.http import HTTP_STATUS_CODES, http_date, parse_accept_header
+from werkzeug.http import http_date, parse_accept_header
 from werkzeug.sansio.http import is_resource_modified
 
 from ..reviews.dataset import encode_json
+from .responses import Headers, Triple
 
 JSON = "application/json; charset=utf-8"
 FEED_JSON = "application/feed+json; charset=utf-8"
@@ -29,17 +30,6 @@ READ_HEADERS: tuple[tuple[str, str], ...] = (
     ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link"),
 )
 GZIP_MIN_BYTES = 512
-Headers = list[tuple[str, str]]
-# A plain WSGI answer: status line, headers, body (what the app's handlers return instead of a Response).
-Triple = tuple[str, Headers, bytes]
-# RFC 9110's reason phrases where werkzeug's table keeps older names; a werkzeug Response
-# would also upper-case them ("202 ACCEPTED").
-_REASON_PHRASES = {**HTTP_STATUS_CODES, 413: "Content Too Large", 414: "URI Too Long"}
-
-
-def status_line(status: int) -> str:
-    """The WSGI status of a plain answer, as "202 Accepted"."""
-    return f"{status} {_REASON_PHRASES.get(status, 'Unknown')}"
 
 
 @dataclass(frozen=True)
