@@ -83,6 +83,12 @@ class Config:
     hub_retry_delay: float = option(
         30.0, "first delay before retrying a failed delivery, seconds (doubles after)", 0
     )
+    hub_work_retry: float = option(
+        30.0,
+        "delay before the hub retries a subscriber's verification or delivery that failed inside the hub "
+        "(its store unusable, say), seconds",
+        0,
+    )
     hub_lease_min: int = option(300, "shortest lease granted, seconds", 1)
     hub_lease_default: int = option(86400, "lease granted when none is asked for, seconds", 1)
     hub_lease_max: int = option(30 * 86400, "longest lease granted, seconds", 1)

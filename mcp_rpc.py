@@ -38,8 +38,8 @@ from .mcpserver.protocol import (
     RpcError,
     RpcRequest,
     encoded,
-    error_response,
     json_string,
+    rpc_error,
 )
 from .mcpserver.tools import TOOLS, ToolError, run_tool
 from .reviews.dataset import DataStore
@@ -189,12 +189,12 @@ class McpServer:
                 )
             return {"jsonrpc": "2.0", "id": message.id, "result": method(session, params)}
         except RpcError as error:
-            return error_response(message.id, error.code, error.message, error.data)
+            return rpc_error(message.id, error.code, error.message, error.data)
         except PromptError as error:
-            return error_response(message.id, ErrorCode.INVALID_PARAMS, error.message, error.data)
+            return rpc_error(message.id, ErrorCode.INVALID_PARAMS, error.message, error.data)
         except Exception:
             log.exception("MCP method %s failed", message.method, extra={"event": "mcp_internal_error"})
-            return error_response(message.id, ErrorCode.INTERNAL_ERROR, "Internal error")
+            return rpc_error(message.id, ErrorCode.INTERNAL_ERROR, "Internal error")
 
     def initialize(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")

@@ -64,6 +64,9 @@ class Prompt:
 
 
 class PromptError(Exception):
+    """An invalid prompt request (unknown prompt, missing or invalid argument); mcp_rpc answers it with the
+    JSON-RPC error -32602 (invalid params), `message` as its message and `data` as its data."""
+
     def __init__(self, message: str, data: Any = None):
         super().__init__(message)
         self.message, self.data = message, data

@@ -14,12 +14,11 @@ from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from werkzeug.datastructures import MIMEAccept
-from werkzeug.exceptions import ClientDisconnected
 from werkzeug.http import parse_accept_header, parse_options_header
-from werkzeug.wsgi import get_content_length, get_input_stream
 
 from ..config import Config
 from ..mcp_rpc import McpServer, Session, SessionStore
+from ..web.request_rules import BodyCut, BodyTooLarge, is_utf8_charset, origin, read_body
 from ..web.responses import Triple, status_line
 from .protocol import (
     LEGACY_VERSIONS,
@@ -36,8 +35,8 @@ from .protocol import (
     classify,
     encode_message,
     encode_response,
-    error_response,
     parse,
+    rpc_error,
 )
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -194,16 +193,11 @@ def origin_of(url: str, with_path: bool = False) -> str | None:
     """
     try:
         parts = urlsplit(url.strip())
-        port = parts.port
+        if not with_path and (parts.path not in ("", "/") or parts.query or parts.fragment):
+            return None
+        return origin(parts)
     except ValueError:
         return None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username is not None:
-        return None
-    if not with_path and (parts.path not in ("", "/") or parts.query or parts.fragment):
-        return None
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    default = {"http": 80, "https": 443}[parts.scheme]
-    return f"{parts.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
 
 
 class McpEndpoint:
@@ -247,7 +241,7 @@ class McpEndpoint:
             code = refusal.code
             if code == ErrorCode.TRANSPORT and header_version(environ) == MODERN_VERSION:
                 code = ErrorCode.INVALID_REQUEST  # 2026-07-28: no new use of the legacy -32000..-32019 range
-            body = error_response(refusal.request_id, code, refusal.message, refusal.data)
+            body = rpc_error(refusal.request_id, code, refusal.message, refusal.data)
             return json_response(body, refusal.status, refusal.headers)
 
     def post(self, environ: dict) -> Triple:
@@ -312,17 +306,12 @@ class McpEndpoint:
         """At most max_body bytes: Content-Length is checked first, and the
         read itself is bounded (to Content-Length, or to max_body + 1 on a
         stream the server terminates itself, as for chunked bodies)."""
-        too_large = HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
-        length = get_content_length(environ)
-        if length is not None and length > self.max_body:
-            raise too_large
         try:
-            body = get_input_stream(environ, max_content_length=self.max_body + 1).read()
-        except ClientDisconnected:
+            return read_body(environ, self.max_body)
+        except BodyTooLarge:
+            raise HttpRefusal(413, f"Request body larger than {self.max_body} bytes") from None
+        except BodyCut:
             raise HttpRefusal(400, "Request body ended before Content-Length bytes") from None
-        if len(body) > self.max_body:
-            raise too_large
-        return body
 
     def delete(self, environ: dict) -> Triple:
         if not self.sessions.end(session_header(environ, None, "name the session to end")):
@@ -355,10 +344,7 @@ def session_header(environ: dict, request_id: Any, missing: str) -> str:
 @functools.lru_cache(maxsize=256)
 def check_content_type(value: str) -> None:
     mimetype, options = parse_options_header(value)
-    if mimetype.lower() != "application/json" or options.get("charset", "utf-8").lower() not in (
-        "utf-8",
-        "utf8",
-    ):
+    if mimetype.lower() != "application/json" or not is_utf8_charset(options):
         raise HttpRefusal(415, "Content-Type must be application/json (UTF-8)")
 
 

@@ -139,7 +139,7 @@ def dispatch(server, session, body: Any) -> dict | None:
             protocol.parse(body if isinstance(body, bytes) else json.dumps(body).encode())
         )
     except protocol.RpcError as error:
-        return protocol.error_response(error.request_id, error.code, error.message, error.data)
+        return protocol.rpc_error(error.request_id, error.code, error.message, error.data)
     response = server.handle(session, message)
     return None if response is None else json.loads(protocol.encode_response(response))
 

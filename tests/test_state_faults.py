@@ -25,6 +25,7 @@ from polling import wait_until
 from test_hub_e2e import (
     HubEnv,
     body_version,
+    hub_env,  # noqa: F401 (a fixture)
     hub_request,
     request,
     settled,  # noqa: F401

@@ -15,8 +15,8 @@ from typing import Any, Mapping
 from ..mcpserver.protocol import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS
 from ..reviews.dataset import SCHEMAS
 from ..reviews.search import DATE_SCHEMA
-from .payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
 from . import responses
+from .payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
 
 API_VERSION = "1.0.0"
 
@@ -80,7 +80,7 @@ def _header_param(name: str, description: str = "", required: bool = False) -> d
     return {**param, "description": description} if description else param
 
 
-READ_HEADERS = {
+READ_HEADER_DOCS = {
     "ETag": _header("Strong entity tag of this representation (a gzip response has its own)."),
     "Last-Modified": _header("When the data was generated (`generated_at`), as an HTTP date."),
     "Cache-Control": _header("`public, max-age=60`."),
@@ -93,11 +93,11 @@ READ_HEADERS = {
     ),
 }
 TOPIC_HEADERS = {
-    **READ_HEADERS,
+    **READ_HEADER_DOCS,
     "Link": _header('WebSub discovery: `<hub>; rel="hub", <topic>; rel="self"`.'),
 }
 # A search answer is made per request: no validators.
-SEARCH_HEADERS = {k: v for k, v in READ_HEADERS.items() if k not in ("ETag", "Last-Modified")}
+SEARCH_HEADERS = {k: v for k, v in READ_HEADER_DOCS.items() if k not in ("ETag", "Last-Modified")}
 CONDITIONAL_PARAMS = [
     _header_param(
         "If-None-Match",
@@ -132,7 +132,7 @@ def _representation(
     schema: Mapping[str, Any],
     description: str,
     media: str = "application/json",
-    headers: Mapping[str, Any] = READ_HEADERS,
+    headers: Mapping[str, Any] = READ_HEADER_DOCS,
 ) -> dict[str, Any]:
     """The 200 and its 304, with the headers a 304 repeats (payloads.py)."""
     return {
@@ -151,7 +151,7 @@ def _read(
     description: str,
     schema: Mapping[str, Any],
     media: str = "application/json",
-    headers: Mapping[str, Any] = READ_HEADERS,
+    headers: Mapping[str, Any] = READ_HEADER_DOCS,
 ) -> dict[str, Any]:
     ok = _representation(schema, "The current representation.", media, headers)
     return {"get": _operation(operation_id, tag, summary, description, ok)}
@@ -359,7 +359,7 @@ def _paths() -> dict[str, Any]:
                 _representation(
                     {"type": "object"},
                     "OpenAPI 3.1.0 document.",
-                    headers={k: v for k, v in READ_HEADERS.items() if k != "Last-Modified"},
+                    headers={k: v for k, v in READ_HEADER_DOCS.items() if k != "Last-Modified"},
                 ),
             )
         },

@@ -86,7 +86,7 @@ def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_late
     site = feeds.FeedSite(config.public_base_url, dataset.business)
     newest = dataset.reviews[:FEED_LENGTH]
     bodies = {
-        "/reviews.json": (dataset.reviews_document[0], JSON, reviews_modified, gzip_later),
+        "/reviews.json": (dataset.reviews_document, JSON, reviews_modified, gzip_later),
         "/insights.json": (dataset.insights_document, JSON, insights_modified, gzip_later),
         "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified, False),
         "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified, False),
