@@ -190,19 +190,20 @@ def test_modules_without_their_schemas_say_what_is_missing(tmp_path: Path) -> No
 
 
 @pytest.fixture(scope="module")
-def gunicorn(installed: Path) -> Path:
-    """gunicorn, from the package registry, in the virtualenv of the install."""
+def gunicorn(installed: Path) -> list[str]:
+    """gunicorn, from the package registry, for the virtualenv of the install (the command that runs it
+    there: pip leaves no script in the virtualenv when the test environment already has gunicorn)."""
     subprocess.run(
         [installed / "bin" / "python", "-m", "pip", "install", "-q", "gunicorn"],
         check=True,
         capture_output=True,
         timeout=300,
     )
-    return installed / "bin" / "gunicorn"
+    return [str(installed / "bin" / "python"), "-m", "gunicorn"]
 
 
 def test_gunicorn_hosts_the_installed_app_configured_from_the_environment(
-    installed: Path, gunicorn: Path, tmp_path: Path
+    installed: Path, gunicorn: list[str], tmp_path: Path
 ) -> None:
     env = installed_env(
         REVIEWSD_STATE_DIR=str(tmp_path / "state"),
@@ -210,7 +211,16 @@ def test_gunicorn_hosts_the_installed_app_configured_from_the_environment(
         REVIEWSD_LOG_FORMAT="json",
         REVIEWSD_RELOAD_INTERVAL="0.5",
     )
-    command = [gunicorn, "--bind", "127.0.0.1:0", "--workers", "1", "--threads", "4", "reviewsd_app.wsgi:app"]
+    command = [
+        *gunicorn,
+        "--bind",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--threads",
+        "4",
+        "reviewsd_app.wsgi:app",
+    ]
     proc = subprocess.Popen(
         command,
         cwd=tmp_path,
