@@ -27,8 +27,9 @@ def default_state_dir() -> Path:
 
 
 def option(default: Any, description: str, low: float | None = None, high: float | None = None) -> Any:
-    """A Config field: its default, its --help text and, for a number, its range (None: unbounded on that side),
-    outside which the server stops at once naming the option, instead of a server that cannot work as asked."""
+    """A Config field: its default, its --help text and, for a number, its
+    range (None: unbounded on that side), outside which the server stops at
+    once naming the option, instead of a server that cannot work as asked."""
     return field(default=default, metadata={"help": description, "range": (low, high)})
 
 
@@ -82,6 +83,12 @@ class Config:
     hub_retry_delay: float = option(
         30.0, "first delay before retrying a failed delivery, seconds (doubles after)", 0
     )
+    hub_work_retry: float = option(
+        30.0,
+        "delay before the hub retries a subscriber's verification or delivery that failed inside the hub "
+        "(its store unusable, say), seconds",
+        0,
+    )
     hub_lease_min: int = option(300, "shortest lease granted, seconds", 1)
     hub_lease_default: int = option(86400, "lease granted when none is asked for, seconds", 1)
     hub_lease_max: int = option(30 * 86400, "longest lease granted, seconds", 1)
@@ -111,7 +118,8 @@ class Config:
 
 
 def env_value(name: str, default: Any) -> Any:
-    """REVIEWSD_<NAME> read as the type of the option's default (ValueError naming the variable if it is not)."""
+    """REVIEWSD_<NAME> read as the type of the option's
+    default (ValueError naming the variable if it is not)."""
     variable = f"REVIEWSD_{name.upper()}"
     raw = os.environ.get(variable)
     if raw is None:
@@ -167,7 +175,8 @@ class Parser(argparse.ArgumentParser):
 
 
 class VersionAction(argparse.Action):
-    """--version: prints `reviewsd VERSION` and exits; the version is looked up only then (not at every start)."""
+    """--version: prints `reviewsd VERSION` and exits; the
+    version is looked up only then (not at every start)."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
         print(f"reviewsd {version()}")

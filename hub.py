@@ -27,11 +27,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from werkzeug.http import parse_options_header
 from werkzeug.wrappers import Response
-from werkzeug.wsgi import get_content_length
 
 from .config import Config, Network, client_address
 from .reviews.dataset import DataStore
-from .web.payloads import status_line
+from .web.request_rules import BodyCut, BodyTooLarge, is_utf8_charset, origin, read_body
+from .web.responses import status_line
 from .web.snapshot import TOPIC_PATHS, Snapshot, link_header
 from .websub.store import CapReached, Caps, Intent, Key, Store, StoreClosed, StoreUnavailable, Subscription
 
@@ -43,6 +43,14 @@ MAX_FIELDS = 100  # form fields in one request
 MAX_URL = 2048  # characters in hub.callback / hub.topic
 MAX_SECRET_BYTES = 199  # "MUST be less than 200 bytes"
 MAX_FAILURES = 3  # consecutive failed deliveries before removal (SPEC.md)
+
+
+def retry_delay(first_delay: float, failures: int) -> float:
+    """Seconds from a subscription's `failures`-th consecutive failed delivery to its next attempt:
+    `first_delay` (--hub-retry-delay) after the first, doubled after each further one."""
+    return first_delay * 2 ** (failures - 1)
+
+
 CHALLENGE_BYTES = 32
 READ_LIMIT = 1024  # bytes read of any callback answer (beyond the challenge)
 USER_AGENT = "reviewsd-hub/1.0 (+WebSub)"
@@ -80,7 +88,6 @@ _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _LABEL = r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?"
 _DNS_NAME = re.compile(rf"(?=.{{1,253}}\.?\Z){_LABEL}(\.{_LABEL})*\.?")
 _LEGACY_IPV4 = re.compile(r"(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}", re.I)
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _normalise_escapes(text: str) -> str:
@@ -95,17 +102,14 @@ def _normalise_escapes(text: str) -> str:
 
 def normalise_url(url: str) -> str | None:
     """A canonical spelling of an http(s) URL without query or fragment, or None when it has either."""
+    if "?" in url or "#" in url:  # even an empty query or fragment: a topic URL has neither
+        return None
     try:
         parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
+        base = origin(parts)
+    except ValueError:  # a port that is not a number, or out of range
         return None
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname or "@" in parts.netloc or "?" in url or "#" in url:
-        return None
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    port_part = "" if port in (None, _DEFAULT_PORTS[scheme]) else f":{port}"
-    return f"{scheme}://{host}{port_part}{_normalise_escapes(parts.path or '/')}"
+    return None if base is None else base + _normalise_escapes(parts.path or "/")
 
 
 def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -222,7 +226,8 @@ def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
 
 
 def address_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """Why this address must not be contacted ("loopback", "private", ...), or None for a public unicast address."""
+    """Why this address must not be contacted ("loopback",
+    "private", ...), or None for a public unicast address."""
     inner = embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
     if inner is not None and (problem := address_problem(inner)):
         return f"embeds {inner}: {problem}"
@@ -425,7 +430,8 @@ class Outbound:
 def parse_subscription(
     pairs: Iterable[tuple[str, str]], topics: Mapping[str, str], leases: tuple[int, int, int], now: float
 ) -> tuple[Callback, Intent]:
-    """Validate a form: its callback, parsed, and the intent to store (the store gives its id). Raises Refusal.
+    """Validate a form: its callback, parsed, and the intent
+    to store (the store gives its id). Raises Refusal.
 
     `topics` maps each normalised topic URL to its path; `leases` are (minimum, default, maximum).
     """
@@ -455,7 +461,8 @@ def parse_subscription(
 
 
 def _lease(raw: str | None, bounds: tuple[int, int, int]) -> int:
-    """The lease granted: the one asked for (any positive whole number, however many digits) within the bounds."""
+    """The lease granted: the one asked for (any positive
+    whole number, however many digits) within the bounds."""
     minimum, asked, maximum = bounds  # none asked for: the default
     if raw:
         digits = raw.lstrip("0")
@@ -478,9 +485,14 @@ def read_form(environ: dict, max_body: int) -> list[tuple[str, str]]:
     mimetype, options = parse_options_header(environ.get("CONTENT_TYPE", ""))
     if mimetype.lower() != FORM:
         raise Refusal(415, f"send the request as {FORM}, not {mimetype[:80] or 'without a Content-Type'}")
-    if options.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
+    if not is_utf8_charset(options):
         raise Refusal(415, "the form must be encoded in UTF-8")
-    body = _read_body(environ, max_body)
+    try:
+        body = read_body(environ, max_body)
+    except BodyTooLarge:
+        raise Refusal(413, f"the request body is larger than {max_body} bytes") from None
+    except BodyCut:
+        raise Refusal(400, "the request body ended before Content-Length bytes") from None
     try:
         # Bytes that are not UTF-8, raw or percent-encoded, are an unsupported encoding of the form: 415.
         return parse_qsl(
@@ -490,23 +502,6 @@ def read_form(environ: dict, max_body: int) -> list[tuple[str, str]]:
         raise Refusal(415, "the form must be encoded in UTF-8 (raw or percent-encoded)") from None
     except ValueError:
         raise Refusal(400, f"the form has more than {MAX_FIELDS} fields") from None
-
-
-def _read_body(environ: dict, max_body: int) -> bytes:
-    """At most `max_body` bytes of request body; exactly Content-Length bytes when it is given."""
-    too_large = Refusal(413, f"the request body is larger than {max_body} bytes")
-    length = get_content_length(environ)
-    if length is not None and length > max_body:
-        raise too_large
-    stream = environ["wsgi.input"]
-    if length is not None:
-        return stream.read(length)  # never past the end: some servers' streams block there
-    if not environ.get("wsgi.input_terminated"):
-        return b""  # no length and an unterminated stream: no body can be read safely
-    body = stream.read(max_body + 1)
-    if len(body) > max_body:
-        raise too_large
-    return body
 
 
 class RateLimiter:
@@ -680,13 +675,14 @@ class Hub:
         self.outbound = outbound or Outbound(config.ca_file, config.allow_private_callbacks, resolve)
         self.db = Store(config.state_dir, config.hub_state_check)
         self.scheduler = Scheduler(
-            self._service, config.hub_workers, clock, retry_after=config.hub_retry_delay
+            self._service, config.hub_workers, clock, retry_after=config.hub_work_retry
         )
         self._stopped = threading.Event()
         self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
 
     def start(self) -> None:
-        """Open the store (else the keeper thread retries), start the workers, bring every subscriber up to date."""
+        """Open the store (else the keeper thread retries),
+        start the workers, bring every subscriber up to date."""
         if self.db.open():
             subscriptions, intents, expired = self._schedule_all()
             log.info(
@@ -711,14 +707,16 @@ class Hub:
         expired = self.db.expire(self.clock())
         subscriptions, intents = self.db.all_work()
         current = self._etags()
-        for key, last_etag, next_attempt, expires_at in subscriptions:
-            self.scheduler.poke(key, next_attempt if last_etag != current.get(key[1]) else expires_at)
+        for work in subscriptions:
+            behind = work.last_etag != current.get(work.key.topic)
+            self.scheduler.poke(work.key, work.next_attempt if behind else work.expires_at)
         for key in intents:
             self.scheduler.poke(key)
         return len(subscriptions), len(intents), expired
 
     def _keep_store(self) -> None:
-        """The keeper thread: every --hub-state-check seconds, check the state directory or retry the store."""
+        """The keeper thread: every --hub-state-check seconds,
+        check the state directory or retry the store."""
         while not self._stopped.wait(self.config.hub_state_check):
             try:
                 if self.db.maintain():
@@ -974,7 +972,7 @@ class Hub:
             )
             self._deny(sub, f"removed after {failures} consecutive failed deliveries; subscribe again")
             return None
-        retry_at = self.clock() + self.config.hub_retry_delay * 2 ** (failures - 1)
+        retry_at = self.clock() + retry_delay(self.config.hub_retry_delay, failures)
         self.db.record_failure(sub.key, failures, retry_at)
         log.info(
             "delivery of %s to %s failed (%s); retry %d of %d in %.1f s",

@@ -38,8 +38,8 @@ from .mcpserver.protocol import (
     RpcError,
     RpcRequest,
     encoded,
-    error_response,
     json_string,
+    rpc_error,
 )
 from .mcpserver.tools import TOOLS, ToolError, run_tool
 from .reviews.dataset import DataStore
@@ -152,7 +152,8 @@ class McpServer:
             "completion/complete": self.complete,
         }
         self.methods = {"initialize": self.initialize, "ping": self.ping, **common}  # a 2025 session's
-        # 2026-07-28 removed initialize and ping (and logging/setLevel, resources/subscribe: never served here).
+        # 2026-07-28 removed initialize and ping (and
+        # logging/setLevel, resources/subscribe: never served here).
         self.modern_methods = {"server/discover": self.discover, **common}
 
     @property
@@ -188,12 +189,12 @@ class McpServer:
                 )
             return {"jsonrpc": "2.0", "id": message.id, "result": method(session, params)}
         except RpcError as error:
-            return error_response(message.id, error.code, error.message, error.data)
+            return rpc_error(message.id, error.code, error.message, error.data)
         except PromptError as error:
-            return error_response(message.id, ErrorCode.INVALID_PARAMS, error.message, error.data)
+            return rpc_error(message.id, ErrorCode.INVALID_PARAMS, error.message, error.data)
         except Exception:
             log.exception("MCP method %s failed", message.method, extra={"event": "mcp_internal_error"})
-            return error_response(message.id, ErrorCode.INTERNAL_ERROR, "Internal error")
+            return rpc_error(message.id, ErrorCode.INTERNAL_ERROR, "Internal error")
 
     def initialize(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")
@@ -239,10 +240,11 @@ class McpServer:
         return {"tools": self.tool_list}
 
     def call_tool(self, session: Session, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
-        """Arguments that fail the tool's inputSchema, and values that name nothing in the data, are tool execution
-        errors: a result with `isError: true` whose text lists every problem and the valid choices, so a model can
-        correct itself (DECISIONS.md; MCP 2025-11-25 says the same of input validation errors). A malformed
-        request (params not an object, name missing or unknown, arguments not an object) is -32602."""
+        """Arguments that fail the tool's inputSchema, and values that name nothing in the
+        data, are tool execution errors: a result with `isError: true` whose text lists every
+        problem and the valid choices, so a model can correct itself (DECISIONS.md; MCP
+        2025-11-25 says the same of input validation errors). A malformed request (params not
+        an object, name missing or unknown, arguments not an object) is -32602."""
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
             raise RpcError(

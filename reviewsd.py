@@ -70,13 +70,12 @@ from .web.payloads import (
     GZIP_MIN_BYTES,
     JSON,
     READ_HEADERS,
-    Triple,
     accepts_gzip,
     answer,
     error_document,
     make_payload,
-    status_line,
 )
+from .web.responses import Triple, error_code, status_line, with_common_headers
 from .web.snapshot import Snapshot, build_snapshot, pages_document
 
 log = logging.getLogger("reviewsd")
@@ -112,6 +111,15 @@ def json_error(
         ],
         body,
     )
+
+
+def common_headers_added(start_response: Callable) -> Callable:
+    """start_response for a werkzeug Response (the hub's answers): its headers followed by the common ones."""
+
+    def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable:
+        return start_response(status, with_common_headers(headers), exc_info)
+
+    return start
 
 
 GET = ["GET"]  # werkzeug adds HEAD
@@ -197,7 +205,7 @@ class ReviewsApp:
                     endpoint, args = adapter.match()
                     result = getattr(self, f"on_{endpoint}")(environ, **args)
                     if isinstance(result, Response):
-                        return result(environ, start_response)
+                        return result(environ, common_headers_added(start_response))
                     status, headers, body = result
         except HTTPException as exc:
             status, headers, body = self.http_error(exc)
@@ -209,7 +217,7 @@ class ReviewsApp:
         except Exception:
             log.exception("unhandled error for %s %s", method, environ.get("PATH_INFO"))
             status, headers, body = json_error(500, "internal_error", "internal server error")
-        start_response(status, headers)
+        start_response(status, with_common_headers(headers))  # the one exit of every plain answer
         return [b"" if method == "HEAD" else body]
 
     def http_error(self, exc: HTTPException) -> Triple:
@@ -224,10 +232,7 @@ class ReviewsApp:
             )
         if isinstance(exc, NotFound):
             return json_error(404, "not_found", "no such path; see /.well-known/openapi.json")
-        name = (
-            "body_too_large" if code == 413 else exc.name.lower().replace(" ", "_")
-        )  # werkzeug's name, but 413's
-        return json_error(code, name, exc.description or exc.name)
+        return json_error(code, error_code(code, exc.name), exc.description or exc.name)  # werkzeug's name
 
     def preflight(self, allowed: list[str]) -> Triple:
         """CORS preflight (and plain OPTIONS) for any path that exists."""
@@ -240,7 +245,8 @@ class ReviewsApp:
             ("Access-Control-Allow-Methods", methods),
             (
                 "Access-Control-Allow-Headers",
-                "Content-Type, If-None-Match, If-Modified-Since, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
+                "Content-Type, If-None-Match, If-Modified-Since, Mcp-Session-Id, MCP-Protocol-Version, "
+                "Last-Event-ID",
             ),
             ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link, Mcp-Session-Id"),
             ("Access-Control-Max-Age", "86400"),
@@ -248,7 +254,7 @@ class ReviewsApp:
         return "204 No Content", headers, b""  # no Content-Length on a 204 (RFC 9110 8.6)
 
     def on_payload(self, environ: Mapping[str, Any]) -> Triple:
-        """The routed twin of the fast path in __call__: the path with a trailing slash (strict_slashes=False)."""
+        """The routed twin of the fast path in __call__: a trailing slash (strict_slashes=False)."""
         payload = self.store.current.payloads.get(environ["PATH_INFO"].rstrip("/") or "/")
         if payload is None:
             raise NotFound()
@@ -303,7 +309,8 @@ class ReviewsApp:
         )
 
     def on_healthz(self, environ: Mapping[str, Any]) -> Triple:
-        """200 while reads are served ("degraded" when the hub's store is unavailable); 503 once the hub stopped."""
+        """200 while reads are served ("degraded" when the hub's
+        store is unavailable); 503 once the hub stopped."""
         dataset = self.store.current.dataset
         hub_status = self.hub.status() if self.hub is not None else {"enabled": False}
         ready = self.hub is None or bool(hub_status.get("running"))
@@ -346,7 +353,7 @@ class ReviewsApp:
 def made_for_request(
     environ: Mapping[str, Any], status: str, body: bytes, headers: Sequence[tuple[str, str]]
 ) -> Triple:
-    """An answer made for one request (search, /reviews): no validators; gzip only when asked, at a cheap level."""
+    """An answer made for one request (search, /reviews): no validators; gzip when asked, at a cheap level."""
     headers = [*headers[:1], *READ_HEADERS, *headers[1:], ("Vary", "Accept-Encoding")]
     encoding = environ.get("HTTP_ACCEPT_ENCODING")
     if encoding and len(body) >= GZIP_MIN_BYTES and accepts_gzip(encoding):
@@ -443,6 +450,13 @@ def check_main(argv: Sequence[str]) -> int:
     return 0
 
 
+def log_refused_data(config: Config, exc: DataError) -> None:
+    """Why the server cannot start: the data directory and every problem of its files."""
+    log.error("cannot start: the data in %s is refused:", config.data_dir)
+    for problem in exc.problems:
+        log.error("  %s", problem)
+
+
 def serve_main(argv: Sequence[str]) -> int:
     config = parse_config(argv)
     configure_logging(config.log_format)
@@ -462,9 +476,7 @@ def serve_main(argv: Sequence[str]) -> int:
     try:
         app = create_app(config, gzip_later=True)  # compressed after READY (on_ready below)
     except DataError as exc:
-        log.error("cannot start: the data in %s is refused:", config.data_dir)
-        for problem in exc.problems:
-            log.error("  %s", problem)
+        log_refused_data(config, exc)
         sock.close()
         return 2
     app.store.start_polling(config.reload_interval)

@@ -119,7 +119,8 @@ INVALID = (  # every one must be answered 400
 
 
 class ServerProcess:
-    """reviewsd as a child process, started as every benchmark starts it; its log (the access log) in a file."""
+    """reviewsd as a child process, started as every benchmark
+    starts it; its log (the access log) in a file."""
 
     def __init__(self, procs: Processes, data_dir: Path, work: Path, threads: int) -> None:
         self.procs = procs
@@ -468,7 +469,8 @@ def load_process(
     counters: Any,
     results: Any,
 ) -> None:
-    """Client process: `count` connections, one thread each (http.client blocks, threads overlap the waits)."""
+    """Client process: `count` connections, one thread each
+    (http.client blocks, threads overlap the waits)."""
     start.wait(120)
     clients = [Client(first_slot + i, plan, counters, deadline.value - duration) for i in range(count)]
     threads = [threading.Thread(target=c.run, args=(deadline.value,)) for c in clients]
@@ -517,12 +519,14 @@ async def read_until_close(reader: asyncio.StreamReader, limit: float = 60.0) ->
 
 
 async def trickle(port: int, rng: random.Random, result: SlowResult, live: Any, in_time: bool) -> None:
-    """Send a request head byte by byte; slowloris (about 1 byte/s) must get 408, a short fast-enough head a 200."""
+    """Send a request head byte by byte; slowloris (about 1
+    byte/s) must get 408, a short fast-enough head a 200."""
     if in_time:  # 25 bytes at <= 0.35 s: complete within the 10 s header timeout
         head, pace = b"GET /healthz HTTP/1.0\r\n\r\n", (0.25, 0.35)
         expect, outcome = b" 200 ", "slow but in time: served"
     else:
-        head = f"GET /api/reviews/search?rating=5 HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: trickle\r\n\r\n".encode()
+        head = f"GET /api/reviews/search?rating=5 HTTP/1.1\r\nHost: {HOST}\r\nUser-Agent: trickle\r\n\r\n"
+        head = head.encode()
         pace, expect, outcome = (0.8, 1.2), b" 408 ", "trickling: 408 at header timeout"
     opened = time.monotonic()
     reader, writer = await asyncio.open_connection(HOST, port)
@@ -544,7 +548,8 @@ async def trickle(port: int, rng: random.Random, result: SlowResult, live: Any, 
 
 
 async def idle(port: int, result: SlowResult, live: Any, silent: bool) -> None:
-    """An idle connection: silent (closed at the header timeout) or after one request (at the keep-alive timeout)."""
+    """An idle connection: silent (closed at the header timeout)
+    or after one request (at the keep-alive timeout)."""
     opened = time.monotonic()
     reader, writer = await asyncio.open_connection(HOST, port)
     try:
@@ -755,7 +760,8 @@ def percentile(values: list[float] | array, q: float) -> float:
 
 
 def memory_trend(samples: list[Sample]) -> tuple[float, list[Sample]] | None:
-    """Rise of the least-squares line through the last third of the samples under load, in per cent of its start.
+    """Rise of the least-squares line through the last third
+    of the samples under load, in per cent of its start.
 
     The sample at t=0 (before any load) is left out; None if fewer than 3 samples remain (run too short).
     """
@@ -787,8 +793,8 @@ def print_kinds(run: Run) -> None:
         share = f"{MIX[kind]}%" if kind in MIX else "setup"
         print(
             f"{kind:<20} {share:>6} {len(values):>9} {len(values) / run.elapsed:>7.1f} "
-            f"{percentile(values, 0.5):>7.2f} {percentile(values, 0.99):>7.2f} {max(values, default=0):>8.1f} "
-            f"{errors_by_kind[kind]:>6}"
+            f"{percentile(values, 0.5):>7.2f} {percentile(values, 0.99):>7.2f} "
+            f"{max(values, default=0):>8.1f} {errors_by_kind[kind]:>6}"
         )
     print(
         f"{'all':<20} {'':>6} {len(everything):>9} {len(everything) / run.elapsed:>7.1f} "
@@ -833,8 +839,8 @@ def print_server(server: ServerProcess, run: Run, exit_status: int | None, log: 
     print(f"server threads: start {start.threads}, end {end.threads}")
     others = max(0.0, run.machine_cpu - run.server_cpu - run.client_cpu)
     print(
-        f"CPU (the client and the server share this machine's {os.cpu_count()} cores; latencies include client "
-        f"queueing): server {run.server_cpu / run.elapsed:.2f} cores, client processes "
+        f"CPU (the client and the server share this machine's {os.cpu_count()} cores; latencies include "
+        f"client queueing): server {run.server_cpu / run.elapsed:.2f} cores, client processes "
         f"{run.client_cpu / run.elapsed:.2f} cores, other processes on the machine "
         f"{others / run.elapsed:.2f} cores{DISTURBED if others / run.elapsed > 0.1 else ''}"
     )
@@ -880,8 +886,8 @@ def print_header(args: argparse.Namespace, server: ServerProcess, data: str) -> 
     )
     print(f"server (pid {server.pid}, port {server.port}): {' '.join(server.command)}")
     print(
-        "  every other option at its default, as in reviewsd.service: WebSub hub on, data reload check every 2 s, "
-        "text access log on stderr (written to a file)"
+        "  every other option at its default, as in reviewsd.service: WebSub hub on, data reload check every "
+        "2 s, text access log on stderr (written to a file)"
     )
     print(f"data: {data}")
     print(f"machine: {os.cpu_count()} CPUs, shared by the server and the client processes")

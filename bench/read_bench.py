@@ -156,7 +156,8 @@ def main() -> None:
             host, port = base.removeprefix("http://").rsplit(":", 1)
             rss_start = proc_status_kb(server.pid, "VmRSS") / 1024
             print(
-                f"data files {size:.1f} MB; start-up to listening {ready:.2f} s; RSS after start {rss_start:.0f} MB"
+                f"data files {size:.1f} MB; start-up to listening {ready:.2f} s; RSS after start "
+                f"{rss_start:.0f} MB"
             )
             conn = http.client.HTTPConnection(host, int(port), timeout=30)
             conn.request("GET", "/api/feed.json")

@@ -64,8 +64,13 @@ def import_main(argv: Sequence[str]) -> int:
         "import",
         "Merge review exports (Google Business Profile or Takeout, Trustpilot, CSV) into reviews.json.",
     )
-    parser.add_argument("files", nargs="*", type=Path, metavar="FILE",
-                        help="exports to merge; none: only rewrite the business block from business.toml")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        type=Path,
+        metavar="FILE",
+        help="exports to merge; none: only rewrite the business block from business.toml",
+    )
     args = parser.parse_args(argv)
     try:
         profile = load_profile(args.data_dir)

@@ -16,11 +16,11 @@ import sys
 import time
 from collections.abc import Callable
 from email.utils import formatdate
-from http import HTTPStatus
 from typing import Any, Protocol
 from urllib.parse import unquote_to_bytes
 
 from ..logs import direct_info_handler
+from ..web.responses import error_code, reason_phrase, with_common_headers
 from .parser import HTTPError, Request, RequestParser
 
 log = logging.getLogger("reviewsd.server")
@@ -32,16 +32,13 @@ MAX_PIPELINED = 16  # requests a worker serves in a row before yielding the conn
 _HOP_BY_HOP = frozenset(
     ("connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection")
 )
-# RFC 9110's reason phrases where Python 3.11's http.HTTPStatus keeps the older ones.
-_REASONS = {413: "Content Too Large", 414: "URI Too Long"}
 _CONTROL_CHARS = str.maketrans({c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]})
 
 
 def error_response(code: int, message: str) -> bytes:
     """A complete `Connection: close` response with the project's JSON error body."""
-    reason = _REASONS.get(code) or HTTPStatus(code).phrase
-    # The error code is the reason in snake case ("uri_too_long"); 413's is the app's own ("body_too_large").
-    error = "body_too_large" if code == 413 else reason.lower().replace(" ", "_")
+    reason = reason_phrase(code)
+    error = error_code(code, reason)
     # Compact, like every body of the app (dataset.encode_json), which this module does not import.
     body = json.dumps({"error": error, "message": message}, separators=(",", ":"), ensure_ascii=False).encode(
         "utf-8"
@@ -50,7 +47,9 @@ def error_response(code: int, message: str) -> bytes:
         f"HTTP/1.1 {code} {reason}\r\n"
         f"Date: {http_date()}\r\nServer: {SERVER_NAME}\r\n"
         "Content-Type: application/json; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        + "".join(f"{name}: {value}\r\n" for name, value in with_common_headers(()))
+        + "Connection: close\r\n\r\n"
     )
     return head.encode("latin-1") + body
 
@@ -224,7 +223,8 @@ class Connection:
         return True
 
     def drop(self, error: BaseException) -> None:
-        """The client went away or stopped reading mid-response: close without lingering, nothing left to say."""
+        """The client went away or stopped reading mid-response:
+        close without lingering, nothing left to say."""
         self.close_connection = True
         self.linger = False
         self.parser.buf.clear()
@@ -279,7 +279,8 @@ class Connection:
             sock.settimeout(0.0)
 
     def send_unsent(self) -> int:
-        """Send what the socket takes now of `unsent`, without waiting; the bytes sent (logged once all went)."""
+        """Send what the socket takes now of `unsent`, without
+        waiting; the bytes sent (logged once all went)."""
         unsent = self.unsent
         total = len(unsent)
         try:
@@ -296,7 +297,8 @@ class Connection:
         return total - len(unsent)
 
     def log_unsent(self) -> None:
-        """The access line of a response whose end the selector thread sent (size: the body's bytes that went)."""
+        """The access line of a response whose end the selector
+        thread sent (size: the body's bytes that went)."""
         code, size, start = self._unsent_log
         self.log_request(code, max(0, size - len(self.unsent)), start)
         self.environ = None

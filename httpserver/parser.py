@@ -87,7 +87,8 @@ _Head = tuple[
 
 
 class RequestParser:
-    """One connection's stream of requests: feed() it the bytes read, take each complete one from next_request()."""
+    """One connection's stream of requests: feed() it the
+    bytes read, take each complete one from next_request()."""
 
     def __init__(self, max_body: int = 1 << 20) -> None:
         self.max_body = max_body
@@ -155,7 +156,8 @@ class RequestParser:
     def _parse_head(self, text: str) -> _Head:
         lines = text.split("\r\n")
         crlfs = len(lines) - 1
-        # CRLF only, here as in chunk lines and trailers: 2.2 allows a bare LF; refusing keeps hops reading one message.
+        # CRLF only, here as in chunk lines and trailers: 2.2 allows
+        # a bare LF; refusing keeps hops reading one message.
         if text.count("\r") != crlfs or text.count("\n") != crlfs:
             raise HTTPError(400, "bare CR or LF in the request head")
         if _has_control(text):

@@ -147,7 +147,8 @@ class Server:
         )  # the part of the WSGI environ every request shares
 
     def start(self) -> Server:
-        """Start the workers and the selector thread, which accepts and serves until shutdown() has drained all."""
+        """Start the workers and the selector thread, which
+        accepts and serves until shutdown() has drained all."""
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._resume_accept()
         for i in range(self.threads):
@@ -409,7 +410,8 @@ class Server:
             self._take_back(self._returned.popleft())
 
     def _take_back(self, conn: Connection) -> None:
-        """A connection a worker is done with: send the rest of its response, then keep, linger or close it."""
+        """A connection a worker is done with: send the rest
+        of its response, then keep, linger or close it."""
         if conn.unsent is not None:
             self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
             self._on_writable(conn)  # the client may have read some since the worker tried
@@ -472,7 +474,8 @@ class Server:
                 self._returned.append(conn)  # the selector thread sends any rest, then settles it
                 self._wake()
                 return
-        # Only after a hard stop (which shut the socket down) and the second after it: no selector loop runs now.
+        # Only after a hard stop (which shut the socket down)
+        # and the second after it: no selector loop runs now.
         if conn.unsent is not None:
             conn.log_unsent()
         conn.connection.close()
@@ -480,7 +483,8 @@ class Server:
     # -- stopping ----------------------------------------------------------
 
     def _drain(self) -> None:
-        """After the loop: close what is idle, serve the rest up to the grace, shut it down, give the workers 1 s."""
+        """After the loop: close what is idle, serve the rest
+        up to the grace, shut it down, give the workers 1 s."""
         deadline = time.monotonic() + self._grace
         self.socket.close()
         for conn in list(self._conns):
@@ -506,7 +510,8 @@ class Server:
             obj.close()
 
     def _settle(self, deadline: float) -> bool:
-        """On a stop: serve the connections left as the loop does, until `deadline`; True once none is left."""
+        """On a stop: serve the connections left as the loop
+        does, until `deadline`; True once none is left."""
         while self._conns and (now := time.monotonic()) < deadline:
             self._poll(min(self._next_timeout(now), deadline - now))
         return not self._conns

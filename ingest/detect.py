@@ -27,7 +27,7 @@ def _first_review(doc: Any) -> dict | None:
 
 
 def detect_document(doc: Any) -> str | None:
-    """"google", "trustpilot" or None for a parsed JSON document. An export with an empty "reviews"
+    """ "google", "trustpilot" or None for a parsed JSON document. An export with an empty "reviews"
     list counts as Google's (a Takeout location without reviews): it imports nothing either way."""
     first = _first_review(doc)
     if first is None:

@@ -1,1 +1,1 @@
-"""MCP: the protocol vocabulary, the tools, the prompts and the streamable HTTP transport (dispatch: mcp_rpc.py)."""
+"""MCP: protocol vocabulary, tools, prompts, the streamable HTTP transport (dispatch: mcp_rpc.py)."""

@@ -64,6 +64,9 @@ class Prompt:
 
 
 class PromptError(Exception):
+    """An invalid prompt request (unknown prompt, missing or invalid argument); mcp_rpc answers it with the
+    JSON-RPC error -32602 (invalid params), `message` as its message and `data` as its data."""
+
     def __init__(self, message: str, data: Any = None):
         super().__init__(message)
         self.message, self.data = message, data
@@ -100,12 +103,12 @@ def render_digest(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> l
     uri = f"{base_url}/api/reviews/search?{urlencode(query)}"
     return [
         user_text(
-            f"Write a digest of the customer reviews of {business_line(dataset)} from {since} to {until} "
-            f"for the owner and staff. {matched} reviews fall in this period; the newest "
-            f"{min(matched, DIGEST_REVIEWS)} are attached as JSON (newest first). Give: the number of reviews "
-            "and the average rating, what patients praised most, every complaint or problem (quote briefly, "
-            "with the review date), which practitioners and services were mentioned and how, and two or "
-            "three concrete next steps. Use only the attached reviews; say so if there are none."
+            f"Write a digest of the customer reviews of {business_line(dataset)} from {since} to {until} for "
+            f"the owner and staff. {matched} reviews fall in this period; the newest "
+            f"{min(matched, DIGEST_REVIEWS)} are attached as JSON (newest first). Give: the number of "
+            "reviews and the average rating, what patients praised most, every complaint or problem (quote "
+            "briefly, with the review date), which practitioners and services were mentioned and how, and "
+            "two or three concrete next steps. Use only the attached reviews; say so if there are none."
         ),
         user_resource(uri, search_result_json(dataset, matched, positions)),
     ]
@@ -144,7 +147,8 @@ def render_reply(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> li
 def render_entity(
     tool: str, subject: str, key: str
 ) -> Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]:
-    """A prompt over one practitioner, service or aspect (`key` in the result of `tool`, which takes its arguments)."""
+    """A prompt over one practitioner, service or aspect (`key`
+    in the result of `tool`, which takes its arguments)."""
 
     def render(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
         tool_args = {**{name: value for name, value in args.items() if value}, "limit": 20}
@@ -186,8 +190,8 @@ PROMPTS = {
         Prompt(
             "review_digest",
             "Digest of recent reviews",
-            "A digest of the reviews for a period (default: the last 30 days of reviews): praise, complaints, "
-            "practitioners and services mentioned, next steps. Embeds the period's reviews.",
+            "A digest of the reviews for a period (default: the last 30 days of reviews): praise, "
+            "complaints, practitioners and services mentioned, next steps. Embeds the period's reviews.",
             (
                 Argument("since", "From", "First day, YYYY-MM-DD (default: 30 days before `until`)."),
                 Argument("until", "To", "Last day, YYYY-MM-DD (default: the newest review's date)."),
@@ -197,16 +201,16 @@ PROMPTS = {
         Prompt(
             "reply_draft",
             "Draft a reply to a review",
-            "Drafts a short public owner reply to one review, typically an unanswered low-rated one (completion "
-            "offers those, newest first). Embeds the review and what the analysis found in it.",
+            "Drafts a short public owner reply to one review, typically an unanswered low-rated one "
+            "(completion offers those, newest first). Embeds the review and what the analysis found in it.",
             (Argument("review_id", "Review", "Review id (26-character ULID).", True, "reply_review"),),
             render_reply,
         ),
         Prompt(
             "practitioner_review",
             "Practitioner review",
-            "What patients say about one practitioner: strengths, weaknesses, recent trend. Embeds their record "
-            "and newest reviews.",
+            "What patients say about one practitioner: strengths, weaknesses, recent trend. Embeds their "
+            "record and newest reviews.",
             (
                 Argument(
                     "name",
@@ -221,16 +225,17 @@ PROMPTS = {
         Prompt(
             "service_review",
             "Service review",
-            "What patients say about one service the clinic offers. Embeds the service, its sentiment and the "
-            "newest reviews mentioning it.",
+            "What patients say about one service the clinic offers. Embeds the service, its sentiment and "
+            "the newest reviews mentioning it.",
             (Argument("service", "Service", "Service label or id (e.g. Massage therapy).", True, "service"),),
             render_entity("get_service", "the service", "service"),
         ),
         Prompt(
             "aspect_review",
             "Aspect review",
-            "What patients say about one aspect of a visit (wait time, billing, front desk...), optionally only "
-            "positive, neutral or negative mentions. Embeds the aspect's sentiment and the newest reviews.",
+            "What patients say about one aspect of a visit (wait time, billing, front desk...), optionally "
+            "only positive, neutral or negative mentions. Embeds the aspect's sentiment and the newest "
+            "reviews.",
             (
                 Argument("aspect", "Aspect", "Aspect label or id (e.g. Wait time).", True, "aspect"),
                 Argument(

@@ -51,7 +51,7 @@ class RpcError(Exception):
         self.code, self.message, self.data, self.request_id = code, message, data, request_id
 
 
-def error_response(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+def rpc_error(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
     error: dict[str, Any] = {"code": int(code), "message": message}
     if data is not None:
         error["data"] = data

@@ -29,8 +29,8 @@ _DROPPED_KEYS = ("$id", "$schema", "$defs")
 
 
 def bundle_schema(node: Mapping[str, Any]) -> dict[str, Any]:
-    """`node` (one of schemas/*.json, or a new schema referring to them) with every `$ref` into schemas/ inlined
-    as `#/$defs/<name>`, for clients that cannot fetch refs."""
+    """`node` (one of schemas/*.json, or a new schema referring to them) with every `$ref`
+    into schemas/ inlined as `#/$defs/<name>`, for clients that cannot fetch refs."""
     defs: dict[str, Any] = {}
     names: dict[tuple[str, str], str] = {}
 
@@ -314,9 +314,10 @@ TOOLS = {
         Tool(
             "get_review",
             "One review by id",
-            "Returns one review (author, rating, date, text, source, owner reply) and what the analysis found "
-            "in it (aspects with sentiment, technicians, services, problems, service areas, topics; null if "
-            "not analysed). Use it when you have a review id from another tool, a feed or a pull quote. "
+            "Returns one review (author, rating, date, text, source, owner reply) and what the analysis "
+            "found in it (aspects with sentiment, technicians, services, problems, service areas, topics; "
+            "null if not analysed). Use it when you have a review id from another tool, a feed or a pull "
+            "quote. "
             'Example: {"id": "01HV6Z9M8Q2W3E4R5T6Y7U8I9O"}.',
             _object_schema(
                 {
@@ -392,8 +393,9 @@ TOOLS = {
         Tool(
             "get_technician",
             "One practitioner",
-            "Returns what reviews say about one practitioner (chiropractor, massage or physical therapist): "
-            "role, mention counts per sentiment, score from -1 to 1, plus the newest reviews mentioning them. "
+            "Returns what reviews say about one practitioner (chiropractor, massage or physical "
+            "therapist): role, mention counts per sentiment, score from -1 to 1, plus the newest reviews "
+            "mentioning them. "
             "Accepts an id, full name or label, case- and accent-insensitive; a unique part of a name also "
             'works (\'Patel\'). An unknown name returns the valid ones. Example: {"name": "Dr. Maya Patel"}.',
             _object_schema(
@@ -490,7 +492,8 @@ _DEFAULTS = {
 
 
 def run_tool(name: str, dataset: Dataset, arguments: dict[str, Any]) -> dict[str, Any] | EncodedJson:
-    """Run a tool on the dataset current at call time; InvalidParams or ToolError for arguments the model should fix."""
+    """Run a tool on the dataset current at call time; InvalidParams
+    or ToolError for arguments the model should fix."""
     tool = TOOLS[name]
     if tool.validate:
         issues = _VALIDATORS[name].issues(arguments)

@@ -1,7 +1,7 @@
 """MCP over HTTP at POST /mcp: `McpEndpoint(server, config).handle(environ) -> (status, headers, body)` around
-the pure `mcp_rpc.McpServer`. Origin (403), Content-Type (415), Accept (406) and body size (413) are checked first; then
-the message picks its era ("a dual-era server selects its behavior from how the client opens", MCP 2026-07-28
-basic/versioning): a stateless 2026-07-28 request, or a 2025 session, as docs/mcp.md tables them.
+the pure `mcp_rpc.McpServer`. Origin (403), Content-Type (415), Accept (406) and body size (413) are checked
+first; then the message picks its era ("a dual-era server selects its behavior from how the client opens", MCP
+2026-07-28 basic/versioning): a stateless 2026-07-28 request, or a 2025 session, as docs/mcp.md tables them.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from werkzeug.datastructures import MIMEAccept
-from werkzeug.exceptions import ClientDisconnected
 from werkzeug.http import parse_accept_header, parse_options_header
-from werkzeug.wsgi import get_content_length, get_input_stream
 
 from ..config import Config
 from ..mcp_rpc import McpServer, Session, SessionStore
-from ..web.payloads import Triple, status_line
+from ..web.request_rules import BodyCut, BodyTooLarge, is_utf8_charset, origin, read_body
+from ..web.responses import Triple, status_line
 from .protocol import (
     LEGACY_VERSIONS,
     MODERN_VERSION,
@@ -36,8 +35,8 @@ from .protocol import (
     classify,
     encode_message,
     encode_response,
-    error_response,
     parse,
+    rpc_error,
 )
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -163,7 +162,8 @@ def check_header(
 
 
 def modern_result(method: str, result: dict[str, Any] | EncodedJson) -> dict[str, Any] | EncodedJson:
-    """A result as 2026-07-28 writes it: resultType, serverInfo, and caching hints where the revision wants them."""
+    """A result as 2026-07-28 writes it: resultType, serverInfo,
+    and caching hints where the revision wants them."""
     if not isinstance(result, EncodedJson):
         return {**result, **_FIELDS_BY_METHOD.get(method, _RESULT_FIELDS)}
     head = _HEADS.get(method, _HEAD)
@@ -193,16 +193,11 @@ def origin_of(url: str, with_path: bool = False) -> str | None:
     """
     try:
         parts = urlsplit(url.strip())
-        port = parts.port
+        if not with_path and (parts.path not in ("", "/") or parts.query or parts.fragment):
+            return None
+        return origin(parts)
     except ValueError:
         return None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username is not None:
-        return None
-    if not with_path and (parts.path not in ("", "/") or parts.query or parts.fragment):
-        return None
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    default = {"http": 80, "https": 443}[parts.scheme]
-    return f"{parts.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
 
 
 class McpEndpoint:
@@ -246,7 +241,7 @@ class McpEndpoint:
             code = refusal.code
             if code == ErrorCode.TRANSPORT and header_version(environ) == MODERN_VERSION:
                 code = ErrorCode.INVALID_REQUEST  # 2026-07-28: no new use of the legacy -32000..-32019 range
-            body = error_response(refusal.request_id, code, refusal.message, refusal.data)
+            body = rpc_error(refusal.request_id, code, refusal.message, refusal.data)
             return json_response(body, refusal.status, refusal.headers)
 
     def post(self, environ: dict) -> Triple:
@@ -308,19 +303,15 @@ class McpEndpoint:
         return json_response(reply, 200)
 
     def read_body(self, environ: dict) -> bytes:
-        """At most max_body bytes: Content-Length is checked first, and the read itself is bounded (to
-        Content-Length, or to max_body + 1 on a stream the server terminates itself, as for chunked bodies)."""
-        too_large = HttpRefusal(413, f"Request body larger than {self.max_body} bytes")
-        length = get_content_length(environ)
-        if length is not None and length > self.max_body:
-            raise too_large
+        """At most max_body bytes: Content-Length is checked first, and the
+        read itself is bounded (to Content-Length, or to max_body + 1 on a
+        stream the server terminates itself, as for chunked bodies)."""
         try:
-            body = get_input_stream(environ, max_content_length=self.max_body + 1).read()
-        except ClientDisconnected:
+            return read_body(environ, self.max_body)
+        except BodyTooLarge:
+            raise HttpRefusal(413, f"Request body larger than {self.max_body} bytes") from None
+        except BodyCut:
             raise HttpRefusal(400, "Request body ended before Content-Length bytes") from None
-        if len(body) > self.max_body:
-            raise too_large
-        return body
 
     def delete(self, environ: dict) -> Triple:
         if not self.sessions.end(session_header(environ, None, "name the session to end")):
@@ -329,7 +320,8 @@ class McpEndpoint:
 
 
 def session_header(environ: dict, request_id: Any, missing: str) -> str:
-    """A 2025 message's Mcp-Session-Id, once its MCP-Protocol-Version (if any) is one initialize negotiates."""
+    """A 2025 message's Mcp-Session-Id, once its
+    MCP-Protocol-Version (if any) is one initialize negotiates."""
     version = header_version(environ)
     if version is not None and version not in LEGACY_VERSIONS:
         raise HttpRefusal(
@@ -352,10 +344,7 @@ def session_header(environ: dict, request_id: Any, missing: str) -> str:
 @functools.lru_cache(maxsize=256)
 def check_content_type(value: str) -> None:
     mimetype, options = parse_options_header(value)
-    if mimetype.lower() != "application/json" or options.get("charset", "utf-8").lower() not in (
-        "utf-8",
-        "utf8",
-    ):
+    if mimetype.lower() != "application/json" or not is_utf8_charset(options):
         raise HttpRefusal(415, "Content-Type must be application/json (UTF-8)")
 
 

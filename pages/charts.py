@@ -34,9 +34,7 @@ def _svg(chart_id: str, height: float, title: str, desc: str, body: list[str]) -
         f'<svg class="chart" viewBox="0 0 {WIDTH} {height:g}" role="img" '
         f'aria-labelledby="{chart_id}-title {chart_id}-desc" font-size="13">'
         f'<title id="{chart_id}-title">{escape(title)}</title>'
-        f'<desc id="{chart_id}-desc">{escape(desc)}</desc>'
-        + "".join(body)
-        + "</svg>"
+        f'<desc id="{chart_id}-desc">{escape(desc)}</desc>' + "".join(body) + "</svg>"
     )
 
 

@@ -23,9 +23,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property, partial
-from itertools import accumulate, compress, islice, repeat
+from itertools import compress
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, NamedTuple, Sequence, TypeVar
 
 import jsonschema_rs
 import orjson
@@ -66,7 +66,8 @@ def read_file(data_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
     try:
         with open(path, "rb") as file:
             size = os.fstat(file.fileno()).st_size
-            # Over the limit by its stat, nothing is read; a file that grew since is read one byte past it, no further.
+            # Over the limit by its stat, nothing is read; a file
+            # that grew since is read one byte past it, no further.
             content = b"" if size > max_bytes else file.read(max_bytes + 1)
     except OSError as exc:
         raise DataError(
@@ -119,10 +120,10 @@ def collector_paused() -> Iterator[None]:
 def parse_json(raw: RawFile) -> Any:
     """The parsed file, or DataError saying why it is not JSON.
 
-    orjson parses the bytes, where json first makes a str of the file (four bytes a character once one
-    emoji is in it): at 100,000 reviews a peak 100 MB lower, a reload's 2.4 instead of 2.8 times the steady
-    state. json, stricter only about lone surrogates and nesting, says where what orjson refuses is not JSON.
-    orjson reads an integer beyond 64 bits as the nearest float (RFC 8259, section 6); no count here nears one.
+    orjson parses the bytes, where json first makes a str of the file (four bytes a character once one emoji
+    is in it): at 100,000 reviews a peak 100 MB lower, a reload's 2.4 instead of 2.8 times the steady state.
+    json, stricter only about lone surrogates and nesting, says where what orjson refuses is not JSON. orjson
+    reads an integer beyond 64 bits as the nearest float (RFC 8259, section 6); no count here nears one.
     """
     try:
         with collector_paused():
@@ -173,7 +174,8 @@ REGISTRY = jsonschema_rs.Registry([(schema["$id"], schema) for schema in SCHEMAS
 
 
 def validator(schema_file: str) -> jsonschema_rs.Validator:
-    """A draft 2020-12 validator (formats checked, schemas/ resolvable by $id) of one of the files in schemas/."""
+    """A draft 2020-12 validator (formats checked, schemas/
+    resolvable by $id) of one of the files in schemas/."""
     return jsonschema_rs.Draft202012Validator(SCHEMAS[schema_file], registry=REGISTRY, validate_formats=True)
 
 
@@ -213,7 +215,7 @@ def _short(message: str) -> str:
 # files are read; dataset_from_files below reports them all at once.
 
 
-# --------------------------------------------------------------------------- build the Dataset and its indexes
+# ---------------------------------------------------------------------- build the Dataset and its indexes
 
 
 def newest_first(reviews: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -285,18 +287,14 @@ def _joined(
     """opening + the fragments joined by `separator` + closing, and where each fragment starts (plus one past
     the last, +1: fragment i is body[offsets[i]:offsets[i + 1] - 1]).
 
-    Appended a few hundred at a time as they are made, each batch freed before the next:
-    a list of them all, joined, left 330 MB of freed memory to the process at 100,000 reviews.
+    Appended one at a time as they are made, each freed before the next: a list of them all, joined, left
+    330 MB of freed memory to the process at 100,000 reviews.
     """
-    out, offsets, fragments = bytearray(opening), array("q"), iter(fragments)
-    while batch := list(islice(fragments, 500)):
-        # Each fragment starts where the one before it ended, plus the separator (C loops, no call per fragment).
-        offsets.extend(
-            accumulate(map(operator.add, map(len, batch), repeat(len(separator))), initial=len(out))
-        )
-        out += separator.join(batch)
+    out, offsets = bytearray(opening), array("q")
+    for fragment in fragments:
+        offsets.append(len(out))
+        out += fragment
         out += separator
-        del offsets[-1], batch[:]
     offsets.append(len(out))
     if len(offsets) > 1:
         del out[-len(separator) :]
@@ -355,14 +353,16 @@ class _Reviews:
 
 @dataclass
 class _Insights:
-    """What insights.json contributes, as bytes: its body, where each per_review entry sits, the mention indexes."""
+    """What insights.json contributes, as bytes: its body,
+    where each per_review entry sits, the mention indexes."""
 
     head: bytes  # insights.json with per_review empty, encoded
     body: bytes
     starts: array  # per review position, where its per_review entry's value starts in body (-1: none)
     ends: array
     order: array  # the positions in per_review's order
-    # The technician, service and aspect indexes: their keys encoded, then per key the positions mentioning it.
+    # The technician, service and aspect indexes: their keys
+    # encoded, then per key the positions mentioning it.
     indexes: list[tuple[bytes, list[array]]]
     tallies: dict[str, dict[str, int]] | None  # see problems.mention_tallies
 
@@ -409,7 +409,8 @@ class _Insights:
             }
         )
         indexes = [_frozen(index) for index in (*entities.values(), aspects)]
-        # The entries go between the braces of the one "per_review":{} (every other object admits only its named
+        # The entries go between the braces of the one
+        # "per_review":{} (every other object admits only its named
         # members, and a string's quotes are escaped).
         head = encode_json({**doc, "per_review": {}})
         at = head.index(b'"per_review":{}') + len(b'"per_review":{')
@@ -425,12 +426,14 @@ class _Insights:
 
 
 def _frozen(index: Mapping[Any, array]) -> tuple[bytes, list[array]]:
-    """An index's keys encoded, and its positions in ascending order (per_review may list reviews in any order)."""
+    """An index's keys encoded, and its positions in ascending
+    order (per_review may list reviews in any order)."""
     return encode_json(list(index)), [array("i", sorted(positions)) for positions in index.values()]
 
 
 def _thawed(frozen: tuple[bytes, list[array]], numbers: list[int]) -> dict[Any, list[int]]:
-    """The index of `_frozen`, its keys decoded (tuples for aspects) and its positions as `numbers`' objects."""
+    """The index of `_frozen`, its keys decoded (tuples for
+    aspects) and its positions as `numbers`' objects."""
     keys, positions = frozen
     return {
         key if isinstance(key, str) else tuple(key): list(map(numbers.__getitem__, found))
@@ -508,15 +511,16 @@ class Dataset:
         self,
         reviews: _Reviews,
         insights: _Insights,
-        review_ids: tuple[list[str], list[int], dict[str, int]],
+        review_ids: ReviewIds,
         reviews_sha256: str,
         insights_sha256: str,
     ):
-        ids, numbers, position_of = review_ids  # see _review_ids
+        ids, numbers, position_of = review_ids
         self.reviews_sha256, self.insights_sha256 = reviews_sha256, insights_sha256
         self.position_of: Mapping[str, int] = position_of
         self.ids: Sequence[str] = ids
-        self.reviews_document: tuple[bytes, array] = (reviews.body, reviews.offsets)
+        self.reviews_document: bytes = reviews.body  # reviews.json as served
+        self.review_offsets: array = reviews.offsets  # where each review's JSON starts in it (see _joined)
         self.reviews = EncodedReviews(reviews.body, reviews.offsets)
         self.reviews_doc: Mapping[str, Any] = json.loads(reviews.head)
         self.insights_document: bytes = insights.body
@@ -570,7 +574,9 @@ class Dataset:
         """From parsed documents, which it does not check (`dataset_from_files` validates the files)."""
         reviews = _Reviews.build(reviews_doc)
         ids = _review_ids(reviews)
-        return cls(reviews, _Insights.build(insights_doc, ids[2]), ids, reviews_sha256, insights_sha256)
+        return cls(
+            reviews, _Insights.build(insights_doc, ids.position_of), ids, reviews_sha256, insights_sha256
+        )
 
     @cached_property
     def replied_positions(self) -> frozenset[int]:
@@ -589,14 +595,14 @@ class Dataset:
         """The comma-separated JSON of the reviews at positions [lo, hi): one slice of the body."""
         if lo >= hi:
             return b""
-        body, offsets = self.reviews_document
+        body, offsets = self.reviews_document, self.review_offsets
         return body[offsets[lo] : offsets[hi] - 1]
 
     def reviews_json_at(self, positions: Sequence[int]) -> bytes:
         """The comma-separated JSON of the reviews at these positions, in this order."""
         if positions and all(b - a == 1 for a, b in zip(positions, positions[1:])):  # adjacent: one slice
             return self.reviews_json_range(positions[0], positions[-1] + 1)
-        body, offsets = self.reviews_document
+        body, offsets = self.reviews_document, self.review_offsets
         return b",".join([body[offsets[pos] : offsets[pos + 1] - 1] for pos in positions])
 
     def window(self, since: str | None, until: str | None) -> tuple[int, int]:
@@ -624,11 +630,16 @@ class Dataset:
         return blob.find(needle, starts[pos], starts[pos + 1] - 1) != -1
 
 
-def _review_ids(reviews: _Reviews) -> tuple[list[str], list[int], dict[str, int]]:
-    """The ids newest first, one int object per position (shared by every index), and each id's position."""
+class ReviewIds(NamedTuple):
+    ids: list[str]  # newest first
+    numbers: list[int]  # one int object per position, shared by every index
+    position_of: dict[str, int]  # each id's position
+
+
+def _review_ids(reviews: _Reviews) -> ReviewIds:
     ids: list[str] = json.loads(reviews.ids)
     numbers = list(range(len(ids)))
-    return ids, numbers, dict(zip(ids, numbers))
+    return ReviewIds(ids, numbers, dict(zip(ids, numbers)))
 
 
 def _shared_strings(values: list[str]) -> list[str]:
@@ -682,11 +693,11 @@ def dataset_from_files(reviews_raw: RawFile, insights_raw: RawFile) -> Dataset:
     del insights_raw
     if problems or reviews is None or ids is None:
         raise DataError(problems)
-    insights = _built(_Insights.build, INSIGHTS_FILE, insights_doc, problems, ids[2])
+    insights = _built(_Insights.build, INSIGHTS_FILE, insights_doc, problems, ids.position_of)
     if insights is None:
         raise DataError(problems)
     problems = reviews.record_problems + cross_file_problems(
-        json.loads(reviews.head), reviews.ratings, ids[2], insights_doc, insights.tallies
+        json.loads(reviews.head), reviews.ratings, ids.position_of, insights_doc, insights.tallies
     )
     if problems:
         raise DataError(problems)
@@ -784,7 +795,8 @@ class DataStore(Generic[S]):
         max_bytes: int = DEFAULT_MAX_FILE_BYTES,
         first_build: Callable[[Dataset], S] | None = None,
     ):
-        """Load the files now (DataError if refused); `first_build`, if given, builds the first snapshot instead of
+        """Load the files now (DataError if refused); `first_build`,
+        if given, builds the first snapshot instead of
         `build` (the server defers the first snapshot's compression until it serves)."""
         self.data_dir = Path(data_dir)
         self.max_bytes = max_bytes
@@ -800,7 +812,8 @@ class DataStore(Generic[S]):
         self._stop = threading.Event()
 
     def _load(self, build: Callable[[Dataset], S]) -> S | None:
-        """The snapshot of the files the last stamp describes (its sizes are logged); None if already served."""
+        """The snapshot of the files the last stamp describes
+        (its sizes are logged); None if already served."""
         sizes = [
             f"{name} ({size / 1e6:.1f} MB)" if size >= 0 else f"{name} (missing)"
             for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)

@@ -75,8 +75,8 @@ _HINTS = {
     "(review_count, each star's count in distribution, rating_value their mean)",
     "counts-agree": "recount from per_review: a record's mention_count is how many per_review entries "
     "list its id, and equals positive_count + neutral_count + negative_count",
-    "review-exists": "every review id in insights.json must be an id in reviews.json (same spelling and case): "
-    "remove the reference, or produce both files from the same reviews",
+    "review-exists": "every review id in insights.json must be an id in reviews.json (same spelling and "
+    "case): remove the reference, or produce both files from the same reviews",
     "unique-id": "give each record its own id",
     "known-id": "list the id among its records (or in reviews.json's business), or remove the mention",
     "json": "the file is not complete JSON: write it to a temporary file and rename it into place",

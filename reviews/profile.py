@@ -62,13 +62,26 @@ class Profile:
         block = {**BUSINESS_DEFAULTS, **self.business}
         block["address"] = {**BUSINESS_DEFAULTS["address"], **block["address"]}
         block["service_areas"], block["services"] = self._areas(), self._services()
-        order = ("id", "name", "category", "description", "url", "telephone", "address", "geo",
-                 "opening_hours", "service_areas", "services")
+        order = (
+            "id",
+            "name",
+            "category",
+            "description",
+            "url",
+            "telephone",
+            "address",
+            "geo",
+            "opening_hours",
+            "service_areas",
+            "services",
+        )
         return {key: block[key] for key in order}
 
     def _services(self) -> list[dict[str, str]]:
-        return [{"id": s["id"], "label": s["label"], "description": s.get("description", "")}
-                for s in self.services]
+        return [
+            {"id": s["id"], "label": s["label"], "description": s.get("description", "")}
+            for s in self.services
+        ]
 
     def _areas(self) -> list[dict[str, str]]:
         return [{"id": a["id"], "label": a["label"]} for a in self.service_areas]

@@ -24,8 +24,8 @@ from .dataset import (
 
 
 class SchemaValidator:
-    """A draft 2020-12 validator (jsonschema-rs, formats checked) whose errors become the API's `issues`: search
-    parameters and tool arguments (`noun` names them in the message about an unknown one)."""
+    """A draft 2020-12 validator (jsonschema-rs, formats checked) whose errors become the API's `issues`:
+    search parameters and tool arguments (`noun` names them in the message about an unknown one)."""
 
     def __init__(self, schema: Mapping[str, Any], noun: str = "parameter"):
         self.schema = schema
@@ -33,7 +33,8 @@ class SchemaValidator:
         self._validator = jsonschema_rs.Draft202012Validator(schema, registry=REGISTRY, validate_formats=True)
 
     def issues(self, args: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Every problem with `args`, one issue each: unknown names first, then the schema's errors by path."""
+        """Every problem with `args`, one issue each: unknown
+        names first, then the schema's errors by path."""
         properties = self.schema.get("properties", {})
         known = ", ".join(properties) or "none (pass {})"
         issues = [
@@ -234,7 +235,8 @@ def _sources(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> list[_
     if stars != ALL_RATINGS and params.mentions_technician is None and params.mentions_service is None:
         spans = [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
         sources.append(_Source(sum(map(len, spans)), _merged(spans), lambda pos: ratings[pos] in stars))
-    # An entity source is cut from per-rating spans of the allowed ratings only (so a rating plus an entity walks
+    # An entity source is cut from per-rating spans of the
+    # allowed ratings only (so a rating plus an entity walks
     # only their common reviews), and its test checks the rating too: no rating source is needed beside it.
     for name, (bits, masks), by_rating, lookup in (
         (

@@ -1,4 +1,4 @@
-"""`reviewsd check` that guides: a review export in place of reviews.json, and fix: hints for the usual mistakes."""
+"""`reviewsd check` that guides: an export in place of reviews.json, and fix: hints for the usual mistakes."""
 
 from __future__ import annotations
 

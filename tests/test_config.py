@@ -21,7 +21,8 @@ from reviewsd_app.config import Config, parse_config, range_problems
         ),
         (
             ["--hub-lease-min", "100", "--hub-lease-max", "50"],
-            "leases must satisfy --hub-lease-min <= --hub-lease-default <= --hub-lease-max, got 100 / 86400 / 50",
+            "leases must satisfy --hub-lease-min <= --hub-lease-default <= --hub-lease-max, got 100 / 86400 "
+            "/ 50",
         ),
         (["--mcp-session-idle", "0"], "--mcp-session-idle must be at least 1, got 0"),
     ],

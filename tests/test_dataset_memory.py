@@ -118,7 +118,7 @@ def test_other_document_keys_are_plain_values() -> None:
 def test_bodies_are_the_compact_encoding_of_the_documents() -> None:
     dataset, reviews_doc, insights_doc = built(SPECS)
     head = {k: v for k, v in reviews_doc.items() if k != "reviews"}
-    assert dataset.reviews_document[0] == compact({**head, "reviews": ordered(reviews_doc)})
+    assert dataset.reviews_document == compact({**head, "reviews": ordered(reviews_doc)})
     assert dataset.insights_document == compact(insights_doc)
     expected = ordered(reviews_doc)
     for pos, review in enumerate(expected):
@@ -142,7 +142,7 @@ def test_empty_dataset() -> None:
     dataset, _, _ = built([])
     assert len(dataset.reviews) == 0 and list(dataset.reviews) == [] and dataset.reviews[:50] == ()
     assert dataset.reviews_json_range(0, 0) == b"" and dataset.positions_with_text("x") == []
-    assert json.loads(dataset.reviews_document[0])["reviews"] == []
+    assert json.loads(dataset.reviews_document)["reviews"] == []
 
 
 # ---------------------------------------------------------------- indexes against plain references
@@ -243,7 +243,7 @@ def test_indexes_equal_plain_references_for_any_reviews(specs: list[Spec]) -> No
     check_indexes(dataset, reviews_doc, insights_doc)
     assert list(dataset.reviews) == json.loads(json.dumps(ordered(reviews_doc)))
     head = {k: v for k, v in reviews_doc.items() if k != "reviews"}
-    assert dataset.reviews_document[0] == compact({**head, "reviews": ordered(reviews_doc)})
+    assert dataset.reviews_document == compact({**head, "reviews": ordered(reviews_doc)})
 
 
 # ---------------------------------------------------------------- validation
@@ -388,7 +388,8 @@ RECORD_VALUES = st.recursive(
 @settings(max_examples=500, deadline=None)
 @given(RECORD_VALUES)
 def test_records_encode_as_every_other_body(value: Any) -> None:
-    """Reviews and per_review entries (strings, small integers, booleans, null) go through orjson: the same bytes."""
+    """Reviews and per_review entries (strings, small integers,
+    booleans, null) go through orjson: the same bytes."""
     try:
         expected = dataset_module.encode_json(value)
     except UnicodeEncodeError:  # a lone surrogate: refused either way

@@ -339,7 +339,7 @@ def test_the_throw_away_subscriber_is_verified_as_websub_md_shows(
     wanted = shown.splitlines()[1].replace(SERVER, f"127.0.0.1:{server.port}")
     assert run(example, server, subscriber[0], scratch) == (0, "HTTP/1.1 202 Accepted\n")
     deadline = time.monotonic() + 30
-    while (line := SUBSCRIBER_LINES.get(timeout=max(0.1, deadline - time.monotonic()))) != wanted:
+    while (SUBSCRIBER_LINES.get(timeout=max(0.1, deadline - time.monotonic()))) != wanted:
         assert time.monotonic() < deadline, f"the subscriber never printed {wanted!r}"
 
 

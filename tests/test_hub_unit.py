@@ -881,7 +881,7 @@ def test_a_key_whose_work_raised_runs_again_after_the_retry_delay(caplog: pytest
 def test_superseded_schedule_entries_do_not_pile_up() -> None:
     scheduler = hub.Scheduler(lambda key: None, 1, lambda: 0.0)  # not started: only the bookkeeping runs
     for change in range(20):  # each change of a topic pokes every subscriber earlier than its lease end
-        for subscriber in range(500):
-            scheduler.poke(("topic", subscriber), at=1e9 - change)
+        for number in range(500):
+            scheduler.poke(("topic", number), at=1e9 - change)
     assert len(scheduler._heap) <= 2 * 500 + 1024
     assert scheduler.busy() == 0 and len(scheduler._due) == 500

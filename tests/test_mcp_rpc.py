@@ -132,13 +132,14 @@ def initialize_body(version: Any = "2025-06-18") -> dict:
 
 
 def dispatch(server, session, body: Any) -> dict | None:
-    """One message (bytes, or a value sent as JSON) the way mcp_http takes it, its response as a client reads it."""
+    """One message (bytes, or a value sent as JSON) the way
+    mcp_http takes it, its response as a client reads it."""
     try:
         message = protocol.classify(
             protocol.parse(body if isinstance(body, bytes) else json.dumps(body).encode())
         )
     except protocol.RpcError as error:
-        return protocol.error_response(error.request_id, error.code, error.message, error.data)
+        return protocol.rpc_error(error.request_id, error.code, error.message, error.data)
     response = server.handle(session, message)
     return None if response is None else json.loads(protocol.encode_response(response))
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import queue
+import re
 import shutil
 import signal
 import site
 import subprocess
 import sys
+import threading
+import time
 import zipfile
 from pathlib import Path
 from urllib.request import urlopen
@@ -82,6 +87,12 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
+def installed_env(**variables: str) -> dict[str, str]:
+    """This process's environment, less what could put the checkout on the path instead of the install."""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    return {**env, **variables}
+
+
 def run(venv: Path, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [venv / "bin" / "reviewsd", *args],
@@ -89,7 +100,7 @@ def run(venv: Path, *args: str, cwd: Path, env: dict[str, str] | None = None) ->
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, **(env or {})},
+        env=installed_env(**(env or {})),
     )
 
 
@@ -134,7 +145,7 @@ def test_installed_command_serves_the_bundled_data_and_stops_on_ctrl_c(
         [],
         program=[str(installed / "bin" / "reviewsd")],
         cwd=tmp_path,
-        env={"HOME": str(home), "XDG_STATE_HOME": ""},
+        env={"HOME": str(home), "XDG_STATE_HOME": "", "PYTHONPATH": ""},  # the install, not a checkout
     )
     with urlopen(server.base_url + "/api/reviews/since/2026-10-01", timeout=10) as response:
         assert response.status == 200 and b'"count":9' in response.read()
@@ -176,3 +187,79 @@ def test_modules_without_their_schemas_say_what_is_missing(tmp_path: Path) -> No
         "RuntimeError: reviewsd's JSON Schemas are missing (reviews.schema.json, "
         "insights.schema.json, search-params.schema.json not in "
     )
+
+
+@pytest.fixture(scope="module")
+def gunicorn(installed: Path) -> list[str]:
+    """gunicorn, from the package registry, for the virtualenv of the install (the command that runs it
+    there: pip leaves no script in the virtualenv when the test environment already has gunicorn)."""
+    subprocess.run(
+        [installed / "bin" / "python", "-m", "pip", "install", "-q", "gunicorn"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return [str(installed / "bin" / "python"), "-m", "gunicorn"]
+
+
+def test_gunicorn_hosts_the_installed_app_configured_from_the_environment(
+    installed: Path, gunicorn: list[str], tmp_path: Path
+) -> None:
+    env = installed_env(
+        REVIEWSD_STATE_DIR=str(tmp_path / "state"),
+        REVIEWSD_BASE_URL="https://reviews.example",
+        REVIEWSD_LOG_FORMAT="json",
+        REVIEWSD_RELOAD_INTERVAL="0.5",
+    )
+    command = [
+        *gunicorn,
+        "--bind",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--threads",
+        "4",
+        "reviewsd_app.wsgi:app",
+    ]
+    proc = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    lines: "queue.Queue[str]" = queue.Queue()
+    seen: list[str] = []
+
+    def read() -> None:
+        for raw in proc.stderr:
+            lines.put(raw.decode("utf-8", "replace").rstrip("\n"))
+        lines.put("<process ended>")
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        deadline = time.monotonic() + 60
+        while not (match := re.search(r"Listening at: (http://127\.0\.0\.1:\d+)", seen[-1] if seen else "")):
+            seen.append(lines.get(timeout=max(0.1, deadline - time.monotonic())))
+            assert seen[-1] != "<process ended>", "\n".join(seen)
+        base_url = match.group(1)
+        with urlopen(base_url + "/reviews.json", timeout=60) as response:  # waits for the worker's data load
+            assert response.status == 200
+            assert response.headers["Content-Type"] == "application/json; charset=utf-8"
+            assert json.loads(response.read())["reviews"]
+        with urlopen(base_url + "/api/feed.json", timeout=10) as response:
+            assert json.loads(response.read())["feed_url"] == "https://reviews.example/api/feed.json"
+        with urlopen(base_url + "/healthz", timeout=10) as response:
+            health = json.loads(response.read())
+        assert health["status"] == "ok" and health["hub"]["running"] is True
+        # reviewsd's own log lines (JSON, as REVIEWSD_LOG_FORMAT asks) among gunicorn's
+        deadline = time.monotonic() + 10
+        while not any(line.startswith("{") and '"reviewsd' in line for line in seen):
+            seen.append(lines.get(timeout=max(0.1, deadline - time.monotonic())))
+            assert seen[-1] != "<process ended>", "\n".join(seen)
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    # The worker stopped its hub on the way out: its state directory's lock is free for the next server.
+    assert (tmp_path / "state" / "hub.sqlite3").exists()

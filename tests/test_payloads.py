@@ -18,8 +18,8 @@ from reviewsd_app.web.payloads import (
     accepts_gzip,
     answer,
     make_payload,
-    status_line,
 )
+from reviewsd_app.web.responses import status_line
 
 # Around every size where the coding changes: none below GZIP_MIN_BYTES, level 9, then level 6.
 SIZES = [0, 1, GZIP_MIN_BYTES - 1, GZIP_MIN_BYTES, 5000, (64 << 10) - 1, 64 << 10, 300_000]

@@ -21,15 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-
 from polling import wait_until
 
-from reviewsd_app.httpserver import (
-    server,  # noqa: E402
-    service,  # noqa: E402
-)
+from reviewsd_app.httpserver import server, service
+
+REPO = Path(__file__).resolve().parents[1]
 from reviewsd_app.httpserver.parser import MAX_REQUEST_LINE, Request  # noqa: E402
 
 WAIT = 5.0  # upper bound for anything that should happen "promptly"

@@ -193,8 +193,8 @@ BUSINESS = {
         {"days": ["tu", "th"], "opens": "10:00", "closes": "19:30"},
         {"days": ["sa"], "opens": "09:00", "closes": "13:00"},
     ],
-    "service_areas": [{"id": i, "label": l} for i, l in SERVICE_AREAS],
-    "services": [{"id": i, "label": l, "description": d} for i, l, d in SERVICES],
+    "service_areas": [{"id": id_, "label": label} for id_, label in SERVICE_AREAS],
+    "services": [{"id": id_, "label": label, "description": d} for id_, label, d in SERVICES],
 }
 
 # (id, name, label, role, first, last, is_doctor, weight, services)
@@ -718,13 +718,17 @@ OWNER_REPLIES = {
         "¡Muchas gracias, {first}! It's a joy to have you with us.",
     ),
     "neutral": (
-        "Thanks for the honest feedback, {first}. Please call the office so we can make your next visit better.",
+        "Thanks for the honest feedback, {first}. Please call the office so we can make your next visit "
+        "better.",
         "We appreciate the review, {first}. Our practice manager would love to hear more — (541) 555-0143.",
     ),
     "negative": (
-        "{first}, we're sorry your experience fell short. Please call our practice manager at (541) 555-0143 so we can make it right.",
-        "We're sorry to hear this, {first}. We've shared your feedback with the team and would welcome the chance to talk.",
-        "Thank you for letting us know, {first}. This isn't the standard we hold ourselves to; please reach out directly.",
+        "{first}, we're sorry your experience fell short. Please call our practice manager at (541) 555-0143 "
+        "so we can make it right.",
+        "We're sorry to hear this, {first}. We've shared your feedback with the team and would welcome the "
+        "chance to talk.",
+        "Thank you for letting us know, {first}. This isn't the standard we hold ourselves to; please reach "
+        "out directly.",
     ),
 }
 
@@ -747,9 +751,9 @@ _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
 _MS_PER_DAY = 86_400_000
 
 _TECH_BY_ID = {t[0]: t for t in TECHNICIANS}
-_SERVICE_LABEL = {i: l for i, l, _ in SERVICES}
+_SERVICE_LABEL = {id_: label for id_, label, _ in SERVICES}
 # how templates write a service: its label, lower-cased (plural for adjustments)
-_SERVICE_TEXT = {i: l.lower() for i, l, _ in SERVICES}
+_SERVICE_TEXT = {id_: label.lower() for id_, label, _ in SERVICES}
 _SERVICE_TEXT["spinal-adjustment"] = "spinal adjustments"
 _PROBLEM_LABEL = dict(PROBLEMS)
 _AREA_LABEL = dict(SERVICE_AREAS)
@@ -1608,11 +1612,11 @@ def _insights(drafts: list, end_date: _dt.date, agg: dict) -> dict:
         "aspects": aspects,
         "entities": {
             "technicians": technicians,
-            "services": [entity(i, l, service_t[i]) for i, l, _ in SERVICES],
-            "problems": [entity(i, l, problem_t[i]) for i, l in PROBLEMS],
-            "service_areas": [entity(i, l, area_t[i]) for i, l in SERVICE_AREAS],
+            "services": [entity(id_, label, service_t[id_]) for id_, label, _ in SERVICES],
+            "problems": [entity(id_, label, problem_t[id_]) for id_, label in PROBLEMS],
+            "service_areas": [entity(id_, label, area_t[id_]) for id_, label in SERVICE_AREAS],
         },
-        "topics": [entity(i, l, topic_t[i]) for i, l in TOPICS],
+        "topics": [entity(id_, label, topic_t[id_]) for id_, label in TOPICS],
         "temporal": temporal,
         "per_review": per_review,
         "faq": _faq(drafts, topic_t, service_t, problem_t, aspect_t, parking_reviews),

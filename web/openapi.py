@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from ..mcpserver.protocol import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS
 from ..reviews.dataset import SCHEMAS
 from ..reviews.search import DATE_SCHEMA
+from . import responses
 from .payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
 
 API_VERSION = "1.0.0"
@@ -79,7 +80,7 @@ def _header_param(name: str, description: str = "", required: bool = False) -> d
     return {**param, "description": description} if description else param
 
 
-READ_HEADERS = {
+READ_HEADER_DOCS = {
     "ETag": _header("Strong entity tag of this representation (a gzip response has its own)."),
     "Last-Modified": _header("When the data was generated (`generated_at`), as an HTTP date."),
     "Cache-Control": _header("`public, max-age=60`."),
@@ -92,11 +93,11 @@ READ_HEADERS = {
     ),
 }
 TOPIC_HEADERS = {
-    **READ_HEADERS,
+    **READ_HEADER_DOCS,
     "Link": _header('WebSub discovery: `<hub>; rel="hub", <topic>; rel="self"`.'),
 }
 # A search answer is made per request: no validators.
-SEARCH_HEADERS = {k: v for k, v in READ_HEADERS.items() if k not in ("ETag", "Last-Modified")}
+SEARCH_HEADERS = {k: v for k, v in READ_HEADER_DOCS.items() if k not in ("ETag", "Last-Modified")}
 # The HTML pages add their security headers (pages/policy.py) to the answers' usual ones.
 PAGE_SECURITY = {
     "Content-Security-Policy": _header(
@@ -106,9 +107,9 @@ PAGE_SECURITY = {
     "Referrer-Policy": _header("`no-referrer`."),
     "X-Content-Type-Options": _header("`nosniff`."),
 }
-PAGE_HEADERS = {**READ_HEADERS, **PAGE_SECURITY}
-WIDGET_HEADERS = {
-    **READ_HEADERS,
+PAGE_HEADER_DOCS = {**READ_HEADER_DOCS, **PAGE_SECURITY}
+WIDGET_HEADER_DOCS = {
+    **READ_HEADER_DOCS,
     **{k: v for k, v in PAGE_SECURITY.items() if k != "X-Frame-Options"},
     "Content-Security-Policy": _header("As the pages', but `frame-ancestors *`: any site may frame it."),
 }
@@ -131,7 +132,8 @@ def _operation(
     parameters: list[dict[str, Any]] | None = CONDITIONAL_PARAMS,
     body: tuple[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """An operation, its `responses` completed with SERVER_REFUSALS; `body` is its request's media type and schema."""
+    """An operation, its `responses` completed with SERVER_REFUSALS;
+    `body` is its request's media type and schema."""
     operation = {"operationId": operation_id, "tags": [tag], "summary": summary, "description": description}
     if parameters is not None:
         operation["parameters"] = parameters
@@ -146,7 +148,7 @@ def _representation(
     schema: Mapping[str, Any],
     description: str,
     media: str = "application/json",
-    headers: Mapping[str, Any] = READ_HEADERS,
+    headers: Mapping[str, Any] = READ_HEADER_DOCS,
 ) -> dict[str, Any]:
     """The 200 and its 304, with the headers a 304 repeats (payloads.py)."""
     return {
@@ -165,7 +167,7 @@ def _read(
     description: str,
     schema: Mapping[str, Any],
     media: str = "application/json",
-    headers: Mapping[str, Any] = READ_HEADERS,
+    headers: Mapping[str, Any] = READ_HEADER_DOCS,
 ) -> dict[str, Any]:
     ok = _representation(schema, "The current representation.", media, headers)
     return {"get": _operation(operation_id, tag, summary, description, ok)}
@@ -255,8 +257,8 @@ HUB_ANSWERS = {  # each with a plain-text body (hub.py)
     "413": "Request body too large.",
     "415": "Not a UTF-8 application/x-www-form-urlencoded body.",
     "429": "Too many hub requests; see Retry-After.",
-    "503": "The hub is stopping, its state store is unusable, or another server's hub holds the state directory: "
-    "a plain-text reason; see Retry-After.",
+    "503": "The hub is stopping, its state store is unusable, or another server's hub holds the state "
+    "directory: a plain-text reason; see Retry-After.",
 }
 
 
@@ -390,7 +392,7 @@ def _paths() -> dict[str, Any]:
             "JSON paths stay JSON whatever Accept says.",
             HTML_PAGE,
             "text/html",
-            PAGE_HEADERS,
+            PAGE_HEADER_DOCS,
         ),
         "/reviews": {
             "get": _operation(
@@ -404,7 +406,7 @@ def _paths() -> dict[str, Any]:
                         HTML_PAGE,
                         "The form and the matching reviews.",
                         "text/html",
-                        {k: v for k, v in PAGE_HEADERS.items() if k not in ("ETag", "Last-Modified")},
+                        {k: v for k, v in PAGE_HEADER_DOCS.items() if k not in ("ETag", "Last-Modified")},
                     ),
                     "400": _json(HTML_PAGE, "The form again, each problem beside its field.", "text/html"),
                 },
@@ -418,7 +420,7 @@ def _paths() -> dict[str, Any]:
                 "One review's permalink page (HTML)",
                 "Feed items and every public review link point here; it links its JSON twin.",
                 {
-                    **_representation(HTML_PAGE, "The review's page.", "text/html", PAGE_HEADERS),
+                    **_representation(HTML_PAGE, "The review's page.", "text/html", PAGE_HEADER_DOCS),
                     "404": _error("No review has this id."),
                 },
                 [REVIEW_ID_PARAM, *CONDITIONAL_PARAMS],
@@ -432,7 +434,7 @@ def _paths() -> dict[str, Any]:
                 "The newest reviews in a small page made to be framed by the business's own site; loads "
                 "nothing else and sets no cookie.",
                 {
-                    **_representation(HTML_PAGE, "The widget.", "text/html", WIDGET_HEADERS),
+                    **_representation(HTML_PAGE, "The widget.", "text/html", WIDGET_HEADER_DOCS),
                     "400": _error("Invalid options: `issues` lists every problem."),
                 },
                 [
@@ -455,11 +457,12 @@ def _paths() -> dict[str, Any]:
                 "getOpenApi",
                 "operations",
                 "This document",
-                "The OpenAPI 3.1.0 description of this API; its `servers` entry is the configured public base URL.",
+                "The OpenAPI 3.1.0 description of this API; its `servers` entry is the configured public "
+                "base URL.",
                 _representation(
                     {"type": "object"},
                     "OpenAPI 3.1.0 document.",
-                    headers={k: v for k, v in READ_HEADERS.items() if k != "Last-Modified"},
+                    headers={k: v for k, v in READ_HEADER_DOCS.items() if k != "Last-Modified"},
                 ),
             )
         },
@@ -482,10 +485,11 @@ def _paths() -> dict[str, Any]:
                 "mcp",
                 "mcp",
                 f"MCP server (JSON-RPC 2.0 over streamable HTTP; protocol {', '.join(SUPPORTED_VERSIONS)})",
-                f"A {MODERN_VERSION} request stands alone: its version and client capabilities in `params._meta`, and "
-                "the `MCP-Protocol-Version`, `Mcp-Method` and (for a named call) `Mcp-Name` headers; no session. Under "
-                "the 2025 revisions, send `initialize` first; later requests carry the `Mcp-Session-Id` header from "
-                "its answer. docs/mcp.md describes the tools, prompts and errors, which are JSON-RPC error objects.",
+                f"A {MODERN_VERSION} request stands alone: its version and client capabilities in "
+                "`params._meta`, and the `MCP-Protocol-Version`, `Mcp-Method` and (for a named call) "
+                "`Mcp-Name` headers; no session. Under the 2025 revisions, send `initialize` first; later "
+                "requests carry the `Mcp-Session-Id` header from its answer. docs/mcp.md describes the "
+                "tools, prompts and errors, which are JSON-RPC error objects.",
                 {
                     "200": _rpc("JSON-RPC response (result or error) to a request that was read."),
                     "202": {"description": "Accepted notification or client response; no body."},
@@ -618,7 +622,7 @@ SERVER_REFUSALS = {
 
 def build_openapi(base_url: str) -> dict[str, Any]:
     """The whole OpenAPI 3.1.0 document for a service published at `base_url`."""
-    return {
+    document = {
         "openapi": "3.1.0",
         "info": {
             "title": "reviewsd: reviews and insights API",
@@ -638,3 +642,20 @@ def build_openapi(base_url: str) -> dict[str, Any]:
             "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
         },
     }
+    return _with_common_headers(document)
+
+
+def _with_common_headers(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with web/responses.py's COMMON_HEADERS documented on every response."""
+    if not responses.COMMON_HEADERS:
+        return document
+    answers = [*document["components"]["responses"].values()]
+    for path_item in document["paths"].values():
+        for operation in path_item.values():
+            answers += operation["responses"].values()
+    for answer in answers:
+        if "$ref" not in answer:
+            headers = answer.setdefault("headers", {})
+            for header in responses.COMMON_HEADERS:
+                headers[header.name] = _header(header.description)
+    return document

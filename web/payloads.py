@@ -14,10 +14,11 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from werkzeug.datastructures import Accept
-from werkzeug.http import HTTP_STATUS_CODES, http_date, parse_accept_header
+from werkzeug.http import http_date, parse_accept_header
 from werkzeug.sansio.http import is_resource_modified
 
 from ..reviews.dataset import encode_json
+from .responses import Headers, Triple
 
 JSON = "application/json; charset=utf-8"
 FEED_JSON = "application/feed+json; charset=utf-8"
@@ -29,17 +30,6 @@ READ_HEADERS: tuple[tuple[str, str], ...] = (
     ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link"),
 )
 GZIP_MIN_BYTES = 512
-Headers = list[tuple[str, str]]
-# A plain WSGI answer: status line, headers, body (what the app's handlers return instead of a Response).
-Triple = tuple[str, Headers, bytes]
-# RFC 9110's reason phrases where werkzeug's table keeps older names; a werkzeug Response
-# would also upper-case them ("202 ACCEPTED").
-_REASON_PHRASES = {**HTTP_STATUS_CODES, 413: "Content Too Large", 414: "URI Too Long"}
-
-
-def status_line(status: int) -> str:
-    """The WSGI status of a plain answer, as "202 Accepted"."""
-    return f"{status} {_REASON_PHRASES.get(status, 'Unknown')}"
 
 
 @dataclass(frozen=True)
@@ -70,7 +60,8 @@ class Payload:
 class LateGzip:
     """A gzip variant made later (`compress()`, on a first start after READY); until then, identity is served.
 
-    Identity, with its own ETag and `Vary: Accept-Encoding`, answers a gzip request just as well (RFC 9110 12.5.3).
+    Identity, with its own ETag and `Vary: Accept-Encoding`,
+    answers a gzip request just as well (RFC 9110 12.5.3).
     """
 
     body: bytes  # the identity body, to compress
@@ -145,7 +136,8 @@ def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
 def accepts_gzip(accept_encoding: str) -> bool:
     """Whether an Accept-Encoding value allows gzip (q > 0).
 
-    RFC 9110 12.5.3: "x-gzip" is "gzip", and "*" stands only for codings not listed: `gzip;q=0, *` refuses gzip.
+    RFC 9110 12.5.3: "x-gzip" is "gzip", and "*" stands only
+    for codings not listed: `gzip;q=0, *` refuses gzip.
     """
     accept = parse_accept_header(accept_encoding, Accept)
     listed = [quality for coding, quality in accept if coding.lower() in ("gzip", "x-gzip")]

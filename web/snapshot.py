@@ -52,7 +52,8 @@ def link_header(config: Config, topic_path: str) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Snapshot:
-    """One version of everything served: the dataset, its precomputed responses and the since-answers last asked."""
+    """One version of everything served: the dataset, its
+    precomputed responses and the since-answers last asked."""
 
     dataset: Dataset
     payloads: Mapping[str, Payload]
@@ -119,21 +120,23 @@ class Snapshot:
         return payload
 
     def compress_late(self) -> None:
-        """Make the data files' gzip codings left for later by `gzip_later` (identity is served until then)."""
+        """Make the data files' gzip codings left for later
+        by `gzip_later` (identity is served until then)."""
         for payload in self.payloads.values():
             if isinstance(payload.gzipped, LateGzip):
                 payload.gzipped.compress()
 
 
 def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_later: bool = False) -> Snapshot:
-    """Encode and compress every static body of this data version, once; the OpenAPI document's is the same for all."""
+    """Encode and compress every static body of this data
+    version, once; the OpenAPI document's is the same for all."""
     now = datetime.now(timezone.utc)
     reviews_modified = last_modified(dataset.reviews_doc["generated_at"], now)
     insights_modified = last_modified(dataset.insights_doc["generated_at"], now)
     site = feeds.FeedSite(config.public_base_url, dataset.business)
     newest = dataset.reviews[:FEED_LENGTH]
     bodies = {
-        "/reviews.json": (dataset.reviews_document[0], JSON, reviews_modified, gzip_later),
+        "/reviews.json": (dataset.reviews_document, JSON, reviews_modified, gzip_later),
         "/insights.json": (dataset.insights_document, JSON, insights_modified, gzip_later),
         "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified, False),
         "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified, False),
@@ -167,10 +170,7 @@ def page_payload(body: bytes, headers: Sequence[tuple[str, str]], modified: date
 def widget_payload(snapshot: Snapshot, options: WidgetOptions) -> Payload:
     dataset = snapshot.dataset
     # The reviews are newest first: the first `count` rated high enough are the widget's.
-    positions = [p for p, rating in enumerate(dataset.ratings) if rating >= options.min_rating][
-        : options.count
-    ]
-    body = render_widget(
-        pages_document(dataset, [dataset.reviews[p] for p in positions]), options, snapshot.site
-    )
+    kept = (p for p, rating in enumerate(dataset.ratings) if rating >= options.min_rating)
+    reviews = [dataset.reviews[p] for p in islice(kept, options.count)]
+    body = render_widget(pages_document(dataset, reviews), options, snapshot.site)
     return page_payload(body, WIDGET_HEADERS, snapshot.payloads["/reviews.json"].last_modified)

@@ -28,7 +28,21 @@ log = logging.getLogger("reviewsd.hub")
 DB_FILE = "hub.sqlite3"
 LOCK_FILE = "hub.lock"
 
-Key = tuple[str, str]  # (callback URL exactly as given, topic path)
+
+class Key(NamedTuple):
+    """A subscription's identity: one callback's subscription to one topic (equal to the plain tuple)."""
+
+    callback: str  # the URL exactly as given
+    topic: str  # the topic's path
+
+
+class Work(NamedTuple):
+    """A subscription as the hub schedules it at its start (Store.all_work)."""
+
+    key: Key
+    last_etag: str | None  # the content last delivered
+    next_attempt: float  # when a failed delivery is retried
+    expires_at: float
 
 
 class StoreClosed(Exception):
@@ -40,7 +54,8 @@ class StoreUnavailable(Exception):
 
 
 class CapReached(Exception):
-    pass
+    """A new subscription would pass one of the Caps (total, per topic, per callback host): nothing was
+    written, and the caller answers 429 with the message, which names the limit."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +66,8 @@ class Caps:
 
 
 class Intent(NamedTuple):
-    """A subscribe or unsubscribe request accepted (202) and waiting for verification: a row of the intents table."""
+    """A subscribe or unsubscribe request accepted (202) and
+    waiting for verification: a row of the intents table."""
 
     id: int
     callback: str
@@ -65,7 +81,7 @@ class Intent(NamedTuple):
 
     @property
     def key(self) -> Key:
-        return self.callback, self.topic
+        return Key(self.callback, self.topic)
 
 
 class Subscription(NamedTuple):
@@ -86,7 +102,7 @@ class Subscription(NamedTuple):
 
     @property
     def key(self) -> Key:
-        return self.callback, self.topic
+        return Key(self.callback, self.topic)
 
 
 SCHEMA = """
@@ -136,7 +152,7 @@ def _file_id(file: Path | int) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class Problem:
+class StoreProblem:
     """Why the store cannot be used (for 503s and /healthz), since when."""
 
     reason: str
@@ -148,12 +164,28 @@ class Corrupt(sqlite3.DatabaseError):
     """PRAGMA quick_check found the database file unsound."""
 
 
+# SQLite's primary result codes (https://sqlite.org/rescode.html) that the store tells apart.
+SQLITE_READONLY = 8
+SQLITE_CORRUPT = 11
+SQLITE_FULL = 13
+SQLITE_NOTADB = 26
+
+
+def sqlite_code(exc: BaseException) -> int:
+    """SQLite's primary result code of an exception (SQLITE_FULL is 13); 0 for one SQLite did not raise.
+
+    Every sqlite3.Error SQLite raises carries its extended code (`sqlite_errorcode`); its low byte is the
+    primary code.
+    """
+    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+
+
 def remedy_for(exc: BaseException, directory: Path) -> str:
     """What an operator should do about `exc` (for the log)."""
-    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-    if code == 13 or getattr(exc, "errno", None) == errno.ENOSPC:  # SQLITE_FULL
+    code = sqlite_code(exc)
+    if code == SQLITE_FULL or getattr(exc, "errno", None) == errno.ENOSPC:
         return f"free space on the file system of {directory}"
-    if code == 8 or getattr(exc, "errno", None) == errno.EROFS:  # SQLITE_READONLY
+    if code == SQLITE_READONLY or getattr(exc, "errno", None) == errno.EROFS:
         return f"make {directory} writable by this service"
     if isinstance(exc, (NotADirectoryError, FileExistsError)):
         return f"{directory} must be a directory: move what is there aside"
@@ -199,6 +231,16 @@ class StateLock:
 
 
 class Store:
+    """Subscriptions and intents in memory, written through to STATE_DIR/hub.sqlite3 (module docstring).
+
+    The contract: `add_intent` returns only once SQLite has committed the intent (so the hub's
+    202 comes after it is durable), or raises StoreUnavailable (`problem` says why) or
+    CapReached, and nothing was queued; reading or changing subscriptions raises StoreClosed
+    after `close()`. WAL with synchronous=NORMAL: a commit survives the process being killed
+    at any moment; a power loss may lose the last commits (a delivery is then sent again). One
+    process holds the state directory at a time (a lock file); every method is thread-safe.
+    """
+
     def __init__(self, state_dir: str, retry_every: float = 5.0):
         self.directory = Path(state_dir)
         self.path = self.directory / DB_FILE
@@ -212,7 +254,9 @@ class Store:
         self._next_id = 1
         self._loaded = False  # memory holds the database's content (else it is read at the next open)
         self._closed = False
-        self.problem: Problem | None = Problem("the hub's store has not been opened yet", time.time())
+        self.problem: StoreProblem | None = StoreProblem(
+            "the hub's store has not been opened yet", time.time()
+        )
 
     def open(self) -> bool:
         """Take the lock and open the database: True when the store can be used."""
@@ -237,7 +281,8 @@ class Store:
             if self.problem is not None and self._loaded and not self.problem.held and not self._reopen():
                 log.error(
                     "hub stopping with changes its store could not take (%s): subscriptions verified since "
-                    "then are lost; pending verifications in the database are verified again at the next start",
+                    "then are lost; pending verifications in the database are verified again at the next "
+                    "start",
                     self.problem.reason,
                     extra={"event": "hub_store_unsaved"},
                 )
@@ -284,8 +329,7 @@ class Store:
         try:
             return self._open_database()
         except sqlite3.Error as exc:
-            code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # every error SQLite raises has one
-            if not isinstance(exc, Corrupt) and code not in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB
+            if not isinstance(exc, Corrupt) and sqlite_code(exc) not in (SQLITE_CORRUPT, SQLITE_NOTADB):
                 raise
             self._disconnect()
             self._move_aside(exc)
@@ -341,7 +385,8 @@ class Store:
             conn.executemany(_INSERT_INTENT, self._intents.values())
 
     def _ensure_intact(self) -> bool:
-        """(Lock held.) The database and lock file opened are in place, or (removed, replaced) recreated from memory."""
+        """(Lock held.) The database and lock file opened are in
+        place, or (removed, replaced) recreated from memory."""
         with suppress(OSError):
             if _file_id(self.path) == self._identity and self._state_lock.intact():
                 return True
@@ -378,7 +423,7 @@ class Store:
                     remedy,
                     extra={"event": "hub_store_unavailable"},
                 )
-            self.problem = Problem(reason, time.time(), held)
+            self.problem = StoreProblem(reason, time.time(), held)
         self._disconnect()
         return False
 
@@ -397,9 +442,11 @@ class Store:
             yield
 
     def _write(self, *statements: tuple[str, tuple]) -> bool:
-        """(Lock held.) Run `statements` in one transaction: False, the store unavailable, when they cannot be.
+        """(Lock held.) Run `statements` in one transaction:
+        False, the store unavailable, when they cannot be.
 
-        A removed or replaced state directory is first recreated from memory, which may already hold the change.
+        A removed or replaced state directory is first recreated
+        from memory, which may already hold the change.
         """
         if self.problem is not None or not self._ensure_intact():
             return False
@@ -460,12 +507,14 @@ class Store:
             self._settle(intent_id)
 
     def _settle(self, intent_id: int, *statements: tuple[str, tuple]) -> None:
-        """(Lock held.) Forget a verified or dropped intent (not a newer one for its pair) and write `statements`."""
+        """(Lock held.) Forget a verified or dropped intent (not
+        a newer one for its pair) and write `statements`."""
         self._intents = {key: i for key, i in self._intents.items() if i.id != intent_id}
         self._write(*statements, ("DELETE FROM intents WHERE id = ?", (intent_id,)))
 
     def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
-        """The verified subscription: new, or a renewal that changes lease and secret and keeps its progress."""
+        """The verified subscription: new, or a renewal that
+        changes lease and secret and keeps its progress."""
         with self._locked():
             old = self._subs.get(intent.key)
             sub = Subscription(
@@ -523,10 +572,10 @@ class Store:
         with self._locked():
             return [key for key, sub in self._subs.items() if sub.topic == topic and sub.last_etag != etag]
 
-    def all_work(self) -> tuple[list[tuple[Key, str | None, float, float]], list[Key]]:
-        """Every subscription (key, last ETag, next attempt, expiry) and every pair with a pending intent."""
+    def all_work(self) -> tuple[list[Work], list[Key]]:
+        """Every subscription and every pair with a pending intent."""
         with self._locked():
-            subs = [(key, s.last_etag, s.next_attempt, s.expires_at) for key, s in self._subs.items()]
+            subs = [Work(key, s.last_etag, s.next_attempt, s.expires_at) for key, s in self._subs.items()]
             return subs, list(self._intents)
 
     def counts(self) -> tuple[list[tuple[str, str | None, int]], int]:

@@ -1,4 +1,5 @@
-"""Processes the benchmarks start (reviewsd the same way in each), the shared benchmark lock, small /proc readers."""
+"""Processes the benchmarks start (reviewsd the same way in
+each), the shared benchmark lock, small /proc readers."""
 
 from __future__ import annotations
 
@@ -144,7 +145,8 @@ class Processes:
 def start_reviewsd(
     procs: Processes, options: Sequence[str], *, name: str = "reviewsd", timeout: float = 300.0
 ) -> tuple[Child, str, float]:
-    """`python reviewsd.py --host 127.0.0.1 --port 0 OPTIONS`: (child, base URL, seconds until its READY line).
+    """`python reviewsd.py --host 127.0.0.1 --port 0 OPTIONS`:
+    (child, base URL, seconds until its READY line).
 
     Every benchmark starts the server this way, so each measures the same thing: the
     script as the unit runs it, its log in a file (a pipe nobody drains would stall it).
