@@ -59,7 +59,16 @@ from .logs import configure_logging
 from .mcp_rpc import McpServer
 from .mcpserver.transport import McpEndpoint
 from .reviews.dataset import DataError, DataStore, check_data_dir, encode_json
-from .reviews.search import InvalidParams, decode_query_args, run_search, search_result_json, validate_date
+from .reviews.search import (
+    SINCE_PARAMS_VALIDATOR,
+    InvalidParams,
+    decode_query_args,
+    run_search,
+    search_result_json,
+    since_page,
+    validate_date,
+    validate_since_args,
+)
 from .web.feeds import HUB_PATH, OPENAPI_PATH
 from .web.openapi import build_openapi
 from .web.payloads import (
@@ -236,7 +245,7 @@ class ReviewsApp:
         """A body made for this request: no validators; gzip only when asked, at a cheap level."""
         args = decode_query_args(query_args(environ))
         dataset = self.store.current.dataset
-        body = search_result_json(dataset, *run_search(dataset, args))
+        body = search_result_json(dataset, run_search(dataset, args))
         headers = [("Content-Type", JSON), *READ_HEADERS, ("Vary", "Accept-Encoding")]
         encoding = environ.get("HTTP_ACCEPT_ENCODING")
         if encoding and len(body) >= GZIP_MIN_BYTES and accepts_gzip(encoding):
@@ -246,7 +255,13 @@ class ReviewsApp:
         return "200 OK", headers, body
 
     def on_since(self, environ: Mapping[str, Any], date: str) -> Triple:
-        return answer(environ, self.store.current.since(validate_date("date", date)))
+        """Every review since the date, or with limit or cursor one page of them."""
+        since = validate_date("date", date)
+        args = decode_query_args(query_args(environ), SINCE_PARAMS_VALIDATOR, lambda a: None)
+        snapshot = self.store.current
+        return answer(
+            environ, snapshot.since(since_page(snapshot.dataset, since, *validate_since_args(since, args)))
+        )
 
     def on_review(self, environ: Mapping[str, Any], review_id: str) -> Triple:
         snapshot = self.store.current

@@ -96,7 +96,8 @@ def render_digest(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> l
     if since > until:
         raise PromptError(f"since ({since}) is after until ({until})", {"since": since, "until": until})
     query = {"since": since, "until": until, "limit": DIGEST_REVIEWS}
-    matched, positions = run_search(dataset, query)
+    page = run_search(dataset, query)
+    matched = page.matched
     uri = f"{base_url}/api/reviews/search?{urlencode(query)}"
     return [
         user_text(
@@ -107,7 +108,7 @@ def render_digest(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> l
             "with the review date), which practitioners and services were mentioned and how, and two or "
             "three concrete next steps. Use only the attached reviews; say so if there are none."
         ),
-        user_resource(uri, search_result_json(dataset, matched, positions)),
+        user_resource(uri, search_result_json(dataset, page)),
     ]
 
 

@@ -205,8 +205,8 @@ def get_business(dataset: Dataset, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def search_reviews(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:
-    matched, positions = run_search(dataset, args)  # the same path as GET /api/reviews/search
-    return EncodedJson(search_result_json(dataset, matched, positions))
+    page = run_search(dataset, args)  # the same path as GET /api/reviews/search
+    return EncodedJson(search_result_json(dataset, page))
 
 
 def get_review(dataset: Dataset, args: dict[str, Any]) -> EncodedJson:

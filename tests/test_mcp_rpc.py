@@ -549,7 +549,7 @@ def test_missing_and_null_arguments_mean_none(server, session):
 def test_search_reviews_runs_the_search(server, session, mcp_app, arguments):
     dataset = mcp_app.store.current.dataset
     assert tool_result(server, session, "search_reviews", arguments)["structuredContent"] == search_result(
-        dataset, *run_search(dataset, arguments)
+        dataset, run_search(dataset, arguments)
     )
 
 
@@ -671,7 +671,7 @@ def test_search_result_bytes_equal_the_dict_built_result(server, session, mcp_ap
     if "since" in arguments and "until" in arguments and arguments["since"] > arguments["until"]:
         assert json.loads(wire)["result"]["isError"] is True
         return
-    structured = search_result(dataset, *run_search(dataset, arguments))
+    structured = search_result(dataset, run_search(dataset, arguments))
     response = json.loads(wire)
     text = response["result"]["content"][0]["text"]
     assert json.loads(text) == structured
@@ -869,7 +869,7 @@ def test_a_bundled_file_validates_like_the_original(mcp_app):
         format_checker=Draft202012Validator.FORMAT_CHECKER,
     )
     original = validator("search-result.schema.json")
-    good = search_result(dataset, *run_search(dataset, {}))
+    good = search_result(dataset, run_search(dataset, {}))
     bad = {**good, "reviews": [{**good["reviews"][0], "rating": 7}]}
     for document, valid in ((good, True), (bad, False), ({**good, "extra": 1}, False)):
         assert bundled.is_valid(document) is valid is original.is_valid(document)

@@ -44,6 +44,29 @@ def _embed(node: Any, own_name: str) -> Any:
 # The search parameters are published as the parameters themselves (each with its schema from
 # this file), not as a component schema that no operation would reference as a whole.
 SEARCH_PARAMS = "search-params.schema.json"
+SINCE_PARAMS = "since-params.schema.json"
+PARAMETER_SCHEMAS = (SEARCH_PARAMS, SINCE_PARAMS)
+
+
+def _query_params(file: str) -> list[dict[str, Any]]:
+    """A parameter schema's properties as query parameters; a `$ref` to another parameter is its schema."""
+    params = []
+    for name, spec in SCHEMAS[file]["properties"].items():
+        if "$ref" in spec:
+            target, _, pointer = spec["$ref"].partition("#")
+            spec = SCHEMAS[target]
+            for part in pointer.strip("/").split("/"):
+                spec = spec[part]
+        params.append(
+            {
+                "name": name,
+                "in": "query",
+                "required": False,
+                "description": spec.get("description", ""),
+                "schema": copy.deepcopy(spec),
+            }
+        )
+    return params
 
 
 def ref(name: str, *pointer: str) -> dict[str, str]:
@@ -283,27 +306,23 @@ def _paths() -> dict[str, Any]:
                 "searchReviews",
                 "reviews",
                 "Search reviews",
-                "Filters combine with AND; results are newest first (date, then id, descending). "
-                "The MCP tool `search_reviews` runs the same code with the same parameters.",
+                "Filters combine with AND; results are newest first (date, then id, descending) unless "
+                "`sort` says otherwise; `next_cursor` pages through them. The MCP tool `search_reviews` runs "
+                "the same code with the same parameters.",
                 {
                     "200": _json(
-                        ref("SearchResult"), "Matching reviews, newest first.", headers=SEARCH_HEADERS
+                        ref("SearchResult"),
+                        "Matching reviews, in the order asked for.",
+                        headers=SEARCH_HEADERS,
                     ),
                     "400": _error(
                         "Invalid parameters: `issues` lists every problem at once (unknown or repeated "
-                        "parameter, wrong type, out of range, impossible date, since after until)."
+                        "parameter, wrong type, out of range, impossible date, since after until, a cursor "
+                        "that is not ours (`invalid_cursor`) or was issued for other filters or another sort "
+                        "(`cursor_mismatch`))."
                     ),
                 },
-                [
-                    {
-                        "name": name,
-                        "in": "query",
-                        "required": False,
-                        "description": spec.get("description", ""),
-                        "schema": copy.deepcopy(spec),
-                    }
-                    for name, spec in SCHEMAS[SEARCH_PARAMS]["properties"].items()
-                ],
+                _query_params(SEARCH_PARAMS),
             )
         },
         "/api/reviews/since/{date}": {
@@ -311,10 +330,14 @@ def _paths() -> dict[str, Any]:
                 "getReviewsSince",
                 "reviews",
                 "Reviews since a date",
-                "Every review dated on or after `date`, newest first; for incremental sync.",
+                "Every review dated on or after `date`, newest first; for incremental sync. With `limit` "
+                "or `cursor`, one page of them and the `next_cursor` of the next.",
                 {
                     **_representation(ref("SinceResult"), "Reviews dated on or after `date`, newest first."),
-                    "400": _error("`date` is not a real calendar date as YYYY-MM-DD."),
+                    "400": _error(
+                        "`date` is not a real calendar date as YYYY-MM-DD, or a paging parameter is wrong "
+                        "(unknown, out of range, a cursor not issued for this date)."
+                    ),
                 },
                 [
                     {
@@ -324,6 +347,7 @@ def _paths() -> dict[str, Any]:
                         "description": "A real calendar date, YYYY-MM-DD.",
                         "schema": DATE_SCHEMA,
                     },
+                    *_query_params(SINCE_PARAMS),
                     *CONDITIONAL_PARAMS,
                 ],
             )
@@ -531,7 +555,9 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "tags": TAGS,
         "paths": _paths(),
         "components": {
-            "schemas": {s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f != SEARCH_PARAMS},
+            "schemas": {
+                s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f not in PARAMETER_SCHEMAS
+            },
             "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
         },
     }

@@ -14,7 +14,7 @@ from typing import Mapping
 
 from ..config import Config
 from ..reviews.dataset import Dataset
-from ..reviews.search import since_result_json
+from ..reviews.search import SincePage, since_result_json
 from . import feeds
 from .feeds import HUB_PATH, OPENAPI_PATH
 from .payloads import ATOM, FEED_JSON, JSON, LateGzip, Payload, make_payload
@@ -41,22 +41,25 @@ class Snapshot:
 
     dataset: Dataset
     payloads: Mapping[str, Payload]
-    _since: OrderedDict[str, Payload] = field(default_factory=OrderedDict)  # bounded in entries and bytes
+    _since: OrderedDict[SincePage, Payload] = field(
+        default_factory=OrderedDict
+    )  # bounded in entries and bytes
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def topic(self, path: str) -> Payload:
         return self.payloads[path]
 
-    def since(self, date: str) -> Payload:
+    def since(self, page: SincePage) -> Payload:
+        """The answer holding `page` (search.since_page: every review since a date, or one page of them)."""
         with self._lock:
-            if date in self._since:
-                self._since.move_to_end(date)
-                return self._since[date]
+            if page in self._since:
+                self._since.move_to_end(page)
+                return self._since[page]
         payload = make_payload(
-            since_result_json(self.dataset, date), JSON, self.payloads["/reviews.json"].last_modified
+            since_result_json(self.dataset, page), JSON, self.payloads["/reviews.json"].last_modified
         )
         with self._lock:
-            self._since[date] = payload
+            self._since[page] = payload
             while len(self._since) > 1 and (
                 len(self._since) > SINCE_CACHE_ENTRIES or self._since_bytes() > SINCE_CACHE_BYTES
             ):
