@@ -12,6 +12,8 @@ leave room: docs/internals.md ("MCP"), `protocol.valid_id` (which request ids we
 
 from __future__ import annotations
 
+import base64
+import functools
 import logging
 import secrets
 import threading
@@ -37,11 +39,12 @@ from .mcpserver.protocol import (
     Message,
     RpcError,
     RpcRequest,
+    encode_message,
     encoded,
     error_response,
     json_string,
 )
-from .mcpserver.tools import TOOLS, ToolError, run_tool
+from .mcpserver.tools import TOOLS, BusinessWords, ToolError, ToolOutput, resource_link, run_tool
 from .reviews.dataset import DataStore
 from .reviews.search import InvalidParams
 from .web.snapshot import Snapshot
@@ -139,8 +142,6 @@ class McpServer:
     def __init__(self, store: DataStore[Snapshot], config: Config):
         self.store = store
         self.config = config
-        self.tool_list = [tool.definition() for tool in TOOLS.values()]
-        self.prompt_list = [prompt.definition() for prompt in prompts.PROMPTS.values()]
         common: dict[str, Callable[[Session, Any], Any]] = {
             "tools/list": self.list_tools,
             "tools/call": self.call_tool,
@@ -163,6 +164,10 @@ class McpServer:
     @property
     def review_template(self) -> str:
         return self.base_url + REVIEW_PATH + "{id}"
+
+    @property
+    def words(self) -> BusinessWords:
+        return BusinessWords.of(self.store.current.dataset)
 
     def handle(self, session: Session, message: Message) -> dict[str, Any] | None:
         """The one place where method errors become JSON-RPC error responses; a result may be EncodedJson."""
@@ -210,7 +215,7 @@ class McpServer:
         return {
             "protocolVersion": session.protocol_version,
             "capabilities": CAPABILITIES,
-            "serverInfo": SERVER_INFO,
+            "serverInfo": self.server_info(session.protocol_version),
             "instructions": self.instructions(),
         }
 
@@ -226,17 +231,27 @@ class McpServer:
             "instructions": self.instructions(),
         }
 
+    def server_info(self, version: str) -> dict[str, Any]:
+        """serverInfo in the words of the business served, with what `version`'s Implementation admits."""
+        return server_info(self.words, self.store.current.dataset.business.get("url"), version)
+
+    def server_info_json(self) -> bytes:
+        """The 2026-07-28 serverInfo, encoded (once per business: results splice it in)."""
+        return encoded_server_info(self.words, self.store.current.dataset.business.get("url"), MODERN_VERSION)
+
     def instructions(self) -> str:
         name = self.store.current.dataset.business["name"]
         return (
             f"Read-only, public data about {name}: verified customer reviews and their analysis. "
-            "Start with get_insights_summary (overall picture, valid aspect/technician/service names) or "
-            "get_business; use search_reviews to find reviews (filters combine with AND, newest first) and "
-            "get_review for one review by id. Nothing can be changed through this server."
+            "Start with get_insights_summary (overall picture, valid aspect/practitioner/service names) or "
+            "get_business; use search_reviews to find reviews (filters combine with AND, newest first; "
+            "sort and next_cursor for more), search and fetch for free text, and get_review for one review "
+            "by id. Results fit an assistant's context: follow next_cursor for more. Nothing can be changed "
+            "through this server."
         )
 
     def list_tools(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        return {"tools": self.tool_list}
+        return {"tools": tool_list(self.words)}
 
     def call_tool(self, session: Session, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
         """Arguments that fail the tool's inputSchema, and values that name nothing in the data, are tool execution
@@ -262,13 +277,19 @@ class McpServer:
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: arguments must be an object")
         dataset = self.store.current.dataset  # read once: one call never mixes two data versions
         try:
-            structured = run_tool(name, dataset, arguments)
+            output = run_tool(name, dataset, arguments, self.base_url)
         except InvalidParams as exc:
             lines = "".join(f"\n- {i['message']}" for i in exc.issues)
             return tool_error(f"Invalid arguments for {name}; fix these and call again:{lines}")
         except ToolError as exc:
             return tool_error(str(exc))
-        return tool_result(encoded(structured))
+        # resource_link content arrived with 2025-06-18: a 2025-03-26 client gets the text block alone
+        links = [] if session.protocol_version == HEADER_DEFAULT_VERSION else self.links(dataset, output)
+        return tool_result(encoded(output.structured), links)
+
+    def links(self, dataset: Any, output: ToolOutput) -> list[dict[str, Any]]:
+        """A resource_link to each review the result lists (its resource template's URI)."""
+        return [resource_link(self.base_url, dataset.ids[pos]) for pos in output.listed]
 
     def list_resources(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         payloads = self.store.current.payloads
@@ -317,7 +338,7 @@ class McpServer:
         return {"contents": [{"uri": uri, "mimeType": "application/json", "text": body.decode("utf-8")}]}
 
     def list_prompts(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        return {"prompts": self.prompt_list}
+        return {"prompts": prompt_list(self.words)}
 
     def get_prompt(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return prompts.get_prompt(self.store.current.dataset, self.base_url, params)
@@ -326,12 +347,63 @@ class McpServer:
         return prompts.complete(self.store.current.dataset, self.review_template, params)
 
 
-def tool_result(structured: EncodedJson) -> EncodedJson:
-    """A successful tools/call result: structuredContent and the same JSON as a text block."""
+def tool_result(structured: EncodedJson, links: list[dict[str, Any]] = ()) -> EncodedJson:
+    """A successful tools/call result: structuredContent, the same JSON as text, then resource links."""
+    more = b"".join(b"," + encode_message(link) for link in links)
     return EncodedJson(
-        b'{"content":[{"type":"text","text":%s}],"structuredContent":%s,"isError":false}'
-        % (json_string(structured), structured)
+        b'{"content":[{"type":"text","text":%s}%s],"structuredContent":%s,"isError":false}'
+        % (json_string(structured), more, structured)
     )
+
+
+@functools.lru_cache(maxsize=8)
+def tool_list(words: BusinessWords) -> list[dict[str, Any]]:
+    """tools/list's tools, described in the words of the business (made once per business name)."""
+    return [tool.definition(words) for tool in TOOLS.values()]
+
+
+@functools.lru_cache(maxsize=8)
+def prompt_list(words: BusinessWords) -> list[dict[str, Any]]:
+    return [prompt.definition(words) for prompt in prompts.PROMPTS.values()]
+
+
+# An icon every client can show (MCP asks clients to render PNG and JPEG, SHOULD SVG): a star, inline.
+ICON_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path fill="#f5a623" d="M12 2l3 6.9 7.5.6'
+    '-5.7 4.9 1.8 7.3L12 17.8 5.4 21.7l1.8-7.3L1.5 9.5 9 8.9z"/></svg>'
+)
+ICONS = [
+    {
+        "src": "data:image/svg+xml;base64," + base64.b64encode(ICON_SVG.encode()).decode(),
+        "mimeType": "image/svg+xml",
+        "sizes": ["any"],
+    }
+]
+# Implementation.description, websiteUrl and icons arrived with 2025-11-25 (and stay in 2026-07-28).
+RICH_INFO_VERSIONS = frozenset({MODERN_VERSION, "2025-11-25"})
+
+
+@functools.lru_cache(maxsize=32)
+def server_info(words: BusinessWords, website: str | None, version: str) -> dict[str, Any]:
+    """serverInfo: this server's name and version, a title and description naming the business served."""
+    info = {
+        **SERVER_INFO,
+        "title": f"{words.name}: reviews and insights (read-only)",
+    }
+    if version in RICH_INFO_VERSIONS:
+        info["description"] = (
+            f"Verified customer reviews of {words.name} ({words.category}) and their analysis: search, "
+            "sentiment by aspect, practitioners and services, rating trend. Read-only."
+        )
+        if website:
+            info["websiteUrl"] = website
+        info["icons"] = ICONS
+    return info
+
+
+@functools.lru_cache(maxsize=8)
+def encoded_server_info(words: BusinessWords, website: str | None, version: str) -> bytes:
+    return encode_message(server_info(words, website, version))
 
 
 def tool_error(text: str) -> dict[str, Any]:

@@ -11,7 +11,6 @@ import functools
 import hashlib
 import heapq
 import itertools
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -132,20 +131,35 @@ class CursorKey:
     id: str
 
 
-_CURSOR_VERSION = 1
-_NOT_FILTERS = ("limit", "cursor", "after")
+_CURSOR_VERSION = "1"
+# What a cursor is tied to: every parameter but limit and cursor (the sort with its default spelled out).
+FILTER_NAMES = (
+    "rating",
+    "min_rating",
+    "since",
+    "until",
+    "query",
+    "mentions_technician",
+    "mentions_service",
+    "source",
+    "has_text",
+    "has_reply",
+)
 
 
 def filters_digest(args: Mapping[str, Any]) -> str:
-    """What a cursor is tied to: every argument but limit and the cursor, the default sort spelled out."""
-    filters = {"sort": "newest", **{k: v for k, v in args.items() if k not in _NOT_FILTERS}}
-    text = json.dumps(filters, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    """A short digest of the filters and sort in `args` (every page with a next one needs it)."""
+    return _digest((*map(args.get, FILTER_NAMES), args.get("sort") or "newest"))
+
+
+@functools.lru_cache(maxsize=1024)  # a client paging asks with the same filters again and again
+def _digest(filters: tuple[Any, ...]) -> str:
+    return hashlib.blake2b(repr(filters).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def encode_cursor(key: CursorKey) -> str:
-    """Opaque to clients: base64url of the key (no padding), so it travels unescaped in a URL."""
-    raw = json.dumps([_CURSOR_VERSION, key.filters, key.rating, key.date, key.id], separators=(",", ":"))
+    """Opaque to clients: base64url (no padding) of the key's fields, so it travels unescaped in a URL."""
+    raw = f"{_CURSOR_VERSION}|{key.filters}|{key.rating}|{key.date}|{key.id}"
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
@@ -154,19 +168,23 @@ def cursor_after(dataset: Dataset, filters: str, pos: int) -> str:
     return encode_cursor(CursorKey(filters, dataset.ratings[pos], dataset.date_at(pos), dataset.ids[pos]))
 
 
+_CURSOR = re.compile(
+    _CURSOR_VERSION + r"\|(?P<filters>[0-9a-f]{16})\|(?P<rating>[1-5])\|(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})"
+    r"\|(?P<id>[0-7][0-9A-HJKMNP-TV-Z]{25})"  # a review id (schemas/review.schema.json)
+)
+
+
 def decode_cursor(cursor: str, filters: str) -> CursorKey | dict[str, Any]:
     """The key a cursor holds, or the issue saying why it cannot be used."""
     try:
-        version, digest, rating, date, review_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * 4))
-        key = CursorKey(digest, rating, date, review_id)
-        valid = (version, type(digest), type(date), type(review_id)) == (_CURSOR_VERSION, str, str, str)
-        valid = valid and rating in ALL_RATINGS
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
-        valid = False
-    if not valid:
+        found = _CURSOR.fullmatch(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode())
+    except (ValueError, binascii.Error):  # UnicodeDecodeError is a ValueError
+        found = None
+    if found is None:
         return issue(
             "cursor", "invalid_cursor", "cursor is not one this server issued; start again without it"
         )
+    key = CursorKey(found["filters"], int(found["rating"]), found["date"], found["id"])
     if key.filters != filters:
         return issue(
             "cursor",
@@ -288,7 +306,7 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> SearchPage:
     order = _RATING_ORDER.get(params.sort)
     groups = [frozenset({star}) for star in order if star in allowed] if order else [allowed]
     after, oldest, want = params.after, params.sort == "oldest", params.limit + 1
-    text_positions = functools.cache(lambda: dataset.positions_with_text(fold_text(params.query or "")))
+    text_positions = _TextPositions(dataset, params.query)
     matched, chosen = 0, []
     for stars in groups:
         count, positions = _matches(dataset, params, stars, lo, hi, text_positions)
@@ -306,15 +324,30 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> SearchPage:
     if len(chosen) < want:
         return SearchPage(matched, chosen)
     del chosen[params.limit :]
-    return SearchPage(matched, chosen, cursor_after(dataset, filters_digest(search_args(params)), chosen[-1]))
+    return SearchPage(matched, chosen, cursor_after(dataset, filters_digest(vars(params)), chosen[-1]))
+
+
+class _TextPositions:
+    """The positions of the reviews whose text holds the query, found on first use and kept for the search's
+    other rating groups and windows (one blob scan per search)."""
+
+    __slots__ = ("dataset", "query", "found")
+
+    def __init__(self, dataset: Dataset, query: str | None):
+        self.dataset, self.query, self.found = dataset, query, None
+
+    def __call__(self) -> list[int]:
+        if self.found is None:
+            self.found = self.dataset.positions_with_text(fold_text(self.query or ""))
+        return self.found
 
 
 def search_args(params: SearchParams) -> dict[str, Any]:
-    """The arguments `params` were made from (its non-default fields), as the cursor digest reads them."""
+    """The arguments `params` could come from: its fields but the cursor's key, defaults left out."""
     return {
         f.name: getattr(params, f.name)
         for f in dataclasses.fields(params)
-        if f.name not in _NOT_FILTERS and getattr(params, f.name) != f.default
+        if f.name != "after" and getattr(params, f.name) != f.default
     }
 
 
