@@ -12,8 +12,6 @@ leave room: docs/internals.md ("MCP"), `protocol.valid_id` (which request ids we
 
 from __future__ import annotations
 
-import base64
-import functools
 import logging
 import secrets
 import threading
@@ -24,6 +22,7 @@ from typing import Any, Callable
 
 from .config import Config
 from .mcpserver import prompts
+from .mcpserver.card import RESOURCES, encoded_server_info, prompt_list, server_info, tool_list
 from .mcpserver.prompts import REVIEW_PATH, PromptError
 from .mcpserver.protocol import (
     CAPABILITIES,
@@ -32,7 +31,6 @@ from .mcpserver.protocol import (
     LEGACY_VERSIONS,
     MODERN_CAPABILITIES,
     MODERN_VERSION,
-    SERVER_INFO,
     SUPPORTED_VERSIONS,
     EncodedJson,
     ErrorCode,
@@ -119,21 +117,6 @@ class SessionStore:
             if now - oldest.last_used <= self.idle_seconds:
                 return
             self._sessions.popitem(last=False)
-
-
-RESOURCES = {
-    "/reviews.json": (
-        "reviews.json",
-        "Reviews dataset",
-        "The business, its aggregate rating and every verified review, newest first.",
-    ),
-    "/insights.json": (
-        "insights.json",
-        "Insights dataset",
-        "Aspect-based sentiment, technicians, services, topics, monthly trend, per-review "
-        "mentions, FAQ and an editorial summary.",
-    ),
-}
 
 
 class McpServer:
@@ -354,56 +337,6 @@ def tool_result(structured: EncodedJson, links: list[dict[str, Any]] = ()) -> En
         b'{"content":[{"type":"text","text":%s}%s],"structuredContent":%s,"isError":false}'
         % (json_string(structured), more, structured)
     )
-
-
-@functools.lru_cache(maxsize=8)
-def tool_list(words: BusinessWords) -> list[dict[str, Any]]:
-    """tools/list's tools, described in the words of the business (made once per business name)."""
-    return [tool.definition(words) for tool in TOOLS.values()]
-
-
-@functools.lru_cache(maxsize=8)
-def prompt_list(words: BusinessWords) -> list[dict[str, Any]]:
-    return [prompt.definition(words) for prompt in prompts.PROMPTS.values()]
-
-
-# An icon every client can show (MCP asks clients to render PNG and JPEG, SHOULD SVG): a star, inline.
-ICON_SVG = (
-    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path fill="#f5a623" d="M12 2l3 6.9 7.5.6'
-    '-5.7 4.9 1.8 7.3L12 17.8 5.4 21.7l1.8-7.3L1.5 9.5 9 8.9z"/></svg>'
-)
-ICONS = [
-    {
-        "src": "data:image/svg+xml;base64," + base64.b64encode(ICON_SVG.encode()).decode(),
-        "mimeType": "image/svg+xml",
-        "sizes": ["any"],
-    }
-]
-# Implementation.description, websiteUrl and icons arrived with 2025-11-25 (and stay in 2026-07-28).
-RICH_INFO_VERSIONS = frozenset({MODERN_VERSION, "2025-11-25"})
-
-
-@functools.lru_cache(maxsize=32)
-def server_info(words: BusinessWords, website: str | None, version: str) -> dict[str, Any]:
-    """serverInfo: this server's name and version, a title and description naming the business served."""
-    info = {
-        **SERVER_INFO,
-        "title": f"{words.name}: reviews and insights (read-only)",
-    }
-    if version in RICH_INFO_VERSIONS:
-        info["description"] = (
-            f"Verified customer reviews of {words.name} ({words.category}) and their analysis: search, "
-            "sentiment by aspect, practitioners and services, rating trend. Read-only."
-        )
-        if website:
-            info["websiteUrl"] = website
-        info["icons"] = ICONS
-    return info
-
-
-@functools.lru_cache(maxsize=8)
-def encoded_server_info(words: BusinessWords, website: str | None, version: str) -> bytes:
-    return encode_message(server_info(words, website, version))
 
 
 def tool_error(text: str) -> dict[str, Any]:

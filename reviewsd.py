@@ -57,6 +57,7 @@ from .httpserver.service import hup_before_serving
 from .hub import Hub, start_hub
 from .logs import configure_logging
 from .mcp_rpc import McpServer
+from .mcpserver.card import AI_CATALOG_PATH, SERVER_CARD_PATHS
 from .mcpserver.transport import McpEndpoint
 from .reviews.dataset import DataError, DataStore, check_data_dir, encode_json
 from .reviews.search import (
@@ -110,6 +111,24 @@ def json_error(
 
 
 GET = ["GET"]  # werkzeug adds HEAD
+# What a browser may send: the conditional headers, and every header the MCP revisions we speak define
+# (2025-03-26: Mcp-Session-Id, Last-Event-ID; 2025-06-18: MCP-Protocol-Version; 2026-07-28: Mcp-Method,
+# Mcp-Name); Accept and Content-Type with values outside CORS's safelist, Authorization for clients that
+# always send one.
+CORS_REQUEST_HEADERS = (
+    "Accept",
+    "Authorization",
+    "Content-Type",
+    "If-Modified-Since",
+    "If-None-Match",
+    "Last-Event-ID",
+    "MCP-Protocol-Version",
+    "Mcp-Method",
+    "Mcp-Name",
+    "Mcp-Session-Id",
+)
+# What a browser client must read: validators, WebSub discovery, the 2025 session id, the hub's back-off.
+CORS_RESPONSE_HEADERS = ("ETag", "Last-Modified", "Link", "Mcp-Session-Id", "Retry-After")
 
 
 class AnySegmentsConverter(BaseConverter):
@@ -126,7 +145,15 @@ class ReviewsApp:
         [
             *(
                 Rule(path, endpoint="payload", methods=GET)
-                for path in ("/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", OPENAPI_PATH)
+                for path in (
+                    "/reviews.json",
+                    "/insights.json",
+                    "/api/feed.json",
+                    "/feed.xml",
+                    OPENAPI_PATH,
+                    *SERVER_CARD_PATHS,
+                    AI_CATALOG_PATH,
+                )
             ),
             Rule(SEARCH_PATH, endpoint="search", methods=GET),
             Rule("/api/reviews/since/<anything:date>", endpoint="since", methods=GET),
@@ -225,11 +252,8 @@ class ReviewsApp:
             ("Allow", methods),
             ("Access-Control-Allow-Origin", "*"),
             ("Access-Control-Allow-Methods", methods),
-            (
-                "Access-Control-Allow-Headers",
-                "Content-Type, If-None-Match, If-Modified-Since, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
-            ),
-            ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link, Mcp-Session-Id"),
+            ("Access-Control-Allow-Headers", ", ".join(CORS_REQUEST_HEADERS)),
+            ("Access-Control-Expose-Headers", ", ".join(CORS_RESPONSE_HEADERS)),
             ("Access-Control-Max-Age", "86400"),
         ]
         return "204 No Content", headers, b""  # no Content-Length on a 204 (RFC 9110 8.6)

@@ -17,12 +17,12 @@ from referencing.exceptions import Unresolvable
 
 from reviewsd_app import mcp_rpc, reviewsd
 from reviewsd_app.mcp_rpc import ErrorCode, Session, SessionStore
-from reviewsd_app.mcpserver import protocol
+from reviewsd_app.mcpserver import card, protocol
 from reviewsd_app.mcpserver import tools as mcp_tools
 from reviewsd_app.reviews.dataset import SCHEMAS, fold_name, validator
 from reviewsd_app.reviews.search import run_search, search_result
 
-ICON_SRC = mcp_rpc.ICONS[0]["src"]
+ICON_SRC = card.ICONS[0]["src"]
 assert ICON_SRC.startswith("data:image/svg+xml;base64,")
 
 BASE = "https://reviews.example.com"

@@ -537,6 +537,69 @@ SERVER_REFUSALS = {
 }
 
 
+AI_CATALOG_SCHEMA = {
+    "type": "object",
+    "description": "AI Catalog (https://github.com/Agent-Card/ai-card): one entry, this server's MCP server card.",
+    "required": ["specVersion", "host", "entries"],
+    "properties": {
+        "specVersion": {"type": "string"},
+        "host": {
+            "type": "object",
+            "required": ["displayName"],
+            "properties": {"displayName": {"type": "string"}, "documentationUrl": {"type": "string"}},
+        },
+        "entries": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["identifier", "type", "url"],
+                "properties": {
+                    "identifier": {"type": "string"},
+                    "type": {"const": "application/mcp-server-card+json"},
+                    "url": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
+DISCOVERY_HEADERS = {k: v for k, v in READ_HEADERS.items() if k != "Last-Modified"}
+
+
+def _discovery_paths() -> dict[str, Any]:
+    """The MCP server card (SEP-2127) at its two paths, and the AI Catalog listing it."""
+    card = (
+        "Who this MCP server is and how to connect, before connecting: name, version, title and "
+        "description naming the business, `remotes` (the streamable HTTP endpoint and every protocol "
+        "version it speaks), capabilities, tools, prompts and resources. Changes when the data's business does."
+    )
+    paths = {
+        path: _read(
+            operation_id,
+            "mcp",
+            "MCP server card",
+            card,
+            ref("ServerCard"),
+            "application/mcp-server-card+json",
+            DISCOVERY_HEADERS,
+        )
+        for path, operation_id in (
+            ("/mcp/server-card", "getServerCard"),
+            ("/.well-known/mcp/server-card", "getWellKnownServerCard"),
+        )
+    }
+    paths["/.well-known/ai-catalog.json"] = _read(
+        "getAiCatalog",
+        "mcp",
+        "AI Catalog",
+        "The AI artifacts this host offers: one entry, of type `application/mcp-server-card+json`, whose url "
+        "is the server card.",
+        AI_CATALOG_SCHEMA,
+        headers=DISCOVERY_HEADERS,
+    )
+    return paths
+
+
 def build_openapi(base_url: str) -> dict[str, Any]:
     """The whole OpenAPI 3.1.0 document for a service published at `base_url`."""
     return {
@@ -553,7 +616,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "servers": [{"url": base_url}],
         "security": [],  # public: no operation needs credentials
         "tags": TAGS,
-        "paths": _paths(),
+        "paths": {**_paths(), **_discovery_paths()},
         "components": {
             "schemas": {
                 s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f not in PARAMETER_SCHEMAS

@@ -13,7 +13,8 @@ from datetime import datetime, timezone
 from typing import Mapping
 
 from ..config import Config
-from ..reviews.dataset import Dataset
+from ..mcpserver.card import AI_CATALOG_PATH, SERVER_CARD, SERVER_CARD_PATHS, ai_catalog, server_card
+from ..reviews.dataset import Dataset, encode_json
 from ..reviews.search import SincePage, since_result_json
 from . import feeds
 from .feeds import HUB_PATH, OPENAPI_PATH
@@ -78,6 +79,17 @@ class Snapshot:
                 payload.gzipped.compress()
 
 
+def discovery_bodies(dataset: Dataset, config: Config) -> dict[str, tuple[bytes, str, None, bool]]:
+    """The MCP server card at both its paths, and the AI Catalog listing it: what discovery reads."""
+    base = config.public_base_url
+    card = encode_json(server_card(dataset.business, base))
+    catalog = encode_json(ai_catalog(dataset.business, base, config.url(OPENAPI_PATH)))
+    return {
+        **{path: (card, SERVER_CARD, None, False) for path in SERVER_CARD_PATHS},
+        AI_CATALOG_PATH: (catalog, JSON, None, False),
+    }
+
+
 def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_later: bool = False) -> Snapshot:
     """Encode and compress every static body of this data version, once; the OpenAPI document's is the same for all."""
     now = datetime.now(timezone.utc)
@@ -90,6 +102,7 @@ def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_late
         "/insights.json": (dataset.insights_document, JSON, insights_modified, gzip_later),
         "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified, False),
         "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified, False),
+        **discovery_bodies(dataset, config),
     }
     payloads = {
         path: make_payload(
