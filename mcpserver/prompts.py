@@ -283,7 +283,8 @@ def get_prompt(dataset: Dataset, base_url: str, params: Mapping[str, Any]) -> di
             {"prompt": name, "prompts": list(PROMPTS)},
         )
     arguments = prompt_arguments(prompt, params.get("arguments"))
-    return {"description": prompt.description, "messages": prompt.render(dataset, base_url, arguments)}
+    description = BusinessWords.of(dataset).fill(prompt.description)
+    return {"description": description, "messages": prompt.render(dataset, base_url, arguments)}
 
 
 def complete_names(prefix: str, candidates: Iterable[tuple[str, Sequence[str]]]) -> list[str]:

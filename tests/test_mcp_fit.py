@@ -190,3 +190,43 @@ def test_search_returns_chatgpt_shapes_and_fetch_the_review(long_texts_app):
     assert fetched["metadata"]["rating"] == 1 and "Reply from the owner" in fetched["text"]
     missing = call(server, session, "fetch", {"id": "nope"})["result"]
     assert missing["isError"] is True and "No review has id 'nope'" in missing["content"][0]["text"]
+
+
+# --------------------------------------------------------------------------- words of the business
+
+
+def test_descriptions_and_prompts_use_the_words_of_the_business(tmp_path):
+    """A bakery is not told about a clinic, patients or technicians, and no placeholder shows."""
+    reviews_doc, insights_doc = make_docs([Spec(rating=2, text="Stale bread.", extra={"author": "Jo B."})])
+    reviews_doc["business"].update(name="Crumb & Co", category="Bakery", url="https://crumb.example/")
+    write_docs(tmp_path / "data", reviews_doc, insights_doc)
+    app = app_for(tmp_path / "data", tmp_path)
+    server = app.mcp.server
+    state = Session()
+    init = dispatch(server, state, initialize_body("2025-11-25"))["result"]
+    review_id = app.store.current.dataset.ids[0]
+    tools = dispatch(server, state, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"]
+    listed = dispatch(server, state, {"jsonrpc": "2.0", "id": 3, "method": "prompts/list"})["result"][
+        "prompts"
+    ]
+    params = {"name": "reply_draft", "arguments": {"review_id": review_id}}
+    got = dispatch(server, state, {"jsonrpc": "2.0", "id": 4, "method": "prompts/get", "params": params})[
+        "result"
+    ]
+    # What the code writes (the data's own words, its reviews' authors say, are the data's)
+    seen = [
+        init["serverInfo"],
+        init["instructions"],
+        [tool["description"] for tool in tools],
+        [tool["inputSchema"] for tool in tools],
+        [prompt["description"] for prompt in listed],
+        got["description"],
+        [m["content"]["text"] for m in got["messages"] if m["content"]["type"] == "text"],
+    ]
+    text = json.dumps(seen, ensure_ascii=False)
+    assert init["serverInfo"]["title"] == "Crumb & Co: reviews and insights (read-only)"
+    assert "Crumb & Co" in json.dumps(seen[2], ensure_ascii=False) and "bakery" in text
+    card = json.loads(app.store.current.payloads["/.well-known/mcp/server-card"].identity.body)
+    assert card["title"] == init["serverInfo"]["title"] and card["tools"] == tools
+    for word in ("clinic", "patient", "{business}", "{category}"):
+        assert word not in text.lower(), (word, text[max(0, text.lower().find(word) - 150) :][:220])
