@@ -207,6 +207,8 @@ def fitted_reviews(
             body = encode_message(trimmed_review(dataset.reviews[pos], LIST_TEXT_CHARACTERS))
         used += len(body) + 1 + link
         if used > room:
+            if not kept:  # never an empty page for want of room: a cursor would then never move
+                kept, parts = [pos], [fitted_review(dataset, pos, room - link - 1)]
             break
         kept.append(pos)
         parts.append(body)
@@ -408,6 +410,7 @@ def get_insights_summary(dataset: Dataset, args: dict[str, Any], base_url: str) 
 # ----------------------------------------------------------------- search and fetch (ChatGPT's shapes)
 
 SEARCH_RESULTS = 20
+QUERY_CHARACTERS = SCHEMAS["search-params.schema.json"]["properties"]["query"]["maxLength"]
 _STAR_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 _STARS = re.compile(r"\b([1-5]|one|two|three|four|five)[ -]?stars?\b", re.IGNORECASE)
 _FLAGS = (  # phrases that set a filter or the order, longest first
@@ -471,7 +474,8 @@ def understood_query(dataset: Dataset, query: str) -> dict[str, Any]:
     rest = [w for w in rest if not _part_of_entity(dataset, fold_name(w), args)]
     if rest:
         phrase = " ".join(rest)
-        args["query"] = phrase if dataset.positions_with_text(phrase.casefold()) else max(rest, key=len)
+        found = dataset.positions_with_text(phrase.casefold())
+        args["query"] = (phrase if found else max(rest, key=len))[:QUERY_CHARACTERS]
     return args
 
 

@@ -313,10 +313,10 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> SearchPage:
         matched += count
         if not count or len(chosen) >= want:
             continue
-        if after is not None and order and order.index(min(stars)) != order.index(after.rating):
-            if order.index(min(stars)) < order.index(after.rating):
-                continue  # a rating group before the cursor's: listed on earlier pages
-        elif after is not None:  # the cursor's group: only what comes after its review
+        place = _group_place(order, stars, after)
+        if place == "passed":
+            continue  # listed on earlier pages
+        if place == "cursor":  # only what comes after the cursor's review
             before, through = dataset.key_bounds(after.date, after.id)
             window = (lo, min(hi, before)) if oldest else (max(lo, through), hi)
             _, positions = _matches(dataset, params, stars, *window, text_positions)
@@ -325,6 +325,17 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> SearchPage:
         return SearchPage(matched, chosen)
     del chosen[params.limit :]
     return SearchPage(matched, chosen, cursor_after(dataset, filters_digest(vars(params)), chosen[-1]))
+
+
+def _group_place(order: Sequence[int] | None, stars: frozenset[int], after: CursorKey | None) -> str:
+    """Where a rating group stands against the cursor: "passed" (listed on earlier pages), "cursor" (the
+    cursor's own group) or "ahead" (listed whole). Without a rating order there is one group: the cursor's."""
+    if after is None:
+        return "ahead"
+    if not order:
+        return "cursor"
+    here, there = order.index(min(stars)), order.index(after.rating)
+    return "passed" if here < there else "cursor" if here == there else "ahead"
 
 
 class _TextPositions:

@@ -230,3 +230,17 @@ def test_descriptions_and_prompts_use_the_words_of_the_business(tmp_path):
     assert card["title"] == init["serverInfo"]["title"] and card["tools"] == tools
     for word in ("clinic", "patient", "{business}", "{category}"):
         assert word not in text.lower(), (word, text[max(0, text.lower().find(word) - 150) :][:220])
+
+
+def test_search_takes_a_long_query(bundled):
+    """The free text may be longer than search's query parameter: what is left is cut to fit it."""
+    understood = mcp_tools.understood_query(bundled, "zq" * 240)
+    assert understood == {"query": "zq" * 100}
+
+
+def test_a_page_always_holds_one_review(long_texts_app):
+    """Even when one review does not fit beside the rest of a result, it is listed, cut harder: a page of
+    none would give back the same cursor, and a client would ask again for ever."""
+    dataset = long_texts_app.store.current.dataset
+    kept, body = mcp_tools.fitted_reviews(dataset, [0, 1], 3_000, BASE)
+    assert kept == [0] and len(body) < 3_000 and json.loads(body)["id"] == dataset.ids[0]
