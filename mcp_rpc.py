@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from .config import Config
 from .mcpserver import prompts
+from .mcpserver.card import RESOURCES, encoded_server_info, prompt_list, server_info, tool_list
 from .mcpserver.prompts import REVIEW_PATH, PromptError
 from .mcpserver.protocol import (
     CAPABILITIES,
@@ -30,18 +31,18 @@ from .mcpserver.protocol import (
     LEGACY_VERSIONS,
     MODERN_CAPABILITIES,
     MODERN_VERSION,
-    SERVER_INFO,
     SUPPORTED_VERSIONS,
     EncodedJson,
     ErrorCode,
     Message,
     RpcError,
     RpcRequest,
+    encode_message,
     encoded,
     json_string,
     rpc_error,
 )
-from .mcpserver.tools import TOOLS, ToolError, run_tool
+from .mcpserver.tools import TOOLS, BusinessWords, ToolError, ToolOutput, resource_link, run_tool
 from .reviews.dataset import DataStore
 from .reviews.search import InvalidParams
 from .web.snapshot import Snapshot
@@ -118,29 +119,12 @@ class SessionStore:
             self._sessions.popitem(last=False)
 
 
-RESOURCES = {
-    "/reviews.json": (
-        "reviews.json",
-        "Reviews dataset",
-        "The business, its aggregate rating and every verified review, newest first.",
-    ),
-    "/insights.json": (
-        "insights.json",
-        "Insights dataset",
-        "Aspect-based sentiment, technicians, services, topics, monthly trend, per-review "
-        "mentions, FAQ and an editorial summary.",
-    ),
-}
-
-
 class McpServer:
     """JSON-RPC methods over the app's current data: `handle(session, message)` with no I/O."""
 
     def __init__(self, store: DataStore[Snapshot], config: Config):
         self.store = store
         self.config = config
-        self.tool_list = [tool.definition() for tool in TOOLS.values()]
-        self.prompt_list = [prompt.definition() for prompt in prompts.PROMPTS.values()]
         common: dict[str, Callable[[Session, Any], Any]] = {
             "tools/list": self.list_tools,
             "tools/call": self.call_tool,
@@ -164,6 +148,10 @@ class McpServer:
     @property
     def review_template(self) -> str:
         return self.base_url + REVIEW_PATH + "{id}"
+
+    @property
+    def words(self) -> BusinessWords:
+        return BusinessWords.of(self.store.current.dataset)
 
     def handle(self, session: Session, message: Message) -> dict[str, Any] | None:
         """The one place where method errors become JSON-RPC error responses; a result may be EncodedJson."""
@@ -211,7 +199,7 @@ class McpServer:
         return {
             "protocolVersion": session.protocol_version,
             "capabilities": CAPABILITIES,
-            "serverInfo": SERVER_INFO,
+            "serverInfo": self.server_info(session.protocol_version),
             "instructions": self.instructions(),
         }
 
@@ -227,17 +215,27 @@ class McpServer:
             "instructions": self.instructions(),
         }
 
+    def server_info(self, version: str) -> dict[str, Any]:
+        """serverInfo in the words of the business served, with what `version`'s Implementation admits."""
+        return server_info(self.words, self.store.current.dataset.business.get("url"), version)
+
+    def server_info_json(self) -> bytes:
+        """The 2026-07-28 serverInfo, encoded (once per business: results splice it in)."""
+        return encoded_server_info(self.words, self.store.current.dataset.business.get("url"), MODERN_VERSION)
+
     def instructions(self) -> str:
         name = self.store.current.dataset.business["name"]
         return (
             f"Read-only, public data about {name}: verified customer reviews and their analysis. "
-            "Start with get_insights_summary (overall picture, valid aspect/technician/service names) or "
-            "get_business; use search_reviews to find reviews (filters combine with AND, newest first) and "
-            "get_review for one review by id. Nothing can be changed through this server."
+            "Start with get_insights_summary (overall picture, valid aspect/practitioner/service names) or "
+            "get_business; use search_reviews to find reviews (filters combine with AND, newest first; "
+            "sort and next_cursor for more), search and fetch for free text, and get_review for one review "
+            "by id. Results fit an assistant's context: follow next_cursor for more. Nothing can be changed "
+            "through this server."
         )
 
     def list_tools(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        return {"tools": self.tool_list}
+        return {"tools": tool_list(self.words)}
 
     def call_tool(self, session: Session, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
         """Arguments that fail the tool's inputSchema, and values that name nothing in the
@@ -264,13 +262,19 @@ class McpServer:
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: arguments must be an object")
         dataset = self.store.current.dataset  # read once: one call never mixes two data versions
         try:
-            structured = run_tool(name, dataset, arguments)
+            output = run_tool(name, dataset, arguments, self.base_url)
         except InvalidParams as exc:
             lines = "".join(f"\n- {i['message']}" for i in exc.issues)
             return tool_error(f"Invalid arguments for {name}; fix these and call again:{lines}")
         except ToolError as exc:
             return tool_error(str(exc))
-        return tool_result(encoded(structured))
+        # resource_link content arrived with 2025-06-18: a 2025-03-26 client gets the text block alone
+        links = [] if session.protocol_version == HEADER_DEFAULT_VERSION else self.links(dataset, output)
+        return tool_result(encoded(output.structured), links)
+
+    def links(self, dataset: Any, output: ToolOutput) -> list[dict[str, Any]]:
+        """A resource_link to each review the result lists (its resource template's URI)."""
+        return [resource_link(self.base_url, dataset.ids[pos]) for pos in output.listed]
 
     def list_resources(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         payloads = self.store.current.payloads
@@ -319,7 +323,7 @@ class McpServer:
         return {"contents": [{"uri": uri, "mimeType": "application/json", "text": body.decode("utf-8")}]}
 
     def list_prompts(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        return {"prompts": self.prompt_list}
+        return {"prompts": prompt_list(self.words)}
 
     def get_prompt(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return prompts.get_prompt(self.store.current.dataset, self.base_url, params)
@@ -328,11 +332,12 @@ class McpServer:
         return prompts.complete(self.store.current.dataset, self.review_template, params)
 
 
-def tool_result(structured: EncodedJson) -> EncodedJson:
-    """A successful tools/call result: structuredContent and the same JSON as a text block."""
+def tool_result(structured: EncodedJson, links: list[dict[str, Any]] = ()) -> EncodedJson:
+    """A successful tools/call result: structuredContent, the same JSON as text, then resource links."""
+    more = b"".join(b"," + encode_message(link) for link in links)
     return EncodedJson(
-        b'{"content":[{"type":"text","text":%s}],"structuredContent":%s,"isError":false}'
-        % (json_string(structured), structured)
+        b'{"content":[{"type":"text","text":%s}%s],"structuredContent":%s,"isError":false}'
+        % (json_string(structured), more, structured)
     )
 
 

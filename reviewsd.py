@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 import werkzeug.urls  # noqa: F401  (registers the "werkzeug.url_quote" codec error handler query_args uses)
 from werkzeug.datastructures import MultiDict
@@ -60,10 +60,20 @@ from .hub import Hub, start_hub
 from .ingest.detect import import_hint
 from .logs import configure_logging
 from .mcp_rpc import McpServer
+from .mcpserver.card import AI_CATALOG_PATH, SERVER_CARD_PATHS
 from .mcpserver.transport import McpEndpoint
 from .pages import PAGE_HEADERS, ReviewsPage, WidgetOptionsError, parse_widget_options, render_reviews
 from .reviews.dataset import DataError, DataStore, check_data_dir, encode_json
-from .reviews.search import InvalidParams, decode_query_args, run_search, search_result_json, validate_date
+from .reviews.search import (
+    SINCE_PARAMS_VALIDATOR,
+    InvalidParams,
+    decode_query_args,
+    run_search,
+    search_result_json,
+    since_page,
+    validate_date,
+    validate_since_args,
+)
 from .web.feeds import HUB_PATH, OPENAPI_PATH
 from .web.openapi import build_openapi
 from .web.payloads import (
@@ -123,6 +133,24 @@ def common_headers_added(start_response: Callable) -> Callable:
 
 
 GET = ["GET"]  # werkzeug adds HEAD
+# What a browser may send: the conditional headers, and every header the MCP revisions we speak define
+# (2025-03-26: Mcp-Session-Id, Last-Event-ID; 2025-06-18: MCP-Protocol-Version; 2026-07-28: Mcp-Method,
+# Mcp-Name); Accept and Content-Type with values outside CORS's safelist, Authorization for clients that
+# always send one.
+CORS_REQUEST_HEADERS = (
+    "Accept",
+    "Authorization",
+    "Content-Type",
+    "If-Modified-Since",
+    "If-None-Match",
+    "Last-Event-ID",
+    "MCP-Protocol-Version",
+    "Mcp-Method",
+    "Mcp-Name",
+    "Mcp-Session-Id",
+)
+# What a browser client must read: validators, WebSub discovery, the 2025 session id, the hub's back-off.
+CORS_RESPONSE_HEADERS = ("ETag", "Last-Modified", "Link", "Mcp-Session-Id", "Retry-After")
 
 
 class AnySegmentsConverter(BaseConverter):
@@ -139,7 +167,15 @@ class ReviewsApp:
         [
             *(
                 Rule(path, endpoint="payload", methods=GET)
-                for path in ("/reviews.json", "/insights.json", "/api/feed.json", "/feed.xml", OPENAPI_PATH)
+                for path in (
+                    "/reviews.json",
+                    "/insights.json",
+                    "/api/feed.json",
+                    "/feed.xml",
+                    OPENAPI_PATH,
+                    *SERVER_CARD_PATHS,
+                    AI_CATALOG_PATH,
+                )
             ),
             Rule(SEARCH_PATH, endpoint="search", methods=GET),
             Rule("/api/reviews/since/<anything:date>", endpoint="since", methods=GET),
@@ -243,12 +279,8 @@ class ReviewsApp:
             ("Allow", methods),
             ("Access-Control-Allow-Origin", "*"),
             ("Access-Control-Allow-Methods", methods),
-            (
-                "Access-Control-Allow-Headers",
-                "Content-Type, If-None-Match, If-Modified-Since, Mcp-Session-Id, MCP-Protocol-Version, "
-                "Last-Event-ID",
-            ),
-            ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link, Mcp-Session-Id"),
+            ("Access-Control-Allow-Headers", ", ".join(CORS_REQUEST_HEADERS)),
+            ("Access-Control-Expose-Headers", ", ".join(CORS_RESPONSE_HEADERS)),
             ("Access-Control-Max-Age", "86400"),
         ]
         return "204 No Content", headers, b""  # no Content-Length on a 204 (RFC 9110 8.6)
@@ -262,18 +294,22 @@ class ReviewsApp:
 
     def on_search(self, environ: Mapping[str, Any]) -> Triple:
         dataset = self.store.current.dataset
-        body = search_result_json(dataset, *run_search(dataset, decode_query_args(query_args(environ))))
+        body = search_result_json(dataset, run_search(dataset, decode_query_args(query_args(environ))))
         return made_for_request(environ, "200 OK", body, [("Content-Type", JSON)])
 
     def on_reviews_page(self, environ: Mapping[str, Any]) -> Triple:
         """The search form and one page of its results, found by the same code as /api/reviews/search."""
         snapshot = self.store.current
-        given = query_args(environ)
+        # A form's empty fields mean "any": left out, as if the browser had not sent them.
+        given = {name: values for name, values in query_args(environ).items() if values != [""]}
         params = {name: values[0] for name, values in given.items()}  # shown back in the form
         status = "200 OK"
         try:
-            matched, positions = run_search(snapshot.dataset, decode_query_args(given))
-            page = ReviewsPage([snapshot.dataset.reviews[p] for p in positions], params, matched)
+            found = run_search(snapshot.dataset, decode_query_args(given))
+            reviews = [snapshot.dataset.reviews[p] for p in found.positions]
+            following = {**params, "cursor": found.next_cursor} if found.next_cursor else None
+            next_url = "/reviews?" + urlencode(following) if following else None
+            page = ReviewsPage(reviews, params, found.matched, next_url)
         except InvalidParams as exc:  # the form again, each problem beside its field
             status, page = "400 Bad Request", ReviewsPage([], params, issues=exc.issues)
         body = render_reviews(pages_document(snapshot.dataset, ()), page, snapshot.site)
@@ -294,7 +330,13 @@ class ReviewsApp:
         return answer(environ, self.store.current.widget(options))
 
     def on_since(self, environ: Mapping[str, Any], date: str) -> Triple:
-        return answer(environ, self.store.current.since(validate_date("date", date)))
+        """Every review since the date, or with limit or cursor one page of them."""
+        since = validate_date("date", date)
+        args = decode_query_args(query_args(environ), SINCE_PARAMS_VALIDATOR, lambda a: None)
+        snapshot = self.store.current
+        return answer(
+            environ, snapshot.since(since_page(snapshot.dataset, since, *validate_since_args(since, args)))
+        )
 
     def on_review(self, environ: Mapping[str, Any], review_id: str) -> Triple:
         snapshot = self.store.current

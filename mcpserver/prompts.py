@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 from ..reviews.dataset import Dataset, fold_name, folded_names
 from ..reviews.search import InvalidParams, run_search, search_result_json, validate_date
 from .protocol import encode_message, encoded
-from .tools import ToolError, run_tool
+from .tools import BusinessWords, ToolError, run_tool
 
 MAX_COMPLETIONS = 100  # the spec's cap on `values`
 DIGEST_DAYS = 30
@@ -54,11 +54,12 @@ class Prompt:
         [Dataset, str, Mapping[str, str]], list[dict[str, Any]]
     ]  # (dataset, base URL, arguments)
 
-    def definition(self) -> dict[str, Any]:
+    def definition(self, words: BusinessWords) -> dict[str, Any]:
+        """The prompts/list entry, its description in the words of the business served."""
         return {
             "name": self.name,
             "title": self.title,
-            "description": self.description,
+            "description": words.fill(self.description),
             "arguments": [a.definition() for a in self.arguments],
         }
 
@@ -99,18 +100,19 @@ def render_digest(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> l
     if since > until:
         raise PromptError(f"since ({since}) is after until ({until})", {"since": since, "until": until})
     query = {"since": since, "until": until, "limit": DIGEST_REVIEWS}
-    matched, positions = run_search(dataset, query)
+    page = run_search(dataset, query)
+    matched = page.matched
     uri = f"{base_url}/api/reviews/search?{urlencode(query)}"
     return [
         user_text(
-            f"Write a digest of the customer reviews of {business_line(dataset)} from {since} to {until} for "
-            f"the owner and staff. {matched} reviews fall in this period; the newest "
+            f"Write a digest of the customer reviews of {business_line(dataset)} from {since} to {until} "
+            f"for the owner and staff. {matched} reviews fall in this period; the newest "
             f"{min(matched, DIGEST_REVIEWS)} are attached as JSON (newest first). Give: the number of "
-            "reviews and the average rating, what patients praised most, every complaint or problem (quote "
-            "briefly, with the review date), which practitioners and services were mentioned and how, and "
-            "two or three concrete next steps. Use only the attached reviews; say so if there are none."
+            "reviews and the average rating, what customers praised most, every complaint or problem (quote briefly, "
+            "with the review date), which practitioners and services were mentioned and how, and two or "
+            "three concrete next steps. Use only the attached reviews; say so if there are none."
         ),
-        user_resource(uri, search_result_json(dataset, matched, positions)),
+        user_resource(uri, search_result_json(dataset, page)),
     ]
 
 
@@ -136,9 +138,10 @@ def render_reply(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> li
         user_text(
             f"Draft a public owner reply from {business['name']} to the {review['rating']}-star review above "
             f"by {review['author']} ({review['date']}). {answered}Thank them, acknowledge each concrete "
-            "problem they raise without arguing or making excuses, say what the clinic will do, and invite "
-            f"them to call {business.get('telephone') or 'the clinic'} to talk it over. Never confirm that "
-            "they are a patient or mention any health details (privacy). 60 to 120 words, warm and plain. "
+            f"problem they raise without arguing or making excuses, say what {business['name']} will do, and "
+            f"invite them to call {business.get('telephone') or 'us'} to talk it over. Never confirm that "
+            "they are a customer or mention health or other personal details (privacy). 60 to 120 words, "
+            "warm and plain. "
             f"What the analysis found in the review: {encode_message(mentions).decode('utf-8')}."
         ),
     ]
@@ -153,7 +156,7 @@ def render_entity(
     def render(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
         tool_args = {**{name: value for name, value in args.items() if value}, "limit": 20}
         try:
-            data = encoded(run_tool(tool, dataset, tool_args))
+            data = encoded(run_tool(tool, dataset, tool_args, base_url).structured)
         except ToolError as exc:
             raise PromptError(str(exc), {"tool": tool}) from None
         except InvalidParams as exc:
@@ -161,7 +164,7 @@ def render_entity(
         record = json.loads(data)[key]
         return [
             user_text(
-                f"Review how patients of {business_line(dataset)} experience {subject} "
+                f"Review how customers of {business_line(dataset)} experience {subject} "
                 f"{record.get('name') or record['label']}, from the data below (the result of the {tool} "
                 "tool: the record with its mention counts and sentiment score, and the newest reviews "
                 "mentioning it). Summarise "
@@ -209,8 +212,8 @@ PROMPTS = {
         Prompt(
             "practitioner_review",
             "Practitioner review",
-            "What patients say about one practitioner: strengths, weaknesses, recent trend. Embeds their "
-            "record and newest reviews.",
+            "What customers of {business} say about one practitioner: strengths, weaknesses, recent trend. "
+            "Embeds their record and newest reviews.",
             (
                 Argument(
                     "name",
@@ -225,7 +228,7 @@ PROMPTS = {
         Prompt(
             "service_review",
             "Service review",
-            "What patients say about one service the clinic offers. Embeds the service, its sentiment and "
+            "What customers say about one service {business} offers. Embeds the service, its sentiment and "
             "the newest reviews mentioning it.",
             (Argument("service", "Service", "Service label or id (e.g. Massage therapy).", True, "service"),),
             render_entity("get_service", "the service", "service"),
@@ -233,9 +236,9 @@ PROMPTS = {
         Prompt(
             "aspect_review",
             "Aspect review",
-            "What patients say about one aspect of a visit (wait time, billing, front desk...), optionally "
-            "only positive, neutral or negative mentions. Embeds the aspect's sentiment and the newest "
-            "reviews.",
+            "What customers of {business} say about one aspect of their experience (e.g. wait time), "
+            "optionally only "
+            "positive, neutral or negative mentions. Embeds the aspect's sentiment and the newest reviews.",
             (
                 Argument("aspect", "Aspect", "Aspect label or id (e.g. Wait time).", True, "aspect"),
                 Argument(
@@ -284,7 +287,8 @@ def get_prompt(dataset: Dataset, base_url: str, params: Mapping[str, Any]) -> di
             {"prompt": name, "prompts": list(PROMPTS)},
         )
     arguments = prompt_arguments(prompt, params.get("arguments"))
-    return {"description": prompt.description, "messages": prompt.render(dataset, base_url, arguments)}
+    description = BusinessWords.of(dataset).fill(prompt.description)
+    return {"description": description, "messages": prompt.render(dataset, base_url, arguments)}
 
 
 def complete_names(prefix: str, candidates: Iterable[tuple[str, Sequence[str]]]) -> list[str]:

@@ -18,7 +18,8 @@ LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")  # initialize and a
 LATEST_VERSION = LEGACY_VERSIONS[0]  # what initialize answers to a version we do not speak
 SUPPORTED_VERSIONS = (MODERN_VERSION, *LEGACY_VERSIONS)  # server/discover's supportedVersions
 HEADER_DEFAULT_VERSION = "2025-03-26"  # what an absent MCP-Protocol-Version header means
-SERVER_INFO = {"name": "reviewsd", "title": "Clinic reviews and insights (read-only)", "version": "1.0.0"}
+# serverInfo's fixed part; mcp_rpc.server_info adds a title and description naming the business served.
+SERVER_INFO = {"name": "reviewsd", "title": "Reviews and insights (read-only)", "version": "1.0.0"}
 CAPABILITIES = {
     "tools": {"listChanged": False},
     "resources": {"subscribe": False, "listChanged": False},

@@ -23,7 +23,6 @@ from ..web.responses import Triple, status_line
 from .protocol import (
     LEGACY_VERSIONS,
     MODERN_VERSION,
-    SERVER_INFO,
     SUPPORTED_VERSIONS,
     EncodedJson,
     ErrorCode,
@@ -41,7 +40,7 @@ from .protocol import (
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-SERVER_META = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 NAME_SOURCES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # what Mcp-Name mirrors
 
 # Caching hints (server/utilities/caching; docs/mcp.md): a reload can swap the data at any moment, so a
@@ -56,13 +55,15 @@ CACHE_TTL_MS = {
     "resources/list": 0,
     "resources/read": 0,
 }
-_RESULT_FIELDS = {"resultType": "complete", "_meta": SERVER_META}
-_FIELDS_BY_METHOD = {
-    method: {**_RESULT_FIELDS, "ttlMs": ttl, "cacheScope": "public"} for method, ttl in CACHE_TTL_MS.items()
-}
-# The same fields encoded once, as an object's head to splice in front of a pre-encoded result's members.
-_HEADS = {method: encode_message(fields)[:-1] for method, fields in _FIELDS_BY_METHOD.items()}
-_HEAD = encode_message(_RESULT_FIELDS)[:-1]
+_CACHE_FIELDS = {method: {"ttlMs": ttl, "cacheScope": "public"} for method, ttl in CACHE_TTL_MS.items()}
+
+
+@functools.lru_cache(maxsize=64)
+def _result_head(method: str, info: bytes) -> bytes:
+    """The members 2026-07-28 adds to `method`'s result, encoded once per server info, as an object's head to
+    splice in front of a pre-encoded result's members."""
+    fields = {"resultType": "complete", "_meta": {SERVER_INFO_KEY: 0}, **_CACHE_FIELDS.get(method, {})}
+    return encode_message(fields).replace(b":0}", b":" + info + b"}", 1)[:-1]
 
 
 def header_version(environ: Mapping[str, Any]) -> str | None:
@@ -161,12 +162,15 @@ def check_header(
         )
 
 
-def modern_result(method: str, result: dict[str, Any] | EncodedJson) -> dict[str, Any] | EncodedJson:
-    """A result as 2026-07-28 writes it: resultType, serverInfo,
-    and caching hints where the revision wants them."""
+def modern_result(
+    method: str, result: dict[str, Any] | EncodedJson, info: Mapping[str, Any], info_json: bytes
+) -> dict[str, Any] | EncodedJson:
+    """A result as 2026-07-28 writes it: resultType, serverInfo (`info`, encoded as `info_json`), and caching
+    hints where the revision wants them."""
     if not isinstance(result, EncodedJson):
-        return {**result, **_FIELDS_BY_METHOD.get(method, _RESULT_FIELDS)}
-    head = _HEADS.get(method, _HEAD)
+        meta = {"resultType": "complete", "_meta": {SERVER_INFO_KEY: info}}
+        return {**result, **meta, **_CACHE_FIELDS.get(method, {})}
+    head = _result_head(method, info_json)
     return EncodedJson(head + b"}" if result == b"{}" else head + b"," + result[1:])
 
 
@@ -299,7 +303,8 @@ class McpEndpoint:
         check_modern_request(environ, message, self.server.modern_methods)
         reply = self.server.handle(Session(protocol_version=MODERN_VERSION), message)
         if reply is not None and "result" in reply:
-            reply["result"] = modern_result(message.method, reply["result"])
+            info, info_json = self.server.server_info(MODERN_VERSION), self.server.server_info_json()
+            reply["result"] = modern_result(message.method, reply["result"], info, info_json)
         return json_response(reply, 200)
 
     def read_body(self, environ: dict) -> bytes:

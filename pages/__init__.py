@@ -4,7 +4,6 @@ The app calls the render_* functions and answers with the headers of policy.py; 
 """
 
 from .forms import (
-    FORTHCOMING_FIELDS,
     SEARCH_FIELDS,
     FieldSpec,
     WidgetOptions,
@@ -15,7 +14,6 @@ from .policy import PAGE_CSP, PAGE_HEADERS, WIDGET_CSP, WIDGET_HEADERS
 from .render import ReviewsPage, Site, render_home, render_review, render_reviews, render_widget, review_path
 
 __all__ = [
-    "FORTHCOMING_FIELDS",
     "SEARCH_FIELDS",
     "FieldSpec",
     "WidgetOptions",

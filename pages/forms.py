@@ -35,12 +35,6 @@ SEARCH_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("until", "To", "date"),
     FieldSpec("mentions_technician", "Practitioner", "text", attrs={"maxlength": "200"}),
     FieldSpec("mentions_service", "Service", "text", attrs={"maxlength": "200"}),
-    FieldSpec("limit", "Per page", "number", attrs={"min": "1", "max": "100", "placeholder": "20"}),
-)
-
-# Filters the search code is about to take: when it does, move the spec into SEARCH_FIELDS (one line).
-# `cursor` is no field: the next-page link carries it, and submitting the form starts again at page one.
-FORTHCOMING_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         "sort",
         "Order",
@@ -57,7 +51,9 @@ FORTHCOMING_FIELDS: tuple[FieldSpec, ...] = (
         "has_text", "Written review", "select", (_ANY, ("true", "With text"), ("false", "Rating only"))
     ),
     FieldSpec("has_reply", "Owner reply", "select", (_ANY, ("true", "Replied"), ("false", "Not replied"))),
+    FieldSpec("limit", "Per page", "number", attrs={"min": "1", "max": "100", "placeholder": "20"}),
 )
+# `cursor` is no field: the next-page link carries it, and submitting the form starts again at page one.
 
 
 @dataclass(frozen=True)

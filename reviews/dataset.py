@@ -328,6 +328,9 @@ class _Reviews:
     ids: bytes  # newest first, encoded
     dates: bytes  # encoded
     ratings: bytes
+    sources: bytes  # newest first, encoded
+    replied: bytes  # 1 where the review has an owner reply, newest first
+    texted: bytes  # 1 where the review has a text (not rating-only), newest first
     text_blob: tuple[bytes, array]
     record_problems: list[Problem]  # unique ids, replies after reviews (see review_record_problems)
 
@@ -346,6 +349,9 @@ class _Reviews:
             encode_json(list(map(operator.itemgetter("id"), ordered))),
             encode_json(list(map(operator.itemgetter("date"), ordered))),
             ratings,
+            encode_json(list(map(operator.itemgetter("source"), ordered))),
+            bytes(review["owner_reply"] is not None for review in ordered),
+            bytes(review["text"] is not None for review in ordered),
             _text_blob(review["text"] or "" for review in ordered),
             review_record_problems(doc["reviews"]),
         )
@@ -529,6 +535,10 @@ class Dataset:
             insights.body, insights.starts, insights.ends, insights.order, ids, position_of
         )
         self.ratings: bytes = reviews.ratings
+        self.sources: Sequence[str] = _shared_strings(json.loads(reviews.sources))  # per position
+        self.replied: bytes = reviews.replied  # per position: 1 with an owner reply
+        self.texted: bytes = reviews.texted  # per position: 1 with a text
+        self.positions_by_source: Mapping[str, list[int]] = _grouped(self.sources, numbers)
         self.dates_ascending: list[str] = _shared_strings(json.loads(reviews.dates)[::-1])
         self.text_blob: tuple[bytes, array] = reviews.text_blob
         self.positions_by_rating = {
@@ -580,8 +590,27 @@ class Dataset:
 
     @cached_property
     def replied_positions(self) -> frozenset[int]:
-        """Positions of the reviews with an owner reply (every review decoded once, on first use)."""
-        return frozenset(p for p in range(len(self.reviews)) if self.reviews[p].get("owner_reply"))
+        """Positions of the reviews with an owner reply."""
+        return frozenset(compress(range(len(self.replied)), self.replied))
+
+    def date_at(self, pos: int) -> str:
+        return self.dates_ascending[len(self.dates_ascending) - 1 - pos]
+
+    def key_bounds(self, date: str, review_id: str) -> tuple[int, int]:
+        """Where the sort key (date, id) falls in the newest-first order.
+
+        (positions before it, positions up to and including it): equal when no review has that key (a
+        page's last review, since removed by a reload).
+        """
+        dates, n = self.dates_ascending, len(self.dates_ascending)
+        lo, hi = n - bisect.bisect_right(dates, date), n - bisect.bisect_left(dates, date)
+        while lo < hi:  # within one date, ids descend
+            mid = (lo + hi) // 2
+            if self.ids[mid] > review_id:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo, lo + (lo < n and self.ids[lo] == review_id)
 
     @property
     def business(self) -> Mapping[str, Any]:
@@ -640,6 +669,14 @@ def _review_ids(reviews: _Reviews) -> ReviewIds:
     ids: list[str] = json.loads(reviews.ids)
     numbers = list(range(len(ids)))
     return ReviewIds(ids, numbers, dict(zip(ids, numbers)))
+
+
+def _grouped(values: Sequence[str], numbers: list[int]) -> dict[str, list[int]]:
+    """Value -> the positions holding it, ascending."""
+    index: dict[str, list[int]] = defaultdict(list)
+    for value, number in zip(values, numbers):
+        index[value].append(number)
+    return dict(index)
 
 
 def _shared_strings(values: list[str]) -> list[str]:

@@ -4,6 +4,9 @@ the OpenAPI document also publishes) and the indexed filter. `run_search` is the
 from __future__ import annotations
 
 import bisect
+import dataclasses
+import functools
+import hashlib
 import heapq
 import itertools
 import math
@@ -15,6 +18,7 @@ import jsonschema_rs
 
 from .dataset import (
     REGISTRY,
+    SCHEMAS,
     SEARCH_PARAMS_SCHEMA,
     Dataset,
     fold_text,
@@ -71,7 +75,13 @@ class SchemaValidator:
         return issue(name, keyword, messages.get(keyword, lambda: f"{name}: {error.message}")())
 
 
-_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string", "object": "an object"}
+_TYPE_WORDS = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "object": "an object",
+    "boolean": "true or false",
+}
 
 
 SEARCH_PARAMS_VALIDATOR = SchemaValidator(SEARCH_PARAMS_SCHEMA)
@@ -99,7 +109,86 @@ class SearchParams:
     query: str | None = None
     mentions_technician: str | None = None
     mentions_service: str | None = None
+    source: str | None = None
+    has_text: bool | None = None
+    has_reply: bool | None = None
+    sort: str = "newest"
     limit: int = DEFAULT_LIMIT
+    after: CursorKey | None = None  # the decoded cursor: the previous page's last review
+
+
+# --------------------------------------------------------------------------- cursors
+
+
+@dataclass(frozen=True)
+class CursorKey:
+    """Where a page ended: its last review's sort key, and a digest of the filters and sort it is for."""
+
+    filters: str
+    rating: int
+    date: str
+    id: str
+
+
+_CURSOR_VERSION = "1"
+# What a cursor is tied to: every parameter but limit and cursor (the sort with its default spelled out).
+FILTER_NAMES = (
+    "rating",
+    "min_rating",
+    "since",
+    "until",
+    "query",
+    "mentions_technician",
+    "mentions_service",
+    "source",
+    "has_text",
+    "has_reply",
+)
+
+
+def filters_digest(args: Mapping[str, Any]) -> str:
+    """A short digest of the filters and sort in `args` (every page with a next one needs it)."""
+    return _digest((*map(args.get, FILTER_NAMES), args.get("sort") or "newest"))
+
+
+@functools.lru_cache(maxsize=1024)  # a client paging asks with the same filters again and again
+def _digest(filters: tuple[Any, ...]) -> str:
+    return hashlib.blake2b(repr(filters).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def encode_cursor(key: CursorKey) -> str:
+    """The key's fields joined by dots: only URL-safe characters, so it travels unescaped in a URL. Opaque
+    to clients by contract (the docs say so), not by encoding: every page with a next one pays for it."""
+    return f"{_CURSOR_VERSION}.{key.filters}.{key.rating}.{key.date}.{key.id}"
+
+
+def cursor_after(dataset: Dataset, filters: str, pos: int) -> str:
+    """The cursor of a page whose last review is at `pos`."""
+    return encode_cursor(CursorKey(filters, dataset.ratings[pos], dataset.date_at(pos), dataset.ids[pos]))
+
+
+_CURSOR = re.compile(
+    _CURSOR_VERSION + r"\.(?P<filters>[0-9a-f]{16})\.(?P<rating>[1-5])\.(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})"
+    r"\.(?P<id>[0-7][0-9A-HJKMNP-TV-Z]{25})"  # a review id (schemas/review.schema.json)
+)
+
+
+def decode_cursor(cursor: str, filters: str) -> CursorKey | dict[str, Any]:
+    """The key a cursor holds, or the issue saying why it cannot be used."""
+    found = _CURSOR.fullmatch(cursor)
+    if found is None:
+        return issue(
+            "cursor", "invalid_cursor", "cursor is not one this server issued; start again without it"
+        )
+    key = CursorKey(found["filters"], int(found["rating"]), found["date"], found["id"])
+    if key.filters != filters:
+        return issue(
+            "cursor",
+            "cursor_mismatch",
+            "cursor was issued for other filters or another sort: send the same ones with it (only limit may "
+            "change), or start again without cursor",
+        )
+    return key
 
 
 def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
@@ -110,18 +199,29 @@ def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
         issues.append(
             issue("since", "date_order", f"since ({args['since']}) is after until ({args['until']})")
         )
+    after = None
+    if "cursor" in args and "cursor" not in bad:
+        after = decode_cursor(args["cursor"], filters_digest(args))
+        if isinstance(after, dict):
+            issues.append(after)
     if issues:
         raise InvalidParams(issues)
-    return SearchParams(
-        **{**args, "limit": int(args.get("limit", DEFAULT_LIMIT))}
-    )  # no issues: every name is known
+    limit = int(args.get("limit", DEFAULT_LIMIT))
+    if after is None:  # no issues: every name is known
+        return SearchParams(**{**args, "limit": limit})
+    fields = {k: v for k, v in args.items() if k != "cursor"}
+    return SearchParams(**{**fields, "limit": limit, "after": after})
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
-def decode_query_args(multi: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+def decode_query_args(
+    multi: Mapping[str, Sequence[str]],
+    validator: SchemaValidator = SEARCH_PARAMS_VALIDATOR,
+    validate: Callable[[Mapping[str, Any]], Any] = validate_search_args,
+) -> dict[str, Any]:
     """Query-string values to the JSON types the schema declares; repeated names are issues.
 
     Values that do not look like their type are left as strings, so the schema
@@ -129,19 +229,19 @@ def decode_query_args(multi: Mapping[str, Sequence[str]]) -> dict[str, Any]:
     """
     issues, args = [], {}
     for name, values in multi.items():
-        declared = SEARCH_PARAMS_SCHEMA["properties"].get(name, {}).get("type")
+        declared = validator.schema["properties"].get(name, {}).get("type")
         if len(values) > 1:
             issues.append(
                 issue(name, "repeated_parameter", f"{name} is given {len(values)} times; give it once")
             )
             for value in values:  # and what is wrong with each, so every problem is listed at once
-                more = SEARCH_PARAMS_VALIDATOR.issues({name: _decode_value(declared, value)})
+                more = validator.issues({name: _decode_value(declared, value)})
                 issues += [found for found in more if found not in issues]
             continue
         args[name] = _decode_value(declared, values[0])
     if issues:
         try:
-            validate_search_args(args)
+            validate(args)
         except InvalidParams as more:
             issues += more.issues
         raise InvalidParams(issues)
@@ -158,6 +258,8 @@ def _decode_value(declared: str | None, value: str) -> Any:
     if declared == "number" and _NUMBER.fullmatch(text):
         number = float(text)
         return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+    if declared == "boolean" and text in ("true", "false"):
+        return text == "true"
     return value
 
 
@@ -176,28 +278,128 @@ class _Source:
     exact: bool = True  # size is the number of positions (not an upper bound)
 
 
-def find_reviews(dataset: Dataset, params: SearchParams) -> tuple[int, list[int]]:
-    """(matched, positions of the first `limit` matches, newest first).
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of a search: how many reviews match in all, this page's positions, the next page's cursor."""
+
+    matched: int
+    positions: list[int]
+    next_cursor: str | None = None
+
+
+# Each sort walks groups of ratings in turn, and each group's matches in position order (newest first) or
+# reversed: a rating sort is newest first within a rating.
+_RATING_ORDER = {"highest": (5, 4, 3, 2, 1), "lowest": (1, 2, 3, 4, 5)}
+
+
+def find_reviews(dataset: Dataset, params: SearchParams) -> SearchPage:
+    """The page of matching reviews `params` asks for, in its sort order.
 
     Each filter is a source of candidate positions; the smallest one is walked
     and every other filter is an O(1) test per candidate, so a selective search
-    costs about its smallest filter's size, not the data's.
+    costs about its smallest filter's size, not the data's. A cursor narrows
+    the window of its rating group to the positions after its key.
     """
     lo, hi = dataset.window(params.since, params.until)
-    sources = _sources(dataset, params, lo, hi)
-    if (
-        not sources and params.query is None
-    ):  # every review in the window matches, and the window is newest first
-        return hi - lo, list(range(lo, min(hi, lo + params.limit)))
+    allowed = _allowed_stars(params)
+    order = _RATING_ORDER.get(params.sort)
+    groups = [frozenset({star}) for star in order if star in allowed] if order else [allowed]
+    after, oldest, want = params.after, params.sort == "oldest", params.limit + 1
+    text_positions = _TextPositions(dataset, params.query)
+    matched, chosen = 0, []
+    for stars in groups:
+        count, positions = _matches(dataset, params, stars, lo, hi, text_positions)
+        matched += count
+        if not count or len(chosen) >= want:
+            continue
+        place = _group_place(order, stars, after)
+        if place == "passed":
+            continue  # listed on earlier pages
+        if place == "cursor":  # only what comes after the cursor's review
+            before, through = dataset.key_bounds(after.date, after.id)
+            window = (lo, min(hi, before)) if oldest else (max(lo, through), hi)
+            _, positions = _matches(dataset, params, stars, *window, text_positions)
+        chosen += _first(positions, want - len(chosen), oldest)
+    if len(chosen) < want:
+        return SearchPage(matched, chosen)
+    del chosen[params.limit :]
+    return SearchPage(matched, chosen, cursor_after(dataset, filters_digest(vars(params)), chosen[-1]))
+
+
+def _group_place(order: Sequence[int] | None, stars: frozenset[int], after: CursorKey | None) -> str:
+    """Where a rating group stands against the cursor: "passed" (listed on earlier pages), "cursor" (the
+    cursor's own group) or "ahead" (listed whole). Without a rating order there is one group: the cursor's."""
+    if after is None:
+        return "ahead"
+    if not order:
+        return "cursor"
+    here, there = order.index(min(stars)), order.index(after.rating)
+    return "passed" if here < there else "cursor" if here == there else "ahead"
+
+
+class _TextPositions:
+    """The positions of the reviews whose text holds the query, found on first use and kept for the search's
+    other rating groups and windows (one blob scan per search)."""
+
+    __slots__ = ("dataset", "query", "found")
+
+    def __init__(self, dataset: Dataset, query: str | None):
+        self.dataset, self.query, self.found = dataset, query, None
+
+    def __call__(self) -> list[int]:
+        if self.found is None:
+            self.found = self.dataset.positions_with_text(fold_text(self.query or ""))
+        return self.found
+
+
+def search_args(params: SearchParams) -> dict[str, Any]:
+    """The arguments `params` could come from: its fields but the cursor's key, defaults left out."""
+    return {
+        f.name: getattr(params, f.name)
+        for f in dataclasses.fields(params)
+        if f.name != "after" and getattr(params, f.name) != f.default
+    }
+
+
+def _allowed_stars(params: SearchParams) -> frozenset[int]:
+    stars = ALL_RATINGS if params.rating is None else ALL_RATINGS & {params.rating}
+    if params.min_rating is not None:
+        stars &= set(range(math.ceil(params.min_rating), 6))
+    return stars
+
+
+def _first(positions: Iterable[int], count: int, reverse: bool) -> list[int]:
+    """The first `count` of `positions` (ascending), or of them reversed."""
+    if not reverse:
+        return list(itertools.islice(positions, count))
+    ordered = positions if isinstance(positions, (list, range)) else list(positions)
+    return list(ordered[::-1][:count])
+
+
+def _matches(
+    dataset: Dataset,
+    params: SearchParams,
+    stars: frozenset[int],
+    lo: int,
+    hi: int,
+    text_positions: Callable[[], list[int]],
+) -> tuple[int, Iterable[int]]:
+    """(how many, their positions ascending, lazily) of the reviews in [lo, hi) rated one of `stars` that pass
+    every filter of `params`."""
+    if not stars or lo >= hi:
+        return 0, ()
+    sources = _sources(dataset, params, stars, lo, hi)
+    if not sources and params.query is None:  # every review in the window matches
+        return hi - lo, range(lo, hi)
     if params.query is not None:
         smallest_other = min((s.size for s in sources), default=hi - lo)
-        sources.append(_text_source(dataset, fold_text(params.query), lo, hi, smallest_other))
+        sources.append(_text_source(dataset, fold_text(params.query), lo, hi, smallest_other, text_positions))
     sources.sort(key=lambda source: source.size)
     driver, tests = sources[0], [source.passes for source in sources[1:]]
     if not tests and driver.exact:  # one filter: its size is the count
-        return driver.size, list(itertools.islice(driver.positions, params.limit))
+        return driver.size, driver.positions
     found = [pos for pos in driver.positions if all(test(pos) for test in tests)]
-    return len(found), found[: params.limit]
+    return len(found), found
 
 
 @dataclass(frozen=True)
@@ -225,12 +427,11 @@ def _merged(spans: Sequence[_Span]) -> Iterator[int]:
     return iter(spans[0]) if len(spans) == 1 else heapq.merge(*spans)
 
 
-def _sources(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> list[_Source]:
-    """The window-limited sources of the rating, technician and service filters that were given."""
-    stars = ALL_RATINGS if params.rating is None else ALL_RATINGS & {params.rating}
-    if params.min_rating is not None:
-        stars &= set(range(math.ceil(params.min_rating), 6))
-    sources = []
+def _sources(
+    dataset: Dataset, params: SearchParams, stars: frozenset[int], lo: int, hi: int
+) -> list[_Source]:
+    """The window-limited sources of the rating, technician, service, platform and flag filters given."""
+    sources = _plain_sources(dataset, params, lo, hi)
     ratings = dataset.ratings
     if stars != ALL_RATINGS and params.mentions_technician is None and params.mentions_service is None:
         spans = [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
@@ -271,7 +472,31 @@ def _sources(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> list[_
     return sources
 
 
-def _text_source(dataset: Dataset, needle: str, lo: int, hi: int, smallest_other: int) -> _Source:
+def _plain_sources(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> list[_Source]:
+    """The platform filter (an index), has_text and has_reply (a test per review: seldom selective)."""
+    sources = []
+    if params.source is not None:
+        name, names = params.source, dataset.sources
+        span = _windowed(dataset.positions_by_source.get(name, []), lo, hi)
+        sources.append(_Source(len(span), iter(span), lambda pos: names[pos] == name))
+    flags = []
+    if params.has_text is not None:
+        flags.append(lambda pos, want=params.has_text, texted=dataset.texted: bool(texted[pos]) == want)
+    if params.has_reply is not None:
+        flags.append(lambda pos, want=params.has_reply, replied=dataset.replied: bool(replied[pos]) == want)
+    for passes in flags:
+        sources.append(_Source(hi - lo + 1, filter(passes, range(lo, hi)), passes, exact=False))
+    return sources
+
+
+def _text_source(
+    dataset: Dataset,
+    needle: str,
+    lo: int,
+    hi: int,
+    smallest_other: int,
+    text_positions: Callable[[], list[int]],
+) -> _Source:
     """The text filter: a blob scan when the other filters leave many candidates, else a test per text."""
     encoded = utf8(needle)
 
@@ -280,27 +505,35 @@ def _text_source(dataset: Dataset, needle: str, lo: int, hi: int, smallest_other
 
     if smallest_other <= _BLOB_THRESHOLD:  # checking a few texts beats scanning them all
         return _Source(hi - lo + 1, (pos for pos in range(lo, hi) if contains(pos)), contains, exact=False)
-    found = [pos for pos in dataset.positions_with_text(needle) if lo <= pos < hi]
+    everywhere = text_positions()  # the blob scanned once per search, whatever the groups and windows
+    found = everywhere[bisect.bisect_left(everywhere, lo) : bisect.bisect_left(everywhere, hi)]
     return _Source(len(found), found, contains)
 
 
-def run_search(dataset: Dataset, args: Mapping[str, Any]) -> tuple[int, list[int]]:
+def run_search(dataset: Dataset, args: Mapping[str, Any]) -> SearchPage:
     """Validate JSON-typed arguments and search: the single path for HTTP and MCP."""
     return find_reviews(dataset, validate_search_args(args))
 
 
-def search_result(dataset: Dataset, matched: int, positions: Sequence[int]) -> dict[str, Any]:
+def search_result(dataset: Dataset, page: SearchPage) -> dict[str, Any]:
     return {
-        "matched": matched,
-        "returned": len(positions),
-        "reviews": [dataset.reviews[p] for p in positions],
+        "matched": page.matched,
+        "returned": len(page.positions),
+        "reviews": [dataset.reviews[p] for p in page.positions],
+        "next_cursor": page.next_cursor,
     }
 
 
-def search_result_json(dataset: Dataset, matched: int, positions: Sequence[int]) -> bytes:
+def search_result_json(dataset: Dataset, page: SearchPage) -> bytes:
     """The same document as `search_result`, assembled from pre-encoded reviews."""
-    reviews = dataset.reviews_json_at(positions)
-    return b'{"matched":%d,"returned":%d,"reviews":[%s]}' % (matched, len(positions), reviews)
+    reviews = dataset.reviews_json_at(page.positions)
+    cursor = b"null" if page.next_cursor is None else b'"%s"' % page.next_cursor.encode()
+    return b'{"matched":%d,"returned":%d,"reviews":[%s],"next_cursor":%s}' % (
+        page.matched,
+        len(page.positions),
+        reviews,
+        cursor,
+    )
 
 
 # The one date rule, search's `since`: for the since path, MCP's date arguments and the OpenAPI document too.
@@ -322,10 +555,61 @@ def validate_date(name: str, value: str) -> str:
     raise InvalidParams([invalid_date(name, value)])
 
 
-def since_result_json(dataset: Dataset, since: str) -> bytes:
+SINCE_PARAMS_VALIDATOR = SchemaValidator(SCHEMAS["since-params.schema.json"])
+
+
+@dataclass(frozen=True)
+class SincePage:
+    """The reviews since a date that one answer holds: positions [start, stop), newest first."""
+
+    since: str
+    count: int  # every review since the date
+    start: int
+    stop: int
+    paged: bool  # asked with limit or cursor: the answer says returned and next_cursor
+    next_cursor: str | None = None
+
+
+def since_after(since: str, args: Mapping[str, Any]) -> CursorKey | None:
+    """The cursor of a since request, decoded; InvalidParams if it is not one issued for this date."""
+    if "cursor" not in args:
+        return None
+    after = decode_cursor(args["cursor"], filters_digest({"since": since}))
+    if isinstance(after, dict):
+        raise InvalidParams([after])
+    return after
+
+
+def validate_since_args(since: str, args: Mapping[str, Any]) -> tuple[int | None, CursorKey | None]:
+    """GET /api/reviews/since/{date}'s paging parameters: (limit or None for all, the cursor's key)."""
+    issues = SINCE_PARAMS_VALIDATOR.issues(args)
+    if issues:
+        raise InvalidParams(issues)
+    return args.get("limit"), since_after(since, args)
+
+
+def since_page(dataset: Dataset, since: str, limit: int | None, after: CursorKey | None) -> SincePage:
+    """Every review since `since` (limit None, no cursor), or the `limit` after the cursor's review.
+
+    The cursor is the one a search with only `since` issues: the reviews since a date are one search."""
     lo, hi = dataset.window(since, None)
-    return b'{"since":"%s","count":%d,"reviews":[%s]}' % (
-        since.encode(),
-        hi - lo,
-        dataset.reviews_json_range(lo, hi),
+    start = lo if after is None else max(lo, dataset.key_bounds(after.date, after.id)[1])
+    stop = max(start, hi if limit is None else min(hi, start + limit))
+    more = start < stop < hi
+    cursor = cursor_after(dataset, filters_digest({"since": since}), stop - 1) if more else None
+    return SincePage(since, hi - lo, start, stop, limit is not None or after is not None, cursor)
+
+
+def since_result_json(dataset: Dataset, page: SincePage) -> bytes:
+    """The since answer: `{since, count, reviews}`, and for a paged one `returned` and `next_cursor` too."""
+    reviews = dataset.reviews_json_range(page.start, page.stop)
+    if not page.paged:
+        return b'{"since":"%s","count":%d,"reviews":[%s]}' % (page.since.encode(), page.count, reviews)
+    cursor = b"null" if page.next_cursor is None else b'"%s"' % page.next_cursor.encode()
+    return b'{"since":"%s","count":%d,"returned":%d,"reviews":[%s],"next_cursor":%s}' % (
+        page.since.encode(),
+        page.count,
+        page.stop - page.start,
+        reviews,
+        cursor,
     )

@@ -384,6 +384,7 @@ def test_search_by_service_label_or_id(client: Client, app) -> None:
     service = next(iter(app.store.current.dataset.services.values()))
     by_id = client.get(f"/api/reviews/search?mentions_service={service['id']}").get_json()
     by_label = client.get(f"/api/reviews/search?mentions_service={service['label'].lower()}").get_json()
+    assert by_id.pop("next_cursor") != by_label.pop("next_cursor")  # a cursor is tied to the filters as sent
     assert by_id == by_label and by_id["matched"] == service["mention_count"] > 0
 
 
@@ -395,6 +396,7 @@ def test_search_query_is_case_insensitive_substring(client: Client, app) -> None
         "matched": 0,
         "returned": 0,
         "reviews": [],
+        "next_cursor": None,
     }
 
 
@@ -404,6 +406,48 @@ def test_since_lists_reviews_on_or_after_the_date(client: Client, app, openapi: 
     expected = [r["id"] for r in app.store.current.dataset.reviews if r["date"] >= "2025-06-01"]
     assert body["since"] == "2025-06-01" and body["count"] == len(expected)
     assert [r["id"] for r in body["reviews"]] == expected
+
+
+def test_since_pages_with_limit_and_cursor(client: Client, app, openapi: dict) -> None:
+    """Opt-in paging: the pages put together are the unpaged answer; a cursor of another date is a 400."""
+    whole = client.get("/api/reviews/since/2025-06-01").get_json()
+    seen, url = [], "/api/reviews/since/2025-06-01?limit=7"
+    while url:
+        response = client.get(url)
+        assert response.status_code == 200 and response.headers["ETag"]
+        page = response.get_json()
+        assert_valid(openapi, "SinceResult", page)
+        assert page["count"] == whole["count"] and page["returned"] == len(page["reviews"]) <= 7
+        seen += page["reviews"]
+        url = page["next_cursor"] and f"/api/reviews/since/2025-06-01?limit=7&cursor={page['next_cursor']}"
+    assert seen == whole["reviews"] and len(seen) > 7
+    cursor = client.get("/api/reviews/since/2025-06-01?limit=1").get_json()["next_cursor"]
+    refused = client.get(f"/api/reviews/since/2025-07-01?cursor={cursor}")
+    assert refused.status_code == 400
+    assert [i["code"] for i in refused.get_json()["issues"]] == ["cursor_mismatch"]
+    bad = client.get("/api/reviews/since/2025-06-01?limit=0&page=2")
+    assert [(i["path"][0], i["code"]) for i in bad.get_json()["issues"]] == [
+        ("page", "unknown_parameter"),
+        ("limit", "minimum"),
+    ]
+
+
+def test_search_sorts_filters_and_pages(client: Client, app, openapi: dict) -> None:
+    reviews = app.store.current.dataset.reviews
+    expected = sorted(
+        (r for r in reviews if r["source"] == "google" and r["text"] and r["owner_reply"] is None),
+        key=lambda r: (r["date"], r["id"]),
+        reverse=True,
+    )
+    expected.sort(key=lambda r: r["rating"])  # lowest first, newest first within a rating
+    query = "source=google&has_text=true&has_reply=false&sort=lowest&limit=3"
+    seen, url = [], f"/api/reviews/search?{query}"
+    while url:
+        page = client.get(url).get_json()
+        assert_valid(openapi, "SearchResult", page)
+        seen += page["reviews"]
+        url = page["next_cursor"] and f"/api/reviews/search?{query}&cursor={page['next_cursor']}"
+    assert [r["id"] for r in seen] == [r["id"] for r in expected] and len(seen) > 3
 
 
 def test_since_in_the_future_is_empty(client: Client) -> None:

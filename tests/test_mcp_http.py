@@ -523,7 +523,7 @@ def test_internal_error_over_http(client, session, mcp_app, monkeypatch):
 
 def test_tools_list_over_http(client, session):
     tools = rpc(client, session, "tools/list").get_json()["result"]["tools"]
-    assert len(tools) == 9 and all(t["annotations"]["readOnlyHint"] for t in tools)
+    assert len(tools) == 11 and all(t["annotations"]["readOnlyHint"] for t in tools)
 
 
 def test_resources_over_http(client, session, mcp_app):
@@ -572,7 +572,12 @@ def test_get_reviews_since_equals_the_since_endpoint(client, session):
     result = tool(client, session, "get_reviews_since", {"since": "2025-12-01", "limit": 500})[
         "structuredContent"
     ]
-    assert result == {**http, "returned": http["count"]}
+    assert result == {**http, "returned": http["count"], "next_cursor": None}
+    paged = client.get("/api/reviews/since/2025-12-01?limit=2").get_json()
+    first = tool(client, session, "get_reviews_since", {"since": "2025-12-01", "limit": 2})[
+        "structuredContent"
+    ]
+    assert first == paged and paged["next_cursor"]  # the same page, the same cursor
 
 
 # --------------------------------------------------------------------------- reloads and threads

@@ -166,6 +166,8 @@ def test_every_tool_answers_as_in_a_session(server):
         "get_technician": {"name": "Patel"},
         "get_service": {"service": "massage therapy"},
         "search_reviews": {"rating": 5},
+        "search": {"query": "5 stars"},
+        "fetch": {"id": review_id},
     }
     for name in TOOL_NAMES:
         params = {"name": name, "arguments": arguments.get(name, {})}

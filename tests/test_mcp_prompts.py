@@ -296,8 +296,12 @@ def test_decode_header(raw, decoded):
 def test_modern_result_splices_pre_encoded_results():
     from reviewsd_app.mcp_rpc import EncodedJson
 
-    spliced = mcp_http.modern_result("tools/call", EncodedJson(b'{"isError":false}'))
-    assert json.loads(spliced) == {"resultType": "complete", "_meta": mcp_http.SERVER_META, "isError": False}
-    assert json.loads(mcp_http.modern_result("x", EncodedJson(b"{}")))["resultType"] == "complete"
-    listed = mcp_http.modern_result("tools/list", {"tools": []})
+    info = {"name": "reviewsd", "title": "Caf\u00e9: reviews", "version": "1"}
+    info_json = json.dumps(info).encode()
+    spliced = mcp_http.modern_result("tools/call", EncodedJson(b'{"isError":false}'), info, info_json)
+    meta = {"io.modelcontextprotocol/serverInfo": info}
+    assert json.loads(spliced) == {"resultType": "complete", "_meta": meta, "isError": False}
+    assert json.loads(mcp_http.modern_result("x", EncodedJson(b"{}"), info, info_json))["_meta"] == meta
+    listed = mcp_http.modern_result("tools/list", {"tools": []}, info, info_json)
+    assert listed["_meta"] == meta
     assert listed["ttlMs"] == mcp_http.STATIC_TTL_MS and listed["cacheScope"] == "public"

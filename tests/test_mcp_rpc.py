@@ -17,10 +17,13 @@ from referencing.exceptions import Unresolvable
 
 from reviewsd_app import mcp_rpc, reviewsd
 from reviewsd_app.mcp_rpc import ErrorCode, Session, SessionStore
-from reviewsd_app.mcpserver import protocol
+from reviewsd_app.mcpserver import card, protocol
 from reviewsd_app.mcpserver import tools as mcp_tools
 from reviewsd_app.reviews.dataset import SCHEMAS, fold_name, validator
 from reviewsd_app.reviews.search import run_search, search_result
+
+ICON_SRC = card.ICONS[0]["src"]
+assert ICON_SRC.startswith("data:image/svg+xml;base64,")
 
 BASE = "https://reviews.example.com"
 TOOL_NAMES = [
@@ -33,6 +36,8 @@ TOOL_NAMES = [
     "get_service",
     "get_rating_trend",
     "get_insights_summary",
+    "search",
+    "fetch",
 ]
 
 SPECS = [
@@ -296,7 +301,7 @@ def test_unknown_tool_error_names_the_tools(server, session):
 
 
 def test_internal_error_is_logged_not_leaked(server, session, monkeypatch, caplog):
-    def explode(dataset, args):
+    def explode(dataset, args, base_url):
         raise RuntimeError("secret detail /etc/passwd")
 
     broken = replace(mcp_tools.TOOLS["get_business"], run=explode)
@@ -371,10 +376,17 @@ def test_initialize_negotiates_the_version(server, requested, answered):
         "prompts": {"listChanged": False},
         "completions": {},
     }
+    rich = {  # Implementation's description, websiteUrl and icons: 2025-11-25 on
+        "description": "Verified customer reviews of Test Clinic & Spine (chiropractor) and their analysis: "
+        "search, sentiment by aspect, practitioners and services, rating trend. Read-only.",
+        "websiteUrl": server.store.current.dataset.business["url"],
+        "icons": [{"src": ICON_SRC, "mimeType": "image/svg+xml", "sizes": ["any"]}],
+    }
     assert result["serverInfo"] == {
         "name": "reviewsd",
-        "title": result["serverInfo"]["title"],
+        "title": "Test Clinic & Spine: reviews and insights (read-only)",
         "version": "1.0.0",
+        **(rich if answered == "2025-11-25" else {}),
     }
     assert "Test Clinic & Spine" in result["instructions"] and len(result["instructions"]) < 600
 
@@ -441,7 +453,7 @@ def test_tools_list(server, session):
 
 
 def test_search_reviews_input_schema_is_the_search_parameter_schema(server):
-    schema = mcp_tools.TOOLS["search_reviews"].definition()["inputSchema"]
+    schema = mcp_tools.TOOLS["search_reviews"].input_schema
     expected = {k: v for k, v in SCHEMAS["search-params.schema.json"].items() if k not in ("$id", "$schema")}
     assert schema == expected
 
@@ -491,6 +503,9 @@ def valid_calls(mcp_app) -> list[tuple[str, dict]]:
         ("get_rating_trend", {}),
         ("get_rating_trend", {"months": 2}),
         ("get_insights_summary", {}),
+        ("search", {"query": "1-star reviews about Patel"}),
+        ("search", {"query": ""}),
+        ("fetch", {"id": ids[1]}),
     ]
 
 
@@ -499,8 +514,21 @@ def test_every_tool_result_matches_its_output_schema(server, session, mcp_app):
         result = tool_result(server, session, name, arguments)
         assert result["isError"] is False, (name, result)
         structured = result["structuredContent"]
-        assert result["content"] == [{"type": "text", "text": result["content"][0]["text"]}]
-        assert json.loads(result["content"][0]["text"]) == structured
+        text, *links = result["content"]
+        assert text == {"type": "text", "text": text["text"]} and json.loads(text["text"]) == structured
+        listed = [r["id"] for r in structured.get("reviews", structured.get("results", []))]
+        listed += [structured["review"]["id"]] if "review" in structured else []
+        listed += [structured["id"]] if name == "fetch" else []
+        base = mcp_app.config.public_base_url
+        assert links == [  # a resource link to each review listed (2025-06-18 on)
+            {
+                "type": "resource_link",
+                "uri": f"{base}/api/reviews/{i}",
+                "name": i,
+                "mimeType": "application/json",
+            }
+            for i in listed
+        ]
         schema = mcp_tools.TOOLS[name].output_schema
         errors = list(
             Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER).iter_errors(
@@ -550,7 +578,7 @@ def test_missing_and_null_arguments_mean_none(server, session):
 def test_search_reviews_runs_the_search(server, session, mcp_app, arguments):
     dataset = mcp_app.store.current.dataset
     assert tool_result(server, session, "search_reviews", arguments)["structuredContent"] == search_result(
-        dataset, *run_search(dataset, arguments)
+        dataset, run_search(dataset, arguments)
     )
 
 
@@ -672,15 +700,25 @@ def test_search_result_bytes_equal_the_dict_built_result(server, session, mcp_ap
     if "since" in arguments and "until" in arguments and arguments["since"] > arguments["until"]:
         assert json.loads(wire)["result"]["isError"] is True
         return
-    structured = search_result(dataset, *run_search(dataset, arguments))
+    structured = search_result(dataset, run_search(dataset, arguments))
     response = json.loads(wire)
     text = response["result"]["content"][0]["text"]
     assert json.loads(text) == structured
+    base = mcp_app.config.public_base_url
+    links = [
+        {
+            "type": "resource_link",
+            "uri": f"{base}/api/reviews/{r['id']}",
+            "name": r["id"],
+            "mimeType": "application/json",
+        }
+        for r in structured["reviews"]
+    ]
     assert response == {
         "jsonrpc": "2.0",
         "id": request_id,
         "result": {
-            "content": [{"type": "text", "text": text}],
+            "content": [{"type": "text", "text": text}, *links],
             "structuredContent": structured,
             "isError": False,
         },
@@ -766,12 +804,12 @@ def test_with_reviews_appends_the_encoded_reviews(fields, reviews, expected):
         (
             "get_technician",
             {"name": "Dr. Who"},
-            ["Unknown technician 'Dr. Who'", "Dr. Maya Patel (id dr-maya-patel", "Liam O'Connor"],
+            ["Unknown practitioner 'Dr. Who'", "Dr. Maya Patel (id dr-maya-patel", "Liam O'Connor"],
         ),
         (
             "get_technician",
             {"name": "dr"},
-            ["matches several technicians", "Dr. Maya Patel", "Dr. Sofía Ramírez"],
+            ["matches several practitioners", "Dr. Maya Patel", "Dr. Sofía Ramírez"],
         ),
         ("get_technician", {"name": ""}, ["name must not be empty"]),
         (
@@ -870,7 +908,7 @@ def test_a_bundled_file_validates_like_the_original(mcp_app):
         format_checker=Draft202012Validator.FORMAT_CHECKER,
     )
     original = validator("search-result.schema.json")
-    good = search_result(dataset, *run_search(dataset, {}))
+    good = search_result(dataset, run_search(dataset, {}))
     bad = {**good, "reviews": [{**good["reviews"][0], "rating": 7}]}
     for document, valid in ((good, True), (bad, False), ({**good, "extra": 1}, False)):
         assert bundled.is_valid(document) is valid is original.is_valid(document)

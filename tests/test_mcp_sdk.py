@@ -5,6 +5,7 @@ The server is `python reviewsd.py` (conftest's `live_server_factory`).
 
 from __future__ import annotations
 
+import json
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,8 @@ def arguments_for(review_id: str) -> dict[str, dict]:
         "get_service": {"service": "massage therapy"},
         "get_rating_trend": {"months": 1},
         "get_insights_summary": {},
+        "search": {"query": "5-star reviews of Patel"},
+        "fetch": {"id": review_id},
     }
 
 
@@ -220,3 +223,47 @@ def test_high_level_client_in_each_mode(base_url, mode, version):
         assert not sessions and all(method == "POST" and mcp_method for method, _, mcp_method in seen)
     else:
         assert len(sessions) == 1
+
+
+def test_search_fetch_and_paging_with_the_official_client(base_url):
+    """ChatGPT's search and fetch (each url answers 200), and search_reviews paged to the end in every sort:
+    every review once, in the sort's order."""
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {"pages": {}}
+        async with mcp.Client(streamable_http_client(base_url + "/mcp")) as client:
+            found = (await client.call_tool("search", {"query": "google reviews"})).structured_content
+            out["found"] = found["results"]
+            out["fetched"] = [
+                (await client.call_tool("fetch", {"id": r["id"]})).structured_content
+                for r in found["results"]
+            ]
+            for sort in ("newest", "oldest", "highest", "lowest"):
+                arguments, seen = {"sort": sort, "limit": 7}, []
+                while True:
+                    page = (await client.call_tool("search_reviews", arguments)).structured_content
+                    seen += page["reviews"]
+                    if page["next_cursor"] is None:
+                        break
+                    arguments["cursor"] = page["next_cursor"]
+                out["pages"][sort] = seen
+        return out
+
+    out = run(main)
+    with urllib.request.urlopen(base_url + "/reviews.json", timeout=10) as response:
+        reviews = json.loads(response.read())["reviews"]
+    newest = sorted(reviews, key=lambda r: (r["date"], r["id"]), reverse=True)
+    expected = {
+        "newest": newest,
+        "oldest": newest[::-1],
+        "highest": sorted(newest, key=lambda r: -r["rating"]),
+        "lowest": sorted(newest, key=lambda r: r["rating"]),
+    }
+    for sort, seen in out["pages"].items():
+        assert [r["id"] for r in seen] == [r["id"] for r in expected[sort]], sort
+    assert out["found"] and len(out["fetched"]) == len(out["found"])
+    for result, fetched in zip(out["found"], out["fetched"]):
+        assert fetched["id"] == result["id"] and fetched["url"] == result["url"]
+        assert fetched["metadata"]["source"] == "google"
+        with urllib.request.urlopen(result["url"], timeout=10) as response:  # the url answers 200
+            assert response.status == 200 and json.loads(response.read())["id"] == result["id"]

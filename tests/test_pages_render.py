@@ -205,7 +205,7 @@ def test_the_form_shows_the_query_and_takes_new_fields_in_one_line(docs):
         [],
         {"rating": "5", "query": '"><script>x', "limit": "37", "sort": "oldest"},
         matched=0,
-        fields=pages.SEARCH_FIELDS + pages.FORTHCOMING_FIELDS,
+        fields=pages.SEARCH_FIELDS,
     )
     root = parse(pages.render_reviews(reviews, page, SITE))
     inputs = {n.attrs["name"]: n for n in root.iter("input")}
@@ -216,7 +216,7 @@ def test_the_form_shows_the_query_and_takes_new_fields_in_one_line(docs):
     }
     assert selected == {"rating": "5", "sort": "oldest", "min_rating": "", "has_text": "", "has_reply": ""}
     labels = {n.attrs["for"] for n in root.iter("label")}
-    assert labels == {f"f-{spec.name}" for spec in pages.SEARCH_FIELDS + pages.FORTHCOMING_FIELDS}
+    assert labels == {f"f-{spec.name}" for spec in pages.SEARCH_FIELDS}
     assert "No review matches" in root.text()
 
 

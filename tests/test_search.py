@@ -9,13 +9,14 @@ from datetime import date, timedelta
 
 import pytest
 from factories import SERVICES, TECHNICIANS, Spec, make_docs
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from reviewsd_app.reviews import search as search_module
 from reviewsd_app.reviews.dataset import Dataset, fold_name
 from reviewsd_app.reviews.search import (
     InvalidParams,
+    SearchPage,
     SearchParams,
     decode_query_args,
     find_reviews,
@@ -30,6 +31,12 @@ from reviewsd_app.reviews.search import (
 
 def reference_search(reviews_doc: dict, insights_doc: dict, params: SearchParams) -> tuple[int, list[str]]:
     """The obvious implementation: filter every review, sort, cut."""
+    ordered = reference_order(reviews_doc, insights_doc, params)
+    return len(ordered), ordered[: params.limit]
+
+
+def reference_order(reviews_doc: dict, insights_doc: dict, params: SearchParams) -> list[str]:
+    """Every matching review's id, in the order `params.sort` names."""
     techs = insights_doc["entities"]["technicians"]
     services = insights_doc["entities"]["services"]
 
@@ -74,12 +81,22 @@ def reference_search(reviews_doc: dict, insights_doc: dict, params: SearchParams
         if params.mentions_service is not None:
             if entity(params.mentions_service, services, ("id", "label")) not in mentions["services"]:
                 return False
+        if params.source is not None and review["source"] != params.source:
+            return False
+        if params.has_text is not None and (review["text"] is not None) != params.has_text:
+            return False
+        if params.has_reply is not None and (review["owner_reply"] is not None) != params.has_reply:
+            return False
         return True
 
     matching = sorted(
         (r for r in reviews_doc["reviews"] if keep(r)), key=lambda r: (r["date"], r["id"]), reverse=True
     )
-    return len(matching), [r["id"] for r in matching[: params.limit]]
+    if params.sort == "oldest":
+        matching.reverse()
+    elif params.sort in ("highest", "lowest"):  # newest first within a rating (sorted is stable)
+        matching.sort(key=lambda r: r["rating"], reverse=params.sort == "highest")
+    return [r["id"] for r in matching]
 
 
 def dataset_of(specs: list[Spec]) -> tuple[Dataset, dict, dict]:
@@ -112,6 +129,7 @@ texts = st.one_of(
 )
 tech_ids = [t["id"] for t in TECHNICIANS]
 service_ids = [s["id"] for s in SERVICES]
+SOURCES = ["google", "yelp", "facebook"]
 specs = st.builds(
     Spec,
     rating=st.integers(1, 5),
@@ -119,6 +137,8 @@ specs = st.builds(
     text=texts,
     technicians=st.lists(st.sampled_from(tech_ids), max_size=2, unique=True),
     services=st.lists(st.sampled_from(service_ids), max_size=2, unique=True),
+    reply=st.booleans(),
+    extra=st.sampled_from(SOURCES).map(lambda source: {"source": source}),
 )
 technician_names = st.sampled_from(
     tech_ids
@@ -146,6 +166,10 @@ params = st.builds(
     query=st.none() | st.sampled_from(WORDS) | st.text(min_size=1, max_size=3),
     mentions_technician=st.none() | technician_names,
     mentions_service=st.none() | service_names,
+    source=st.none() | st.sampled_from([*SOURCES, "healthgrades"]),
+    has_text=st.none() | st.booleans(),
+    has_reply=st.none() | st.booleans(),
+    sort=st.sampled_from(["newest", "oldest", "highest", "lowest"]),
     limit=st.integers(1, 100),
 )
 
@@ -197,7 +221,8 @@ def test_indexed_search_equals_reference(
     dataset, reviews_doc, insights_doc = dataset_of(specs)
     saved, search_module._BLOB_THRESHOLD = search_module._BLOB_THRESHOLD, blob_threshold
     try:
-        matched, positions = find_reviews(dataset, params)
+        page = find_reviews(dataset, params)
+        matched, positions = page.matched, page.positions
     finally:
         search_module._BLOB_THRESHOLD = saved
     expected_matched, expected_ids = reference_search(reviews_doc, insights_doc, params)
@@ -218,7 +243,8 @@ def test_text_search_uses_the_blob_for_large_candidate_sets() -> None:
     ]
     dataset, reviews_doc, insights_doc = dataset_of(specs)
     p = SearchParams(query="BACK PAIN", mentions_technician="Dr. Maya Patel", limit=100)
-    matched, positions = find_reviews(dataset, p)
+    page = find_reviews(dataset, p)
+    matched, positions = page.matched, page.positions
     assert (matched, [dataset.reviews[i]["id"] for i in positions]) == reference_search(
         reviews_doc, insights_doc, p
     )
@@ -240,11 +266,9 @@ def test_a_window_span_reads_what_a_filter_would_keep(positions: list[int], lo: 
 
 def test_search_json_is_the_search_result_encoded() -> None:
     dataset, *_ = dataset_of([Spec(rating=r, text=f"t{r} ✓ <&>") for r in (1, 5, 5, 3)])
-    matched, positions = run_search(dataset, {"min_rating": 3, "limit": 2})
-    assert json.loads(search_result_json(dataset, matched, positions)) == search_result(
-        dataset, matched, positions
-    )
-    assert (matched, len(positions)) == (3, 2)
+    page = run_search(dataset, {"min_rating": 3, "limit": 2})
+    assert json.loads(search_result_json(dataset, page)) == search_result(dataset, page)
+    assert (page.matched, len(page.positions), page.next_cursor is not None) == (3, 2, True)
 
 
 @settings(max_examples=150, deadline=None)
@@ -254,9 +278,8 @@ def test_search_json_is_the_result_for_any_positions(positions: list[int], match
     dataset, *_ = dataset_of(
         [Spec(rating=r % 5 + 1, date=f"2025-01-0{r + 1}", text=f"t{r} ✓ <&>") for r in range(8)]
     )
-    assert json.loads(search_result_json(dataset, matched, positions)) == search_result(
-        dataset, matched, positions
-    )
+    page = SearchPage(matched, positions, None if matched % 2 else f"c{matched}")
+    assert json.loads(search_result_json(dataset, page)) == search_result(dataset, page)
 
 
 def test_a_window_without_other_filters_is_the_window() -> None:
@@ -266,7 +289,8 @@ def test_a_window_without_other_filters_is_the_window() -> None:
         ({"min_rating": 1, "limit": 50}, (12, list(range(12)))),
         ({"since": "2025-02-01"}, (0, [])),
     ):
-        assert run_search(dataset, args) == expected
+        page = run_search(dataset, args)
+        assert (page.matched, page.positions) == expected
 
 
 # ---------------------------------------------------------------- validation
@@ -385,7 +409,8 @@ def test_any_query_string_validates_or_gives_issues(query: dict) -> None:
     """Never an exception other than InvalidParams, and every accepted value is usable."""
     dataset, *_ = dataset_of([Spec(), Spec(rating=1, date="2024-01-02", text=None)])
     try:
-        matched, positions = run_search(dataset, decode_query_args(query))
+        page = run_search(dataset, decode_query_args(query))
+        matched, positions = page.matched, page.positions
     except InvalidParams as exc:
         assert exc.issues and all(i["code"] and i["message"] for i in exc.issues)
     else:
@@ -394,7 +419,7 @@ def test_any_query_string_validates_or_gives_issues(query: dict) -> None:
 
 def test_min_rating_fraction_rounds_up() -> None:
     dataset, *_ = dataset_of([Spec(rating=r) for r in (3, 4, 5)])
-    matched, _ = find_reviews(dataset, SearchParams(min_rating=3.01))
+    matched = find_reviews(dataset, SearchParams(min_rating=3.01)).matched
     assert matched == 2 and math.ceil(3.01) == 4
 
 
@@ -402,3 +427,78 @@ def test_min_rating_fraction_rounds_up() -> None:
 def test_the_ascii_shortcut_of_fold_name_folds_as_the_general_way(text: str) -> None:
     plain = "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
     assert fold_name(text) == " ".join(plain.replace("-", " ").replace("_", " ").split())
+
+
+# ---------------------------------------------------------------- sorting and paging
+
+
+def args_of(params: SearchParams) -> dict:
+    """The JSON arguments a client would send for `params`."""
+    return search_module.search_args(params)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs=st.lists(specs, max_size=40), params=params, page_size=st.integers(1, 7))
+@example(
+    specs=[Spec(rating=r, date=f"2024-01-0{d}") for r in (5, 3, 5, 1) for d in (1, 2)],
+    params=SearchParams(sort="highest"),
+    page_size=3,
+)
+def test_paging_to_the_end_sees_every_review_once_in_order(
+    specs: list[Spec], params: SearchParams, page_size: int
+) -> None:
+    """Following next_cursor from the first page gives the reference's order: nothing twice or missed."""
+    assume(params.since is None or params.until is None or params.since <= params.until)  # else a 400
+    dataset, reviews_doc, insights_doc = dataset_of(specs)
+    expected = reference_order(reviews_doc, insights_doc, params)
+    args = {**args_of(params), "limit": page_size}
+    seen: list[str] = []
+    for _ in range(len(expected) + 2):
+        page = run_search(dataset, args)
+        assert page.matched == len(expected)
+        seen += [dataset.ids[p] for p in page.positions]
+        if page.next_cursor is None:
+            break
+        assert len(page.positions) == page_size  # only a full page has a next one
+        args = {**args, "cursor": page.next_cursor}
+    assert seen == expected
+
+
+def test_a_cursor_goes_on_across_a_reload_without_repeating() -> None:
+    """The cursor holds the last review's sort key: reviews added since before it are not shown again,
+    nor are those already listed; those after it come next, even when the last one listed is gone."""
+    old = [Spec(rating=5, date=f"2024-01-{d:02d}", id=f"01H{d:023d}") for d in range(1, 11)]
+    dataset, *_ = dataset_of(old)
+    first = run_search(dataset, {"limit": 4})
+    assert [dataset.date_at(p) for p in first.positions] == [f"2024-01-{d:02d}" for d in (10, 9, 8, 7)]
+    newer = Spec(rating=5, date="2024-02-01", id="01H" + "9" * 23)  # before the cursor: not listed
+    kept = [spec for spec in old if spec.date != "2024-01-07"]  # the page's last review is removed
+    reloaded, *_ = dataset_of([newer, *kept])
+    second = run_search(reloaded, {"limit": 4, "cursor": first.next_cursor})
+    assert [reloaded.date_at(p) for p in second.positions] == [f"2024-01-{d:02d}" for d in (6, 5, 4, 3)]
+
+
+def test_a_cursor_for_other_filters_or_not_ours_is_refused() -> None:
+    dataset, *_ = dataset_of([Spec(rating=r) for r in (1, 2, 3, 4, 5)])
+    cursor = run_search(dataset, {"min_rating": 2, "limit": 1, "sort": "lowest"}).next_cursor
+    assert run_search(dataset, {"min_rating": 2, "limit": 3, "sort": "lowest", "cursor": cursor}).matched == 4
+    for args, code in (
+        ({"min_rating": 3, "sort": "lowest", "cursor": cursor}, "cursor_mismatch"),
+        ({"min_rating": 2, "cursor": cursor}, "cursor_mismatch"),  # another sort
+        ({"cursor": "not-a-cursor"}, "invalid_cursor"),
+        ({"cursor": cursor[:-3]}, "invalid_cursor"),
+    ):
+        with pytest.raises(InvalidParams) as exc:
+            run_search(dataset, args)
+        assert codes(exc) == [("cursor", code)]
+
+
+def test_query_strings_decode_booleans_and_the_sort() -> None:
+    assert decode_query_args({"has_text": ["true"], "has_reply": ["false"], "sort": ["oldest"]}) == {
+        "has_text": True,
+        "has_reply": False,
+        "sort": "oldest",
+    }
+    with pytest.raises(InvalidParams) as exc:
+        validate_search_args(decode_query_args({"has_text": ["yes"], "sort": ["best"]}))
+    assert codes(exc) == [("has_text", "type"), ("sort", "enum")]

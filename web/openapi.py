@@ -45,6 +45,29 @@ def _embed(node: Any, own_name: str) -> Any:
 # The search parameters are published as the parameters themselves (each with its schema from
 # this file), not as a component schema that no operation would reference as a whole.
 SEARCH_PARAMS = "search-params.schema.json"
+SINCE_PARAMS = "since-params.schema.json"
+PARAMETER_SCHEMAS = (SEARCH_PARAMS, SINCE_PARAMS)
+
+
+def _query_params(file: str) -> list[dict[str, Any]]:
+    """A parameter schema's properties as query parameters; a `$ref` to another parameter is its schema."""
+    params = []
+    for name, spec in SCHEMAS[file]["properties"].items():
+        if "$ref" in spec:
+            target, _, pointer = spec["$ref"].partition("#")
+            spec = SCHEMAS[target]
+            for part in pointer.strip("/").split("/"):
+                spec = spec[part]
+        params.append(
+            {
+                "name": name,
+                "in": "query",
+                "required": False,
+                "description": spec.get("description", ""),
+                "schema": copy.deepcopy(spec),
+            }
+        )
+    return params
 
 
 def ref(name: str, *pointer: str) -> dict[str, str]:
@@ -262,16 +285,6 @@ HUB_ANSWERS = {  # each with a plain-text body (hub.py)
 }
 
 
-SEARCH_QUERY_PARAMS = [
-    {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "description": spec.get("description", ""),
-        "schema": copy.deepcopy(spec),
-    }
-    for name, spec in SCHEMAS[SEARCH_PARAMS]["properties"].items()
-]
 REVIEW_ID_PARAM = {
     "name": "id",
     "in": "path",
@@ -338,18 +351,23 @@ def _paths() -> dict[str, Any]:
                 "searchReviews",
                 "reviews",
                 "Search reviews",
-                "Filters combine with AND; results are newest first (date, then id, descending). "
-                "The MCP tool `search_reviews` runs the same code with the same parameters.",
+                "Filters combine with AND; results are newest first (date, then id, descending) unless "
+                "`sort` says otherwise; `next_cursor` pages through them. The MCP tool `search_reviews` runs "
+                "the same code with the same parameters.",
                 {
                     "200": _json(
-                        ref("SearchResult"), "Matching reviews, newest first.", headers=SEARCH_HEADERS
+                        ref("SearchResult"),
+                        "Matching reviews, in the order asked for.",
+                        headers=SEARCH_HEADERS,
                     ),
                     "400": _error(
                         "Invalid parameters: `issues` lists every problem at once (unknown or repeated "
-                        "parameter, wrong type, out of range, impossible date, since after until)."
+                        "parameter, wrong type, out of range, impossible date, since after until, a cursor "
+                        "that is not ours (`invalid_cursor`) or was issued for other filters or another sort "
+                        "(`cursor_mismatch`))."
                     ),
                 },
-                SEARCH_QUERY_PARAMS,
+                _query_params(SEARCH_PARAMS),
             )
         },
         "/api/reviews/since/{date}": {
@@ -357,10 +375,14 @@ def _paths() -> dict[str, Any]:
                 "getReviewsSince",
                 "reviews",
                 "Reviews since a date",
-                "Every review dated on or after `date`, newest first; for incremental sync.",
+                "Every review dated on or after `date`, newest first; for incremental sync. With `limit` "
+                "or `cursor`, one page of them and the `next_cursor` of the next.",
                 {
                     **_representation(ref("SinceResult"), "Reviews dated on or after `date`, newest first."),
-                    "400": _error("`date` is not a real calendar date as YYYY-MM-DD."),
+                    "400": _error(
+                        "`date` is not a real calendar date as YYYY-MM-DD, or a paging parameter is wrong "
+                        "(unknown, out of range, a cursor not issued for this date)."
+                    ),
                 },
                 [
                     {
@@ -370,6 +392,7 @@ def _paths() -> dict[str, Any]:
                         "description": "A real calendar date, YYYY-MM-DD.",
                         "schema": DATE_SCHEMA,
                     },
+                    *_query_params(SINCE_PARAMS),
                     *CONDITIONAL_PARAMS,
                 ],
             )
@@ -410,7 +433,7 @@ def _paths() -> dict[str, Any]:
                     ),
                     "400": _json(HTML_PAGE, "The form again, each problem beside its field.", "text/html"),
                 },
-                SEARCH_QUERY_PARAMS,
+                _query_params(SEARCH_PARAMS),
             )
         },
         "/reviews/{id}": {
@@ -620,6 +643,71 @@ SERVER_REFUSALS = {
 }
 
 
+AI_CATALOG_SCHEMA = {
+    "type": "object",
+    "description": "AI Catalog (https://github.com/Agent-Card/ai-card): one entry, this server's MCP "
+    "server card.",
+    "required": ["specVersion", "host", "entries"],
+    "properties": {
+        "specVersion": {"type": "string"},
+        "host": {
+            "type": "object",
+            "required": ["displayName"],
+            "properties": {"displayName": {"type": "string"}, "documentationUrl": {"type": "string"}},
+        },
+        "entries": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["identifier", "type", "url"],
+                "properties": {
+                    "identifier": {"type": "string"},
+                    "type": {"const": "application/mcp-server-card+json"},
+                    "url": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
+DISCOVERY_HEADERS = {k: v for k, v in READ_HEADER_DOCS.items() if k != "Last-Modified"}
+
+
+def _discovery_paths() -> dict[str, Any]:
+    """The MCP server card (SEP-2127) at its two paths, and the AI Catalog listing it."""
+    card = (
+        "Who this MCP server is and how to connect, before connecting: name, version, title and "
+        "description naming the business, `remotes` (the streamable HTTP endpoint and every protocol "
+        "version it speaks), capabilities, tools, prompts and resources. Changes when the data's business "
+        "does."
+    )
+    paths = {
+        path: _read(
+            operation_id,
+            "mcp",
+            "MCP server card",
+            card,
+            ref("ServerCard"),
+            "application/mcp-server-card+json",
+            DISCOVERY_HEADERS,
+        )
+        for path, operation_id in (
+            ("/mcp/server-card", "getServerCard"),
+            ("/.well-known/mcp/server-card", "getWellKnownServerCard"),
+        )
+    }
+    paths["/.well-known/ai-catalog.json"] = _read(
+        "getAiCatalog",
+        "mcp",
+        "AI Catalog",
+        "The AI artifacts this host offers: one entry, of type `application/mcp-server-card+json`, whose url "
+        "is the server card.",
+        AI_CATALOG_SCHEMA,
+        headers=DISCOVERY_HEADERS,
+    )
+    return paths
+
+
 def build_openapi(base_url: str) -> dict[str, Any]:
     """The whole OpenAPI 3.1.0 document for a service published at `base_url`."""
     document = {
@@ -636,9 +724,11 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "servers": [{"url": base_url}],
         "security": [],  # public: no operation needs credentials
         "tags": TAGS,
-        "paths": _paths(),
+        "paths": {**_paths(), **_discovery_paths()},
         "components": {
-            "schemas": {s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f != SEARCH_PARAMS},
+            "schemas": {
+                s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f not in PARAMETER_SCHEMAS
+            },
             "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
         },
     }

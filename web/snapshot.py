@@ -14,6 +14,7 @@ from itertools import islice
 from typing import Any, Callable, Mapping, Sequence
 
 from ..config import Config
+from ..mcpserver.card import AI_CATALOG_PATH, SERVER_CARD, SERVER_CARD_PATHS, ai_catalog, server_card
 from ..pages import (
     PAGE_HEADERS,
     WIDGET_HEADERS,
@@ -24,8 +25,8 @@ from ..pages import (
     render_widget,
 )
 from ..pages.render import HOME_REVIEWS
-from ..reviews.dataset import Dataset
-from ..reviews.search import since_result_json
+from ..reviews.dataset import Dataset, encode_json
+from ..reviews.search import SincePage, since_result_json
 from . import feeds
 from .feeds import HUB_PATH, OPENAPI_PATH
 from .payloads import ATOM, FEED_JSON, JSON, LateGzip, Payload, make_payload
@@ -58,23 +59,24 @@ class Snapshot:
     dataset: Dataset
     payloads: Mapping[str, Payload]
     site: Site
-    _since: OrderedDict[str, Payload] = field(default_factory=OrderedDict)  # bounded in entries and bytes
+    _since: OrderedDict[SincePage, Payload] = field(default_factory=OrderedDict)  # bounded: entries, bytes
     _pages: OrderedDict[object, Payload] = field(default_factory=OrderedDict)  # bounded in entries
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def topic(self, path: str) -> Payload:
         return self.payloads[path]
 
-    def since(self, date: str) -> Payload:
+    def since(self, page: SincePage) -> Payload:
+        """The answer holding `page` (search.since_page: every review since a date, or one page of them)."""
         with self._lock:
-            if date in self._since:
-                self._since.move_to_end(date)
-                return self._since[date]
+            if page in self._since:
+                self._since.move_to_end(page)
+                return self._since[page]
         payload = make_payload(
-            since_result_json(self.dataset, date), JSON, self.payloads["/reviews.json"].last_modified
+            since_result_json(self.dataset, page), JSON, self.payloads["/reviews.json"].last_modified
         )
         with self._lock:
-            self._since[date] = payload
+            self._since[page] = payload
             while len(self._since) > 1 and (
                 len(self._since) > SINCE_CACHE_ENTRIES or self._since_bytes() > SINCE_CACHE_BYTES
             ):
@@ -127,6 +129,17 @@ class Snapshot:
                 payload.gzipped.compress()
 
 
+def discovery_bodies(dataset: Dataset, config: Config) -> dict[str, tuple[bytes, str, None, bool]]:
+    """The MCP server card at both its paths, and the AI Catalog listing it: what discovery reads."""
+    base = config.public_base_url
+    card = encode_json(server_card(dataset.business, base))
+    catalog = encode_json(ai_catalog(dataset.business, base, config.url(OPENAPI_PATH)))
+    return {
+        **{path: (card, SERVER_CARD, None, False) for path in SERVER_CARD_PATHS},
+        AI_CATALOG_PATH: (catalog, JSON, None, False),
+    }
+
+
 def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_later: bool = False) -> Snapshot:
     """Encode and compress every static body of this data
     version, once; the OpenAPI document's is the same for all."""
@@ -140,6 +153,7 @@ def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_late
         "/insights.json": (dataset.insights_document, JSON, insights_modified, gzip_later),
         "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified, False),
         "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified, False),
+        **discovery_bodies(dataset, config),
     }
     payloads = {
         path: make_payload(

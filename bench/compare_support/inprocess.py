@@ -88,7 +88,7 @@ def cmd_search(args: argparse.Namespace) -> dict[str, Any]:
     for name, (kind, arguments) in search_cases(data).items():
         run_search(data, arguments)  # warm
         times = timed_calls(lambda: run_search(data, arguments), args.seconds, max_calls=2000)
-        matched, _ = run_search(data, arguments)
+        matched = run_search(data, arguments).matched
         cases[name] = {
             "kind": kind,
             "arguments": arguments,

@@ -65,8 +65,8 @@ def build_server(data: ds.Dataset) -> MCPServer:
             "mentions_service": mentions_service,
             "limit": limit,
         }
-        matched, positions = search.run_search(data, {k: v for k, v in given.items() if v is not None})
-        return search.search_result(data, matched, positions)  # type: ignore[return-value]
+        page = search.run_search(data, {k: v for k, v in given.items() if v is not None})
+        return search.search_result(data, page)  # type: ignore[return-value]
 
     return server
 
