@@ -108,9 +108,9 @@ def render_digest(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> l
             f"Write a digest of the customer reviews of {business_line(dataset)} from {since} to {until} "
             f"for the owner and staff. {matched} reviews fall in this period; the newest "
             f"{min(matched, DIGEST_REVIEWS)} are attached as JSON (newest first). Give: the number of "
-            "reviews and the average rating, what customers praised most, every complaint or problem (quote briefly, "
-            "with the review date), which practitioners and services were mentioned and how, and two or "
-            "three concrete next steps. Use only the attached reviews; say so if there are none."
+            "reviews and the average rating, what customers praised most, every complaint or problem "
+            "(quote briefly, with the review date), which practitioners and services were mentioned and "
+            "how, and two or three concrete next steps. Use only the attached reviews; say so if there are none."
         ),
         user_resource(uri, search_result_json(dataset, page)),
     ]
