@@ -110,7 +110,8 @@ def render_digest(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> l
             f"{min(matched, DIGEST_REVIEWS)} are attached as JSON (newest first). Give: the number of "
             "reviews and the average rating, what customers praised most, every complaint or problem "
             "(quote briefly, with the review date), which practitioners and services were mentioned and "
-            "how, and two or three concrete next steps. Use only the attached reviews; say so if there are none."
+            "how, and two or three concrete next steps. Use only the attached reviews; say so if there "
+            "are none."
         ),
         user_resource(uri, search_result_json(dataset, page)),
     ]

@@ -599,8 +599,8 @@ TOOLS = {
             "One review by id",
             "Returns one review (author, rating, date, text, source, owner reply) and what the analysis "
             "found in it (aspects with sentiment, technicians, services, problems, service areas, topics; "
-            "null if not analysed). Use it when you have a review id from another tool, a feed or a pull quote. A "
-            "text too long for an assistant's context is cut with a marker. "
+            "null if not analysed). Use it when you have a review id from another tool, a feed or a pull "
+            "quote. A text too long for an assistant's context is cut with a marker. "
             'Example: {"id": "01HV6Z9M8Q2W3E4R5T6Y7U8I9O"}.',
             _object_schema(
                 {
