@@ -70,6 +70,18 @@ def _query_params(file: str) -> list[dict[str, Any]]:
     return params
 
 
+def _form_params(file: str) -> list[dict[str, Any]]:
+    """The query parameters as a page's form sends them: a field left blank comes as an empty value, "any"."""
+    return [
+        {
+            **param,
+            "description": param["description"] + " Empty (a field left blank): any.",
+            "schema": {"anyOf": [param["schema"], {"const": ""}]},
+        }
+        for param in _query_params(file)
+    ]
+
+
 def ref(name: str, *pointer: str) -> dict[str, str]:
     return {"$ref": "/".join(["#/components/schemas", name, *pointer])}
 
@@ -433,7 +445,7 @@ def _paths() -> dict[str, Any]:
                     ),
                     "400": _json(HTML_PAGE, "The form again, each problem beside its field.", "text/html"),
                 },
-                _query_params(SEARCH_PARAMS),
+                _form_params(SEARCH_PARAMS),
             )
         },
         "/reviews/{id}": {
