@@ -2,8 +2,8 @@
 tests/ts-client/package-lock.json) against a real server on 127.0.0.1: search and fetch, paging to the
 end in every sort and through get_reviews_since, results within 50,000 characters.
 
-.ci/run installs the client with `npm ci --prefix tests/ts-client`; without Node.js, npm or that install
-the test fails and says which is missing.
+The first run installs the client with `npm ci --prefix tests/ts-client` (the npm registry, like pip's
+for the Python packages); without Node.js or npm, or when that install fails, the test fails and says why.
 """
 
 from __future__ import annotations
@@ -27,10 +27,17 @@ def node_client() -> list[str]:
             "Node.js (node) is not on PATH: install Node.js 18 or later (Debian: apt-get install nodejs npm)"
         )
     if not (CLIENT / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
-        pytest.fail(
-            "the TypeScript SDK is not installed: run "
-            f"`npm ci --prefix {CLIENT.relative_to(ROOT)}` (.ci/run does)"
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.fail("npm is not on PATH: install it with Node.js (Debian: apt-get install nodejs npm)")
+        install = subprocess.run(
+            [npm, "ci", "--prefix", str(CLIENT), "--no-audit", "--no-fund"],
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
+        if install.returncode != 0:
+            pytest.fail(f"`npm ci --prefix {CLIENT.relative_to(ROOT)}` failed:\n{install.stderr[-2000:]}")
     return [node, str(CLIENT / "client.mjs")]
 
 
