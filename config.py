@@ -6,6 +6,7 @@ Light on purpose: no third-party imports.
 from __future__ import annotations
 
 import argparse
+import functools
 import ipaddress
 import os
 import sys
@@ -66,6 +67,16 @@ class Config:
     )
     send_buffer: int = option(  # see server.Server: bounded, a large body stays in the CPU cache on loopback
         256 * 1024, "socket send buffer per client connection, in bytes (0: the kernel sizes it)", 0, 1 << 30
+    )
+    output_budget: int = option(  # see server.Server: shared precomputed bodies do not count
+        64 << 20,
+        "bytes of responses made per request that slow clients may leave unread, in all; past it, new "
+        "requests wait until they drain (0: no budget)",
+        0,
+        1 << 40,
+    )
+    client_prefix_v6: int = option(
+        64, "IPv6 clients are counted per network of this prefix length for the per-client caps", 32, 128
     )
     max_data_file_bytes: int = option(  # the default: about 5x the reviews.json of 100,000 reviews
         256 << 20, "largest data file loaded, in bytes; a larger one is refused before it is read", 1
@@ -245,6 +256,23 @@ def is_trusted(address: str, trusted: Sequence[Network]) -> bool:
     except ValueError:
         return False
     return any(ip in network for network in trusted)  # an address is never in a network of the other version
+
+
+@functools.lru_cache(maxsize=4096)  # bounded: addresses are the clients' to choose
+def client_group(address: str, v6_prefix: int = 64) -> str:
+    """Who a connection counts against in the per-client caps: an IPv4 address, also written IPv4-mapped
+    (::ffff:a.b.c.d is that IPv4 host), or the IPv6 network of `v6_prefix` bits (one host often holds a
+    whole /64, so an address of its own per connection costs it nothing)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address  # not an IP address (a Unix socket's peer)
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        if v6_prefix < 128:
+            return str(ipaddress.IPv6Network((ip, v6_prefix), strict=False))
+    return str(ip)
 
 
 def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> str:

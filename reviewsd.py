@@ -188,7 +188,9 @@ class ReviewsApp:
             log.exception("unhandled error for %s %s", method, environ.get("PATH_INFO"))
             status, headers, body = json_error(500, "internal_error", "internal server error")
         start_response(status, headers)
-        return [b"" if method == "HEAD" else body]
+        if method == "HEAD":
+            return [b""]
+        return list(body) if type(body) is tuple else [body]  # parts are written without being joined
 
     def http_error(self, exc: HTTPException) -> Triple:
         code = exc.code or 500
@@ -426,6 +428,8 @@ def serve_main(argv: Sequence[str]) -> int:
         body_timeout=config.body_timeout,
         max_connections=config.max_connections,
         max_connections_per_client=config.max_connections_per_client,
+        output_budget=config.output_budget,
+        client_prefix_v6=config.client_prefix_v6,
         trusted_proxies=app.trusted_proxies,
         on_reload=lambda: app.store.reload(force=True),
         on_stop=on_stop,

@@ -592,6 +592,11 @@ class Dataset:
         body, offsets = self.reviews_document
         return body[offsets[lo] : offsets[hi] - 1]
 
+    def reviews_view_range(self, lo: int, hi: int) -> memoryview:
+        """reviews_json_range without the copy: a view of the shared /reviews.json body."""
+        body, offsets = self.reviews_document
+        return memoryview(body)[offsets[lo] : offsets[hi] - 1] if lo < hi else memoryview(b"")
+
     def reviews_json_at(self, positions: Sequence[int]) -> bytes:
         """The comma-separated JSON of the reviews at these positions, in this order."""
         if positions and all(b - a == 1 for a, b in zip(positions, positions[1:])):  # adjacent: one slice

@@ -320,10 +320,23 @@ def validate_date(name: str, value: str) -> str:
     raise InvalidParams([invalid_date(name, value)])
 
 
-def since_result_json(dataset: Dataset, since: str) -> bytes:
-    lo, hi = dataset.window(since, None)
-    return b'{"since":"%s","count":%d,"reviews":[%s]}' % (
-        since.encode(),
-        hi - lo,
-        dataset.reviews_json_range(lo, hi),
+def since_window(dataset: Dataset, since: str) -> tuple[int, int]:
+    """Positions [lo, hi) of the reviews on or after `since`: newest first, so lo is always 0."""
+    return dataset.window(since, None)
+
+
+def since_result_parts(
+    dataset: Dataset, since: str, count: int, start: int, stop: int
+) -> tuple[bytes, memoryview, bytes]:
+    """The since answer for the reviews at positions [start, stop) of `count` matching, as three parts:
+    a made prefix, a view of the shared /reviews.json body (no copy, whatever its size) and the suffix."""
+    return (
+        b'{"since":"%s","count":%d,"reviews":[' % (since.encode(), count),
+        dataset.reviews_view_range(start, stop),
+        b"]}",
     )
+
+
+def since_result_json(dataset: Dataset, since: str) -> bytes:
+    lo, hi = since_window(dataset, since)
+    return b"".join(since_result_parts(dataset, since, hi - lo, lo, hi))

@@ -6,23 +6,21 @@ swaps it in whole, so a request, a tool call or a hub delivery reads one version
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Mapping
 
+from werkzeug.http import http_date
+
 from ..config import Config
 from ..reviews.dataset import Dataset
-from ..reviews.search import since_result_json
+from ..reviews.search import since_result_parts, since_window
 from . import feeds
 from .feeds import HUB_PATH, OPENAPI_PATH
-from .payloads import ATOM, FEED_JSON, JSON, LateGzip, Payload, make_payload
+from .payloads import ATOM, FEED_JSON, JSON, READ_HEADERS, LateGzip, Payload, make_payload, sliced_payload
 
 FEED_LENGTH = 50
 TOPIC_PATHS = ("/feed.xml", "/api/feed.json", "/reviews.json")
-SINCE_CACHE_ENTRIES = 64
-SINCE_CACHE_BYTES = 64 << 20
 
 
 def last_modified(generated_at: str, now: datetime) -> datetime:
@@ -37,36 +35,28 @@ def link_header(config: Config, topic_path: str) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Snapshot:
-    """One version of everything served: the dataset, its precomputed responses and the since-answers last asked."""
+    """One version of everything served: the dataset and its precomputed responses."""
 
     dataset: Dataset
     payloads: Mapping[str, Payload]
-    _since: OrderedDict[str, Payload] = field(default_factory=OrderedDict)  # bounded in entries and bytes
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _since_headers: tuple[tuple[str, str], ...] = ()  # a since answer's, but its ETag and length
 
     def topic(self, path: str) -> Payload:
         return self.payloads[path]
 
     def since(self, date: str) -> Payload:
-        with self._lock:
-            if date in self._since:
-                self._since.move_to_end(date)
-                return self._since[date]
-        payload = make_payload(
-            since_result_json(self.dataset, date), JSON, self.payloads["/reviews.json"].last_modified
-        )
-        with self._lock:
-            self._since[date] = payload
-            while len(self._since) > 1 and (
-                len(self._since) > SINCE_CACHE_ENTRIES or self._since_bytes() > SINCE_CACHE_BYTES
-            ):
-                self._since.popitem(last=False)
-        return payload
+        """The since answer: a slice of the newest-first /reviews.json body, so any date costs microseconds
+        and no memory of its own (it was built and cached per date: 0.5 s and 50 MB at 100,000 reviews)."""
+        lo, hi = since_window(self.dataset, date)
+        return self.since_range(date, hi - lo, lo, hi)
 
-    def _since_bytes(self) -> int:
-        return sum(
-            len(p.identity.body) + (len(p.gzipped.body) if p.gzipped else 0) for p in self._since.values()
-        )
+    def since_range(self, date: str, count: int, start: int, stop: int) -> Payload:
+        """The since answer holding the reviews at positions [start, stop) of the `count` dated on or after
+        `date`; tagged by this data version and the range, since the date fixes the rest of the body."""
+        reviews = self.payloads["/reviews.json"]
+        etag = f'{reviews.identity.etag[:-1]}-{date}-{count}-{start}-{stop}"'
+        parts = since_result_parts(self.dataset, date, count, start, stop)
+        return sliced_payload(parts, etag, self._since_headers, reviews.last_modified)
 
     def compress_late(self) -> None:
         """Make the data files' gzip codings left for later by `gzip_later` (identity is served until then)."""
@@ -98,4 +88,10 @@ def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_late
         )
         for path, (body, ctype, modified, later) in bodies.items()
     }
-    return Snapshot(dataset, {**payloads, OPENAPI_PATH: openapi})
+    since_headers = (
+        ("Content-Type", JSON),
+        *READ_HEADERS,
+        ("Last-Modified", http_date(reviews_modified)),
+        ("Vary", "Accept-Encoding"),  # as every read answer, though a slice is always identity
+    )
+    return Snapshot(dataset, {**payloads, OPENAPI_PATH: openapi}, since_headers)
