@@ -51,6 +51,12 @@ class Config:
     mcp_allowed_origins: str = option("", "extra Origin values allowed on /mcp, comma-separated")
     mcp_max_sessions: int = option(1000, "most MCP sessions kept at once", 1)
     mcp_session_idle: float = option(1800.0, "seconds after which an idle MCP session ends", 1)
+    mcp_max_resource_bytes: int = option(
+        8 << 20,
+        "largest resource MCP resources/read returns, in bytes; a larger one is refused with a pointer to its "
+        "HTTP URL (a resource read costs several times its size while it is made)",
+        1,
+    )
     max_body: int = option(1 << 20, "largest request body accepted, in bytes", 1)
     body_timeout: float = option(  # see server.Server: the selector thread reads bodies
         30.0, "seconds a request body may take to arrive after its head (then 408 and close)", 0.1, 3600

@@ -38,6 +38,7 @@ from .mcpserver.protocol import (
     RpcError,
     RpcRequest,
     encoded,
+    encode_message,
     error_response,
     json_string,
 )
@@ -299,7 +300,7 @@ class McpServer:
             ]
         }
 
-    def read_resource(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    def read_resource(self, session: Session, params: dict[str, Any]) -> EncodedJson:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: uri must be a string")
@@ -309,12 +310,24 @@ class McpServer:
         position = snapshot.dataset.position_of.get(path.removeprefix(REVIEW_PATH))
         if path in RESOURCES:
             body = snapshot.payloads[path].identity.body
+            limit = self.config.mcp_max_resource_bytes
+            if len(body) > limit:  # as a JSON string in a message, several times its size while it is made
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"Resource too large to read over MCP ({len(body)} bytes, more than {limit}): "
+                    f"GET {uri} over HTTP instead, or use the search_reviews and get_reviews_since tools",
+                    {"uri": uri, "size": len(body), "limit": limit},
+                )
         elif position is not None:
             body = snapshot.dataset.review_json(position)
         else:  # 2026-07-28 says -32602 where the 2025 revisions said -32002
             code = ErrorCode.INVALID_PARAMS if session.modern else ErrorCode.RESOURCE_NOT_FOUND
             raise RpcError(code, "Resource not found", {"uri": uri})
-        return {"contents": [{"uri": uri, "mimeType": "application/json", "text": body.decode("utf-8")}]}
+        # Spliced as bytes, not decoded to a str and encoded again: the text is made once.
+        return EncodedJson(
+            b'{"contents":[{"uri":%s,"mimeType":"application/json","text":%s}]}'
+            % (encode_message(uri), json_string(body))
+        )
 
     def list_prompts(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         return {"prompts": self.prompt_list}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import logging
 from dataclasses import replace
@@ -818,6 +820,18 @@ def test_resources_list_and_read(server, session, mcp_app):
         body = payloads[resource["uri"][len(BASE) :]].identity.body
         assert content == {"uri": resource["uri"], "mimeType": "application/json", "text": body.decode()}
         assert resource["size"] == len(body)
+
+
+def test_a_resource_over_the_limit_is_refused_with_its_http_url(server, session, mcp_app, monkeypatch):
+    size = len(mcp_app.store.current.payloads["/reviews.json"].identity.body)
+    monkeypatch.setattr(server, "config", dataclasses.replace(server.config, mcp_max_resource_bytes=size - 1))
+    uri = f"{BASE}/reviews.json"
+    response = dispatch(
+        server, session, {"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": uri}}
+    )
+    error = response["error"]
+    assert error["code"] == -32602 and f"GET {uri} over HTTP" in error["message"]
+    assert error["data"] == {"uri": uri, "size": size, "limit": size - 1}
 
 
 def test_resource_template_reads_one_review(server, session, mcp_app):
