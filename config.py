@@ -103,6 +103,15 @@ class Config:
     hub_lease_default: int = option(86400, "lease granted when none is asked for, seconds", 1)
     hub_lease_max: int = option(30 * 86400, "longest lease granted, seconds", 1)
     hub_workers: int = option(32, "concurrent outbound hub requests", 1, 1000)
+    hub_workers_per_host: int = option(
+        4, "most concurrent outbound hub requests to one callback host", 1, 1000
+    )
+    hub_delivery_timeout: float = option(
+        10.0,
+        "seconds an outbound hub request may take in all (DNS, connect, TLS, sending, the answer)",
+        1,
+        3600,
+    )
     hub_max_subscriptions: int = option(10000, "most subscriptions in total", 0)
     hub_max_per_topic: int = option(5000, "most subscriptions per topic", 0)
     hub_max_per_host: int = option(50, "most subscriptions per callback host", 0)
