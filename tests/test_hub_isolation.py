@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlencode
 
-import pytest
 from conftest import LiveServer
 from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from test_hub_e2e import FEED, HubEnv, settled, wait_status
