@@ -14,6 +14,7 @@ import json
 import logging
 import operator
 import os
+import stat
 import threading
 import time
 import unicodedata
@@ -64,8 +65,15 @@ def read_file(data_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
     """The file's bytes, refused (rule `size`) when over `max_bytes` before anything is read."""
     path = Path(data_dir) / name
     try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
+        # O_NONBLOCK: opening a FIFO waits for a writer, forever (the reload thread, then a SIGHUP's reload
+        # on the main thread, which SIGTERM then waited behind). Only a regular file is read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as file:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise DataError([Problem(name, "$", "regular-file", f"{path} is {_file_kind(info.st_mode)}")])
+            os.set_blocking(fd, True)
+            size = info.st_size
             # Over the limit by its stat, nothing is read; a file that grew since is read one byte past it, no further.
             content = b"" if size > max_bytes else file.read(max_bytes + 1)
     except OSError as exc:
@@ -85,6 +93,12 @@ def read_file(data_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
             ]
         )
     return RawFile(name, content, hashlib.sha256(content).hexdigest())
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+    kinds += ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((kind for test, kind in kinds if test(mode)), "a special file") + ", not a regular file"
 
 
 def read_data_dir(data_dir: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[RawFile, RawFile]:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import socket
 import threading
 import time
 import tracemalloc
+import urllib.request
 from typing import Any
 
 import pytest
@@ -225,3 +228,25 @@ def test_stopping_with_parked_requests_ends_promptly() -> None:
         finally:
             reader.close()
             waiting.close()
+
+
+# -- data files that are not regular files -----------------------------------------------
+
+
+def test_a_fifo_in_place_of_a_data_file_is_refused_and_sigterm_still_stops(
+    live_server_factory: Any, sample_data_dir: Any
+) -> None:
+    server = live_server_factory("--data-dir", str(sample_data_dir), "--reload-interval", "0.05", "--no-hub")
+    reviews = sample_data_dir / "reviews.json"
+    reviews.unlink()
+    os.mkfifo(reviews)  # open() for reading waits for a writer that never comes
+
+    def health() -> dict:
+        with urllib.request.urlopen(server.url("/healthz"), timeout=WAIT) as response:
+            return json.load(response)
+
+    assert wait_until(lambda: "not a regular file" in (health()["data"]["last_reload_error"] or ""), WAIT)
+    assert "a FIFO" in health()["data"]["last_reload_error"]
+    server.signal(signal.SIGHUP)  # reloads on the main thread: it must not wait on the FIFO either
+    server.wait_for_log(lambda entry: "reload refused" in entry.get("message", ""), WAIT)
+    assert server.stop(timeout=WAIT) == 0  # SIGTERM: a clean stop
