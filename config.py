@@ -130,7 +130,8 @@ class Config:
 
     @property
     def public_base_url(self) -> str:
-        return (self.base_url or f"http://{self.host}:{self.port}").rstrip("/")
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address (RFC 3986 3.2.2)
+        return (self.base_url or f"http://{host}:{self.port}").rstrip("/")
 
     def url(self, path: str) -> str:
         return self.public_base_url + path

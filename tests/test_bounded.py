@@ -10,6 +10,8 @@ import socket
 import threading
 import time
 import tracemalloc
+import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -250,3 +252,31 @@ def test_a_fifo_in_place_of_a_data_file_is_refused_and_sigterm_still_stops(
     server.signal(signal.SIGHUP)  # reloads on the main thread: it must not wait on the FIFO either
     server.wait_for_log(lambda entry: "reload refused" in entry.get("message", ""), WAIT)
     assert server.stop(timeout=WAIT) == 0  # SIGTERM: a clean stop
+
+
+# -- IPv6 ----------------------------------------------------------------------------------
+
+
+def test_an_ipv6_host_is_bracketed_in_every_url_and_the_hub_knows_its_topics(
+    live_server_factory: Any, sample_data_dir: Any, tmp_path: Any
+) -> None:
+    server = live_server_factory(
+        *("--host", "::1", "--data-dir", str(sample_data_dir), "--state-dir", str(tmp_path / "state"))
+    )
+    base = f"http://[::1]:{server.port}"
+    with urllib.request.urlopen(base + "/feed.xml", timeout=WAIT) as response:
+        assert f'<{base}/feed.xml>; rel="self"' in response.headers["Link"]
+        assert f'href="{base}/api/websub/hub"' in response.read().decode()
+    with urllib.request.urlopen(base + "/.well-known/openapi.json", timeout=WAIT) as response:
+        assert json.load(response)["servers"][0]["url"] == base
+    form = urllib.parse.urlencode(
+        {"hub.callback": "https://192.0.2.1/cb", "hub.mode": "subscribe", "hub.topic": base + "/feed.xml"}
+    ).encode()
+    request = urllib.request.Request(base + "/api/websub/hub", data=form, method="POST")
+    try:
+        urllib.request.urlopen(request, timeout=WAIT)
+        status, text = 202, ""
+    except urllib.error.HTTPError as error:
+        status, text = error.code, error.read().decode()
+    assert "topic" not in text, text  # refused for its callback (a documentation address), not its topic
+    assert status in (202, 400)
