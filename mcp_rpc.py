@@ -266,6 +266,7 @@ class McpServer:
             structured = run_tool(name, dataset, arguments)
         except InvalidParams as exc:
             lines = "".join(f"\n- {i['message']}" for i in exc.issues)
+            lines += f"\n- and {exc.more} more" if exc.more else ""
             return tool_error(f"Invalid arguments for {name}; fix these and call again:{lines}")
         except ToolError as exc:
             return tool_error(str(exc))

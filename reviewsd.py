@@ -181,8 +181,9 @@ class ReviewsApp:
             status, headers, body = self.http_error(exc)
         except InvalidParams as exc:
             names = ", ".join(dict.fromkeys(str(i["path"][0]) for i in exc.issues if i["path"]))
+            more = f" (and {exc.more} more)" if exc.more else ""
             status, headers, body = json_error(
-                400, "invalid_parameters", f"invalid parameters: {names}; see issues", exc.issues
+                400, "invalid_parameters", f"invalid parameters: {names}{more}; see issues", exc.issues
             )
         except Exception:
             log.exception("unhandled error for %s %s", method, environ.get("PATH_INFO"))

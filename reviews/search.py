@@ -77,11 +77,16 @@ SEARCH_PARAMS_VALIDATOR = SchemaValidator(SEARCH_PARAMS_SCHEMA)
 DEFAULT_LIMIT: int = SEARCH_PARAMS_SCHEMA["properties"]["limit"]["default"]  # the schema says it to clients
 
 
+MAX_ISSUES = 20  # listed in one answer; a query of 1,000 unknown names made a 182 KB 400
+
+
 class InvalidParams(Exception):
-    """Search or path parameters that cannot be used; `issues` lists every problem."""
+    """Search or path parameters that cannot be used; `issues` lists the first MAX_ISSUES problems, `more`
+    counts the others."""
 
     def __init__(self, issues: Sequence[Mapping[str, Any]]):
-        self.issues = list(issues)
+        every = list(issues)
+        self.issues, self.more = every[:MAX_ISSUES], max(0, len(every) - MAX_ISSUES)
         super().__init__("; ".join(f"{'.'.join(map(str, i['path']))}: {i['message']}" for i in self.issues))
 
 

@@ -280,3 +280,12 @@ def test_an_ipv6_host_is_bracketed_in_every_url_and_the_hub_knows_its_topics(
         status, text = error.code, error.read().decode()
     assert "topic" not in text, text  # refused for its callback (a documentation address), not its topic
     assert status in (202, 400)
+
+
+def test_a_400_lists_a_bounded_number_of_issues(client: Any) -> None:
+    query = "&".join(f"unknown{i}=1" for i in range(1000))
+    response = client.get(f"/api/reviews/search?{query}")
+    document = response.get_json()
+    assert response.status_code == 400 and len(document["issues"]) == 20
+    assert document["message"].endswith("unknown19 (and 980 more); see issues")
+    assert len(response.data) < 10_000  # 182 KB before
