@@ -37,8 +37,8 @@ from .mcpserver.protocol import (
     Message,
     RpcError,
     RpcRequest,
-    encoded,
     encode_message,
+    encoded,
     error_response,
     json_string,
 )
