@@ -78,6 +78,7 @@ from .web.snapshot import Snapshot, build_snapshot
 log = logging.getLogger("reviewsd")
 
 SEARCH_PATH = "/api/reviews/search"
+SINCE_PREFIX = "/api/reviews/since/"
 
 
 def json_error(
@@ -167,6 +168,8 @@ class ReviewsApp:
                 status, headers, body = answer(environ, payload)
             elif reading and path == SEARCH_PATH:
                 status, headers, body = self.on_search(environ)
+            elif reading and path.startswith(SINCE_PREFIX):  # the rule's converter takes all that follows
+                status, headers, body = self.on_since(environ, path[len(SINCE_PREFIX) :])
             else:
                 adapter = self.url_map.bind_to_environ(environ)
                 if method == "OPTIONS":
