@@ -362,7 +362,12 @@ class Server:
     def _note_refusal(self, group: str, what: str) -> None:
         """One WARNING line per client per minute, however many connections it is refused."""
         if self._log_refusal(group, time.monotonic()):
-            log.warning("refused %s: %s (its refusals are logged once a minute)", group, what)
+            log.warning(
+                "refused %s: %s (its refusals are logged once a minute)",
+                group,
+                what,
+                extra={"event": "client_refused", "client": group},
+            )
 
     def _pause_accept(self, retry_in: float = 0.0) -> None:
         if self._accepting:
