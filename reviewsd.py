@@ -53,6 +53,7 @@ from .config import (
     parse_networks,
 )
 from .httpserver import server
+from .httpserver.connection import BUFFERS_KEY
 from .httpserver.service import hup_before_serving
 from .hub import Hub, start_hub
 from .logs import configure_logging
@@ -66,6 +67,7 @@ from .web.payloads import (
     GZIP_MIN_BYTES,
     JSON,
     READ_HEADERS,
+    Body,
     Triple,
     accepts_gzip,
     answer,
@@ -194,7 +196,7 @@ class ReviewsApp:
         start_response(status, headers)
         if method == "HEAD":
             return [b""]
-        return list(body) if type(body) is tuple else [body]  # parts are written without being joined
+        return wsgi_body(body, environ.get(BUFFERS_KEY, False))
 
     def http_error(self, exc: HTTPException) -> Triple:
         code = exc.code or 500
@@ -305,6 +307,20 @@ class ReviewsApp:
         if getattr(self, part) is None:
             raise NotFound()
         return getattr(self, part).handle(environ)
+
+
+def wsgi_body(body: Body, buffers: bool) -> list[Any]:
+    """The WSGI iterable of a body. Our server (BUFFERS_KEY) writes parts and views as they are, without
+    a copy; PEP 3333 asks for bytes, which other servers check: a view of a whole body gives that body,
+    parts are joined (a since answer's copy, under another server only)."""
+    parts = body if type(body) is tuple else (body,)
+    if buffers:
+        return list(parts)
+    if len(parts) == 1 and type(parts[0]) is bytes:
+        return [parts[0]]
+    if len(parts) == 1 and isinstance(parts[0], memoryview) and parts[0].nbytes == len(parts[0].obj):
+        return [parts[0].obj]
+    return [b"".join(parts)]
 
 
 def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:

@@ -29,6 +29,10 @@ access_log = logging.getLogger("reviewsd.access")
 SERVER_NAME = "reviewsd"
 MAX_PIPELINED = 16  # requests a worker serves in a row before yielding the connection
 IOV_BATCH = 64  # buffers per sendmsg (Linux takes up to 1024)
+# In every environ: the app may return any buffers (a memoryview: a view of a body shared by every request,
+# not counted in the output budget; bytes: made for this request), several making one body, beyond PEP
+# 3333's bytes.
+BUFFERS_KEY = "reviewsd.buffers"
 
 _HOP_BY_HOP = frozenset(
     ("connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection")
@@ -67,6 +71,7 @@ def server_environ(address: Any) -> dict:
         "wsgi.multiprocess": False,
         "wsgi.run_once": False,
         "wsgi.input_terminated": True,  # our wsgi.input ends at the body's end
+        BUFFERS_KEY: True,
         "SERVER_SOFTWARE": SERVER_NAME,
         "SCRIPT_NAME": "",
         "SERVER_NAME": name,

@@ -289,3 +289,22 @@ def test_a_400_lists_a_bounded_number_of_issues(client: Any) -> None:
     assert response.status_code == 400 and len(document["issues"]) == 20
     assert document["message"].endswith("unknown19 (and 980 more); see issues")
     assert len(response.data) < 10_000  # 182 KB before
+
+
+@pytest.mark.parametrize("path", ["/reviews.json", "/api/reviews/since/2020-01-01", "/api/feed.json"])
+def test_other_wsgi_servers_get_bytes_and_ours_gets_views(app: Any, path: str) -> None:
+    # PEP 3333 asks for bytes (gunicorn checks); our server takes views of shared bodies, not copied.
+    from werkzeug.test import EnvironBuilder
+
+    from reviewsd_app.httpserver.connection import BUFFERS_KEY
+
+    def run(extra: dict) -> list:
+        environ = {**EnvironBuilder(path=path).get_environ(), **extra}
+        return list(app(environ, lambda status, headers: None))
+
+    plain, ours = run({}), run({BUFFERS_KEY: True})
+    assert all(type(part) is bytes for part in plain) and len(plain) == 1
+    assert any(isinstance(part, memoryview) for part in ours)
+    assert b"".join(plain) == b"".join(bytes(part) for part in ours)
+    if path == "/reviews.json":  # the whole shared body, not a copy of it
+        assert plain[0] is app.store.current.payloads["/reviews.json"].identity.body
