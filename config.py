@@ -6,6 +6,7 @@ Light on purpose: no third-party imports.
 from __future__ import annotations
 
 import argparse
+import functools
 import ipaddress
 import os
 import sys
@@ -51,6 +52,13 @@ class Config:
     mcp_allowed_origins: str = option("", "extra Origin values allowed on /mcp, comma-separated")
     mcp_max_sessions: int = option(1000, "most MCP sessions kept at once", 1)
     mcp_session_idle: float = option(1800.0, "seconds after which an idle MCP session ends", 1)
+    mcp_max_resource_bytes: int = option(
+        8 << 20,
+        "largest resource MCP resources/read returns, in bytes; a larger one is refused with a pointer to "
+        "its "
+        "HTTP URL (a resource read costs several times its size while it is made)",
+        1,
+    )
     max_body: int = option(1 << 20, "largest request body accepted, in bytes", 1)
     body_timeout: float = option(  # see server.Server: the selector thread reads bodies
         30.0, "seconds a request body may take to arrive after its head (then 408 and close)", 0.1, 3600
@@ -67,6 +75,16 @@ class Config:
     )
     send_buffer: int = option(  # see server.Server: bounded, a large body stays in the CPU cache on loopback
         256 * 1024, "socket send buffer per client connection, in bytes (0: the kernel sizes it)", 0, 1 << 30
+    )
+    output_budget: int = option(  # see server.Server: shared precomputed bodies do not count
+        64 << 20,
+        "bytes of responses made per request that slow clients may leave unread, in all; past it, new "
+        "requests wait until they drain (0: no budget)",
+        0,
+        1 << 40,
+    )
+    client_prefix_v6: int = option(
+        64, "IPv6 clients are counted per network of this prefix length for the per-client caps", 32, 128
     )
     max_data_file_bytes: int = option(  # the default: about 5x the reviews.json of 100,000 reviews
         256 << 20, "largest data file loaded, in bytes; a larger one is refused before it is read", 1
@@ -93,6 +111,15 @@ class Config:
     hub_lease_default: int = option(86400, "lease granted when none is asked for, seconds", 1)
     hub_lease_max: int = option(30 * 86400, "longest lease granted, seconds", 1)
     hub_workers: int = option(32, "concurrent outbound hub requests", 1, 1000)
+    hub_workers_per_host: int = option(
+        4, "most concurrent outbound hub requests to one callback host", 1, 1000
+    )
+    hub_delivery_timeout: float = option(
+        10.0,
+        "seconds an outbound hub request may take in all (DNS, connect, TLS, sending, the answer)",
+        1,
+        3600,
+    )
     hub_max_subscriptions: int = option(10000, "most subscriptions in total", 0)
     hub_max_per_topic: int = option(5000, "most subscriptions per topic", 0)
     hub_max_per_host: int = option(50, "most subscriptions per callback host", 0)
@@ -111,7 +138,8 @@ class Config:
 
     @property
     def public_base_url(self) -> str:
-        return (self.base_url or f"http://{self.host}:{self.port}").rstrip("/")
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address (RFC 3986 3.2.2)
+        return (self.base_url or f"http://{host}:{self.port}").rstrip("/")
 
     def url(self, path: str) -> str:
         return self.public_base_url + path
@@ -257,6 +285,23 @@ def is_trusted(address: str, trusted: Sequence[Network]) -> bool:
     except ValueError:
         return False
     return any(ip in network for network in trusted)  # an address is never in a network of the other version
+
+
+@functools.lru_cache(maxsize=4096)  # bounded: addresses are the clients' to choose
+def client_group(address: str, v6_prefix: int = 64) -> str:
+    """Who a connection counts against in the per-client caps: an IPv4 address, also written IPv4-mapped
+    (::ffff:a.b.c.d is that IPv4 host), or the IPv6 network of `v6_prefix` bits (one host often holds a
+    whole /64, so an address of its own per connection costs it nothing)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address  # not an IP address (a Unix socket's peer)
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        if v6_prefix < 128:
+            return str(ipaddress.IPv6Network((ip, v6_prefix), strict=False))
+    return str(ip)
 
 
 def client_address(environ: Mapping[str, Any], trusted: Sequence[Network]) -> str:

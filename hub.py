@@ -7,6 +7,7 @@ thread runs what, and how state and delivery work: docs/internals.md, "The WebSu
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import heapq
 import hmac
@@ -53,6 +54,8 @@ def retry_delay(first_delay: float, failures: int) -> float:
 
 CHALLENGE_BYTES = 32
 READ_LIMIT = 1024  # bytes read of any callback answer (beyond the challenge)
+# A callback answering later than this (or not at all) puts its host in the hub's slow lane (Hub._limits).
+SLOW_REPLY_SECONDS = 5.0
 USER_AGENT = "reviewsd-hub/1.0 (+WebSub)"
 
 AddrInfo = tuple[Any, ...]  # one socket.getaddrinfo entry
@@ -154,9 +157,11 @@ def parse_callback(url: str) -> Callback:
         )
     try:
         parts = urlsplit(url)
-        port = parts.port or 443
+        port = 443 if parts.port is None else parts.port
     except ValueError:
         raise Refusal(400, "hub.callback is not a valid URL (bad host or port)") from None
+    if not 1 <= port <= 65535:  # urlsplit takes 0, which would be dialled on 443
+        raise Refusal(400, "hub.callback port must be 1 to 65535")
     scheme = parts.scheme.lower()
     if scheme == "http":
         raise Refusal(400, "hub.callback must be an https URL; plain http callbacks are refused")
@@ -178,7 +183,9 @@ def _callback_host(hostname: str, netloc: str) -> str:
     if "[" in netloc:
         with contextlib.suppress(ValueError):
             if "%" not in hostname:  # a zone id names a local interface: meaningless to anyone else
-                return str(ipaddress.IPv6Address(hostname))
+                ip = ipaddress.IPv6Address(hostname)
+                # ::ffff:a.b.c.d is the IPv4 host a.b.c.d: counted (--hub-max-per-host) and vetted as it
+                return str(ip.ipv4_mapped or ip)
         raise Refusal(400, "hub.callback has an invalid IPv6 address (zone ids are not allowed)")
     if (address := literal_address(hostname)) is not None:
         return str(address)
@@ -547,8 +554,16 @@ class Scheduler:
         workers: int,
         clock: Callable[[], float],
         retry_after: float = 30.0,
+        limits: Callable[[Key], Sequence[tuple[str, int]]] = lambda key: (),
     ):
         self._work = work
+        # The caps a key runs under, as (name, most running at once): one callback host, the slow lane.
+        # A due key whose cap is full waits in _blocked[name], still due, until one under that cap ends.
+        self._limits = limits
+        self._counts: dict[str, int] = {}
+        self._held: dict[Key, tuple[tuple[str, int], ...]] = {}
+        self._blocked: dict[str, dict[Key, float]] = {}
+        self._caps: dict[str, int] = {}  # the most of each cap with blocked keys
         self._clock = clock
         self._retry_after = (
             retry_after  # after `work` raised (a database error, say): try that key again then
@@ -615,6 +630,8 @@ class Scheduler:
         while not self._stopping:
             while self._heap and self._due.get(self._heap[0][1]) != self._heap[0][0]:
                 heapq.heappop(self._heap)  # superseded by an earlier time, or already taken
+            if (not self._heap or self._heap[0][0] > self._clock()) and self._unblock_all():
+                continue
             if not self._heap:
                 self._cond.wait()
                 continue
@@ -624,10 +641,52 @@ class Scheduler:
                 self._cond.wait(min(delay, self.MAX_WAIT))
                 continue
             heapq.heappop(self._heap)
+            limits = self._limits(key)
+            full = next((name for name, most in limits if self._counts.get(name, 0) >= most), None)
+            if full is not None:
+                self._blocked.setdefault(full, {})[key] = at
+                self._caps[full] = dict(limits)[full]
+                # Woken by the end of one under the `full` cap; under its other caps, it may have been the
+                # one due key a free place was waiting for: hand that place to the next.
+                for name, most in limits:
+                    if name != full:
+                        self._unblock(name, most)
+                continue
             del self._due[key]
             self._running.add(key)
+            self._held[key] = tuple(limits)
+            for name, _ in limits:
+                self._counts[name] = self._counts.get(name, 0) + 1
             return key
         return None
+
+    def _release(self, key: Key) -> None:
+        """`key` has ended: a due key waiting for each cap it held goes back on the heap."""
+        for name, most in self._held.pop(key, ()):
+            self._counts[name] -= 1
+            if not self._counts[name]:
+                del self._counts[name]
+            self._unblock(name, most)
+
+    def _unblock_all(self) -> bool:
+        """Before a worker waits: put back a due key of every cap with room (its key may have run under other
+        caps since: its host turned fast). True if any went back."""
+        before = len(self._heap)
+        for name in list(self._blocked):
+            self._unblock(name, self._caps[name])
+        return len(self._heap) > before
+
+    def _unblock(self, name: str, most: int) -> None:
+        """If the cap `name` has room, put its longest-waiting due key back on the heap."""
+        blocked = self._blocked.get(name)
+        while blocked and self._counts.get(name, 0) < most:
+            waiting, at = next(iter(blocked.items()))
+            del blocked[waiting]
+            if self._due.get(waiting) == at:  # else run or rescheduled since
+                heapq.heappush(self._heap, (at, waiting))
+                break
+        if blocked is not None and not blocked:
+            del self._blocked[name], self._caps[name]
 
     def _loop(self) -> None:
         while True:
@@ -646,6 +705,8 @@ class Scheduler:
                 later = self._clock() + self._retry_after
             with self._cond:
                 self._running.discard(key)
+                self._release(key)
+                self._cond.notify()
                 times = [t for t in (later, self._again.pop(key, None)) if t is not None]
                 if times and self._push(key, min(times)):
                     self._cond.notify()
@@ -673,9 +734,20 @@ class Hub:
         self.caps = Caps(config.hub_max_subscriptions, config.hub_max_per_topic, config.hub_max_per_host)
         self.limiter = RateLimiter(config.hub_rate_limit)
         self.outbound = outbound or Outbound(config.ca_file, config.allow_private_callbacks, resolve)
+        if outbound is None:
+            self.outbound.total_timeout = config.hub_delivery_timeout
         self.db = Store(config.state_dir, config.hub_state_check)
+        # Callback hosts whose last delivery was answered in time: they run in the fast lane. Any other host
+        # (new, slow, failing) runs in the slow lane, which leaves a quarter of the workers to the fast one,
+        # so subscribers that trickle or time out cannot delay the healthy ones; each host has a cap too.
+        self.fast_hosts: set[str] = set()
+        self.slow_lane = ("slow lane", max(1, config.hub_workers - max(1, config.hub_workers // 4)))
         self.scheduler = Scheduler(
-            self._service, config.hub_workers, clock, retry_after=config.hub_work_retry
+            self._service,
+            config.hub_workers,
+            clock,
+            retry_after=config.hub_work_retry,
+            limits=self._limits,
         )
         self._stopped = threading.Event()
         self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
@@ -854,6 +926,24 @@ class Hub:
 
     # ----------------------------------------------------------------- work (worker threads)
 
+    def _limits(self, key: Key) -> Sequence[tuple[str, int]]:
+        """The caps `key` runs under: its callback host's, and the slow lane's unless that host is fast."""
+        host = _host(key[0])
+        per_host = ("host " + host, self.config.hub_workers_per_host)
+        return (per_host,) if host in self.fast_hosts else (per_host, self.slow_lane)
+
+    def _request(self, callback: str, *args: Any) -> Reply:
+        """An outbound request to `callback`, which moves its host to the fast lane or out of it."""
+        started = time.monotonic()
+        reply = self.outbound.request(*args)
+        in_time = reply.status is not None and time.monotonic() - started <= SLOW_REPLY_SECONDS
+        host = _host(callback)
+        if in_time and reply.ok:
+            self.fast_hosts.add(host)
+        elif not in_time:
+            self.fast_hosts.discard(host)
+        return reply
+
     def _service(self, key: Key) -> float | None:
         """One step for a pair: its oldest pending intent, else its delivery. When to look again."""
         try:
@@ -879,9 +969,14 @@ class Hub:
             intent.topic
         ]  # before asking: a change during verification is then delivered
         started = self.clock()
+        # Not _request: a quick answer to a verification does not make a host fast (a subscriber could answer
+        # those at once and trickle its deliveries); a slow one does make it slow.
+        started_at = time.monotonic()
         reply = self.outbound.request(
             "GET", with_query(intent.callback, query), {}, None, len(challenge) + READ_LIMIT
         )
+        if reply.status is None or time.monotonic() - started_at > SLOW_REPLY_SECONDS:
+            self.fast_hosts.discard(_host(intent.callback))
         if self._stopped.is_set() and not reply.ok:
             return  # cut short by the stop: the intent stays and is verified after the next start
         display = _display(intent.callback)
@@ -941,7 +1036,7 @@ class Hub:
         headers = {"Content-Type": payload.content_type, "Link": link_header(self.config, sub.topic)}
         if sub.secret:
             headers["X-Hub-Signature"] = "sha256=" + signature(sub.secret, body)
-        reply = self.outbound.request("POST", sub.callback, headers, body, READ_LIMIT)
+        reply = self._request(sub.callback, "POST", sub.callback, headers, body, READ_LIMIT)
         display = _display(sub.callback)
         extra = {"callback": display, "topic": sub.topic, "etag": payload.identity.etag}
         if reply.ok:
@@ -1001,6 +1096,15 @@ class Hub:
 def signature(secret: str, body: bytes) -> str:
     """Lower-case hex HMAC-SHA256 of the body, keyed with the UTF-8 bytes of the secret."""
     return hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+
+
+@functools.lru_cache(maxsize=4096)
+def _host(callback_url: str) -> str:
+    """The host a stored callback URL names (validated when it was subscribed)."""
+    try:
+        return parse_callback(callback_url).host
+    except Refusal:
+        return ""
 
 
 def _display(callback_url: str) -> str:

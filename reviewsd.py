@@ -55,6 +55,7 @@ from .config import (
     parse_networks,
 )
 from .httpserver import server
+from .httpserver.connection import BUFFERS_KEY
 from .httpserver.service import hup_before_serving
 from .hub import Hub, start_hub
 from .ingest.detect import import_hint
@@ -85,7 +86,7 @@ from .web.payloads import (
     error_document,
     make_payload,
 )
-from .web.responses import Triple, error_code, status_line, with_common_headers
+from .web.responses import Body, Triple, error_code, status_line, with_common_headers
 from .web.snapshot import Snapshot, build_snapshot, pages_document
 
 log = logging.getLogger("reviewsd")
@@ -101,6 +102,9 @@ def is_review_page(path: str) -> bool:
         and len(path) > len(REVIEW_PAGES)
         and "/" not in path[len(REVIEW_PAGES) :]
     )
+
+
+SINCE_PREFIX = "/api/reviews/since/"
 
 
 def json_error(
@@ -233,6 +237,8 @@ class ReviewsApp:
                 status, headers, body = self.on_search(environ)
             elif reading and is_review_page(path):
                 status, headers, body = self.on_review_page(environ, path[len(REVIEW_PAGES) :])
+            elif reading and path.startswith(SINCE_PREFIX):  # the rule's converter takes all that follows
+                status, headers, body = self.on_since(environ, path[len(SINCE_PREFIX) :])
             else:
                 adapter = self.url_map.bind_to_environ(environ)
                 if method == "OPTIONS":
@@ -247,14 +253,17 @@ class ReviewsApp:
             status, headers, body = self.http_error(exc)
         except InvalidParams as exc:
             names = ", ".join(dict.fromkeys(str(i["path"][0]) for i in exc.issues if i["path"]))
+            more = f" (and {exc.more} more)" if exc.more else ""
             status, headers, body = json_error(
-                400, "invalid_parameters", f"invalid parameters: {names}; see issues", exc.issues
+                400, "invalid_parameters", f"invalid parameters: {names}{more}; see issues", exc.issues
             )
         except Exception:
             log.exception("unhandled error for %s %s", method, environ.get("PATH_INFO"))
             status, headers, body = json_error(500, "internal_error", "internal server error")
         start_response(status, with_common_headers(headers))  # the one exit of every plain answer
-        return [b"" if method == "HEAD" else body]
+        if method == "HEAD":
+            return [b""]
+        return wsgi_body(body, environ.get(BUFFERS_KEY, False))
 
     def http_error(self, exc: HTTPException) -> Triple:
         code = exc.code or 500
@@ -405,6 +414,20 @@ def made_for_request(
     return status, headers, body
 
 
+def wsgi_body(body: Body, buffers: bool) -> list[Any]:
+    """The WSGI iterable of a body. Our server (BUFFERS_KEY) writes parts and views as they are, without
+    a copy; PEP 3333 asks for bytes, which other servers check: a view of a whole body gives that body,
+    parts are joined (a since answer's copy, under another server only)."""
+    parts = body if type(body) is tuple else (body,)
+    if buffers:
+        return list(parts)
+    if len(parts) == 1 and type(parts[0]) is bytes:
+        return [parts[0]]
+    if len(parts) == 1 and isinstance(parts[0], memoryview) and parts[0].nbytes == len(parts[0].obj):
+        return [parts[0].obj]
+    return [b"".join(parts)]
+
+
 def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
     """The query string's parameters, each with every value given, as werkzeug's `Request.args` reads them.
 
@@ -539,6 +562,8 @@ def serve_main(argv: Sequence[str]) -> int:
         body_timeout=config.body_timeout,
         max_connections=config.max_connections,
         max_connections_per_client=config.max_connections_per_client,
+        output_budget=config.output_budget,
+        client_prefix_v6=config.client_prefix_v6,
         trusted_proxies=app.trusted_proxies,
         on_reload=lambda: app.store.reload(force=True),
         on_stop=on_stop,

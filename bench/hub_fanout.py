@@ -97,6 +97,8 @@ def run(
                 str(args.workers),
                 "--hub-max-per-host",
                 str(n + 10),
+                "--hub-workers-per-host",  # every callback is on 127.0.0.1
+                str(args.workers),
                 "--hub-max-per-topic",
                 str(n + 10),
                 "--hub-rate-limit",

@@ -22,7 +22,8 @@ server and client (they share the machine's cores), a summary of the server's lo
 verdicts: no errors on the normal connections, and RSS over the last third of the samples not
 rising by more than 5 %. The exit status is 0 only if both hold.
 
-Bounded: 127.0.0.1 only, at most an hour; it stops the server it started, by PID. Take the
+Bounded: loopback only (the server on 127.0.0.1, clients from 127.0.0.2 to 127.0.0.17), at most an
+hour; it stops the server it started, by PID. Take the
 shared lock for runs longer than 20 s so that two benchmarks do not compete for the CPU:
 
     python bench/load_mixed.py --duration 15                      # a quick check
@@ -59,6 +60,16 @@ from compare_support.procs import Processes, cpu_seconds, proc_status_kb, start_
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"  # never anything else: this script only loads a server it started itself
+# Clients connect from 127.0.0.2 up, one of CLIENT_ADDRESSES loopback addresses each (Linux routes all of
+# 127/8 to lo): from one address, they would meet --max-connections-per-client (100) and be refused.
+CLIENT_ADDRESSES = 16
+
+
+def source_address(n: int) -> tuple[str, int]:
+    """The local address connection `n` comes from."""
+    return (f"127.0.0.{2 + n % CLIENT_ADDRESSES}", 0)
+
+
 MAX_DURATION = 3600
 SAMPLE_EVERY = 10.0
 CLIENT_TIMEOUT = 10.0  # a normal request without an answer this long counts as an error (a stall)
@@ -373,7 +384,9 @@ class Client:
     def __init__(self, slot: int, plan: Plan, counters: Any, started: float) -> None:
         self.slot, self.plan, self.counters, self.started = slot, plan, counters, started
         self.rng = random.Random(slot)  # reproducible mix per connection
-        self.conn = http.client.HTTPConnection(HOST, plan.port, timeout=CLIENT_TIMEOUT)
+        self.conn = http.client.HTTPConnection(
+            HOST, plan.port, timeout=CLIENT_TIMEOUT, source_address=source_address(slot)
+        )
         self.session = ""
         self.latencies: defaultdict[str, array] = defaultdict(lambda: array("d"))
         self.errors: Counter[str] = Counter()
@@ -518,9 +531,10 @@ async def read_until_close(reader: asyncio.StreamReader, limit: float = 60.0) ->
     return Answer(data, reset, first_at or now, now)
 
 
-async def trickle(port: int, rng: random.Random, result: SlowResult, live: Any, in_time: bool) -> None:
-    """Send a request head byte by byte; slowloris (about 1
-    byte/s) must get 408, a short fast-enough head a 200."""
+async def trickle(
+    port: int, rng: random.Random, result: SlowResult, live: Any, in_time: bool, source: tuple[str, int]
+) -> None:
+    """Send a request head byte by byte: slowloris (about 1 byte/s) must get 408, a short fast head a 200."""
     if in_time:  # 25 bytes at <= 0.35 s: complete within the 10 s header timeout
         head, pace = b"GET /healthz HTTP/1.0\r\n\r\n", (0.25, 0.35)
         expect, outcome = b" 200 ", "slow but in time: served"
@@ -529,7 +543,7 @@ async def trickle(port: int, rng: random.Random, result: SlowResult, live: Any, 
         head = head.encode()
         pace, expect, outcome = (0.8, 1.2), b" 408 ", "trickling: 408 at header timeout"
     opened = time.monotonic()
-    reader, writer = await asyncio.open_connection(HOST, port)
+    reader, writer = await asyncio.open_connection(HOST, port, local_addr=source)
     try:
         answer = asyncio.ensure_future(read_until_close(reader))
         for byte in head:
@@ -547,11 +561,10 @@ async def trickle(port: int, rng: random.Random, result: SlowResult, live: Any, 
     classify(result, live, outcome, got, expect, got.first_at - opened)
 
 
-async def idle(port: int, result: SlowResult, live: Any, silent: bool) -> None:
-    """An idle connection: silent (closed at the header timeout)
-    or after one request (at the keep-alive timeout)."""
+async def idle(port: int, result: SlowResult, live: Any, silent: bool, source: tuple[str, int]) -> None:
+    """An idle connection: silent (closed at the header timeout) or after one request (at keep-alive's)."""
     opened = time.monotonic()
-    reader, writer = await asyncio.open_connection(HOST, port)
+    reader, writer = await asyncio.open_connection(HOST, port, local_addr=source)
     try:
         if silent:
             got = await read_until_close(reader)
@@ -596,10 +609,11 @@ async def slow_connection(index: int, port: int, result: SlowResult, live: Any) 
     while True:
         cycle += 1
         try:
+            source = source_address(index)
             if index % 4 == 3:
-                await idle(port, result, live, silent=cycle % 2 == 1)
+                await idle(port, result, live, silent=cycle % 2 == 1, source=source)
             else:
-                await trickle(port, rng, result, live, in_time=index % 5 == 0)
+                await trickle(port, rng, result, live, in_time=index % 5 == 0, source=source)
         except OSError as exc:
             result.unexpected[f"connect/send: {type(exc).__name__}: {exc}"] += 1
             live[1] += 1

@@ -28,6 +28,11 @@ access_log = logging.getLogger("reviewsd.access")
 
 SERVER_NAME = "reviewsd"
 MAX_PIPELINED = 16  # requests a worker serves in a row before yielding the connection
+IOV_BATCH = 64  # buffers per sendmsg (Linux takes up to 1024)
+# In every environ: the app may return any buffers (a memoryview: a view of a body shared by every request,
+# not counted in the output budget; bytes: made for this request), several making one body, beyond PEP
+# 3333's bytes.
+BUFFERS_KEY = "reviewsd.buffers"
 
 _HOP_BY_HOP = frozenset(
     ("connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection")
@@ -65,6 +70,7 @@ def server_environ(address: Any) -> dict:
         "wsgi.multiprocess": False,
         "wsgi.run_once": False,
         "wsgi.input_terminated": True,  # our wsgi.input ends at the body's end
+        BUFFERS_KEY: True,
         "SERVER_SOFTWARE": SERVER_NAME,
         "SCRIPT_NAME": "",
         "SERVER_NAME": name,
@@ -91,6 +97,19 @@ def _environ_key(name: str) -> str | None:
     return key if key in ("CONTENT_LENGTH", "CONTENT_TYPE") else "HTTP_" + key
 
 
+def unsent_size(views: list[memoryview]) -> int:
+    return sum(map(len, views))
+
+
+def advanced(views: list[memoryview], sent: int) -> list[memoryview]:
+    """What is left of `views` once their first `sent` bytes went."""
+    for i, view in enumerate(views):
+        if sent < len(view):
+            return [view[sent:], *views[i + 1 :]]
+        sent -= len(view)
+    return []
+
+
 class ConnectionHost(Protocol):
     """What a connection needs of the server that accepted it (server.Server is one)."""
 
@@ -113,6 +132,7 @@ class Connection:
         self.connection = sock
         self.client_address = client_address
         self.client = str(client_address[0]) if isinstance(client_address, tuple) and client_address else ""
+        self.group = self.client  # who it counts against in the per-client caps (the server's to set)
         self.server = server
         self.parser = RequestParser(server.max_body)
         self.state = ""
@@ -122,7 +142,11 @@ class Connection:
         self.lingered = 0  # bytes discarded while lingering
         self.environ: dict | None = None
         self.command: str | None = None
-        self.unsent: memoryview | None = None  # a response's last bytes, for the selector thread to send
+        # A response's last bytes, for the selector thread to send: views of its parts, in order.
+        self.unsent: list[memoryview] | None = None
+        # Of those, the bytes made for this request (not views of a shared body): the server's output budget.
+        self.unsent_own = 0
+        self.counted_output = 0  # what the server counts of it (its to update)
         self._unsent_log: tuple[int, int, float | None] = (
             0,
             0,
@@ -240,7 +264,8 @@ class Connection:
         self.close_connection = self.linger = True
         self.environ = {"REQUEST_URI": error.target} if error.target else None
         self.command = error.method
-        self.unsent = memoryview(response)
+        self.unsent = [memoryview(response)]
+        self.unsent_own = len(response)
         self._unsent_log = (error.status, len(response) - response.index(b"\r\n\r\n") - 4, None)
 
     def _send(self, data: bytes, *, head: bytes = b"", last: bool = False) -> None:
@@ -263,7 +288,8 @@ class Connection:
                     # The client reads slower than we write (a large body, a slow
                     # link): the selector thread sends the rest as the client takes
                     # it, so this worker is free for other requests.
-                    self.unsent = memoryview(data)[sent:]
+                    self.unsent = [memoryview(data)[sent:]]
+                    self.unsent_own = 0 if isinstance(data, memoryview) else len(data)
                     return
                 self._send_waiting(memoryview(data)[sent:])
         except OSError:
@@ -278,14 +304,40 @@ class Connection:
         finally:
             sock.settimeout(0.0)
 
+    def _send_parts(self, parts: list[bytes | memoryview]) -> None:
+        """Send a response written in parts (its head first) without joining them; the rest, if the socket
+        does not take it all now, goes to the selector thread like a large body's."""
+        sock = self.connection
+        own = sum(len(part) for part in parts if not isinstance(part, memoryview))
+        try:
+            try:
+                left = advanced([memoryview(part) for part in parts if part], sock.sendmsg(parts[:IOV_BATCH]))
+            except BlockingIOError:
+                left = [memoryview(part) for part in parts if part]
+            if not left:
+                return
+            if not self.server.stopping:
+                self.unsent, self.unsent_own = left, own
+                return
+            for view in left:
+                self._send_waiting(view)
+        except OSError:
+            self._io_failed = True
+            raise
+
     def send_unsent(self) -> int:
         """Send what the socket takes now of `unsent`, without
         waiting; the bytes sent (logged once all went)."""
         unsent = self.unsent
-        total = len(unsent)
+        total = unsent_size(unsent)
         try:
             for _ in range(4):  # bounded: one client must not hold the selector thread
-                unsent = unsent[self.connection.send(unsent) :]
+                sent = (
+                    self.connection.send(unsent[0])
+                    if len(unsent) == 1
+                    else self.connection.sendmsg(unsent[:IOV_BATCH])
+                )
+                unsent = advanced(unsent, sent)
                 if not unsent:
                     break
         except (BlockingIOError, InterruptedError):
@@ -294,15 +346,16 @@ class Connection:
             self.unsent = unsent
         if not unsent:
             self.log_unsent()
-        return total - len(unsent)
+        return total - unsent_size(unsent)
 
     def log_unsent(self) -> None:
         """The access line of a response whose end the selector
         thread sent (size: the body's bytes that went)."""
         code, size, start = self._unsent_log
-        self.log_request(code, max(0, size - len(self.unsent)), start)
+        self.log_request(code, max(0, size - unsent_size(self.unsent or [])), start)
         self.environ = None
         self.unsent = None  # what did not go is let go of
+        self.unsent_own = 0
 
     def make_environ(self, request: Request) -> dict:
         environ = self._base_environ.copy()
@@ -333,6 +386,10 @@ class Connection:
         try:
             if type(result) is list and len(result) == 1:
                 self._length_hint = len(result[0])  # frame it with Content-Length, not chunks
+            elif type(result) is list and result:
+                self._length_hint = sum(map(len, result))
+                if self._write_parts(result):
+                    return
             for data in result:
                 if data:
                     self.write(data)
@@ -368,6 +425,21 @@ class Connection:
         # A large body is not worth copying onto the head: one sendmsg takes both.
         if head or framed:  # nothing after a body that has all its Content-Length
             self._send(framed, head=head, last=self._left == 0)
+
+    def _write_parts(self, parts: list[bytes | memoryview]) -> bool:
+        """Write a whole body given in parts, each as it is (a view of a shared body stays a view); False if
+        it does not fit its Content-Length, which write() then frames part by part."""
+        head = self._response_head()
+        if not self._body_allowed:
+            self._send_parts([head])
+            return True
+        if self._chunked or self._left != self._length_hint:
+            self._headers_sent = False  # the head is sent by the first write()
+            return False
+        self._left = 0
+        self._bytes += self._length_hint
+        self._send_parts([head, *parts])
+        return True
 
     def _frame(self, data: bytes) -> bytes:
         if self._left is not None:

@@ -26,6 +26,8 @@ MAX_REQUEST_LINE = 8192  # bytes, without CRLF; longer -> 414
 MAX_HEADER_BYTES = 32768  # all header lines together (and so the trailer section); more -> 431
 MAX_HEADER_LINES = 100  # more -> 431
 MAX_CHUNK_LINE = 4096  # a chunk-size line with its extensions; longer -> 400
+# Empty lines ignored before a request line (RFC 9112 2.2 asks a server to ignore at least one); more -> 400.
+MAX_LEADING_EMPTY_LINES = 8
 
 # RFC 9110 9.1, PATCH (RFC 5789) and QUERY (IANA-registered): the app routes them (405 where a path has
 # no such method). CONNECT needs a tunnel: not implemented, like every other method (501).
@@ -96,8 +98,9 @@ class RequestParser:
         self.pending: Request | None = None  # a head whose body is not complete yet
         self._scan = 0  # where the search for the end of the head resumes
         self._length: int | None = None
-        self._parts: list[bytes] = []
+        self._body = bytearray()  # chunked: the data so far (one buffer: chunks of 1 byte cost 1 byte each)
         self._size = 0
+        self._empty_lines = 0  # ignored before the request line now arriving
         self._chunk_left = -1  # chunked: data bytes left in this chunk (-1: a size line is next)
         self._trailer = -1  # chunked: trailer bytes seen after the last chunk (-1: not there yet)
 
@@ -119,7 +122,7 @@ class RequestParser:
             if length == 0:
                 return request
             self.pending = request
-            self._length, self._parts, self._size = length, [], 0
+            self._length, self._body, self._size = length, bytearray(), 0
             self._chunk_left = self._trailer = -1
         body = self._take_body()
         if body is None:
@@ -132,8 +135,8 @@ class RequestParser:
 
     def _take_head(self) -> _Head | None:
         buf = self.buf
-        while buf[:2] == b"\r\n":  # 2.2: empty lines before a request line are ignored
-            del buf[:2]
+        if buf[:2] == b"\r\n":  # 2.2: empty lines before a request line are ignored, a few
+            self._skip_empty_lines()
         end = buf.find(b"\r\n\r\n", self._scan)
         line_end = buf.find(b"\r\n", 0, MAX_REQUEST_LINE + 2)
         if line_end < 0 and len(buf) > MAX_REQUEST_LINE + 1:  # +1: its CR may be here already
@@ -148,10 +151,22 @@ class RequestParser:
                 raise HTTPError(400, "bare LF in the request head")
             self._scan = max(0, len(buf) - 3)
             return None
-        self._scan = 0
+        self._scan = self._empty_lines = 0
         text = buf[:end].decode("latin-1")
         del buf[: end + 4]
         return self._parse_head(text)
+
+    def _skip_empty_lines(self) -> None:
+        buf, skipped = self.buf, 0
+        while (
+            buf[skipped : skipped + 2] == b"\r\n"
+            and self._empty_lines + skipped // 2 <= MAX_LEADING_EMPTY_LINES
+        ):
+            skipped += 2
+        self._empty_lines += skipped // 2
+        del buf[:skipped]
+        if self._empty_lines > MAX_LEADING_EMPTY_LINES:
+            raise HTTPError(400, f"more than {MAX_LEADING_EMPTY_LINES} empty lines before a request line")
 
     def _parse_head(self, text: str) -> _Head:
         lines = text.split("\r\n")
@@ -230,7 +245,7 @@ class RequestParser:
 
     def _take_body(self) -> bytes | None:
         if self._length is None:
-            return b"".join(self._parts) if self._take_chunks() else None
+            return bytes(self._body) if self._take_chunks() else None
         if len(self.buf) < self._length:
             return None
         body = bytes(self.buf[: self._length])
@@ -263,7 +278,7 @@ class RequestParser:
             end = self._chunk_left
             if buf[end : end + 2] != b"\r\n":
                 raise HTTPError(400, "chunk data not followed by CRLF")
-            self._parts.append(bytes(buf[:end]))
+            self._body += buf[:end]
             del buf[: end + 2]
             self._chunk_left = -1
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..config import Network, is_trusted
+from ..config import Network, client_group, is_trusted
 from . import service
 from .connection import Connection, server_environ
 from .parser import HTTPError, Request
@@ -33,6 +33,10 @@ log = logging.getLogger("reviewsd.server")
 
 LINGER_SECONDS = 2.0  # how long a closing connection may still send us bytes
 LINGER_BYTES = 1 << 20  # and how many we discard before giving up
+# At the total cap, a request that has been arriving for this long may be closed to make room: a client
+# sending its request at once is never that slow, and a connection just accepted is not closed for another.
+SLOW_REQUEST_SECONDS = 1.0
+REFUSAL_LOG_INTERVAL = 60.0  # seconds: a client's refusals are logged once per interval, not per connection
 
 # Connection states (who owns it and which deadline applies).
 _HEAD, _BODY, _IDLE, _LINGER, _BUSY, _SEND, _CLOSED = (
@@ -44,6 +48,7 @@ _HEAD, _BODY, _IDLE, _LINGER, _BUSY, _SEND, _CLOSED = (
     "send",
     "closed",
 )
+_PARKED = "parked"  # a complete request waiting for the buffered output to drain below the budget
 
 
 def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
@@ -64,6 +69,26 @@ def _listen(host: str, port: int, backlog: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+class OncePer:
+    """Whether to log a refusal now: once per `interval` per client, so a client opening connections by the
+    thousand costs a line a minute. Bounded: past `most` clients, the entries older than the interval go."""
+
+    def __init__(self, interval: float, most: int = 10_000) -> None:
+        self.interval, self.most = interval, most
+        self._last: dict[str, float] = {}
+
+    def __call__(self, client: str, now: float) -> bool:
+        last = self._last.get(client)
+        if last is not None and now - last < self.interval:
+            return False
+        if len(self._last) >= self.most:
+            self._last = {c: t for c, t in self._last.items() if now - t < self.interval}
+            if len(self._last) >= self.most:
+                return False  # so many clients at once: their refusals are counted, not each logged
+        self._last[client] = now
+        return True
 
 
 def _set_send_buffer(sock: socket.socket, size: int) -> None:
@@ -98,6 +123,8 @@ class Server:
         max_connections_per_client: int = 100,
         trusted_proxies: Sequence[Network] = (),
         send_buffer: int = 0,
+        output_budget: int = 0,
+        client_prefix_v6: int = 64,
     ) -> None:
         self.app = app
         self.socket = sock if sock is not None else _listen(host, port, backlog)
@@ -111,10 +138,18 @@ class Server:
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
         self.max_body = max_body
+        # Bytes of responses made per request that clients have yet to read; past the budget, complete
+        # requests wait (parked) until it drains. Views of shared bodies do not count. 0: no budget.
+        self.output_budget = output_budget
+        self.buffered_output = 0
+        self._parked: collections.deque[tuple[Connection, Request]] = collections.deque()
         self.max_connections = max_connections
         self.max_per_client = max_connections_per_client
         self._trusted = tuple(trusted_proxies)
-        self._per_client: collections.Counter[str] = collections.Counter()  # open connections by address
+        self.client_prefix_v6 = client_prefix_v6
+        # open connections by client_group (an IPv4 address, an IPv6 network)
+        self._per_client: collections.Counter[str] = collections.Counter()
+        self._log_refusal = OncePer(REFUSAL_LOG_INTERVAL)
         self.stopping = False
         self._grace = 10.0
         self._drained = (
@@ -241,9 +276,6 @@ class Server:
                 if state == _HEAD and conn.parser.buf:
                     self._reject(conn, HTTPError(408, "request head not received in time"))
                 elif state == _BODY:
-                    log.warning(
-                        "request body from %s not received within %gs: 408", conn.client, self.body_timeout
-                    )
                     self._reject(
                         conn, HTTPError(408, f"request body not received within {self.body_timeout:g}s")
                     )
@@ -262,8 +294,8 @@ class Server:
                 # known to exist (the listener is level-triggered).
                 if i:
                     return
-                if not self._close_idle():
-                    self._pause_accept()
+                if not self._close_idle() and not self._close_slowest():
+                    self._pause_accept(retry_in=SLOW_REQUEST_SECONDS / 4)
                     return
             try:
                 sock, address = self.socket.accept()
@@ -279,30 +311,64 @@ class Server:
         sock.setblocking(False)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # we coalesce writes ourselves
-            if not self._room_for_client(address[0]):
+            group = client_group(str(address[0]), self.client_prefix_v6)
+            if not self._room_for_client(str(address[0]), group):
+                self._note_refusal(group, f"over {self.max_per_client} connections: a new one closed")
                 sock.close()
                 return
         conn = Connection(sock, address, self)
-        self._per_client[conn.client] += 1
+        conn.group = client_group(conn.client, self.client_prefix_v6)
+        self._per_client[conn.group] += 1
         self._conns.add(conn)
         self._watch(conn, _HEAD, self.header_timeout)
 
-    def _room_for_client(self, client: str) -> bool:
+    def _room_for_client(self, client: str, group: str) -> bool:
         """Below the per-client cap, or brought below it by closing that client's longest-idle connection."""
         return (
             not self.max_per_client
-            or self._per_client[client] < self.max_per_client
+            or self._per_client[group] < self.max_per_client
             or is_trusted(client, self._trusted)
-            or self._close_idle(client)
+            or self._close_idle(group)
         )
 
-    def _close_idle(self, client: str | None = None) -> bool:
-        """Close the longest-idle keep-alive connection (of `client` if given); False if there is none."""
+    def _close_idle(self, group: str | None = None) -> bool:
+        """Close the longest-idle keep-alive connection (of client `group` if given); False if none idles."""
         for conn in self._timers[_IDLE]:  # longest idle first
-            if client is None or conn.client == client:
+            if group is None or conn.group == group:
                 self._close(conn)
                 return True
         return False
+
+    def _close_slowest(self) -> bool:
+        """At the total cap with none idle: close the connection whose request head or body has been arriving
+        for the longest, the slowest to make progress (a client sending its request at once is never it).
+        Trickling requests one after another, never idle, must not let a few clients hold every connection."""
+        oldest: tuple[float, Connection] | None = None
+        for state, timeout in ((_HEAD, self.header_timeout), (_BODY, self.body_timeout)):
+            for conn, deadline in self._timers[state].items():  # the first is the oldest of its state
+                if oldest is None or deadline - timeout < oldest[0]:
+                    oldest = (deadline - timeout, conn)
+                break
+        if oldest is None or time.monotonic() - oldest[0] < SLOW_REQUEST_SECONDS:
+            return False
+        conn = oldest[1]
+        self._note_refusal(
+            conn.group,
+            f"connection closed at the cap of {self.max_connections}: its request was the slowest to arrive "
+            f"({time.monotonic() - oldest[0]:.1f}s)",
+        )
+        self._close(conn)
+        return True
+
+    def _note_refusal(self, group: str, what: str) -> None:
+        """One WARNING line per client per minute, however many connections it is refused."""
+        if self._log_refusal(group, time.monotonic()):
+            log.warning(
+                "refused %s: %s (its refusals are logged once a minute)",
+                group,
+                what,
+                extra={"event": "client_refused", "client": group},
+            )
 
     def _pause_accept(self, retry_in: float = 0.0) -> None:
         if self._accepting:
@@ -337,11 +403,14 @@ class Server:
     def _close(self, conn: Connection) -> None:
         self._unwatch(conn)
         conn.connection.close()
+        if conn.counted_output:
+            conn.unsent = None
+            self._count_output(conn)
         if conn in self._conns:
             self._conns.discard(conn)
-            self._per_client[conn.client] -= 1
-            if not self._per_client[conn.client]:
-                del self._per_client[conn.client]
+            self._per_client[conn.group] -= 1
+            if not self._per_client[conn.group]:
+                del self._per_client[conn.group]
         conn.state = _CLOSED
         if not self._accepting and len(self._conns) < self.max_connections:
             self._resume_accept()
@@ -373,8 +442,12 @@ class Server:
         except HTTPError as e:
             self._reject(conn, e)
             return
-        if request is not None:  # a worker's now
+        if request is not None:  # a worker's now, or once the buffered output has drained
             self._unwatch(conn)
+            if self.output_budget and self.buffered_output > self.output_budget:
+                conn.state = _PARKED
+                self._parked.append((conn, request))
+                return
             conn.state = _BUSY
             self._jobs.put((conn, request))
         elif parser.pending is not None and conn.state != _BODY:
@@ -388,6 +461,7 @@ class Server:
                     self._close(conn)
 
     def _reject(self, conn: Connection, error: HTTPError) -> None:
+        self._note_refusal(conn.group, f"{error.status} {error.message}")
         conn.refuse(error)
         self._take_back(conn)  # sent like a large response's rest, then lingering so the client reads it
 
@@ -409,9 +483,21 @@ class Server:
         while self._returned:
             self._take_back(self._returned.popleft())
 
+    def _count_output(self, conn: Connection) -> None:
+        """Count (or, with 0, stop counting) what this connection holds of responses made for it."""
+        held = conn.unsent_own if conn.unsent is not None else 0
+        self.buffered_output += held - conn.counted_output
+        conn.counted_output = held
+        while self._parked and self.buffered_output <= self.output_budget:
+            parked, request = self._parked.popleft()
+            if parked.state == _PARKED:
+                parked.state = _BUSY
+                self._jobs.put((parked, request))
+
     def _take_back(self, conn: Connection) -> None:
-        """A connection a worker is done with: send the rest
-        of its response, then keep, linger or close it."""
+        """A connection a worker is done with: send the rest of its response, then keep, linger or close."""
+        if conn.counted_output or conn.unsent_own:
+            self._count_output(conn)
         if conn.unsent is not None:
             self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
             self._on_writable(conn)  # the client may have read some since the worker tried

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header, parse_options_header
 
-from ..config import Config
+from ..config import Config, client_group
 from ..mcp_rpc import McpServer, Session, SessionStore
 from ..web.request_rules import BodyCut, BodyTooLarge, is_utf8_charset, origin, read_body
 from ..web.responses import Triple, status_line
@@ -211,6 +211,7 @@ class McpEndpoint:
         self.server = server
         self.sessions = SessionStore(config.mcp_max_sessions, config.mcp_session_idle, clock)
         self.max_body = config.max_body
+        self.client_prefix_v6 = config.client_prefix_v6
         # Origins allowed to call /mcp: the public base URL's, loopback on any port, and configured extras.
         extra = [v.strip() for v in config.mcp_allowed_origins.split(",") if v.strip()]
         self.origins = {
@@ -283,7 +284,8 @@ class McpEndpoint:
             raise HttpRefusal(
                 400, "initialize starts a new session: send it without Mcp-Session-Id", message.id
             )
-        session = Session()
+        client = environ.get("reviewsd.client") or environ.get("REMOTE_ADDR") or ""
+        session = Session(client=client_group(client, self.client_prefix_v6))
         reply = self.server.handle(session, message)
         if reply is None or "error" in reply:  # None never happens for a request; it keeps the types honest
             return json_response(reply, 200)

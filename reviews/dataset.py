@@ -14,6 +14,7 @@ import json
 import logging
 import operator
 import os
+import stat
 import threading
 import time
 import unicodedata
@@ -64,10 +65,17 @@ def read_file(data_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
     """The file's bytes, refused (rule `size`) when over `max_bytes` before anything is read."""
     path = Path(data_dir) / name
     try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            # Over the limit by its stat, nothing is read; a file
-            # that grew since is read one byte past it, no further.
+        # O_NONBLOCK: opening a FIFO waits for a writer, forever (the reload thread, then a SIGHUP's reload
+        # on the main thread, which SIGTERM then waited behind). Only a regular file is read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as file:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise DataError([Problem(name, "$", "regular-file", f"{path} is {_file_kind(info.st_mode)}")])
+            os.set_blocking(fd, True)
+            size = info.st_size
+            # Over the limit by its stat, nothing is read; a file that grew since is read one byte
+            # past it, no further.
             content = b"" if size > max_bytes else file.read(max_bytes + 1)
     except OSError as exc:
         raise DataError(
@@ -86,6 +94,12 @@ def read_file(data_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
             ]
         )
     return RawFile(name, content, hashlib.sha256(content).hexdigest())
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+    kinds += ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((kind for test, kind in kinds if test(mode)), "a special file") + ", not a regular file"
 
 
 def read_data_dir(data_dir: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[RawFile, RawFile]:
@@ -626,6 +640,11 @@ class Dataset:
             return b""
         body, offsets = self.reviews_document, self.review_offsets
         return body[offsets[lo] : offsets[hi] - 1]
+
+    def reviews_view_range(self, lo: int, hi: int) -> memoryview:
+        """reviews_json_range without the copy: a view of the shared /reviews.json body."""
+        body, offsets = self.reviews_document
+        return memoryview(body)[offsets[lo] : offsets[hi] - 1] if lo < hi else memoryview(b"")
 
     def reviews_json_at(self, positions: Sequence[int]) -> bytes:
         """The comma-separated JSON of the reviews at these positions, in this order."""

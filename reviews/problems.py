@@ -81,6 +81,7 @@ _HINTS = {
     "known-id": "list the id among its records (or in reviews.json's business), or remove the mention",
     "json": "the file is not complete JSON: write it to a temporary file and rename it into place",
     "size": "check the file; if it is right, raise --max-data-file-bytes",
+    "regular-file": "put a regular file there (write it to a temporary name, then rename it into place)",
 }
 
 

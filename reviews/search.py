@@ -88,11 +88,16 @@ SEARCH_PARAMS_VALIDATOR = SchemaValidator(SEARCH_PARAMS_SCHEMA)
 DEFAULT_LIMIT: int = SEARCH_PARAMS_SCHEMA["properties"]["limit"]["default"]  # the schema says it to clients
 
 
+MAX_ISSUES = 20  # listed in one answer; a query of 1,000 unknown names made a 182 KB 400
+
+
 class InvalidParams(Exception):
-    """Search or path parameters that cannot be used; `issues` lists every problem."""
+    """Search or path parameters that cannot be used; `issues` lists the first MAX_ISSUES problems, `more`
+    counts the others."""
 
     def __init__(self, issues: Sequence[Mapping[str, Any]]):
-        self.issues = list(issues)
+        every = list(issues)
+        self.issues, self.more = every[:MAX_ISSUES], max(0, len(every) - MAX_ISSUES)
         super().__init__("; ".join(f"{'.'.join(map(str, i['path']))}: {i['message']}" for i in self.issues))
 
 
@@ -600,16 +605,22 @@ def since_page(dataset: Dataset, since: str, limit: int | None, after: CursorKey
     return SincePage(since, hi - lo, start, stop, limit is not None or after is not None, cursor)
 
 
-def since_result_json(dataset: Dataset, page: SincePage) -> bytes:
-    """The since answer: `{since, count, reviews}`, and for a paged one `returned` and `next_cursor` too."""
-    reviews = dataset.reviews_json_range(page.start, page.stop)
+def since_result_parts(dataset: Dataset, page: SincePage) -> tuple[bytes, memoryview, bytes]:
+    """The since answer holding `page` as three parts: a made prefix, a view of the shared /reviews.json body
+    (no copy, whatever its size) and the suffix; `{since, count, reviews}`, and for a paged one `returned`
+    and `next_cursor` too."""
+    reviews = dataset.reviews_view_range(page.start, page.stop)
     if not page.paged:
-        return b'{"since":"%s","count":%d,"reviews":[%s]}' % (page.since.encode(), page.count, reviews)
+        return b'{"since":"%s","count":%d,"reviews":[' % (page.since.encode(), page.count), reviews, b"]}"
     cursor = b"null" if page.next_cursor is None else b'"%s"' % page.next_cursor.encode()
-    return b'{"since":"%s","count":%d,"returned":%d,"reviews":[%s],"next_cursor":%s}' % (
+    head = b'{"since":"%s","count":%d,"returned":%d,"reviews":[' % (
         page.since.encode(),
         page.count,
         page.stop - page.start,
-        reviews,
-        cursor,
     )
+    return head, reviews, b'],"next_cursor":%s}' % cursor
+
+
+def since_result_json(dataset: Dataset, page: SincePage) -> bytes:
+    """The since answer as one body (the MCP tool's; HTTP writes the parts)."""
+    return b"".join(since_result_parts(dataset, page))

@@ -239,7 +239,7 @@ def documented_options() -> dict[str, tuple[str, str]]:
     page = (ROOT / "docs" / "configuration.md").read_text("utf-8")
     section = page[page.index("## Options") : page.index("## Other environment variables")]
     rows = re.findall(
-        r"^\| `(--[a-z-]+)`(?: / `--no-[a-z-]+`)? \| `(REVIEWSD_[A-Z_]+)` \| ([^|]*) \|", section, re.M
+        r"^\| `(--[a-z0-9-]+)`(?: / `--no-[a-z-]+`)? \| `(REVIEWSD_[A-Z0-9_]+)` \| ([^|]*) \|", section, re.M
     )
     assert len(rows) == len({flag for flag, _, _ in rows})
     return {flag: (variable, default.strip()) for flag, variable, default in rows}

@@ -34,6 +34,8 @@ def test_conditional_get_over_http(live_server: LiveServer) -> None:
         etag = response.getheader("ETag")
         again, empty = get(live_server, path, {"If-None-Match": etag})
         assert again.status == 304 and empty == b"" and again.getheader("ETag") == etag
+        if "/since/" in path:
+            continue  # a slice of /reviews.json: always identity
         # The data files' gzip is made just after READY; until then identity answers.
         assert wait_until(
             lambda: get(live_server, path, {"Accept-Encoding": "gzip"})[0].getheader("Content-Encoding")

@@ -885,3 +885,43 @@ def test_superseded_schedule_entries_do_not_pile_up() -> None:
             scheduler.poke(("topic", number), at=1e9 - change)
     assert len(scheduler._heap) <= 2 * 500 + 1024
     assert scheduler.busy() == 0 and len(scheduler._due) == 500
+
+
+@pytest.mark.parametrize("url", ["https://sub.example:0/cb", "https://[2001:db8::1]:0/cb"])
+def test_a_callback_on_port_0_is_refused(url: str) -> None:
+    # urlsplit reads port 0, which `or 443` turned into 443.
+    with pytest.raises(hub.Refusal, match="port must be 1 to 65535"):
+        hub.parse_callback(url)
+
+
+def test_an_ipv4_mapped_callback_host_is_its_ipv4_host() -> None:
+    # So --hub-max-per-host counts it with 192.0.2.7, and the per-host cap of deliveries too.
+    assert hub.parse_callback("https://[::ffff:192.0.2.7]:8443/cb").host == "192.0.2.7"
+
+
+def test_the_scheduler_runs_at_most_a_caps_worth_of_keys_at_once() -> None:
+    running: list[int] = []
+    most = [0]
+    lock = threading.Lock()
+    done = threading.Event()
+    finished: list[tuple[str, str]] = []
+
+    def work(key: tuple[str, str]) -> None:
+        with lock:
+            running.append(1)
+            most[0] = max(most[0], len(running))
+        done.wait(0.02)  # each runs a little while, so they overlap if allowed
+        with lock:
+            running.pop()
+            finished.append(key)
+
+    keys = [(f"https://one.example/{i}", "/feed.xml") for i in range(20)]
+    scheduler = hub.Scheduler(work, 8, time.time, limits=lambda key: (("host one.example", 2),))
+    scheduler.start()
+    try:
+        for key in keys:
+            scheduler.poke(key)
+        assert wait_until(lambda: len(finished) == len(keys), 10.0)
+    finally:
+        scheduler.stop(1.0)
+    assert most[0] == 2

@@ -242,13 +242,25 @@ def test_idle_sessions_expire(client, session, clock, mcp_app):
     assert_jsonrpc_error(rpc(client, session, "ping"), 404, -32000, 1)
 
 
+class ClientFrom(Client):
+    """A test client whose requests come from `address` (each client has its share of the sessions)."""
+
+    def __init__(self, app: Any, address: str) -> None:
+        super().__init__(app)
+        self.address = address
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("environ_base", {"REMOTE_ADDR": self.address})
+        return super().open(*args, **kwargs)
+
+
 def test_session_cap_evicts_the_least_recently_used(make_app, clock):
     app = make_app(clock, mcp_max_sessions=2)
     client = Client(app)
-    first, second = initialize(client), initialize(client)
+    first, second = initialize(ClientFrom(app, "192.0.2.1")), initialize(ClientFrom(app, "192.0.2.2"))
     clock.now += 1
     assert rpc(client, first, "ping").status_code == 200  # `second` is now the least recently used
-    third = initialize(client)
+    third = initialize(ClientFrom(app, "192.0.2.3"))
     assert rpc(client, second, "ping").status_code == 404
     assert rpc(client, first, "ping").status_code == rpc(client, third, "ping").status_code == 200
     assert len(app.mcp.sessions) == 2
@@ -642,9 +654,8 @@ def test_concurrent_initialize_respects_the_cap(make_app):
     ids: list[str] = []
 
     def work() -> None:
-        client = Client(app)
-        for _ in range(10):
-            ids.append(initialize(client))
+        for i in range(10):
+            ids.append(initialize(ClientFrom(app, f"192.0.2.{len(ids) + i}")))
 
     threads = [threading.Thread(target=work) for _ in range(6)]
     for thread in threads:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import replace
@@ -859,6 +860,18 @@ def test_resources_list_and_read(server, session, mcp_app):
         assert resource["size"] == len(body)
 
 
+def test_a_resource_over_the_limit_is_refused_with_its_http_url(server, session, mcp_app, monkeypatch):
+    size = len(mcp_app.store.current.payloads["/reviews.json"].identity.body)
+    monkeypatch.setattr(server, "config", dataclasses.replace(server.config, mcp_max_resource_bytes=size - 1))
+    uri = f"{BASE}/reviews.json"
+    response = dispatch(
+        server, session, {"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": uri}}
+    )
+    error = response["error"]
+    assert error["code"] == -32602 and f"GET {uri} over HTTP" in error["message"]
+    assert error["data"] == {"uri": uri, "size": size, "limit": size - 1}
+
+
 def test_resource_template_reads_one_review(server, session, mcp_app):
     result = dispatch(server, session, {"jsonrpc": "2.0", "id": 1, "method": "resources/templates/list"})[
         "result"
@@ -957,7 +970,7 @@ class FakeClock:
 def test_session_store_expires_idle_sessions():
     clock = FakeClock()
     store = SessionStore(max_sessions=10, idle_seconds=60, clock=clock)
-    first = store.add(Session())
+    first = store.add(Session(client="192.0.2.1"))
     clock.now += 59
     assert store.get(first) is not None  # use renews the idle timer
     clock.now += 60
@@ -969,28 +982,38 @@ def test_session_store_expires_idle_sessions():
 def test_session_store_evicts_the_least_recently_used():
     clock = FakeClock()
     store = SessionStore(max_sessions=2, idle_seconds=60, clock=clock)
-    a, b = store.add(Session()), store.add(Session())
+    a, b = store.add(Session(client="192.0.2.2")), store.add(Session(client="192.0.2.3"))
     clock.now += 1
     store.get(a)
-    c = store.add(Session())
+    c = store.add(Session(client="192.0.2.4"))
     assert store.get(b) is None and store.get(a) is not None and store.get(c) is not None
 
 
 def test_session_store_drops_expired_before_evicting_live_ones():
     clock = FakeClock()
     store = SessionStore(max_sessions=2, idle_seconds=10, clock=clock)
-    old = store.add(Session())
+    old = store.add(Session(client="192.0.2.5"))
     clock.now += 5
-    live = store.add(Session())
+    live = store.add(Session(client="192.0.2.6"))
     clock.now += 6  # `old` is now expired, `live` is not
-    store.add(Session())
+    store.add(Session(client="192.0.2.7"))
     assert store.get(live) is not None and store.get(old) is None and len(store) == 2
 
 
 def test_session_ids_are_random_visible_ascii():
     store = SessionStore(max_sessions=100, idle_seconds=60)
-    ids = {store.add(Session()) for _ in range(50)}
+    ids = {store.add(Session(client=f"192.0.2.{i}")) for i in range(50)}
     assert len(ids) == 50
     for session_id in ids:
         assert len(session_id) >= 32 and all(0x21 <= ord(c) <= 0x7E for c in session_id)
     assert store.end(ids.pop()) is True and len(store) == 49
+
+
+def test_one_client_cannot_end_the_other_clients_sessions():
+    # 1,000 initialize requests from one address used to end every other session.
+    store = SessionStore(max_sessions=100, idle_seconds=60)
+    others = [store.add(Session(client=f"192.0.2.{i}")) for i in range(50)]
+    for _ in range(1000):
+        store.add(Session(client="198.51.100.7"))
+    assert all(store.get(other) is not None for other in others)
+    assert len(store) == 50 + store.per_client == 60

@@ -390,7 +390,12 @@ def _paths() -> dict[str, Any]:
                 "Every review dated on or after `date`, newest first; for incremental sync. With `limit` "
                 "or `cursor`, one page of them and the `next_cursor` of the next.",
                 {
-                    **_representation(ref("SinceResult"), "Reviews dated on or after `date`, newest first."),
+                    **_representation(
+                        ref("SinceResult"),
+                        "Reviews dated on or after `date`, newest first; always identity (no gzip): the "
+                        "answer is a slice of /reviews.json's body, which is also served compressed.",
+                        headers={k: v for k, v in READ_HEADER_DOCS.items() if k != "Content-Encoding"},
+                    ),
                     "400": _error(
                         "`date` is not a real calendar date as YYYY-MM-DD, or a paging parameter is wrong "
                         "(unknown, out of range, a cursor not issued for this date)."

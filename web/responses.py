@@ -18,8 +18,14 @@ from typing import NamedTuple, Sequence
 from werkzeug.http import HTTP_STATUS_CODES
 
 Headers = list[tuple[str, str]]
+# A body in parts, written one after the other without being joined (httpserver/connection.py): a since answer
+# is a made prefix, a view of the shared /reviews.json body and a suffix.
+Parts = tuple[bytes | memoryview, ...]
+# A response body: bytes made for this request; a memoryview of a body shared by every request for it (a
+# precomputed payload's, which the server does not count as this request's buffered output); or Parts.
+Body = bytes | memoryview | Parts
 # A plain WSGI answer: status line, headers, body (what the app's handlers return instead of a Response).
-Triple = tuple[str, Headers, bytes]
+Triple = tuple[str, Headers, Body]
 
 
 class CommonHeader(NamedTuple):
