@@ -643,7 +643,7 @@ class Dataset:
 
     def reviews_view_range(self, lo: int, hi: int) -> memoryview:
         """reviews_json_range without the copy: a view of the shared /reviews.json body."""
-        body, offsets = self.reviews_document
+        body, offsets = self.reviews_document, self.review_offsets
         return memoryview(body)[offsets[lo] : offsets[hi] - 1] if lo < hi else memoryview(b"")
 
     def reviews_json_at(self, positions: Sequence[int]) -> bytes:
