@@ -28,7 +28,7 @@ from ..reviews.search import (
     since_page,
     validate_date,
 )
-from ..web.feeds import review_url
+from ..web.feeds import review_page_url
 from .protocol import EncodedJson, encode_message, with_reviews
 
 READ_ONLY = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False, "destructiveHint": False}
@@ -524,7 +524,7 @@ def search(dataset: Dataset, args: dict[str, Any], base_url: str) -> ToolOutput:
         {
             "id": dataset.ids[p],
             "title": review_title(dataset.reviews[p]),
-            "url": review_url(base_url, dataset.ids[p]),
+            "url": review_page_url(base_url, dataset.ids[p]),
         }
         for p in page.positions
     ]
@@ -549,7 +549,7 @@ def fetch(dataset: Dataset, args: dict[str, Any], base_url: str) -> ToolOutput:
         "id": review["id"],
         "title": review_title(review),
         "text": text,
-        "url": review_url(base_url, review["id"]),
+        "url": review_page_url(base_url, review["id"]),
         "metadata": metadata,
     }
     return ToolOutput(structured, [position])

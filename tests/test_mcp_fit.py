@@ -184,7 +184,7 @@ def test_search_returns_chatgpt_shapes_and_fetch_the_review(long_texts_app):
     found = call(server, session, "search", {"query": "1-star"})["result"]["structuredContent"]
     assert found["results"] and all(set(r) == {"id", "title", "url"} for r in found["results"])
     first = found["results"][0]
-    assert first["url"] == f"{BASE}/api/reviews/{first['id']}" and first["title"].startswith("★☆☆☆☆ 1/5 from")
+    assert first["url"] == f"{BASE}/reviews/{first['id']}" and first["title"].startswith("★☆☆☆☆ 1/5 from")
     fetched = call(server, session, "fetch", {"id": first["id"].lower()})["result"]["structuredContent"]
     assert set(fetched) == {"id", "title", "text", "url", "metadata"} and fetched["url"] == first["url"]
     assert fetched["metadata"]["rating"] == 1 and "Reply from the owner" in fetched["text"]
