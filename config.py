@@ -53,8 +53,8 @@ class Config:
     mcp_session_idle: float = option(1800.0, "seconds after which an idle MCP session ends", 1)
     mcp_max_resource_bytes: int = option(
         8 << 20,
-        "largest resource MCP resources/read returns, in bytes; a larger one is refused with a pointer to its "
-        "HTTP URL (a resource read costs several times its size while it is made)",
+        "largest resource MCP resources/read returns, in bytes; a larger one is refused with a pointer "
+        "to its HTTP URL (a resource read costs several times its size while it is made)",
         1,
     )
     max_body: int = option(1 << 20, "largest request body accepted, in bytes", 1)

@@ -175,7 +175,8 @@ def section_trickle(port: int) -> None:
                 answered = False
             times.append(f"{time.monotonic() - started:.2f} s" if answered else "not answered in 10 s")
         print(
-            f"trickle: {len(socks)} trickling connections from 10 addresses; a normal client: {', '.join(times)}"
+            f"trickle: {len(socks)} trickling connections from 10 addresses; "
+            f"a normal client: {', '.join(times)}"
         )
     finally:
         stop.set()
@@ -209,7 +210,8 @@ def section_blank(base: str, port: int, seconds: int, script: Path) -> None:
         for thread in threads:
             thread.join(10)
     print(
-        f"blank: /api/feed.json {quiet.rps:,.0f} req/s; with 4 connections sending CRLF forever {loud.rps:,.0f} req/s"
+        f"blank: /api/feed.json {quiet.rps:,.0f} req/s; "
+        f"with 4 connections sending CRLF forever {loud.rps:,.0f} req/s"
     )
 
 

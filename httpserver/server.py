@@ -331,7 +331,7 @@ class Server:
         )
 
     def _close_idle(self, group: str | None = None) -> bool:
-        """Close the longest-idle keep-alive connection (of client `group` if given); False if none is idle."""
+        """Close the longest-idle keep-alive connection (of client `group` if given); False if none is."""
         for conn in self._timers[_IDLE]:  # longest idle first
             if group is None or conn.group == group:
                 self._close(conn)

@@ -315,8 +315,8 @@ def _paths() -> dict[str, Any]:
                 {
                     **_representation(
                         ref("SinceResult"),
-                        "Reviews dated on or after `date`, newest first; always identity (no gzip): the answer "
-                        "is a slice of /reviews.json's body, which is also served compressed.",
+                        "Reviews dated on or after `date`, newest first; always identity (no gzip): "
+                        "the answer is a slice of /reviews.json's body, which is also served compressed.",
                         headers={k: v for k, v in READ_HEADERS.items() if k != "Content-Encoding"},
                     ),
                     "400": _error("`date` is not a real calendar date as YYYY-MM-DD."),
