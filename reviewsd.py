@@ -32,6 +32,7 @@ import logging
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import parse_qsl, urlencode
@@ -61,8 +62,9 @@ from .hub import Hub, start_hub
 from .ingest.detect import import_hint
 from .logs import configure_logging
 from .mcp_rpc import McpServer
-from .mcpserver.card import AI_CATALOG_PATH, SERVER_CARD_PATHS
+from .mcpserver.card import AI_CATALOG_PATH, SERVER_CARD_PATHS, discovery_documents
 from .mcpserver.transport import McpEndpoint
+from .openapi import build_openapi
 from .pages import PAGE_HEADERS, ReviewsPage, WidgetOptionsError, parse_widget_options, render_reviews
 from .reviews.dataset import DataError, DataStore, check_data_dir, encode_json
 from .reviews.search import (
@@ -76,7 +78,6 @@ from .reviews.search import (
     validate_since_args,
 )
 from .web.feeds import HUB_PATH, OPENAPI_PATH
-from .web.openapi import build_openapi
 from .web.payloads import (
     GZIP_MIN_BYTES,
     JSON,
@@ -447,12 +448,11 @@ def open_store(config: Config, gzip_later: bool = False) -> DataStore[Snapshot]:
     With `gzip_later`, the first snapshot's data files are compressed after it is served (the caller starts
     `compress_late`): gzip of 100,000 reviews' files takes about a second. Reloads compress before the swap.
     """
-    openapi = make_payload(
-        encode_json(build_openapi(config.public_base_url)), JSON
-    )  # the same for every snapshot
+    openapi = make_payload(encode_json(build_openapi(config.public_base_url)), JSON)  # the same for all
 
     def build(dataset: Any, later: bool = False) -> Snapshot:
-        return build_snapshot(dataset, config, openapi, gzip_later=later)
+        discovery = partial(discovery_documents, base_url=config.public_base_url)  # MCP's, per business
+        return build_snapshot(dataset, config, openapi, gzip_later=later, documents=discovery)
 
     return DataStore(
         config.data_dir,

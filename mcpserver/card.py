@@ -12,6 +12,10 @@ import functools
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from ..reviews.dataset import Dataset, encode_json
+from ..web.feeds import OPENAPI_PATH
+from ..web.payloads import JSON
+from ..web.snapshot import Document
 from . import prompts
 from .protocol import MODERN_CAPABILITIES, MODERN_VERSION, SERVER_INFO, SUPPORTED_VERSIONS, encode_message
 from .tools import TOOLS, BusinessWords
@@ -150,4 +154,15 @@ def ai_catalog(business: Mapping[str, Any], base_url: str, documentation: str) -
                 "tags": ["mcp", "reviews", "read-only"],
             }
         ],
+    }
+
+
+def discovery_documents(dataset: Dataset, base_url: str) -> dict[str, Document]:
+    """The MCP server card at both its paths, and the AI Catalog listing it: what discovery reads (every
+    snapshot serves them: they name the business)."""
+    card = encode_json(server_card(dataset.business, base_url))
+    catalog = encode_json(ai_catalog(dataset.business, base_url, base_url + OPENAPI_PATH))
+    return {
+        **{path: Document(card, SERVER_CARD) for path in SERVER_CARD_PATHS},
+        AI_CATALOG_PATH: Document(catalog, JSON),
     }

@@ -10,14 +10,13 @@ import base64
 import binascii
 import functools
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 from urllib.parse import urlsplit
 
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header, parse_options_header
 
 from ..config import Config, client_group
-from ..mcp_rpc import McpServer, Session, SessionStore
 from ..web.request_rules import BodyCut, BodyTooLarge, is_utf8_charset, origin, read_body
 from ..web.responses import Triple, status_line
 from .protocol import (
@@ -37,6 +36,7 @@ from .protocol import (
     parse,
     rpc_error,
 )
+from .sessions import Session, SessionStore
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -204,10 +204,22 @@ def origin_of(url: str, with_path: bool = False) -> str | None:
         return None
 
 
-class McpEndpoint:
-    """POST/DELETE /mcp: the transport rules around an `McpServer`."""
+class Dispatcher(Protocol):
+    """What the transport needs of the JSON-RPC methods (mcp_rpc.McpServer is one): answer a message."""
 
-    def __init__(self, server: McpServer, config: Config, clock: Callable[[], float] = time.monotonic):
+    modern_methods: Mapping[str, Any]  # the methods a 2026-07-28 request may call
+
+    def handle(self, session: Session, message: Message) -> dict[str, Any] | None: ...
+
+    def server_info(self, version: str) -> dict[str, Any]: ...
+
+    def server_info_json(self) -> bytes: ...
+
+
+class McpEndpoint:
+    """POST/DELETE /mcp: the transport rules around a Dispatcher (mcp_rpc.McpServer)."""
+
+    def __init__(self, server: Dispatcher, config: Config, clock: Callable[[], float] = time.monotonic):
         self.server = server
         self.sessions = SessionStore(config.mcp_max_sessions, config.mcp_session_idle, clock)
         self.max_body = config.max_body

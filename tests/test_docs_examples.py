@@ -310,7 +310,7 @@ def test_the_search_parameters_table_states_the_schema() -> None:
 
 @pytest.mark.parametrize("name", ["README.md", "docs/http-api.md"])
 def test_the_endpoints_table_lists_every_operation_of_the_openapi_document(name: str) -> None:
-    from reviewsd_app.web import openapi
+    from reviewsd_app import openapi
 
     section = page(name).split("| Method and path |", 1)[1].split("\n\n", 1)[0]
     documented = {

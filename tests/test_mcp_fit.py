@@ -18,8 +18,8 @@ from factories import Spec, make_docs, write_docs
 from test_mcp_rpc import call, dispatch, initialize_body
 
 from reviewsd_app import reviewsd
-from reviewsd_app.mcp_rpc import Session
 from reviewsd_app.mcpserver import tools as mcp_tools
+from reviewsd_app.mcpserver.sessions import Session
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))

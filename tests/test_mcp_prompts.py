@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from test_mcp_rpc import BASE, SPECS, assert_error, dispatch, initialize_body, mcp_data_dir  # noqa: F401 (fixture)
 
 from reviewsd_app import reviewsd
-from reviewsd_app.mcp_rpc import ErrorCode, Session
+from reviewsd_app.mcp_rpc import ErrorCode
 from reviewsd_app.mcpserver import prompts as mcp_prompts
 from reviewsd_app.mcpserver import transport as mcp_http
+from reviewsd_app.mcpserver.sessions import Session
 from reviewsd_app.reviews.dataset import fold_name
 
 

@@ -17,9 +17,10 @@ from jsonschema import Draft202012Validator
 from referencing.exceptions import Unresolvable
 
 from reviewsd_app import mcp_rpc, reviewsd
-from reviewsd_app.mcp_rpc import ErrorCode, Session, SessionStore
+from reviewsd_app.mcp_rpc import ErrorCode
 from reviewsd_app.mcpserver import card, protocol
 from reviewsd_app.mcpserver import tools as mcp_tools
+from reviewsd_app.mcpserver.sessions import Session, SessionStore
 from reviewsd_app.reviews.dataset import SCHEMAS, fold_name, validator
 from reviewsd_app.reviews.search import run_search, search_result
 

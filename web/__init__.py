@@ -1,1 +1,1 @@
-"""The HTTP answers: precomputed payloads and their validators, feeds, the OpenAPI document, snapshots."""
+"""The HTTP answers: precomputed payloads and their validators, feeds, snapshots, the response seam."""

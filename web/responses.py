@@ -3,7 +3,7 @@
 `COMMON_HEADERS` is the list of headers every response has: the app adds them where each answer leaves
 it (`ReviewsApp.__call__` calls `with_common_headers`, so the precomputed payloads, the errors, the MCP
 endpoint and the hub are all covered), the server adds them to the refusals it answers itself
-(httpserver/connection.py), and the OpenAPI document lists them for every response (web/openapi.py).
+(httpserver/connection.py), and the OpenAPI document lists them for every response (openapi.py).
 Adding a header to every response is one line here. (Date and Server are the HTTP server's, like any WSGI
 server's: they are not in the list.)
 

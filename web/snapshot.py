@@ -11,12 +11,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import islice
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from werkzeug.http import http_date
 
 from ..config import Config
-from ..mcpserver.card import AI_CATALOG_PATH, SERVER_CARD, SERVER_CARD_PATHS, ai_catalog, server_card
 from ..pages import (
     PAGE_HEADERS,
     WIDGET_HEADERS,
@@ -27,7 +26,7 @@ from ..pages import (
     render_widget,
 )
 from ..pages.render import HOME_REVIEWS
-from ..reviews.dataset import Dataset, encode_json
+from ..reviews.dataset import Dataset
 from ..reviews.search import SincePage, since_result_parts
 from . import feeds
 from .feeds import HUB_PATH, OPENAPI_PATH
@@ -116,20 +115,26 @@ class Snapshot:
                 payload.gzipped.compress()
 
 
-def discovery_bodies(dataset: Dataset, config: Config) -> dict[str, tuple[bytes, str, None, bool]]:
-    """The MCP server card at both its paths, and the AI Catalog listing it: what discovery reads."""
-    base = config.public_base_url
-    card = encode_json(server_card(dataset.business, base))
-    catalog = encode_json(ai_catalog(dataset.business, base, config.url(OPENAPI_PATH)))
-    return {
-        **{path: (card, SERVER_CARD, None, False) for path in SERVER_CARD_PATHS},
-        AI_CATALOG_PATH: (catalog, JSON, None, False),
-    }
+class Document(NamedTuple):
+    """A body served as it is at a path of its own (a part's document the snapshot precomputes for it)."""
+
+    body: bytes
+    content_type: str
 
 
-def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_later: bool = False) -> Snapshot:
-    """Encode and compress every static body of this data
-    version, once; the OpenAPI document's is the same for all."""
+def no_documents(dataset: Dataset) -> Mapping[str, Document]:
+    return {}
+
+
+def build_snapshot(
+    dataset: Dataset,
+    config: Config,
+    openapi: Payload,
+    gzip_later: bool = False,
+    documents: Callable[[Dataset], Mapping[str, Document]] = no_documents,
+) -> Snapshot:
+    """Encode and compress every static body of this data version, once: the data files, the feeds, `/`, and
+    the `documents` other parts serve (MCP discovery); the OpenAPI document's is the same for all."""
     now = datetime.now(timezone.utc)
     reviews_modified = last_modified(dataset.reviews_doc["generated_at"], now)
     insights_modified = last_modified(dataset.insights_doc["generated_at"], now)
@@ -140,7 +145,7 @@ def build_snapshot(dataset: Dataset, config: Config, openapi: Payload, gzip_late
         "/insights.json": (dataset.insights_document, JSON, insights_modified, gzip_later),
         "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified, False),
         "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified, False),
-        **discovery_bodies(dataset, config),
+        **{path: (doc.body, doc.content_type, None, False) for path, doc in documents(dataset).items()},
     }
     payloads = {
         path: make_payload(

@@ -12,11 +12,11 @@ import copy
 import re
 from typing import Any, Mapping
 
-from ..mcpserver.protocol import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS
-from ..reviews.dataset import SCHEMAS
-from ..reviews.search import DATE_SCHEMA
-from . import responses
-from .payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
+from .mcpserver.protocol import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS
+from .reviews.dataset import SCHEMAS
+from .reviews.search import DATE_SCHEMA
+from .web import responses
+from .web.payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
 
 API_VERSION = "1.0.0"
 
