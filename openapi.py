@@ -461,7 +461,7 @@ def _paths() -> dict[str, Any]:
                 "Feed items and every public review link point here; it links its JSON twin.",
                 {
                     **_representation(HTML_PAGE, "The review's page.", "text/html", PAGE_HEADER_DOCS),
-                    "404": _error("No review has this id."),
+                    "404": _json(HTML_PAGE, "No review has this id: a page that says so.", "text/html"),
                 },
                 [REVIEW_ID_PARAM, *CONDITIONAL_PARAMS],
             )

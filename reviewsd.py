@@ -326,9 +326,10 @@ class ReviewsApp:
         return made_for_request(environ, status, body, PAGE_HEADERS)
 
     def on_review_page(self, environ: Mapping[str, Any], review_id: str) -> Triple:
-        payload = self.store.current.review_page(review_id)
-        if payload is None:
-            raise NotFound()
+        snapshot = self.store.current
+        payload = snapshot.review_page(review_id)
+        if payload is None:  # a person following an old link: a page that says so, not the API's JSON
+            return made_for_request(environ, "404 Not Found", snapshot.review_missing, PAGE_HEADERS)
         return answer(environ, payload)
 
     def on_widget(self, environ: Mapping[str, Any]) -> Triple:

@@ -11,7 +11,16 @@ from .forms import (
     parse_widget_options,
 )
 from .policy import PAGE_CSP, PAGE_HEADERS, WIDGET_CSP, WIDGET_HEADERS
-from .render import ReviewsPage, Site, render_home, render_review, render_reviews, render_widget, review_path
+from .render import (
+    ReviewsPage,
+    Site,
+    render_home,
+    render_review,
+    render_review_not_found,
+    render_reviews,
+    render_widget,
+    review_path,
+)
 
 __all__ = [
     "SEARCH_FIELDS",
@@ -26,6 +35,7 @@ __all__ = [
     "ReviewsPage",
     "Site",
     "render_home",
+    "render_review_not_found",
     "render_review",
     "render_reviews",
     "render_widget",

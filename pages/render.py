@@ -145,6 +145,19 @@ def render_review(review: Mapping[str, Any], reviews_doc: Mapping[str, Any], sit
     )
 
 
+def render_review_not_found(reviews_doc: Mapping[str, Any], site: Site) -> bytes:
+    """The 404 page of /reviews/{id} for an id no review has: a person following an old link lands here."""
+    return _render(
+        "not_found.html",
+        site,
+        reviews_doc,
+        title=f"No such review: {reviews_doc['business']['name']}",
+        description="",
+        canonical=None,
+        alternates=[],
+    )
+
+
 def render_widget(reviews_doc: Mapping[str, Any], options: WidgetOptions, site: Site) -> bytes:
     """GET /widget: the newest reviews in a small page made to be framed by the business's own site."""
     chosen = newest_reviews(

@@ -72,7 +72,9 @@ def test_permalink_page_and_its_json_twin(client: Client) -> None:
         client.get(f"/reviews/{review['id']}", headers={"If-None-Match": page.headers["ETag"]}).status_code
         == 304
     )
-    assert client.get("/reviews/01AAAAAAAAAAAAAAAAAAAAAAAA").status_code == 404
+    missing = client.get("/reviews/01AAAAAAAAAAAAAAAAAAAAAAAA")
+    assert missing.status_code == 404 and missing.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert b"No such review" in missing.data and missing.headers["Content-Security-Policy"] == PAGE_CSP
 
 
 def test_feed_items_link_to_the_pages_and_keep_their_ids(client: Client) -> None:

@@ -23,6 +23,7 @@ from ..pages import (
     WidgetOptions,
     render_home,
     render_review,
+    render_review_not_found,
     render_widget,
 )
 from ..pages.render import HOME_REVIEWS
@@ -56,6 +57,7 @@ class Snapshot:
     dataset: Dataset
     payloads: Mapping[str, Payload]
     site: Site
+    review_missing: bytes = b""  # the 404 page of /reviews/{id} for an unknown id
     _since_headers: tuple[tuple[str, str], ...] = ()  # a since answer's, but its ETag and length
     _pages: OrderedDict[object, Payload] = field(default_factory=OrderedDict)  # bounded in entries
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -166,7 +168,14 @@ def build_snapshot(
         ("Last-Modified", http_date(reviews_modified)),
         ("Vary", "Accept-Encoding"),  # as every read answer, though a slice is always identity
     )
-    return Snapshot(dataset, {**payloads, OPENAPI_PATH: openapi}, site, since_headers)
+    missing = render_review_not_found(pages_document(dataset, ()), site)
+    return Snapshot(
+        dataset,
+        {**payloads, OPENAPI_PATH: openapi},
+        site,
+        review_missing=missing,
+        _since_headers=since_headers,
+    )
 
 
 def pages_document(dataset: Dataset, reviews: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
