@@ -152,8 +152,8 @@ class ToolOutput:
 
 # Claude Code saves a tool result over 50,000 characters to a file instead of showing it to the model; other
 # clients cut long results. Reviews are listed while the structured result (which is also the text block)
-# plus their resource links stays within RESULT_BUDGET. UTF-8 bytes are counted: never fewer than characters.
-RESULT_CHARACTERS = 50_000
+# plus their resource links stays within RESULT_BUDGET, 2,000 under that. UTF-8 bytes are counted: never
+# fewer than characters.
 RESULT_BUDGET = 48_000
 LONG_REVIEW_BYTES = 3_000  # a listed review longer than this has its texts cut to LIST_TEXT_CHARACTERS
 LIST_TEXT_CHARACTERS = 1_500

@@ -15,7 +15,6 @@ import jsonschema_rs
 PROFILE_FILE = "business.toml"
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 DEFAULT_TIME_ZONE = "UTC"
-ENTITY_GROUPS = ("technicians", "services", "problems", "service_areas", "topics")  # insights.json's names
 # reviews.json requires these business keys; a profile may leave them out, and gets these values.
 BUSINESS_DEFAULTS: dict[str, Any] = {
     "description": "",

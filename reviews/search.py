@@ -4,7 +4,6 @@ the OpenAPI document also publishes) and the indexed filter. `run_search` is the
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import functools
 import hashlib
 import heapq
@@ -357,15 +356,6 @@ class _TextPositions:
         return self.found
 
 
-def search_args(params: SearchParams) -> dict[str, Any]:
-    """The arguments `params` could come from: its fields but the cursor's key, defaults left out."""
-    return {
-        f.name: getattr(params, f.name)
-        for f in dataclasses.fields(params)
-        if f.name != "after" and getattr(params, f.name) != f.default
-    }
-
-
 def _allowed_stars(params: SearchParams) -> frozenset[int]:
     stars = ALL_RATINGS if params.rating is None else ALL_RATINGS & {params.rating}
     if params.min_rating is not None:
@@ -619,8 +609,3 @@ def since_result_parts(dataset: Dataset, page: SincePage) -> tuple[bytes, memory
         page.stop - page.start,
     )
     return head, reviews, b'],"next_cursor":%s}' % cursor
-
-
-def since_result_json(dataset: Dataset, page: SincePage) -> bytes:
-    """The since answer as one body (the MCP tool's; HTTP writes the parts)."""
-    return b"".join(since_result_parts(dataset, page))

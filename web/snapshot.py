@@ -140,13 +140,13 @@ def build_snapshot(
     now = datetime.now(timezone.utc)
     reviews_modified = last_modified(dataset.reviews_doc["generated_at"], now)
     insights_modified = last_modified(dataset.insights_doc["generated_at"], now)
-    site = feeds.FeedSite(config.public_base_url, dataset.business)
+    feed_site = feeds.FeedSite(config.public_base_url, dataset.business)
     newest = dataset.reviews[:FEED_LENGTH]
     bodies = {
         "/reviews.json": (dataset.reviews_document, JSON, reviews_modified, gzip_later),
         "/insights.json": (dataset.insights_document, JSON, insights_modified, gzip_later),
-        "/api/feed.json": (feeds.render_json_feed(newest, site), FEED_JSON, reviews_modified, False),
-        "/feed.xml": (feeds.render_atom_feed(newest, site), ATOM, reviews_modified, False),
+        "/api/feed.json": (feeds.render_json_feed(newest, feed_site), FEED_JSON, reviews_modified, False),
+        "/feed.xml": (feeds.render_atom_feed(newest, feed_site), ATOM, reviews_modified, False),
         **{path: (doc.body, doc.content_type, None, False) for path, doc in documents(dataset).items()},
     }
     payloads = {
