@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import tomllib
 import zoneinfo
 from dataclasses import dataclass, field
@@ -12,8 +11,9 @@ from typing import Any, Mapping
 
 import jsonschema_rs
 
+from .dataset import SCHEMAS
+
 PROFILE_FILE = "business.toml"
-SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 DEFAULT_TIME_ZONE = "UTC"
 # reviews.json requires these business keys; a profile may leave them out, and gets these values.
 BUSINESS_DEFAULTS: dict[str, Any] = {
@@ -88,7 +88,7 @@ class Profile:
 
 @cache
 def _validator() -> Any:
-    return jsonschema_rs.validator_for(json.loads((SCHEMAS / "business.schema.json").read_text("utf-8")))
+    return jsonschema_rs.validator_for(SCHEMAS["business.schema.json"])
 
 
 def _key_path(parts: list) -> str:
