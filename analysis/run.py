@@ -6,11 +6,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..reviews.problems import INSIGHTS_FILE, REVIEWS_FILE
 from ..reviews.profile import Profile
 from ..reviews.schemas import schema_errors
 from ..reviews.store import (
-    INSIGHTS_FILE,
-    REVIEWS_FILE,
     dumps,
     read_json,
     utc_timestamp,

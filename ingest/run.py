@@ -9,10 +9,10 @@ from typing import Any, Iterator
 
 import orjson
 
+from ..reviews.problems import REVIEWS_FILE
 from ..reviews.profile import Profile
 from ..reviews.schemas import schema_errors
 from ..reviews.store import (
-    REVIEWS_FILE,
     dumps,
     read_json,
     utc_timestamp,

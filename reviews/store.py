@@ -10,9 +10,6 @@ from typing import Any
 
 import orjson
 
-REVIEWS_FILE = "reviews.json"
-INSIGHTS_FILE = "insights.json"
-
 
 def utc_timestamp(now: dt.datetime | None = None) -> str:
     """RFC 3339 in UTC, to the second, as the schemas' `generated_at` wants it."""
