@@ -183,13 +183,13 @@ class ReviewsApp:
                 )
             ),
             Rule(SEARCH_PATH, endpoint="search", methods=GET),
-            Rule("/api/reviews/since/<anything:date>", endpoint="since", methods=GET),
+            Rule(SINCE_PREFIX + "<anything:date>", endpoint="since", methods=GET),
             Rule("/api/reviews/<review_id>", endpoint="review", methods=GET),
             Rule("/healthz", endpoint="healthz", methods=GET),
             # pages for people (pages/)
             Rule("/", endpoint="payload", methods=GET),
             Rule("/reviews", endpoint="reviews_page", methods=GET),
-            Rule("/reviews/<review_id>", endpoint="review_page", methods=GET),
+            Rule(REVIEW_PAGES + "<review_id>", endpoint="review_page", methods=GET),
             Rule("/widget", endpoint="widget", methods=GET),
             # the parts create_app hands the app (mcp_rpc.py, hub.py)
             Rule("/mcp", endpoint="attached", defaults={"part": "mcp"}, methods=["POST", "DELETE"]),
