@@ -367,12 +367,13 @@ class ReviewsApp:
         dataset = self.store.current.dataset
         hub_status = self.hub.status() if self.hub is not None else {"enabled": False}
         ready = self.hub is None or bool(hub_status.get("running"))
+        health = "ok"
+        if not ready:
+            health = "not_ready"
+        elif hub_status.get("available") is False:
+            health = "degraded"
         document = {
-            "status": "not_ready"
-            if not ready
-            else "degraded"
-            if hub_status.get("available") is False
-            else "ok",
+            "status": health,
             "data": {
                 "reviews": {
                     "generated_at": dataset.reviews_doc["generated_at"],
