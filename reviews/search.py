@@ -11,16 +11,18 @@ import itertools
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import jsonschema_rs
 
+from . import ranked
 from .dataset import (
     REGISTRY,
     SCHEMAS,
     SEARCH_PARAMS_SCHEMA,
     Dataset,
     fold_text,
+    folded_names,
     named,
     utf8,
 )
@@ -108,9 +110,13 @@ def issue(param: str, code: str, message: str) -> dict[str, Any]:
 class SearchParams:
     rating: int | None = None
     min_rating: float | None = None
+    max_rating: float | None = None
     since: str | None = None
     until: str | None = None
     query: str | None = None
+    q: str | None = None
+    aspect: str | None = None
+    aspect_sentiment: str | None = None
     mentions_technician: str | None = None
     mentions_service: str | None = None
     source: str | None = None
@@ -139,9 +145,13 @@ _CURSOR_VERSION = "1"
 FILTER_NAMES = (
     "rating",
     "min_rating",
+    "max_rating",
     "since",
     "until",
     "query",
+    "q",
+    "aspect",
+    "aspect_sentiment",
     "mentions_technician",
     "mentions_service",
     "source",
@@ -203,8 +213,26 @@ def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
         issues.append(
             issue("since", "date_order", f"since ({args['since']}) is after until ({args['until']})")
         )
+    if "min_rating" in args and "max_rating" in args and not bad & {"min_rating", "max_rating"}:
+        if args["min_rating"] > args["max_rating"]:
+            issues.append(
+                issue(
+                    "min_rating",
+                    "rating_order",
+                    f"min_rating ({args['min_rating']}) is above max_rating ({args['max_rating']})",
+                )
+            )
+    if "aspect_sentiment" in args and "aspect" not in args:
+        issues.append(issue("aspect_sentiment", "required", "aspect_sentiment needs aspect (which aspect?)"))
+    sort = args.get("sort") or ("relevance" if "q" in args else "newest")
+    if sort == "relevance" and "q" not in args and "sort" not in bad:
+        issues.append(issue("sort", "relevance_needs_q", "sort relevance ranks the words of q: give q"))
+    if sort == "relevance" and "cursor" in args:
+        issues.append(
+            issue("cursor", "invalid_cursor", "a relevance ranking is one page: no cursor goes with it")
+        )
     after = None
-    if "cursor" in args and "cursor" not in bad:
+    if "cursor" in args and "cursor" not in bad and sort != "relevance":
         after = decode_cursor(args["cursor"], filters_digest(args))
         if isinstance(after, dict):
             issues.append(after)
@@ -212,9 +240,9 @@ def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
         raise InvalidParams(issues)
     limit = int(args.get("limit", DEFAULT_LIMIT))
     if after is None:  # no issues: every name is known
-        return SearchParams(**{**args, "limit": limit})
+        return SearchParams(**{**args, "sort": sort, "limit": limit})
     fields = {k: v for k, v in args.items() if k != "cursor"}
-    return SearchParams(**{**fields, "limit": limit, "after": after})
+    return SearchParams(**{**fields, "sort": sort, "limit": limit, "after": after})
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -306,13 +334,17 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> SearchPage:
     """
     lo, hi = dataset.window(params.since, params.until)
     allowed = _allowed_stars(params)
+    scores = ranked.rank(dataset, params.q, (lo, hi)) if params.q is not None else None
+    required = _required(dataset, params, scores)
+    if params.sort == "relevance":
+        return _ranked_page(dataset, params, scores or {}, allowed, (lo, hi), required)
     order = _RATING_ORDER.get(params.sort)
     groups = [frozenset({star}) for star in order if star in allowed] if order else [allowed]
     after, oldest, want = params.after, params.sort == "oldest", params.limit + 1
     text_positions = _TextPositions(dataset, params.query)
     matched, chosen = 0, []
     for stars in groups:
-        count, positions = _matches(dataset, params, stars, lo, hi, text_positions)
+        count, positions = _matches(dataset, params, stars, lo, hi, text_positions, required)
         matched += count
         if not count or len(chosen) >= want:
             continue
@@ -322,12 +354,59 @@ def find_reviews(dataset: Dataset, params: SearchParams) -> SearchPage:
         if place == "cursor":  # only what comes after the cursor's review
             before, through = dataset.key_bounds(after.date, after.id)
             window = (lo, min(hi, before)) if oldest else (max(lo, through), hi)
-            _, positions = _matches(dataset, params, stars, *window, text_positions)
+            _, positions = _matches(dataset, params, stars, *window, text_positions, required)
         chosen += _first(positions, want - len(chosen), oldest)
     if len(chosen) < want:
         return SearchPage(matched, chosen)
     del chosen[params.limit :]
     return SearchPage(matched, chosen, cursor_after(dataset, filters_digest(vars(params)), chosen[-1]))
+
+
+class _Required(NamedTuple):
+    """A filter known as a list of positions: the reviews q matches, or those naming an aspect."""
+
+    positions: Sequence[int]  # ascending
+    members: frozenset[int]
+
+
+def _required(dataset: Dataset, params: SearchParams, scores: Mapping[int, float] | None) -> list[_Required]:
+    found = []
+    if scores is not None:
+        found.append(_Required(sorted(scores), frozenset(scores)))
+    if params.aspect is not None:
+        names = folded_names(dataset.insights_doc["aspects"], ("id", "label"))
+        aspects = named(params.aspect, names)
+        positions = (
+            dataset.positions_by_aspect.get((aspects[0]["id"], params.aspect_sentiment), [])
+            if len(aspects) == 1
+            else []  # none or several: no review matches
+        )
+        found.append(_Required(positions, frozenset(positions)))
+    return found
+
+
+def _ranked_page(
+    dataset: Dataset,
+    params: SearchParams,
+    scores: Mapping[int, float],
+    stars: frozenset[int],
+    window: tuple[int, int],
+    required: Sequence[_Required],
+) -> SearchPage:
+    """The best `limit` of the reviews q matches that pass every other filter; one page (no cursor)."""
+    lo, hi = window
+    ratings = dataset.ratings
+    tests = [source.passes for source in _sources(dataset, params, stars, lo, hi)]
+    tests += [r.members.__contains__ for r in required[1:]]  # the first is q's own: every scored review
+    if params.query is not None:
+        needle = utf8(fold_text(params.query))
+        tests.append(lambda pos: dataset.text_contains(pos, needle))
+
+    def passes(pos: int) -> bool:
+        return lo <= pos < hi and ratings[pos] in stars and all(test(pos) for test in tests)
+
+    matched, top = ranked.best(scores, passes, params.limit)
+    return SearchPage(matched, top)
 
 
 def _group_place(order: Sequence[int] | None, stars: frozenset[int], after: CursorKey | None) -> str:
@@ -360,6 +439,8 @@ def _allowed_stars(params: SearchParams) -> frozenset[int]:
     stars = ALL_RATINGS if params.rating is None else ALL_RATINGS & {params.rating}
     if params.min_rating is not None:
         stars &= set(range(math.ceil(params.min_rating), 6))
+    if params.max_rating is not None:
+        stars &= set(range(1, math.floor(params.max_rating) + 1))
     return stars
 
 
@@ -378,12 +459,16 @@ def _matches(
     lo: int,
     hi: int,
     text_positions: Callable[[], list[int]],
+    required: Sequence[_Required] = (),
 ) -> tuple[int, Iterable[int]]:
     """(how many, their positions ascending, lazily) of the reviews in [lo, hi) rated one of `stars` that pass
     every filter of `params`."""
     if not stars or lo >= hi:
         return 0, ()
     sources = _sources(dataset, params, stars, lo, hi)
+    for listed in required:
+        span = _windowed(listed.positions, lo, hi)
+        sources.append(_Source(len(span), iter(span), listed.members.__contains__))
     if not sources and params.query is None:  # every review in the window matches
         return hi - lo, range(lo, hi)
     if params.query is not None:
