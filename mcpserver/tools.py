@@ -8,11 +8,13 @@ long text is cut with TRIM_MARK.
 
 from __future__ import annotations
 
+import calendar
 import functools
 import json
 import operator
 import re
 from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urljoin
 
@@ -410,7 +412,7 @@ def get_insights_summary(dataset: Dataset, args: dict[str, Any], base_url: str) 
 # ----------------------------------------------------------------- search and fetch (ChatGPT's shapes)
 
 SEARCH_RESULTS = 20
-QUERY_CHARACTERS = SCHEMAS["search-params.schema.json"]["properties"]["query"]["maxLength"]
+QUERY_CHARACTERS = SCHEMAS["search-params.schema.json"]["properties"]["q"]["maxLength"]
 _STAR_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 _STARS = re.compile(r"\b([1-5]|one|two|three|four|five)[ -]?stars?\b", re.IGNORECASE)
 _FLAGS = (  # phrases that set a filter or the order, longest first
@@ -441,16 +443,20 @@ _FILLER = frozenset(
 )
 
 
-def understood_query(dataset: Dataset, query: str) -> dict[str, Any]:
+def understood_query(dataset: Dataset, query: str, today: date | None = None) -> dict[str, Any]:
     """The search arguments a free-text query asks for: a star count ("2-star", "five stars"), a platform
     ("google"), replied or not ("unanswered"), an order ("worst", "oldest"), a practitioner or a service
-    named by a word that names only one ("Patel", "massage"); what is left, filler words dropped, is a text
-    to find. Pure: the same query on the same data always gives the same arguments."""
+    named by a word that names only one ("Patel", "massage"), a period ("in the last 3 months", counted back
+    from `today`); what is left, filler words dropped, is ranked (`q`). Pure: the same query on the same data
+    and day always gives the same arguments."""
     args: dict[str, Any] = {}
     text = " " + " ".join(query.split()) + " "
     if found := _STARS.search(text):
         word = found.group(1).lower()
         args["rating"] = int(word) if word.isdigit() else _STAR_WORDS[word]
+        text = text[: found.start()] + " " + text[found.end() :]
+    if found := _PERIOD.search(text):
+        args["since"] = period_start(found, today or datetime.now(timezone.utc).date())
         text = text[: found.start()] + " " + text[found.end() :]
     lowered = text.lower()
     for phrase, name, value in _FLAGS:
@@ -472,11 +478,37 @@ def understood_query(dataset: Dataset, query: str) -> dict[str, Any]:
         if entity is None:
             rest.append(word)
     rest = [w for w in rest if not _part_of_entity(dataset, fold_name(w), args)]
-    if rest:
-        phrase = " ".join(rest)
-        found = dataset.positions_with_text(phrase.casefold())
-        args["query"] = (phrase if found else max(rest, key=len))[:QUERY_CHARACTERS]
+    if rest:  # ranked: best match first, unless the query asked for an order
+        args["q"] = " ".join(rest)[:QUERY_CHARACTERS]
     return args
+
+
+_PERIOD = re.compile(
+    r"\b(?:in |during |over |from )?(?:the )?(?P<which>last|past|this)\s+(?:(?P<n>[0-9]{1,3}|two|three|four|"
+    r"five|six|twelve)\s+)?(?P<unit>days?|weeks?|months?|quarters?|years?)\b",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "twelve": 12}
+
+
+def period_start(found: re.Match, today: date) -> str:
+    """The first day of "the last 3 months", "this year", "past week"...: counted back from `today`."""
+    n = found["n"] or "1"
+    count = int(n) if n.isdigit() else _NUMBER_WORDS[n.lower()]
+    unit = found["unit"].lower().rstrip("s")
+    if found["which"].lower() == "this":
+        if unit == "year":
+            return today.replace(month=1, day=1).isoformat()
+        if unit in ("month", "quarter"):
+            first = today.month if unit == "month" else today.month - (today.month - 1) % 3
+            return today.replace(month=first, day=1).isoformat()
+        count = 1
+    if unit in ("day", "week"):
+        return (today - timedelta(days=count * (7 if unit == "week" else 1))).isoformat()
+    months = count * {"month": 1, "quarter": 3, "year": 12}[unit]
+    year, month = divmod(today.year * 12 + today.month - 1 - months, 12)
+    day = min(today.day, calendar.monthrange(year, month + 1)[1])
+    return date(year, month + 1, day).isoformat()
 
 
 def _one_entity(dataset: Dataset, folded: str, args: dict[str, Any]) -> str | None:
@@ -847,6 +879,7 @@ _VALIDATORS = {
 _DEFAULTS = {
     name: {key: spec["default"] for key, spec in tool.input_schema["properties"].items() if "default" in spec}
     for name, tool in TOOLS.items()
+    if tool.validate  # search_reviews applies its own (sort's depends on q)
 }
 
 
@@ -857,4 +890,4 @@ def run_tool(name: str, dataset: Dataset, arguments: dict[str, Any], base_url: s
         issues = _VALIDATORS[name].issues(arguments)
         if issues:
             raise InvalidParams(issues)
-    return tool.run(dataset, {**_DEFAULTS[name], **arguments}, base_url)
+    return tool.run(dataset, {**_DEFAULTS.get(name, {}), **arguments}, base_url)

@@ -167,15 +167,18 @@ def bundled() -> Any:
         ("unanswered 1-star google reviews", {"has_reply": False, "rating": 1, "source": "google"}),
         ("five stars for Patel", {"rating": 5, "mentions_technician": "dr-maya-patel"}),
         ("What do people say about Dr. Maya Patel?", {"mentions_technician": "dr-maya-patel"}),
-        ("worst reviews about billing", {"sort": "lowest", "query": "billing"}),
+        ("worst reviews about billing", {"sort": "lowest", "q": "billing"}),
         ("massage", {"mentions_service": "massage-therapy"}),
-        ("parking lot", {"query": "parking"}),  # the phrase matches nothing: its longest word
-        ("the front desk", {"query": "front desk"}),
+        ("parking lot", {"q": "parking lot"}),  # ranked: either word will do
+        ("the front desk", {"q": "front desk"}),
+        ("complaints in the last 3 months", {"q": "complaints", "since": "2026-08-25"}),
+        ("1-star reviews this year", {"rating": 1, "since": "2026-01-01"}),
+        ("past 2 weeks", {"since": "2026-11-11"}),
         ("", {}),
     ],
 )
 def test_search_understands_a_free_text_query(bundled, query, expected):
-    assert mcp_tools.understood_query(bundled, query) == expected
+    assert mcp_tools.understood_query(bundled, query, dt.date(2026, 11, 25)) == expected
 
 
 def test_search_returns_chatgpt_shapes_and_fetch_the_review(long_texts_app):
@@ -234,8 +237,8 @@ def test_descriptions_and_prompts_use_the_words_of_the_business(tmp_path):
 
 def test_search_takes_a_long_query(bundled):
     """The free text may be longer than search's query parameter: what is left is cut to fit it."""
-    understood = mcp_tools.understood_query(bundled, "zq" * 240)
-    assert understood == {"query": "zq" * 100}
+    understood = mcp_tools.understood_query(bundled, "zq" * 300)
+    assert understood == {"q": "zq" * 250}
 
 
 def test_a_page_always_holds_one_review(long_texts_app):

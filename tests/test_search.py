@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from reviewsd_app.reviews import search as search_module
 from reviewsd_app.reviews.dataset import Dataset, fold_name
+from reviewsd_app.reviews.ranked import words as ranked_words
 from reviewsd_app.reviews.search import (
     InvalidParams,
     SearchPage,
@@ -65,6 +66,26 @@ def reference_order(reviews_doc: dict, insights_doc: dict, params: SearchParams)
             return False
         if params.min_rating is not None and review["rating"] < params.min_rating:
             return False
+        if params.max_rating is not None and review["rating"] > params.max_rating:
+            return False
+        if params.q is not None:  # any of q's words in the text or the owner's reply
+            said = (review["text"] or "") + " " + ((review["owner_reply"] or {}).get("text") or "")
+            asked = {folded(w) for w in params.q.split() if len(folded(w)) >= 3}
+            named = [  # a person or service a word of q names, that the review mentions
+                r["id"]
+                for group, keys in (("technicians", ("id", "name", "label")), ("services", ("id", "label")))
+                for r in insights_doc["entities"][group]
+                if asked & {part for n in names(r, keys) for part in n.split()} and r["id"] in mentions[group]
+            ]
+            named += [  # an aspect a word of q names, that the analysis found in the review
+                a["id"]
+                for a in mentions["aspects"]
+                for record in insights_doc["aspects"]
+                if record["id"] == a["id"]
+                and asked & {part for n in names(record, ("id", "label")) for part in n.split()}
+            ]
+            if not set(ranked_words(params.q)) & set(ranked_words(said)) and not named:
+                return False
         if params.since is not None and review["date"] < params.since:
             return False
         if params.until is not None and review["date"] > params.until:
@@ -162,6 +183,8 @@ params = st.builds(
     SearchParams,
     rating=st.none() | st.integers(1, 5),
     min_rating=st.none() | st.floats(1, 5, allow_nan=False),
+    max_rating=st.none() | st.floats(1, 5, allow_nan=False),
+    q=st.none() | st.sampled_from(["back pain", "waited", "Straße", "the", "great PATEL"]),
     since=st.none() | dates,
     until=st.none() | dates,
     query=st.none() | st.sampled_from(WORDS) | st.text(min_size=1, max_size=3),
@@ -438,8 +461,8 @@ def args_of(params: SearchParams) -> dict:
     return {
         f.name: getattr(params, f.name)
         for f in dataclasses.fields(params)
-        if f.name != "after" and getattr(params, f.name) != f.default
-    }
+        if f.name != "after" and (getattr(params, f.name) != f.default or (f.name == "sort" and params.q))
+    }  # with q, sort is sent even when newest: q's default order is relevance
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -454,6 +477,7 @@ def test_paging_to_the_end_sees_every_review_once_in_order(
 ) -> None:
     """Following next_cursor from the first page gives the reference's order: nothing twice or missed."""
     assume(params.since is None or params.until is None or params.since <= params.until)  # else a 400
+    assume(params.min_rating is None or params.max_rating is None or params.min_rating <= params.max_rating)
     dataset, reviews_doc, insights_doc = dataset_of(specs)
     expected = reference_order(reviews_doc, insights_doc, params)
     args = {**args_of(params), "limit": page_size}
@@ -507,3 +531,84 @@ def test_query_strings_decode_booleans_and_the_sort() -> None:
     with pytest.raises(InvalidParams) as exc:
         validate_search_args(decode_query_args({"has_text": ["yes"], "sort": ["best"]}))
     assert codes(exc) == [("has_text", "type"), ("sort", "enum")]
+
+
+# ---------------------------------------------------------------- ranked search, rating and aspect filters
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs=st.lists(specs, max_size=40), params=params)
+def test_a_relevance_page_holds_the_best_of_the_same_matches(specs: list[Spec], params: SearchParams) -> None:
+    """sort=relevance finds the matches the plain filter finds, best score first, newest first on a tie."""
+    assume(params.q is not None)
+    params = dataclasses.replace(params, sort="newest", after=None)
+    dataset, reviews_doc, insights_doc = dataset_of(specs)
+    expected = reference_order(reviews_doc, insights_doc, params)
+    page = find_reviews(dataset, dataclasses.replace(params, sort="relevance"))
+    assert page.matched == len(expected) and page.next_cursor is None
+    ids = [dataset.ids[p] for p in page.positions]
+    assert set(ids) <= set(expected) and len(ids) == min(params.limit, len(expected))
+    scores = search_module.ranked.rank(dataset, params.q, dataset.window(params.since, params.until))
+    keys = [(-scores[p], p) for p in page.positions]
+    assert keys == sorted(keys)
+    best_left_out = [
+        (-scores[dataset.position_of[i]], dataset.position_of[i]) for i in expected if i not in ids
+    ]
+    assert not keys or not best_left_out or keys[-1] <= min(best_left_out)
+
+
+def test_ranked_search_reads_a_sentence_and_finds_the_complaints(bundled_dataset: Dataset) -> None:
+    """A sentence of complaint finds reviews with negative aspect mentions first; max_rating bounds them."""
+    page = run_search(bundled_dataset, {"q": "What do people complain about most?", "limit": 10})
+    per_review = bundled_dataset.insights_doc["per_review"]
+    assert page.matched > 0 and len(page.positions) == 10
+    for pos in page.positions:
+        sentiments = {a["sentiment"] for a in per_review[bundled_dataset.ids[pos]]["aspects"]}
+        assert "negative" in sentiments
+    low = run_search(bundled_dataset, {"q": "complain", "max_rating": 2, "limit": 100})
+    assert all(bundled_dataset.ratings[p] <= 2 for p in low.positions)
+
+
+def test_the_aspect_filter_counts_what_per_review_says(bundled_dataset: Dataset) -> None:
+    per_review = bundled_dataset.insights_doc["per_review"]
+    for aspect in bundled_dataset.insights_doc["aspects"][:4]:
+        for sentiment in (None, "negative"):
+            expected = [
+                i
+                for i in bundled_dataset.ids
+                if any(
+                    a["id"] == aspect["id"] and sentiment in (None, a["sentiment"])
+                    for a in per_review[i]["aspects"]
+                )
+                and bundled_dataset.ratings[bundled_dataset.position_of[i]] <= 3
+            ]
+            args = {"aspect": aspect["label"], "max_rating": 3, "limit": 100}
+            if sentiment:
+                args["aspect_sentiment"] = sentiment
+            page = run_search(bundled_dataset, args)
+            assert page.matched == len(expected)
+            assert [bundled_dataset.ids[p] for p in page.positions] == expected[:100]
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ({"min_rating": 4, "max_rating": 2}, [("min_rating", "rating_order")]),
+        ({"aspect_sentiment": "negative"}, [("aspect_sentiment", "required")]),
+        ({"sort": "relevance"}, [("sort", "relevance_needs_q")]),
+        ({"q": "wait", "cursor": "x"}, [("cursor", "invalid_cursor")]),
+    ],
+)
+def test_rating_order_and_relevance_rules(args: dict, expected: list) -> None:
+    with pytest.raises(InvalidParams) as exc:
+        validate_search_args(args)
+    assert codes(exc) == expected
+
+
+@pytest.fixture(scope="module")
+def bundled_dataset() -> Dataset:
+    from pathlib import Path
+
+    from reviewsd_app.reviews.dataset import load_dataset
+
+    return load_dataset(Path(__file__).resolve().parent.parent / "data")
