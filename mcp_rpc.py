@@ -151,9 +151,10 @@ class McpServer:
         return encoded_server_info(self.words, self.store.current.dataset.business.get("url"), MODERN_VERSION)
 
     def instructions(self) -> str:
-        name = self.store.current.dataset.business["name"]
+        words = BusinessWords.of(self.store.current.dataset)
         return (
-            f"Read-only, public data about {name}: verified customer reviews and their analysis. "
+            f"Read-only, public data about {words.name}: customer reviews ({words.sources}) and their "
+            "analysis. "
             "Start with get_insights_summary (overall picture, valid aspect/practitioner/service names) or "
             "get_business; use search_reviews to find reviews (filters combine with AND, newest first; "
             "sort and next_cursor for more), search and fetch for free text, and get_review for one review "

@@ -45,7 +45,8 @@ def main() -> None:
     since = f"{year - (month < 1)}-{(month - 1) % 12 + 1:02d}-01"
     t0 = time.perf_counter()
     ranked.word_index(data)
-    print(f"{len(data.reviews)} reviews; index built on first use in {(time.perf_counter() - t0) * 1000:.0f} ms")
+    built = (time.perf_counter() - t0) * 1000
+    print(f"{len(data.reviews)} reviews; index built on first use in {built:.0f} ms")
     print(f"{'query':<28} {'p50 ms':>8} {'p99 ms':>8} {'matched':>8}")
     for name, query in QUERIES.items():
         query = {k: since if v == "SINCE" else v for k, v in query.items()}

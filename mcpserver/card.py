@@ -29,7 +29,7 @@ RESOURCES = {
     "/reviews.json": (
         "reviews.json",
         "Reviews dataset",
-        "The business, its aggregate rating and every verified review, newest first.",
+        "The business, its aggregate rating and every review, newest first.",
     ),
     "/insights.json": (
         "insights.json",
@@ -90,8 +90,8 @@ def server_info(words: BusinessWords, website: str | None, version: str) -> dict
     }
     if version in RICH_INFO_VERSIONS:
         info["description"] = (
-            f"Verified customer reviews of {words.name} ({words.category}) and their analysis: search, "
-            "sentiment by aspect, practitioners and services, rating trend. Read-only."
+            f"Customer reviews of {words.name} ({words.category}; {words.sources}) and their analysis: "
+            "search, sentiment by aspect, practitioners and services, rating trend. Read-only."
         )
         if website:
             info["websiteUrl"] = website
@@ -113,9 +113,9 @@ def registry_name(base_url: str, business_id: str) -> str:
     return ".".join(reversed(host.split("."))) + "/" + business_id
 
 
-def server_card(business: Mapping[str, Any], base_url: str) -> dict[str, Any]:
+def server_card(dataset: Dataset, base_url: str) -> dict[str, Any]:
     """The MCP server card (SEP-2127) of this server: who it is, where to connect, what it offers."""
-    words = BusinessWords(business["name"], (business.get("category") or "local business").lower())
+    business, words = dataset.business, BusinessWords.of(dataset)
     info = server_info(words, business.get("url"), MODERN_VERSION)
     card = {
         "$schema": SERVER_CARD_SCHEMA,
@@ -160,7 +160,7 @@ def ai_catalog(business: Mapping[str, Any], base_url: str, documentation: str) -
 def discovery_documents(dataset: Dataset, base_url: str) -> dict[str, Document]:
     """The MCP server card at both its paths, and the AI Catalog listing it: what discovery reads (every
     snapshot serves them: they name the business)."""
-    card = encode_json(server_card(dataset.business, base_url))
+    card = encode_json(server_card(dataset, base_url))
     catalog = encode_json(ai_catalog(dataset.business, base_url, base_url + OPENAPI_PATH))
     return {
         **{path: Document(card, SERVER_CARD) for path in SERVER_CARD_PATHS},

@@ -8,6 +8,7 @@ long text is cut with TRIM_MARK.
 
 from __future__ import annotations
 
+import bisect
 import calendar
 import functools
 import json
@@ -19,6 +20,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urljoin
 
 from ..reviews.dataset import SCHEMAS, Dataset, fold_name, folded_names, named
+from ..reviews.periods import MAX_REVIEW_IDS, period_summary, record_tally
 from ..reviews.search import (
     DATE_SCHEMA,
     InvalidParams,
@@ -134,14 +136,56 @@ class BusinessWords:
 
     name: str
     category: str
+    sources: str = "reviews from the platforms they were posted on"
+    verified: str = ""  # "verified " when every review is; imported ones are often not
+    aspects: tuple[str, ...] = ()  # the analysis's aspect labels, most mentioned first
+    person: str = ""
+    service: str = ""
 
     @classmethod
     def of(cls, dataset: Dataset) -> "BusinessWords":
         business = dataset.business
-        return cls(business["name"], (business.get("category") or "local business").lower())
+        platforms = [
+            _PLATFORM_NAMES.get(name, name.capitalize())
+            for name, _ in sorted(dataset.positions_by_source.items(), key=lambda item: -len(item[1]))
+        ]
+        aspects = sorted(dataset.insights_doc["aspects"], key=lambda a: -a["mention_count"])
+        technicians = sorted(dataset.technicians.values(), key=lambda t: -t["mention_count"])
+        services = business.get("services") or []
+        every_verified = bool(dataset.reviews) and all(r.get("verified") for r in dataset.reviews)
+        return cls(
+            business["name"],
+            (business.get("category") or "local business").lower(),
+            "reviews from " + _listed(platforms) if platforms else cls.sources,
+            "verified " if every_verified else "",
+            tuple(a["label"] for a in aspects),
+            technicians[0]["name"] if technicians else "",
+            services[0]["label"] if services else "",
+        )
 
     def fill(self, text: str) -> str:
-        return text.replace("{business}", self.name).replace("{category}", self.category)
+        aspects = [label.lower() for label in self.aspects[:3]] or ["what reviewers write about"]
+        replacements = {
+            "{business}": self.name,
+            "{category}": self.category,
+            "{sources}": self.sources,
+            "{verified}": self.verified,
+            "{aspects}": ", ".join(aspects),
+            "{aspect}": aspects[0],
+            "{person}": self.person or "a name",
+            "{service}": self.service or "a service",
+        }
+        for key, value in replacements.items():
+            text = text.replace(key, value)
+        return text
+
+
+_PLATFORM_NAMES = {"google": "Google", "yelp": "Yelp", "trustpilot": "Trustpilot", "facebook": "Facebook"}
+
+
+def _listed(names: Sequence[str]) -> str:
+    """ "Google", "Google and Yelp", "Google, Yelp and Trustpilot"."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 @dataclass(frozen=True)
@@ -307,8 +351,82 @@ def _summary_output_schema() -> dict[str, Any]:
         **{key: ref(INSIGHTS, f"/properties/{key}") for key in SUMMARY_KEYS},
         "technicians": ref(INSIGHTS, "/properties/entities/properties/technicians"),
         "services": ref(INSIGHTS, "/properties/entities/properties/services"),
+        "period": {"oneOf": [_period_summary_schema(), {"type": "null"}]},
     }
     return bundle_schema(_object_schema(properties, list(properties)))
+
+
+def _period_summary_schema() -> dict[str, Any]:
+    figures = FIGURES_SCHEMA["properties"]
+    row = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "label": {"type": "string"},
+            **{k: v for k, v in figures.items() if k not in ("since", "until")},
+        },
+        "required": ["id", "label", "mention_count", "average_rating", "review_ids"],
+    }
+    return {
+        "description": "The figures of the reviews dated within since..until, recounted from their mentions.",
+        "type": "object",
+        "properties": {
+            "since": figures["since"],
+            "until": figures["until"],
+            "review_count": _COUNT,
+            "average_rating": {"type": ["number", "null"]},
+            "rating_counts": {"type": "object", "additionalProperties": _COUNT},
+            **{group: {"type": "array", "items": row} for group in ("aspects", "technicians", "services")},
+        },
+        "required": ["since", "until", "review_count", "average_rating", "rating_counts", "aspects"],
+    }
+
+
+_COUNT = {"type": "integer", "minimum": 0}
+_RANGE_ARGS = {
+    "since": {**DATE_SCHEMA, "description": "Only reviews dated on or after this day (YYYY-MM-DD)."},
+    "until": {**DATE_SCHEMA, "description": "Only reviews dated on or before this day (YYYY-MM-DD)."},
+}
+FIGURES_SCHEMA = {
+    "description": "Figures recounted from the per-review mentions of the reviews dated in the range: how "
+    "many mention it, per sentiment where the analysis records one, their average rating, and the ids of the "
+    f"newest {MAX_REVIEW_IDS} they rest on.",
+    "type": "object",
+    "properties": {
+        "since": {"type": ["string", "null"]},
+        "until": {"type": ["string", "null"]},
+        "mention_count": _COUNT,
+        "positive_count": _COUNT,
+        "neutral_count": _COUNT,
+        "negative_count": _COUNT,
+        "score": {"type": "number", "minimum": -1, "maximum": 1},
+        "average_rating": {"type": ["number", "null"]},
+        "review_ids": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["since", "until", "mention_count", "average_rating", "review_ids"],
+}
+_PERIOD_PROPERTY = {"period": {"oneOf": [FIGURES_SCHEMA, {"type": "null"}]}}
+
+
+def _range(args: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    since, until = args.get("since"), args.get("until")
+    if since and until and since > until:
+        raise ToolError(f"since ({since}) is after until ({until}): give since first, or swap them.")
+    return since, until
+
+
+def _in_range(
+    dataset: Dataset, group: str, record_id: str, everything: Sequence[int], args: Mapping[str, Any]
+) -> tuple[Sequence[int], dict[str, Any] | None]:
+    """The positions of `everything` dated within since..until, and the record's figures there (None when
+    no range is asked: the record's own all-time figures stand)."""
+    since, until = _range(args)
+    if since is None and until is None:
+        return everything, None
+    lo, hi = dataset.window(since, until)
+    within = everything[bisect.bisect_left(everything, lo) : bisect.bisect_left(everything, hi)]
+    figures = record_tally(dataset, group, record_id, within).figures(dataset)
+    return within, {"since": since, "until": until, **figures}
 
 
 def get_business(dataset: Dataset, args: dict[str, Any], base_url: str) -> ToolOutput:
@@ -369,8 +487,17 @@ def get_reviews_since(dataset: Dataset, args: dict[str, Any], base_url: str) -> 
 def get_aspect_sentiment(dataset: Dataset, args: dict[str, Any], base_url: str) -> ToolOutput:
     aspect = resolve("aspect", args["aspect"], dataset.insights_doc["aspects"])
     sentiment = args.get("sentiment")
-    positions = dataset.positions_by_aspect.get((aspect["id"], sentiment), [])
-    return _newest(dataset, {"aspect": aspect, "sentiment": sentiment}, positions, args["limit"], base_url)
+    every = dataset.positions_by_aspect.get((aspect["id"], None), [])
+    _, period = _in_range(dataset, "aspects", aspect["id"], every, args)
+    positions = _within(dataset, dataset.positions_by_aspect.get((aspect["id"], sentiment), []), args)
+    fields = {"aspect": aspect, "sentiment": sentiment, "period": period}
+    return _newest(dataset, fields, positions, args["limit"], base_url)
+
+
+def _within(dataset: Dataset, positions: Sequence[int], args: Mapping[str, Any]) -> Sequence[int]:
+    """The positions dated within since..until."""
+    lo, hi = dataset.window(args.get("since"), args.get("until"))
+    return positions[bisect.bisect_left(positions, lo) : bisect.bisect_left(positions, hi)]
 
 
 def get_technician(dataset: Dataset, args: dict[str, Any], base_url: str) -> ToolOutput:
@@ -381,14 +508,16 @@ def get_technician(dataset: Dataset, args: dict[str, Any], base_url: str) -> Too
         ("id", "name", "label"),
         lambda t: f"{t['name']} (id {t['id']}, {t['role']})",
     )
-    positions = dataset.positions_by_technician.get(technician["id"], [])
-    return _newest(dataset, {"technician": technician}, positions, args["limit"], base_url)
+    every = dataset.positions_by_technician.get(technician["id"], [])
+    positions, period = _in_range(dataset, "technicians", technician["id"], every, args)
+    return _newest(dataset, {"technician": technician, "period": period}, positions, args["limit"], base_url)
 
 
 def get_service(dataset: Dataset, args: dict[str, Any], base_url: str) -> ToolOutput:
     service = resolve("service", args["service"], dataset.business["services"])
-    positions = dataset.positions_by_service.get(service["id"], [])
-    fields = {"service": service, "insights": dataset.services.get(service["id"])}
+    every = dataset.positions_by_service.get(service["id"], [])
+    positions, period = _in_range(dataset, "services", service["id"], every, args)
+    fields = {"service": service, "insights": dataset.services.get(service["id"]), "period": period}
     return _newest(dataset, fields, positions, args["limit"], base_url)
 
 
@@ -400,11 +529,14 @@ def get_rating_trend(dataset: Dataset, args: dict[str, Any], base_url: str) -> T
 
 def get_insights_summary(dataset: Dataset, args: dict[str, Any], base_url: str) -> ToolOutput:
     doc = dataset.insights_doc
+    since, until = _range(args)
+    period = None if since is None and until is None else period_summary(dataset, since, until)
     return ToolOutput(
         {
             **{key: doc[key] for key in SUMMARY_KEYS},
             "technicians": doc["entities"]["technicians"],
             "services": doc["entities"]["services"],
+            "period": period,
         }
     )
 
@@ -612,15 +744,14 @@ TOOLS = {
         Tool(
             "search_reviews",
             "Search reviews",
-            "Finds verified reviews of {business} matching every filter given (filters combine with AND): "
-            "rating, dates, text, practitioner, service, platform (source), has_text, has_reply (false: "
-            "unanswered). sort: newest (default), oldest, highest, lowest. Returns {matched: total matches, "
-            "returned, reviews: full review objects, next_cursor}; pass next_cursor back as cursor, with the "
-            "same filters, for the next page (null: no more). A page holds what fits an assistant's context "
-            "(long texts cut). Use it for 'unanswered 1-star reviews on Google this month', 'reviews "
-            "mentioning parking', 'the best reviews of a practitioner'. Same parameters as GET "
-            '/api/reviews/search. Example: {"rating": 1, "source": "google", "has_reply": false, "since": '
-            '"2026-11-01"}.',
+            "Finds {verified}reviews of {business} ({sources}) matching every filter given (AND): "
+            "rating, min_rating, max_rating, dates, query (substring), practitioner, service, aspect (with "
+            "aspect_sentiment), source, has_text, has_reply (false: unanswered); q ranks by words. sort: "
+            "newest (default), oldest, highest, lowest, relevance (default with q). Returns {matched, "
+            "returned, reviews, next_cursor}; pass next_cursor back as cursor, same filters, for the next "
+            "page (null: no more). Long texts are cut. Same parameters as GET /api/reviews/search. "
+            "The 1- and 2-star complaints about {aspect} since August. Example: "
+            '{"max_rating": 2, "aspect": "{aspect}", "aspect_sentiment": "negative", "since": "2026-08-01"}.',
             {k: v for k, v in SCHEMAS["search-params.schema.json"].items() if k not in ("$id", "$schema")},
             bundle_schema(SCHEMAS["search-result.schema.json"]),
             search_reviews,
@@ -682,11 +813,12 @@ TOOLS = {
             "get_aspect_sentiment",
             "Sentiment about one aspect",
             "Returns what reviewers of {business} think about one aspect of their experience (the aspects "
-            "the analysis found, e.g. wait time, front desk): mention counts per sentiment, positive share, "
-            "score from "
+            "the analysis found, e.g. {aspects}): mention counts per sentiment, positive share, score from "
             "-1 to 1, top phrases, plus the newest reviews mentioning it, optionally only those with one "
-            "sentiment. Aspect ids and labels are listed by get_insights_summary; an unknown aspect returns "
-            'the valid ones. Example: {"aspect": "wait time", "sentiment": "negative", "limit": 3}.',
+            "sentiment. With since and/or until, `period` gives the figures of the reviews dated in that "
+            "range (recounted from their mentions, with the review ids) and the reviews listed are from it. "
+            "Aspect ids and labels are listed by get_insights_summary; an unknown aspect returns the valid "
+            'ones. Example: {"aspect": "{aspect}", "sentiment": "negative", "since": "2026-08-01"}.',
             _object_schema(
                 {
                     "aspect": {
@@ -700,13 +832,14 @@ TOOLS = {
                         "enum": list(SENTIMENTS),
                     },
                     "limit": _limit_arg(20, 3),
+                    **_RANGE_ARGS,
                 },
                 ["aspect"],
             ),
             _reviews_result(
                 "aspect",
                 ref(INSIGHTS, "/$defs/aspect"),
-                {"sentiment": {"oneOf": [{"enum": list(SENTIMENTS)}, {"type": "null"}]}},
+                {"sentiment": {"oneOf": [{"enum": list(SENTIMENTS)}, {"type": "null"}]}, **_PERIOD_PROPERTY},
             ),
             get_aspect_sentiment,
         ),
@@ -715,9 +848,10 @@ TOOLS = {
             "One practitioner",
             "Returns what reviews say about one person working at {business} (a practitioner, as the "
             "insights name them): role, mention counts per sentiment, score from -1 to 1, plus the newest "
-            "reviews mentioning them. "
+            "reviews mentioning them; since and/or until give `period` (that range's figures, with the "
+            "review ids) and list reviews from it. "
             "Accepts an id, full name or label, case- and accent-insensitive; a unique part of a name also "
-            'works (\'Patel\'). An unknown name returns the valid ones. Example: {"name": "Dr. Maya Patel"}.',
+            'works. An unknown name returns the valid ones. Example: {"name": "{person}"}.',
             _object_schema(
                 {
                     "name": {
@@ -727,10 +861,11 @@ TOOLS = {
                         "maxLength": 200,
                     },
                     "limit": _limit_arg(20, 5),
+                    **_RANGE_ARGS,
                 },
                 ["name"],
             ),
-            _reviews_result("technician", ref(INSIGHTS, "/$defs/technician")),
+            _reviews_result("technician", ref(INSIGHTS, "/$defs/technician"), _PERIOD_PROPERTY),
             get_technician,
         ),
         Tool(
@@ -738,8 +873,9 @@ TOOLS = {
             "One service",
             "Returns one service {business} offers (id, label, description), what reviews say about it "
             "(mention counts per sentiment and score, or null if no review mentions it) and the newest "
-            "reviews mentioning it. Accepts a service id or label, case-insensitive; get_business lists "
-            'them. Example: {"service": "spinal adjustment", "limit": 3}.',
+            "reviews mentioning it; since and/or until give `period` (that range's figures, with the review "
+            "ids) and list reviews from it. Accepts a service id or label, case-insensitive; get_business "
+            'lists them. Example: {"service": "{service}", "limit": 3}.',
             _object_schema(
                 {
                     "service": {
@@ -749,13 +885,17 @@ TOOLS = {
                         "maxLength": 200,
                     },
                     "limit": _limit_arg(20, 5),
+                    **_RANGE_ARGS,
                 },
                 ["service"],
             ),
             _reviews_result(
                 "service",
                 ref(REVIEWS, "/$defs/business/properties/services/items"),
-                {"insights": {"oneOf": [ref(INSIGHTS, "/$defs/entity"), {"type": "null"}]}},
+                {
+                    "insights": {"oneOf": [ref(INSIGHTS, "/$defs/entity"), {"type": "null"}]},
+                    **_PERIOD_PROPERTY,
+                },
             ),
             get_service,
         ),
@@ -794,22 +934,26 @@ TOOLS = {
             "negative shares), an editorial summary, a pull quote, topics, an FAQ answered from reviews, "
             "and the aspect, practitioner and service records with their sentiment. Start here for 'what do "
             "customers think of {business}?' and to learn valid aspect, practitioner and service names. "
-            "Takes no arguments. Example: {}.",
-            _object_schema({}),
+            "With since and/or until, `period` adds that range's figures, recounted from the reviews dated "
+            "in it: review count, average rating, count per star, and each aspect, practitioner and service "
+            "mentioned, with its mention and sentiment counts and the ids of the reviews they rest on "
+            "(the other members stay all-time). "
+            'Example: {} or {"since": "2026-08-01"}.',
+            _object_schema(_RANGE_ARGS),
             _summary_output_schema(),
             get_insights_summary,
         ),
         Tool(
             "search",
             "Search reviews (free text)",
-            "Searches the verified customer reviews of {business} ({category}) with free text and returns "
-            "the best matches as {results: [{id, title, url}]}, newest first: the title gives the stars, "
-            "author, date, platform and the text's first words; url is the review's public address (cite "
-            "it). Understands a star count ('1-star', 'five stars'), a platform ('google'), 'unanswered' or "
-            "'replied', an order ('worst', 'best', 'oldest'), and a practitioner or service named by one "
-            "word ('Patel', 'massage'); the rest is matched as text in the reviews. Use fetch with an id for "
-            "the whole review, search_reviews for exact filters and paging. "
-            'Example: {"query": "unanswered 1-star google reviews about billing"}.',
+            "Searches the {verified}customer reviews of {business} ({category}; {sources}) with free "
+            "text; returns the best matches as {results: [{id, title, url}]}, best first: the title gives "
+            "stars, author, date, platform and first words; url is the review's public address (cite it). "
+            "Understands a star count ('1-star'), a platform ('google'), 'unanswered' or 'replied', an order "
+            "('worst', 'oldest'), a practitioner or service named by one word, and a period ('in the last 3 "
+            "months'); the other words are ranked (BM25; words of complaint favour the negative mentions of "
+            "the most criticised aspects). fetch gives a whole review, search_reviews exact filters. "
+            'Example: {"query": "what do people complain about in the last 3 months"}.',
             _object_schema(
                 {
                     "query": {
@@ -841,7 +985,7 @@ TOOLS = {
         Tool(
             "fetch",
             "Fetch one review",
-            "Returns one verified review of {business} by the id search gave: {id, title, text (the review, "
+            "Returns one review of {business} by the id search gave: {id, title, text (the review, "
             "then the owner's reply if any), url (its public address: cite it), metadata (rating, date, "
             "author, source, source_url, verified, replied, business, and what the analysis found in it)}. "
             'Example: {"id": "01HV6Z9M8Q2W3E4R5T6Y7U8I9O"}.',

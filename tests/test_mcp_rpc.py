@@ -379,8 +379,8 @@ def test_initialize_negotiates_the_version(server, requested, answered):
         "completions": {},
     }
     rich = {  # Implementation's description, websiteUrl and icons: 2025-11-25 on
-        "description": "Verified customer reviews of Test Clinic & Spine (chiropractor) and their analysis: "
-        "search, sentiment by aspect, practitioners and services, rating trend. Read-only.",
+        "description": "Customer reviews of Test Clinic & Spine (chiropractor; reviews from Google) and "
+        "their analysis: search, sentiment by aspect, practitioners and services, rating trend. Read-only.",
         "websiteUrl": server.store.current.dataset.business["url"],
         "icons": [{"src": ICON_SRC, "mimeType": "image/svg+xml", "sizes": ["any"]}],
     }
