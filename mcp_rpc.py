@@ -13,6 +13,7 @@ leave room: docs/internals.md ("MCP"), `protocol.valid_id` (which request ids we
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from .config import Config
@@ -46,13 +47,30 @@ from .web.snapshot import Snapshot
 log = logging.getLogger("reviewsd.mcp")
 
 
+@dataclass(frozen=True)
+class Call:
+    """One message being answered: its session and the one snapshot every part of the answer reads (a reload
+    meanwhile swaps the store's current one, never this)."""
+
+    session: Session
+    snapshot: Snapshot
+
+    @property
+    def dataset(self) -> Any:
+        return self.snapshot.dataset
+
+    @property
+    def words(self) -> BusinessWords:
+        return BusinessWords.of(self.snapshot.dataset)
+
+
 class McpServer:
     """JSON-RPC methods over the app's current data: `handle(session, message)` with no I/O."""
 
     def __init__(self, store: DataStore[Snapshot], config: Config):
         self.store = store
         self.config = config
-        common: dict[str, Callable[[Session, Any], Any]] = {
+        common: dict[str, Callable[[Call, Any], Any]] = {
             "tools/list": self.list_tools,
             "tools/call": self.call_tool,
             "resources/list": self.list_resources,
@@ -76,12 +94,11 @@ class McpServer:
     def review_template(self) -> str:
         return self.base_url + REVIEW_PATH + "{id}"
 
-    @property
-    def words(self) -> BusinessWords:
-        return BusinessWords.of(self.store.current.dataset)
-
-    def handle(self, session: Session, message: Message) -> dict[str, Any] | None:
-        """The one place where method errors become JSON-RPC error responses; a result may be EncodedJson."""
+    def handle(
+        self, session: Session, message: Message, snapshot: Snapshot | None = None
+    ) -> dict[str, Any] | None:
+        """The one place where method errors become JSON-RPC error responses; a result may be EncodedJson.
+        Every part of the answer reads `snapshot` (the store's current one when none is given)."""
         if not isinstance(
             message, RpcRequest
         ):  # a notification or a client's response: nothing to answer or do
@@ -102,7 +119,8 @@ class McpServer:
                 raise RpcError(
                     ErrorCode.INVALID_PARAMS, "Invalid params: unknown cursor (every list has one page)"
                 )
-            return {"jsonrpc": "2.0", "id": message.id, "result": method(session, params)}
+            call = Call(session, snapshot if snapshot is not None else self.store.current)
+            return {"jsonrpc": "2.0", "id": message.id, "result": method(call, params)}
         except RpcError as error:
             return rpc_error(message.id, error.code, error.message, error.data)
         except PromptError as error:
@@ -111,7 +129,7 @@ class McpServer:
             log.exception("MCP method %s failed", message.method, extra={"event": "mcp_internal_error"})
             return rpc_error(message.id, ErrorCode.INTERNAL_ERROR, "Internal error")
 
-    def initialize(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    def initialize(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
             raise RpcError(
@@ -122,36 +140,39 @@ class McpServer:
         for name in ("capabilities", "clientInfo"):
             if name in params and not isinstance(params[name], dict):
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Invalid params: {name} must be an object")
+        session = call.session
         session.protocol_version = requested if requested in LEGACY_VERSIONS else LATEST_VERSION
         return {
             "protocolVersion": session.protocol_version,
             "capabilities": CAPABILITIES,
-            "serverInfo": self.server_info(session.protocol_version),
-            "instructions": self.instructions(),
+            "serverInfo": self.server_info(session.protocol_version, call.snapshot),
+            "instructions": self.instructions(call.snapshot),
         }
 
     @staticmethod
-    def ping(session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    def ping(call: Call, params: dict[str, Any]) -> dict[str, Any]:
         return {}
 
-    def discover(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    def discover(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
         """server/discover (2026-07-28): versions, capabilities and instructions; mcp_http adds serverInfo."""
         return {
             "supportedVersions": list(SUPPORTED_VERSIONS),
             "capabilities": MODERN_CAPABILITIES,
-            "instructions": self.instructions(),
+            "instructions": self.instructions(call.snapshot),
         }
 
-    def server_info(self, version: str) -> dict[str, Any]:
+    def server_info(self, version: str, snapshot: Snapshot) -> dict[str, Any]:
         """serverInfo in the words of the business served, with what `version`'s Implementation admits."""
-        return server_info(self.words, self.store.current.dataset.business.get("url"), version)
+        dataset = snapshot.dataset
+        return server_info(BusinessWords.of(dataset), dataset.business.get("url"), version)
 
-    def server_info_json(self) -> bytes:
+    def server_info_json(self, snapshot: Snapshot) -> bytes:
         """The 2026-07-28 serverInfo, encoded (once per business: results splice it in)."""
-        return encoded_server_info(self.words, self.store.current.dataset.business.get("url"), MODERN_VERSION)
+        dataset = snapshot.dataset
+        return encoded_server_info(BusinessWords.of(dataset), dataset.business.get("url"), MODERN_VERSION)
 
-    def instructions(self) -> str:
-        words = BusinessWords.of(self.store.current.dataset)
+    def instructions(self, snapshot: Snapshot) -> str:
+        words = BusinessWords.of(snapshot.dataset)
         return (
             f"Read-only, public data about {words.name}: customer reviews ({words.sources}) and their "
             "analysis. "
@@ -162,10 +183,10 @@ class McpServer:
             "through this server."
         )
 
-    def list_tools(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        return {"tools": tool_list(self.words)}
+    def list_tools(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
+        return {"tools": tool_list(call.words)}
 
-    def call_tool(self, session: Session, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
+    def call_tool(self, call: Call, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
         """Arguments that fail the tool's inputSchema, and values that name nothing in the
         data, are tool execution errors: a result with `isError: true` whose text lists every
         problem and the valid choices, so a model can correct itself (DECISIONS.md; MCP
@@ -188,7 +209,7 @@ class McpServer:
             arguments = {}
         if not isinstance(arguments, dict):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: arguments must be an object")
-        dataset = self.store.current.dataset  # read once: one call never mixes two data versions
+        dataset = call.dataset  # the answer's one snapshot: one call never mixes two data versions
         try:
             output = run_tool(name, dataset, arguments, self.base_url)
         except InvalidParams as exc:
@@ -198,15 +219,16 @@ class McpServer:
         except ToolError as exc:
             return tool_error(str(exc))
         # resource_link content arrived with 2025-06-18: a 2025-03-26 client gets the text block alone
-        links = [] if session.protocol_version == HEADER_DEFAULT_VERSION else self.links(dataset, output)
+        legacy = call.session.protocol_version == HEADER_DEFAULT_VERSION
+        links = [] if legacy else self.links(dataset, output)
         return tool_result(encoded(output.structured), links)
 
     def links(self, dataset: Any, output: ToolOutput) -> list[dict[str, Any]]:
         """A resource_link to each review the result lists (its resource template's URI)."""
         return [resource_link(self.base_url, dataset.ids[pos]) for pos in output.listed]
 
-    def list_resources(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        payloads = self.store.current.payloads
+    def list_resources(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
+        payloads = call.snapshot.payloads
         return {
             "resources": [
                 {
@@ -221,7 +243,7 @@ class McpServer:
             ]
         }
 
-    def list_resource_templates(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    def list_resource_templates(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
         return {
             "resourceTemplates": [
                 {
@@ -234,11 +256,11 @@ class McpServer:
             ]
         }
 
-    def read_resource(self, session: Session, params: dict[str, Any]) -> EncodedJson:
+    def read_resource(self, call: Call, params: dict[str, Any]) -> EncodedJson:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: uri must be a string")
-        snapshot = self.store.current
+        snapshot = call.snapshot
         path = uri[len(self.base_url) :] if uri.startswith(self.base_url + "/") else ""
         # A path not under REVIEW_PATH keeps its leading "/" (or is empty), and no review id is either.
         position = snapshot.dataset.position_of.get(path.removeprefix(REVIEW_PATH))
@@ -255,7 +277,7 @@ class McpServer:
         elif position is not None:
             body = snapshot.dataset.review_json(position)
         else:  # 2026-07-28 says -32602 where the 2025 revisions said -32002
-            code = ErrorCode.INVALID_PARAMS if session.modern else ErrorCode.RESOURCE_NOT_FOUND
+            code = ErrorCode.INVALID_PARAMS if call.session.modern else ErrorCode.RESOURCE_NOT_FOUND
             raise RpcError(code, "Resource not found", {"uri": uri})
         # Spliced as bytes, not decoded to a str and encoded again: the text is made once.
         return EncodedJson(
@@ -263,14 +285,14 @@ class McpServer:
             % (encode_message(uri), json_string(body))
         )
 
-    def list_prompts(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        return {"prompts": prompt_list(self.words)}
+    def list_prompts(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
+        return {"prompts": prompt_list(call.words)}
 
-    def get_prompt(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        return prompts.get_prompt(self.store.current.dataset, self.base_url, params)
+    def get_prompt(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
+        return prompts.get_prompt(call.dataset, self.base_url, params)
 
-    def complete(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        return prompts.complete(self.store.current.dataset, self.review_template, params)
+    def complete(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
+        return prompts.complete(call.dataset, self.review_template, params)
 
 
 def tool_result(structured: EncodedJson, links: list[dict[str, Any]] = ()) -> EncodedJson:

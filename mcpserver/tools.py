@@ -14,6 +14,8 @@ import functools
 import json
 import operator
 import re
+import threading
+import weakref
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -144,6 +146,15 @@ class BusinessWords:
 
     @classmethod
     def of(cls, dataset: Dataset) -> "BusinessWords":
+        """The words of a dataset, made once per dataset (every MCP answer asks)."""
+        with _WORDS_LOCK:
+            words = _WORDS.get(dataset)
+            if words is None:
+                words = _WORDS[dataset] = cls._made(dataset)
+            return words
+
+    @classmethod
+    def _made(cls, dataset: Dataset) -> "BusinessWords":
         business = dataset.business
         platforms = [
             _PLATFORM_NAMES.get(name, name.capitalize())
@@ -152,7 +163,8 @@ class BusinessWords:
         aspects = sorted(dataset.insights_doc["aspects"], key=lambda a: -a["mention_count"])
         technicians = sorted(dataset.technicians.values(), key=lambda t: -t["mention_count"])
         services = business.get("services") or []
-        every_verified = bool(dataset.reviews) and all(r.get("verified") for r in dataset.reviews)
+        # The served body holds the key as written (a text holding it has its quotes escaped): one scan.
+        every_verified = bool(dataset.reviews) and b'"verified":false' not in dataset.reviews_document
         return cls(
             business["name"],
             (business.get("category") or "local business").lower(),
@@ -180,6 +192,8 @@ class BusinessWords:
         return text
 
 
+_WORDS: "weakref.WeakKeyDictionary[Dataset, BusinessWords]" = weakref.WeakKeyDictionary()
+_WORDS_LOCK = threading.Lock()
 _PLATFORM_NAMES = {"google": "Google", "yelp": "Yelp", "trustpilot": "Trustpilot", "facebook": "Facebook"}
 
 

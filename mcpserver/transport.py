@@ -209,11 +209,13 @@ class Dispatcher(Protocol):
 
     modern_methods: Mapping[str, Any]  # the methods a 2026-07-28 request may call
 
-    def handle(self, session: Session, message: Message) -> dict[str, Any] | None: ...
+    store: Any  # its `current` snapshot: an answer takes it once and reads only it
 
-    def server_info(self, version: str) -> dict[str, Any]: ...
+    def handle(self, session: Session, message: Message, snapshot: Any = None) -> dict[str, Any] | None: ...
 
-    def server_info_json(self) -> bytes: ...
+    def server_info(self, version: str, snapshot: Any) -> dict[str, Any]: ...
+
+    def server_info_json(self, snapshot: Any) -> bytes: ...
 
 
 class McpEndpoint:
@@ -315,9 +317,11 @@ class McpEndpoint:
         if isinstance(message, RpcNotification):
             return empty_response(202)  # 2026-07-28 defines none over HTTP; accepted and ignored
         check_modern_request(environ, message, self.server.modern_methods)
-        reply = self.server.handle(Session(protocol_version=MODERN_VERSION), message)
+        snapshot = self.server.store.current  # once: the result and the serverInfo beside it are one version
+        reply = self.server.handle(Session(protocol_version=MODERN_VERSION), message, snapshot)
         if reply is not None and "result" in reply:
-            info, info_json = self.server.server_info(MODERN_VERSION), self.server.server_info_json()
+            info = self.server.server_info(MODERN_VERSION, snapshot)
+            info_json = self.server.server_info_json(snapshot)
             reply["result"] = modern_result(message.method, reply["result"], info, info_json)
         return json_response(reply, 200)
 
