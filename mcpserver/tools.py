@@ -1,4 +1,4 @@
-"""The eleven read-only MCP tools: their definitions (input and output schemas from schemas/), what they run.
+"""The twelve read-only MCP tools: their definitions (input and output schemas from schemas/), what they run.
 
 Each tool reads the Dataset it is handed, so a call sees one data version from start to end. Below both
 the JSON-RPC dispatch (mcp_rpc.py) and the prompts, which run tools too. Every result fits an assistant's
@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urljoin
 
 from ..reviews.dataset import SCHEMAS, Dataset, fold_name, folded_names, named
-from ..reviews.periods import MAX_REVIEW_IDS, period_summary, record_tally
+from ..reviews.periods import MAX_REVIEW_IDS, compare, period_summary, record_tally
 from ..reviews.search import (
     DATE_SCHEMA,
     InvalidParams,
@@ -555,6 +555,73 @@ def get_insights_summary(dataset: Dataset, args: dict[str, Any], base_url: str) 
     )
 
 
+def months_before(day: date, months: int) -> date:
+    """The same day `months` earlier (the month's last day where it is shorter)."""
+    year, month = divmod(day.year * 12 + day.month - 1 - months, 12)
+    return date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
+
+
+def compare_periods(dataset: Dataset, args: dict[str, Any], base_url: str) -> ToolOutput:
+    """The last `months` up to `until` (default today) against the as many months before them."""
+    until = date.fromisoformat(validate_date("until", args["until"])) if "until" in args else _today()
+    months = int(args["months"])
+    start = months_before(until, months) + timedelta(days=1)
+    previous_start = months_before(start, months)
+    current = (start.isoformat(), until.isoformat())
+    previous = (previous_start.isoformat(), (start - timedelta(days=1)).isoformat())
+    fields = compare(dataset, current, previous)
+    quoted = [row["example_review_id"] for row in fields["aspects_moved"] if row["example_review_id"]]
+    positions = [dataset.position_of[review_id] for review_id in dict.fromkeys(quoted)]
+    kept, reviews = fitted_reviews(dataset, positions, _room(fields), base_url)
+    return ToolOutput(with_reviews({**fields, "returned": len(kept)}, reviews), kept)
+
+
+def _today() -> date:
+    return datetime.now(timezone.utc).date()
+
+
+def _compare_output_schema() -> dict[str, Any]:
+    head = {
+        "type": "object",
+        "properties": {
+            "since": {"type": "string"},
+            "until": {"type": "string"},
+            "review_count": _COUNT,
+            "average_rating": {"type": ["number", "null"]},
+            "rating_counts": {"type": "object", "additionalProperties": _COUNT},
+        },
+        "required": ["since", "until", "review_count", "average_rating", "rating_counts"],
+    }
+    figures = {
+        k: v for k, v in FIGURES_SCHEMA["properties"].items() if k not in ("since", "until", "review_ids")
+    }
+    side = {"type": "object", "properties": figures, "required": ["mention_count", "average_rating"]}
+    moved = _object_schema(
+        {
+            "id": {"type": "string"},
+            "label": {"type": "string"},
+            "score_change": {"description": "Current score minus previous, -2 to 2.", "type": "number"},
+            "current": side,
+            "previous": side,
+            "example_review_id": {
+                "description": "The newest review of the current range showing the move (listed in reviews).",
+                "type": ["string", "null"],
+            },
+        },
+        ["id", "label", "score_change", "current", "previous", "example_review_id"],
+    )
+    properties = {
+        "current": head,
+        "previous": head,
+        "average_rating_change": {"type": ["number", "null"]},
+        "review_count_change": {"type": "integer"},
+        "aspects_moved": {"type": "array", "items": moved},
+        "returned": _COUNT,
+        "reviews": {"description": "The reviews quoted.", "type": "array", "items": ref(REVIEW)},
+    }
+    return bundle_schema(_object_schema(properties, list(properties)))
+
+
 # ----------------------------------------------------------------- search and fetch (ChatGPT's shapes)
 
 SEARCH_RESULTS = 20
@@ -735,7 +802,7 @@ def fetch(dataset: Dataset, args: dict[str, Any], base_url: str) -> ToolOutput:
 
 TOOLS = {
     tool.name: tool
-    for tool in (  # the eleven read-only tools
+    for tool in (  # the twelve read-only tools
         Tool(
             "get_business",
             "Business details and rating",
@@ -956,6 +1023,34 @@ TOOLS = {
             _object_schema(_RANGE_ARGS),
             _summary_output_schema(),
             get_insights_summary,
+        ),
+        Tool(
+            "compare_periods",
+            "Compare two periods",
+            "Compares the last `months` months of reviews of {business} up to `until` (default today) with "
+            "as many months just before: review count, average rating and count per star of each, their "
+            "change, and the aspects whose sentiment score moved most (mentioned in both periods, figures "
+            "recounted from the per-review mentions), each with the newest review of the current period "
+            "that shows the move, quoted in `reviews`. Use it for 'this quarter against the last' "
+            "(months 3) or 'this month against last month' (months 1). "
+            'Example: {"months": 3}.',
+            _object_schema(
+                {
+                    "months": {
+                        "description": "Length of each period in months (default 3: a quarter).",
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 24,
+                        "default": 3,
+                    },
+                    "until": {
+                        **DATE_SCHEMA,
+                        "description": "Last day of the current period (default today).",
+                    },
+                }
+            ),
+            _compare_output_schema(),
+            compare_periods,
         ),
         Tool(
             "search",

@@ -117,3 +117,57 @@ def period_summary(dataset: Dataset, since: str | None, until: str | None) -> di
         ]
         out[group] = sorted(rows, key=lambda row: (-row["mention_count"], row["id"]))
     return out
+
+
+MOVED = 5  # aspects listed by compare_periods: those whose score moved most
+
+
+def compare(dataset: Dataset, current: tuple[str, str], previous: tuple[str, str]) -> dict[str, Any]:
+    """Two ranges side by side: their heads, the change in rating and volume, and the aspects whose score
+    moved most (mentioned in both), each with the newest review of the current range that shows the move."""
+    heads = [period_head(dataset, *current), period_head(dataset, *previous)]
+    tallies = [
+        tally(dataset, *dataset.window(*span), groups=("aspects",))["aspects"] for span in (current, previous)
+    ]
+    named = labels(dataset, "aspects")
+    moved = []
+    for aspect_id in tallies[0].keys() & tallies[1].keys():
+        now, before = (t[aspect_id].figures(dataset) for t in tallies)
+        if "score" not in now or "score" not in before:
+            continue
+        change = round(now["score"] - before["score"], 3)
+        mood = "negative" if change < 0 else "positive"
+        quote = _quote(dataset, tallies[0][aspect_id].positions, aspect_id, mood)
+        moved.append(
+            {
+                "id": aspect_id,
+                "label": named.get(aspect_id, aspect_id),
+                "score_change": change,
+                "current": {k: v for k, v in now.items() if k != "review_ids"},
+                "previous": {k: v for k, v in before.items() if k != "review_ids"},
+                "example_review_id": quote,
+            }
+        )
+    moved.sort(key=lambda row: (-abs(row["score_change"]), row["id"]))
+    rating_change = None
+    if heads[0]["average_rating"] is not None and heads[1]["average_rating"] is not None:
+        rating_change = round(heads[0]["average_rating"] - heads[1]["average_rating"], 2)
+    return {
+        "current": heads[0],
+        "previous": heads[1],
+        "average_rating_change": rating_change,
+        "review_count_change": heads[0]["review_count"] - heads[1]["review_count"],
+        "aspects_moved": moved[:MOVED],
+    }
+
+
+def _quote(dataset: Dataset, positions: Sequence[int], aspect_id: str, mood: str) -> str | None:
+    """The newest review among `positions` with a `mood` mention of the aspect and a text, else None."""
+    per_review = dataset.insights_doc["per_review"]
+    for pos in positions:
+        if not dataset.texted[pos]:
+            continue
+        for mention in per_review[dataset.ids[pos]]["aspects"]:
+            if mention["id"] == aspect_id and mention.get("sentiment") == mood:
+                return dataset.ids[pos]
+    return None

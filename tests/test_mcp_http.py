@@ -535,7 +535,7 @@ def test_internal_error_over_http(client, session, mcp_app, monkeypatch):
 
 def test_tools_list_over_http(client, session):
     tools = rpc(client, session, "tools/list").get_json()["result"]["tools"]
-    assert len(tools) == 11 and all(t["annotations"]["readOnlyHint"] for t in tools)
+    assert len(tools) == 12 and all(t["annotations"]["readOnlyHint"] for t in tools)
 
 
 def test_resources_over_http(client, session, mcp_app):

@@ -120,3 +120,36 @@ def test_a_sentence_of_complaint_finds_the_negative_reviews_of_the_period(live_s
     assert len(results) == min(20, len(expected))  # today: 20 (the bundled data ends in November 2026)
     for found in results:
         assert found["id"] in {r["id"] for r in expected} and dated[found["id"]] >= since
+
+
+def test_compare_periods_counts_each_quarter_from_the_data() -> None:
+    """This quarter against the last: counts, averages, moved aspects' figures, made here from the files."""
+    from reviewsd_app.mcpserver.tools import run_tool
+    from reviewsd_app.reviews.dataset import load_dataset
+
+    output = run_tool("compare_periods", load_dataset(ROOT / "data"), {"until": "2026-11-08"}, "http://x")
+    out = json.loads(output.structured)
+    current, previous = out["current"], out["previous"]
+    assert (current["since"], current["until"]) == ("2026-08-09", "2026-11-08")
+    assert (previous["since"], previous["until"]) == ("2026-05-09", "2026-08-08")
+    for period in (current, previous):
+        dated = [r for r in REVIEWS if period["since"] <= r["date"] <= period["until"]]
+        assert period["review_count"] == len(dated)
+        assert period["average_rating"] == round(sum(r["rating"] for r in dated) / len(dated), 2)
+    assert out["review_count_change"] == current["review_count"] - previous["review_count"]
+    assert out["aspects_moved"]
+    for moved in out["aspects_moved"]:
+        for side, period in (("current", current), ("previous", previous)):
+            sentiments = Counter(
+                a["sentiment"]
+                for r in REVIEWS
+                if period["since"] <= r["date"] <= period["until"]
+                for a in PER_REVIEW[r["id"]]["aspects"]
+                if a["id"] == moved["id"]
+            )
+            figures = moved[side]
+            assert figures["mention_count"] == sum(sentiments.values())
+            assert figures["negative_count"] == sentiments["negative"]
+        assert moved["score_change"] == round(moved["current"]["score"] - moved["previous"]["score"], 3)
+    quoted = {r["id"] for r in out["reviews"]}
+    assert quoted == {m["example_review_id"] for m in out["aspects_moved"] if m["example_review_id"]}

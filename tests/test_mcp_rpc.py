@@ -38,6 +38,7 @@ TOOL_NAMES = [
     "get_service",
     "get_rating_trend",
     "get_insights_summary",
+    "compare_periods",
     "search",
     "fetch",
 ]

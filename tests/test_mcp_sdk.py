@@ -56,6 +56,7 @@ def arguments_for(review_id: str) -> dict[str, dict]:
         "get_service": {"service": "massage therapy"},
         "get_rating_trend": {"months": 1},
         "get_insights_summary": {},
+        "compare_periods": {"months": 3, "until": "2026-11-08"},
         "search": {"query": "5-star reviews of Patel"},
         "fetch": {"id": review_id},
     }
