@@ -13,11 +13,13 @@ leave room: docs/internals.md ("MCP"), `protocol.valid_id` (which request ids we
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from .config import Config
-from .mcpserver import prompts
+from .mcpserver import app, prompts
 from .mcpserver.card import RESOURCES, encoded_server_info, prompt_list, server_info, tool_list
 from .mcpserver.prompts import REVIEW_PATH, PromptError
 from .mcpserver.protocol import (
@@ -47,6 +49,12 @@ from .web.snapshot import Snapshot
 log = logging.getLogger("reviewsd.mcp")
 
 
+def _client_capabilities(params: Any) -> Any:
+    """A 2026-07-28 request's client capabilities (its _meta), or None."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("io.modelcontextprotocol/clientCapabilities") if isinstance(meta, dict) else None
+
+
 @dataclass(frozen=True)
 class Call:
     """One message being answered: its session and the one snapshot every part of the answer reads (a reload
@@ -54,6 +62,7 @@ class Call:
 
     session: Session
     snapshot: Snapshot
+    apps: bool = False  # the client offered the MCP Apps extension: tools name the app, which it may read
 
     @property
     def dataset(self) -> Any:
@@ -119,7 +128,8 @@ class McpServer:
                 raise RpcError(
                     ErrorCode.INVALID_PARAMS, "Invalid params: unknown cursor (every list has one page)"
                 )
-            call = Call(session, snapshot if snapshot is not None else self.store.current)
+            apps = session.apps or (session.modern and app.offered(_client_capabilities(params)))
+            call = Call(session, snapshot if snapshot is not None else self.store.current, apps)
             return {"jsonrpc": "2.0", "id": message.id, "result": method(call, params)}
         except RpcError as error:
             return rpc_error(message.id, error.code, error.message, error.data)
@@ -142,9 +152,10 @@ class McpServer:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Invalid params: {name} must be an object")
         session = call.session
         session.protocol_version = requested if requested in LEGACY_VERSIONS else LATEST_VERSION
+        session.apps = app.offered(params.get("capabilities"))
         return {
             "protocolVersion": session.protocol_version,
-            "capabilities": CAPABILITIES,
+            "capabilities": {**CAPABILITIES, **app.server_extension()} if session.apps else CAPABILITIES,
             "serverInfo": self.server_info(session.protocol_version, call.snapshot),
             "instructions": self.instructions(call.snapshot),
         }
@@ -157,7 +168,9 @@ class McpServer:
         """server/discover (2026-07-28): versions, capabilities and instructions; mcp_http adds serverInfo."""
         return {
             "supportedVersions": list(SUPPORTED_VERSIONS),
-            "capabilities": MODERN_CAPABILITIES,
+            "capabilities": {**MODERN_CAPABILITIES, **app.server_extension()}
+            if call.apps
+            else MODERN_CAPABILITIES,
             "instructions": self.instructions(call.snapshot),
         }
 
@@ -184,7 +197,8 @@ class McpServer:
         )
 
     def list_tools(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
-        return {"tools": tool_list(call.words)}
+        tools = tool_list(call.words)
+        return {"tools": [app.with_app(tool) for tool in tools] if call.apps else tools}
 
     def call_tool(self, call: Call, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
         """Arguments that fail the tool's inputSchema, and values that name nothing in the
@@ -241,6 +255,7 @@ class McpServer:
                 }
                 for path, (name, title, description) in RESOURCES.items()
             ]
+            + ([app.resource_entry()] if call.apps else [])
         }
 
     def list_resource_templates(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
@@ -261,6 +276,13 @@ class McpServer:
         if not isinstance(uri, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "Invalid params: uri must be a string")
         snapshot = call.snapshot
+        if uri == app.APP_URI:  # the MCP App's document, made from this snapshot
+            html = app_document(snapshot.dataset, self.base_url)
+            return {
+                "contents": [
+                    {"uri": uri, "mimeType": app.MIME_TYPE, "text": html, "_meta": app.RESOURCE_META}
+                ]
+            }
         path = uri[len(self.base_url) :] if uri.startswith(self.base_url + "/") else ""
         # A path not under REVIEW_PATH keeps its leading "/" (or is empty), and no review id is either.
         position = snapshot.dataset.position_of.get(path.removeprefix(REVIEW_PATH))
@@ -293,6 +315,19 @@ class McpServer:
 
     def complete(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
         return prompts.complete(call.dataset, self.review_template, params)
+
+
+_APP_DOCUMENTS: "weakref.WeakKeyDictionary[Any, tuple[str, str]]" = weakref.WeakKeyDictionary()
+_APP_LOCK = threading.Lock()
+
+
+def app_document(dataset: Any, base_url: str) -> str:
+    """The app's HTML for a dataset, made once per dataset and base URL (its charts are rendered then)."""
+    with _APP_LOCK:
+        made = _APP_DOCUMENTS.get(dataset)
+        if made is None or made[0] != base_url:
+            made = _APP_DOCUMENTS[dataset] = (base_url, app.app_html(dataset, base_url))
+        return made[1]
 
 
 def tool_result(structured: EncodedJson, links: list[dict[str, Any]] = ()) -> EncodedJson:

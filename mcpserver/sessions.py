@@ -23,6 +23,7 @@ class Session:
     protocol_version: str = HEADER_DEFAULT_VERSION
     last_used: float = 0.0
     client: str = ""  # who started it (config.client_group): its share of the sessions
+    apps: bool = False  # the client offered the MCP Apps extension (mcpserver/app.py) in initialize
 
     @property
     def modern(self) -> bool:
