@@ -237,7 +237,7 @@ PROMPTS = {
         Prompt(
             "aspect_review",
             "Aspect review",
-            "What customers of {business} say about one aspect of their experience (e.g. wait time), "
+            "What customers of {business} say about one aspect of their experience (e.g. {aspect}), "
             "optionally only "
             "positive, neutral or negative mentions. Embeds the aspect's sentiment and the newest reviews.",
             (

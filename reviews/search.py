@@ -222,8 +222,6 @@ def validate_search_args(args: Mapping[str, Any]) -> SearchParams:
                     f"min_rating ({args['min_rating']}) is above max_rating ({args['max_rating']})",
                 )
             )
-    if "aspect_sentiment" in args and "aspect" not in args:
-        issues.append(issue("aspect_sentiment", "required", "aspect_sentiment needs aspect (which aspect?)"))
     sort = args.get("sort") or ("relevance" if "q" in args else "newest")
     if sort == "relevance" and "q" not in args and "sort" not in bad:
         issues.append(issue("sort", "relevance_needs_q", "sort relevance ranks the words of q: give q"))

@@ -594,7 +594,7 @@ def test_the_aspect_filter_counts_what_per_review_says(bundled_dataset: Dataset)
     "args, expected",
     [
         ({"min_rating": 4, "max_rating": 2}, [("min_rating", "rating_order")]),
-        ({"aspect_sentiment": "negative"}, [("aspect_sentiment", "required")]),
+        ({"aspect_sentiment": "negative"}, [("aspect", "required")]),  # the schema's dependentRequired
         ({"sort": "relevance"}, [("sort", "relevance_needs_q")]),
         ({"q": "wait", "cursor": "x"}, [("cursor", "invalid_cursor")]),
     ],
