@@ -392,9 +392,8 @@ def _paths() -> dict[str, Any]:
                 {
                     **_representation(
                         ref("SinceResult"),
-                        "Reviews dated on or after `date`, newest first; always identity (no gzip): the "
-                        "answer is a slice of /reviews.json's body, which is also served compressed.",
-                        headers={k: v for k, v in READ_HEADER_DOCS.items() if k != "Content-Encoding"},
+                        "Reviews dated on or after `date`, newest first; gzip when the request accepts it "
+                        "(its ETag then ends in `-gzip`).",
                     ),
                     "400": _error(
                         "`date` is not a real calendar date as YYYY-MM-DD, or a paging parameter is wrong "

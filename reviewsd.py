@@ -346,7 +346,11 @@ class ReviewsApp:
         args = decode_query_args(query_args(environ), SINCE_PARAMS_VALIDATOR, lambda a: None)
         snapshot = self.store.current
         return answer(
-            environ, snapshot.since(since_page(snapshot.dataset, since, *validate_since_args(since, args)))
+            environ,
+            snapshot.since(
+                since_page(snapshot.dataset, since, *validate_since_args(since, args)),
+                gzip=accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING") or ""),
+            ),
         )
 
     def on_review(self, environ: Mapping[str, Any], review_id: str) -> Triple:
