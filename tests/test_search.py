@@ -527,4 +527,5 @@ def test_every_issued_cursor_fits_the_schema_and_reads_back(key) -> None:
 
 @pytest.mark.parametrize("cursor", ["0", "", "1.x", "1." + "0" * 300])
 def test_a_cursor_of_the_wrong_shape_is_invalid_cursor(cursor: str) -> None:
-    assert search_module.SEARCH_PARAMS_VALIDATOR.issues({"cursor": cursor}) == [search_module.invalid_cursor()]
+    issues = search_module.SEARCH_PARAMS_VALIDATOR.issues({"cursor": cursor})
+    assert issues == [search_module.invalid_cursor()]
