@@ -333,9 +333,8 @@ class ReviewsApp:
         return answer(environ, payload)
 
     def on_widget(self, environ: Mapping[str, Any]) -> Triple:
-        given = {name: values[-1] for name, values in query_args(environ).items()}
         try:
-            options = parse_widget_options(given)
+            options = parse_widget_options(query_args(environ))
         except WidgetOptionsError as exc:
             raise InvalidParams(exc.issues) from None
         return answer(environ, self.store.current.widget(options))
