@@ -19,6 +19,7 @@ from urllib.parse import urljoin
 from ..reviews.dataset import SCHEMAS, Dataset, fold_name, folded_names, named
 from ..reviews.search import (
     DATE_SCHEMA,
+    FILTERS,
     InvalidParams,
     SchemaValidator,
     cursor_after,
@@ -30,6 +31,9 @@ from ..reviews.search import (
 )
 from ..web.feeds import review_page_url
 from .protocol import EncodedJson, encode_message, with_reviews
+
+# search_reviews's filters as its description names them, from the filters' table.
+FILTERS_IN_PROSE = ", ".join(dict.fromkeys(row.prose for row in FILTERS))
 
 READ_ONLY = {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False, "destructiveHint": False}
 
@@ -581,8 +585,8 @@ TOOLS = {
             "search_reviews",
             "Search reviews",
             "Finds verified reviews of {business} matching every filter given (filters combine with AND): "
-            "rating, dates, text, practitioner, service, platform (source), has_text, has_reply (false: "
-            "unanswered). sort: newest (default), oldest, highest, lowest. Returns {matched: total matches, "
+            + FILTERS_IN_PROSE
+            + ". sort: newest (default), oldest, highest, lowest. Returns {matched: total matches, "
             "returned, reviews: full review objects, next_cursor}; pass next_cursor back as cursor, with the "
             "same filters, for the next page (null: no more). A page holds what fits an assistant's context "
             "(long texts cut). Use it for 'unanswered 1-star reviews on Google this month', 'reviews "
