@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 from werkzeug.wrappers import Response
 
 from .config import Config, Network, client_address
-from .reviews.dataset import DataStore
+from .reviews.datastore import DataStore
 from .web.responses import status_line
 from .web.snapshot import TOPIC_PATHS, Snapshot, link_header
 from .websub.client import (  # noqa: F401  (MAX_URL, Callback, Reply: importable from here as before)

@@ -66,7 +66,8 @@ from .mcpserver.card import AI_CATALOG_PATH, SERVER_CARD_PATHS, discovery_docume
 from .mcpserver.transport import McpEndpoint
 from .openapi import build_openapi
 from .pages import PAGE_HEADERS, ReviewsPage, WidgetOptionsError, parse_widget_options, render_reviews
-from .reviews.dataset import DataError, DataStore, check_data_dir, encode_json
+from .reviews.dataset import DataError, check_data_dir, encode_json
+from .reviews.datastore import DataStore
 from .reviews.search import (
     SINCE_PARAMS_VALIDATOR,
     InvalidParams,

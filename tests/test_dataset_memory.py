@@ -22,12 +22,12 @@ from reviewsd_app.reviews import dataset as dataset_module
 from reviewsd_app.reviews.dataset import (
     DataError,
     Dataset,
-    DataStore,
     RawFile,
     dataset_from_files,
     newest_first,
     parse_json,
 )
+from reviewsd_app.reviews.datastore import DataStore
 from reviewsd_app.reviews.problems import mention_tallies
 
 SPECS = [
