@@ -57,6 +57,7 @@ from .config import (
 )
 from .httpserver import server
 from .httpserver.connection import BUFFERS_KEY
+from .httpserver.options import ServerOptions
 from .httpserver.service import hup_before_serving
 from .hub import Hub, start_hub
 from .ingest.detect import import_hint
@@ -514,17 +515,7 @@ def serve_main(argv: Sequence[str]) -> int:
     count = len(app.store.current.dataset.reviews)  # not the dataset itself: a reload must be able to free it
     return server.run(
         app,
-        host=config.host,
-        port=config.port,
-        threads=config.threads,
-        max_body=config.max_body,
-        send_buffer=config.send_buffer,
-        body_timeout=config.body_timeout,
-        max_connections=config.max_connections,
-        max_connections_per_client=config.max_connections_per_client,
-        output_budget=config.output_budget,
-        client_prefix_v6=config.client_prefix_v6,
-        trusted_proxies=app.trusted_proxies,
+        ServerOptions.from_config(config),
         on_reload=lambda: app.store.reload(force=True),
         on_stop=on_stop,
         on_ready=app.compress_late,

@@ -1088,3 +1088,14 @@ def test_an_idle_keep_alive_connection_keeps_no_request_body() -> None:
             assert not [
                 r for r in gc.get_objects() if isinstance(r, Request) and r.body and len(r.body) == len(body)
             ]
+
+
+def test_server_options_come_from_the_config_by_name() -> None:
+    from reviewsd_app.config import Config
+    from reviewsd_app.httpserver.options import ServerOptions
+
+    config = Config(threads=3, max_body=4096, port=0, trusted_proxies="10.0.0.0/8")
+    options = ServerOptions.from_config(config, shutdown_grace=2.0)
+    assert (options.threads, options.max_body, options.port, options.shutdown_grace) == (3, 4096, 0, 2.0)
+    assert [str(network) for network in options.trusted_proxies] == ["10.0.0.0/8"]
+    assert options.backlog == ServerOptions.backlog  # not an option of the command: the server's default
