@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 from urllib.parse import urlencode
 
 import pytest
-from test_hub_support import FEED, PUBLIC_IP, HubMaker, make_hub, wait_idle  # noqa: F401 (fixture)
+from support.hub import FEED, PUBLIC_IP, HubMaker, wait_idle
 from werkzeug.test import Client
 
 from reviewsd_app import hub

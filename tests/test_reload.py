@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, SMALL_SPECS
-from factories import Spec, make_docs, write_docs
-from test_payloads import GatedCompression
+from support.factories import Spec, make_docs, write_docs
+from support.payloads import GatedCompression
 from werkzeug.test import Client
 
 from reviewsd_app import reviewsd

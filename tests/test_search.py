@@ -9,9 +9,9 @@ import unicodedata
 from datetime import date, timedelta
 
 import pytest
-from factories import SERVICES, TECHNICIANS, Spec, make_docs
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
+from support.factories import SERVICES, TECHNICIANS, Spec, make_docs
 
 from reviewsd_app.reviews import search as search_module
 from reviewsd_app.reviews.dataset import SCHEMAS, Dataset, fold_name
