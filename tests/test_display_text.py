@@ -6,9 +6,9 @@ import unicodedata
 from html.parser import HTMLParser
 
 import pytest
-from factories import Spec, make_docs
 from hypothesis import example, given
 from hypothesis import strategies as st
+from support.factories import Spec, make_docs
 
 from reviewsd_app import pages
 from reviewsd_app.pages.display_text import isolated, printable

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from factories import Spec, make_docs, write_docs
+from support.factories import Spec, make_docs, write_docs
 from werkzeug.test import Client
 
 from reviewsd_app import reviewsd
