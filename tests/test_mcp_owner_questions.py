@@ -10,15 +10,23 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from test_mcp_sdk import run
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEWS = json.loads((ROOT / "data" / "reviews.json").read_text())["reviews"]
 INSIGHTS = json.loads((ROOT / "data" / "insights.json").read_text())
 PER_REVIEW = INSIGHTS["per_review"]
+
+
+def run(main: Any) -> Any:
+    async def bounded() -> Any:
+        with anyio.fail_after(60):
+            return await main()
+
+    return anyio.run(bounded)
 
 
 def months_ago(today: date, months: int) -> str:

@@ -10,11 +10,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import Spec, make_docs, write_docs
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from referencing.exceptions import Unresolvable
+from support.factories import write_docs
+from support.mcp import (
+    BASE,
+    TOOL_NAMES,
+    assert_error,
+    call,
+    dispatch,
+    initialize_body,
+    rich_docs,
+)
+from werkzeug.test import EnvironBuilder
 
 from reviewsd_app import mcp_rpc, reviewsd
 from reviewsd_app.mcp_rpc import ErrorCode
@@ -26,79 +36,6 @@ from reviewsd_app.reviews.search import run_search, search_result
 
 ICON_SRC = card.ICONS[0]["src"]
 assert ICON_SRC.startswith("data:image/svg+xml;base64,")
-
-BASE = "https://reviews.example.com"
-TOOL_NAMES = [
-    "get_business",
-    "search_reviews",
-    "get_review",
-    "get_reviews_since",
-    "get_aspect_sentiment",
-    "get_technician",
-    "get_service",
-    "get_rating_trend",
-    "get_insights_summary",
-    "compare_periods",
-    "search",
-    "fetch",
-]
-
-SPECS = [
-    Spec(
-        rating=5,
-        date="2026-03-01",
-        text="Dr. Maya Patel fixed my back. No wait at all.",
-        technicians=["dr-maya-patel"],
-        services=["spinal-adjustment"],
-    ),
-    Spec(
-        rating=4,
-        date="2026-02-01",
-        text="Great massage with Liam.",
-        technicians=["liam-oconnor"],
-        services=["massage-therapy"],
-        reply=True,
-    ),
-    Spec(
-        rating=2,
-        date="2026-01-15",
-        text="Long wait time, but Dr. Sofía Ramírez was kind.",
-        technicians=["dr-sofia-ramirez"],
-    ),
-    Spec(rating=3, date="2025-12-31", text=None),
-    Spec(
-        rating=5,
-        date="2025-11-02",
-        text="Prenatal care with Dr. Ramírez was wonderful.",
-        technicians=["dr-sofia-ramirez"],
-        services=["prenatal-care"],
-    ),
-    Spec(rating=1, date="2025-10-20", text="Billing mess. Never again."),
-]
-
-
-def rich_docs() -> tuple[dict, dict]:
-    """Factory docs with the insights groups the factory leaves empty filled in (still valid)."""
-    reviews_doc, insights_doc = make_docs(SPECS)
-    ids = [r["id"] for r in reviews_doc["reviews"]]
-    insights_doc["temporal"]["monthly"] = [
-        {"month": "2025-10", "review_count": 1, "average_rating": 1.0, "sentiment_score": -1.0},
-        {"month": "2025-11", "review_count": 1, "average_rating": 5.0, "sentiment_score": 1.0},
-        {"month": "2025-12", "review_count": 1, "average_rating": 3.0, "sentiment_score": 0.0},
-        {"month": "2026-01", "review_count": 1, "average_rating": 2.0, "sentiment_score": -1.0},
-        {"month": "2026-02", "review_count": 1, "average_rating": 4.0, "sentiment_score": 1.0},
-        {"month": "2026-03", "review_count": 1, "average_rating": 5.0, "sentiment_score": 1.0},
-    ]
-    insights_doc["faq"] = [{"question": "Is there a wait?", "answer": "Sometimes.", "review_ids": ids[:2]}]
-    insights_doc["pull_quote"] = {"text": "Dr. Maya Patel fixed my back.", "review_id": ids[0]}
-    return reviews_doc, insights_doc
-
-
-@pytest.fixture
-def mcp_data_dir(tmp_path: Path) -> Path:
-    target = tmp_path / "mcp-data"
-    write_docs(target, *rich_docs())
-    return target
 
 
 @pytest.fixture
@@ -126,53 +63,10 @@ def session(server) -> Session:
     return state
 
 
-def initialize_body(version: Any = "2025-06-18") -> dict:
-    return {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": version,
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-
-
-def dispatch(server, session, body: Any) -> dict | None:
-    """One message (bytes, or a value sent as JSON) the way
-    mcp_http takes it, its response as a client reads it."""
-    try:
-        message = protocol.classify(
-            protocol.parse(body if isinstance(body, bytes) else json.dumps(body).encode())
-        )
-    except protocol.RpcError as error:
-        return protocol.rpc_error(error.request_id, error.code, error.message, error.data)
-    response = server.handle(session, message)
-    return None if response is None else json.loads(protocol.encode_response(response))
-
-
-def call(server, session, name: str, arguments: Any = None, request_id: int = 7) -> dict:
-    params: dict[str, Any] = {"name": name}
-    if arguments is not None:
-        params["arguments"] = arguments
-    return dispatch(
-        server, session, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
-    )
-
-
 def tool_result(server, session, name: str, arguments: Any = None) -> dict:
     response = call(server, session, name, arguments)
     assert "result" in response, response
     return response["result"]
-
-
-def assert_error(response: dict, code: int, request_id: Any) -> dict:
-    assert set(response) == {"jsonrpc", "id", "error"}
-    assert response["jsonrpc"] == "2.0" and response["id"] == request_id
-    assert response["error"]["code"] == code
-    assert isinstance(response["error"]["message"], str) and response["error"]["message"]
-    return response["error"]
 
 
 # --------------------------------------------------------------------------- envelope errors
@@ -1019,3 +913,64 @@ def test_one_client_cannot_end_the_other_clients_sessions():
         store.add(Session(client="198.51.100.7"))
     assert all(store.get(other) is not None for other in others)
     assert len(store) == 50 + store.per_client == 60
+
+
+# ------------------------------------------------ one snapshot per answer (18 of 1,026 mixed under reloads)
+
+
+class SwappingStore:
+    """A store whose current snapshot is the old one on the first read and the new one on every later read:
+    a reload landing in the middle of an answer."""
+
+    def __init__(self, old, new):
+        self.old, self.new, self.reads = old, new, 0
+
+    @property
+    def current(self):
+        self.reads += 1
+        return self.old if self.reads == 1 else self.new
+
+
+def modern_call(name: str, arguments: dict) -> dict:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": name,
+            "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    }
+    headers = {
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+        "Accept": "application/json",
+    }
+    return EnvironBuilder(
+        path="/mcp", method="POST", data=json.dumps(body), content_type="application/json", headers=headers
+    ).get_environ()
+
+
+def test_an_answer_during_a_reload_is_one_version(mcp_app, mcp_data_dir: Path) -> None:
+    store = mcp_app.mcp.server.store
+    old = store.current
+    reviews_doc, insights_doc = rich_docs()
+    reviews_doc["business"]["name"] = "Renamed After Reload"
+    write_docs(mcp_data_dir, reviews_doc, insights_doc)
+    assert store.reload(force=True)
+    new = store.current
+    assert new.dataset.business["name"] == "Renamed After Reload"
+
+    mcp_app.mcp.server.store = swapping = SwappingStore(old, new)
+    status, headers, body = mcp_app.mcp.handle(modern_call("search_reviews", {"limit": 100}))
+    result = json.loads(body)["result"]
+    info = result["_meta"]["io.modelcontextprotocol/serverInfo"]
+    assert result["structuredContent"]["matched"] == len(old.dataset.reviews)
+    assert info["title"].startswith(old.dataset.business["name"] + ":")  # not the new snapshot's
+    assert swapping.reads == 1
