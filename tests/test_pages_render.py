@@ -214,7 +214,15 @@ def test_the_form_shows_the_query_and_takes_new_fields_in_one_line(docs):
     selected = {
         n.parent.attrs["name"]: n.attrs["value"] for n in root.iter("option") if "selected" in n.attrs
     }
-    assert selected == {"rating": "5", "sort": "oldest", "min_rating": "", "has_text": "", "has_reply": ""}
+    assert selected == {
+        "rating": "5",
+        "sort": "oldest",
+        "min_rating": "",
+        "has_text": "",
+        "has_reply": "",
+        "max_rating": "",
+        "aspect_sentiment": "",
+    }
     labels = {n.attrs["for"] for n in root.iter("label")}
     assert labels == {f"f-{spec.name}" for spec in pages.SEARCH_FIELDS}
     assert "No review matches" in root.text()
