@@ -326,8 +326,8 @@ class Connection:
             raise
 
     def send_unsent(self) -> int:
-        """Send what the socket takes now of `unsent`, without
-        waiting; the bytes sent (logged once all went)."""
+        """Send what the socket takes now of `unsent`, without waiting; the bytes sent (logged once all
+        went)."""
         unsent = self.unsent
         total = unsent_size(unsent)
         try:
@@ -349,8 +349,8 @@ class Connection:
         return total - unsent_size(unsent)
 
     def log_unsent(self) -> None:
-        """The access line of a response whose end the selector
-        thread sent (size: the body's bytes that went)."""
+        """The access line of a response whose end the selector thread sent (size: the body's bytes that
+        went)."""
         code, size, start = self._unsent_log
         self.log_request(code, max(0, size - unsent_size(self.unsent or [])), start)
         self.environ = None

@@ -47,9 +47,8 @@ class DataStore(Generic[S]):
         max_bytes: int = DEFAULT_MAX_FILE_BYTES,
         first_build: Callable[[Dataset], S] | None = None,
     ):
-        """Load the files now (DataError if refused); `first_build`,
-        if given, builds the first snapshot instead of
-        `build` (the server defers the first snapshot's compression until it serves)."""
+        """Load the files now (DataError if refused); `first_build`, if given, builds the first snapshot
+        instead of `build` (the server defers the first snapshot's compression until it serves)."""
         self.data_dir = Path(data_dir)
         self.max_bytes = max_bytes
         self._build = build
@@ -64,8 +63,8 @@ class DataStore(Generic[S]):
         self._stop = threading.Event()
 
     def _load(self, build: Callable[[Dataset], S]) -> S | None:
-        """The snapshot of the files the last stamp describes
-        (its sizes are logged); None if already served."""
+        """The snapshot of the files the last stamp describes (its sizes are logged); None if already
+        served."""
         sizes = [
             f"{name} ({size / 1e6:.1f} MB)" if size >= 0 else f"{name} (missing)"
             for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)

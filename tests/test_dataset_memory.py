@@ -382,8 +382,8 @@ RECORD_VALUES = st.recursive(
 @settings(max_examples=500, deadline=None)
 @given(RECORD_VALUES)
 def test_records_encode_as_every_other_body(value: Any) -> None:
-    """Reviews and per_review entries (strings, small integers,
-    booleans, null) go through orjson: the same bytes."""
+    """Reviews and per_review entries (strings, small integers, booleans, null) go through orjson: the same
+    bytes."""
     try:
         expected = dataset_module.encode_json(value)
     except UnicodeEncodeError:  # a lone surrogate: refused either way

@@ -119,8 +119,8 @@ def test_configure_logging_sends_every_logger_through_one_handler(stream: io.Str
 
 @pytest.fixture
 def configured(stream: io.StringIO) -> Iterator[logs.BatchingStreamHandler]:
-    """configure_logging("text") on `stream`, undone afterwards
-    (pytest's own capture handler removed meanwhile)."""
+    """configure_logging("text") on `stream`, undone afterwards (pytest's own capture handler removed
+    meanwhile)."""
     root = logging.getLogger()
     saved = root.handlers[:], root.level, logging.logThreads, logging.logProcesses, logging.logMultiprocessing
     handler = logs.configure_logging("text", stream)
