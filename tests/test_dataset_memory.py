@@ -228,6 +228,7 @@ def test_text_blob_of_texts_with_lone_surrogates_and_empty_texts() -> None:
     assert (blob, list(starts)) == reference_blob([{"text": t} for t in texts])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(SPEC_STRATEGY, max_size=12))
 def test_indexes_equal_plain_references_for_any_reviews(specs: list[Spec]) -> None:
@@ -379,6 +380,7 @@ RECORD_VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(RECORD_VALUES)
 def test_records_encode_as_every_other_body(value: Any) -> None:
