@@ -218,11 +218,10 @@ class Connection:
     def _await_next(self) -> bool:
         """Wait briefly for this client's next request; True if bytes arrived.
 
-        A client on keep-alive usually sends its next request within a few
-        hundred microseconds; catching it here skips the hand-back to the
-        selector thread (epoll_ctl, wake-up, queue) that costs more than the
-        request itself.  Server.may_wait_for_next() keeps this from
-        delaying other clients; the wait is a few milliseconds, never a body's.
+        A client on keep-alive usually sends its next request within a few hundred microseconds; catching it
+        here skips the hand-back to the selector thread (epoll_ctl, wake-up, queue) that costs more than the
+        request itself.  Server.may_wait_for_next() keeps this from delaying other clients; the wait is a few
+        milliseconds, never a body's.
         """
         server = self.server
         if not server.may_wait_for_next():

@@ -1,9 +1,8 @@
 """The systemd glue server.run() uses: socket activation, the notify protocol, the watchdog, signals,
 stopping.
 
-run() serves the way a systemd service runs: READY=1 once it accepts,
-RELOADING=1/READY=1 around a reload on SIGHUP, STOPPING=1 and a graceful
-drain on SIGTERM/SIGINT, WATCHDOG=1 while the server is healthy.  Every
+run() serves the way a systemd service runs: READY=1 once it accepts, RELOADING=1/READY=1 around a reload on
+SIGHUP, STOPPING=1 and a graceful drain on SIGTERM/SIGINT, WATCHDOG=1 while the server is healthy.  Every
 piece is a no-op outside systemd (no NOTIFY_SOCKET, no LISTEN_FDS).
 """
 

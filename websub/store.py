@@ -445,8 +445,8 @@ class Store:
         """(Lock held.) Run `statements` in one transaction:
         False, the store unavailable, when they cannot be.
 
-        A removed or replaced state directory is first recreated
-        from memory, which may already hold the change.
+        A removed or replaced state directory is first recreated from memory, which may already hold the
+        change.
         """
         if self.problem is not None or not self._ensure_intact():
             return False
