@@ -24,6 +24,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 APP = "io.modelcontextprotocol/ui"
 MIME = "text/html;profile=mcp-app"
 OFFER = {"extensions": {APP: {"mimeTypes": [MIME]}}}
+pytestmark = pytest.mark.slow  # live servers; headless Chromium (and its install on the first run)
 
 
 def ensure_browser() -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import httpx2
+import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -45,6 +46,7 @@ def ask(base_url: str, calls: list[tuple[str, dict]]) -> list[Any]:
     return run(main)
 
 
+@pytest.mark.slow  # a live server and the official SDK
 def test_the_owners_three_questions(live_server_factory, tmp_path: Path) -> None:
     server = live_server_factory(
         "--data-dir", str(ROOT / "data"), "--state-dir", str(tmp_path / "state"), "--no-hub"
@@ -107,6 +109,7 @@ def test_the_owners_three_questions(live_server_factory, tmp_path: Path) -> None
     )
 
 
+@pytest.mark.slow  # a live server and the official SDK
 def test_a_sentence_of_complaint_finds_the_negative_reviews_of_the_period(live_server_factory, tmp_path):
     """ChatGPT's `search` with the owner's sentence: reviews of the last 3 months with negative mentions."""
     server = live_server_factory(
