@@ -15,6 +15,7 @@ from support.factories import SERVICES, TECHNICIANS, Spec, make_docs
 
 from reviewsd_app.reviews import search as search_module
 from reviewsd_app.reviews.dataset import SCHEMAS, Dataset, fold_name
+from reviewsd_app.reviews.ranked import COMPLAINT_WORDS, PRAISE_WORDS
 from reviewsd_app.reviews.ranked import words as ranked_words
 from reviewsd_app.reviews.search import (
     FILTER_NAMES,
@@ -88,7 +89,11 @@ def reference_order(reviews_doc: dict, insights_doc: dict, params: SearchParams)
                 if record["id"] == a["id"]
                 and asked & {part for n in names(record, ("id", "label")) for part in n.split()}
             ]
-            if not set(ranked_words(params.q)) & set(ranked_words(said)) and not named:
+            moods = (
+                {"negative"} if asked & COMPLAINT_WORDS else {"positive"} if asked & PRAISE_WORDS else set()
+            )
+            moody = any(a["sentiment"] in moods for a in mentions["aspects"])  # words of complaint or praise
+            if not set(ranked_words(params.q)) & set(ranked_words(said)) and not named and not moody:
                 return False
         if params.since is not None and review["date"] < params.since:
             return False
