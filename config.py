@@ -130,6 +130,10 @@ class Config:
         0.01,
         3600,
     )
+    # Events out (docs/events.md)
+    notify: str = option(
+        "", "TOML file of webhooks and email alerts sent when reviews arrive or change (docs/events.md)"
+    )
     # Behind a reverse proxy
     trusted_proxies: str = option(
         "", "reverse-proxy addresses whose X-Forwarded-For is trusted, comma-separated"
@@ -224,6 +228,7 @@ USAGE = f"""{PROG} [serve] [OPTION ...]                  serve the API (the defa
        {PROG} init --preset NAME [--data-dir DIR]   write a starter business.toml for your trade
        {PROG} import [--data-dir DIR] FILE ...      merge review exports into reviews.json
        {PROG} analyze [--data-dir DIR] [--explain ID]  derive insights.json from the reviews
+       {PROG} notify test [--notify FILE]           send a sample event to every webhook and alert
        {PROG} --version | --help"""
 
 
