@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator
 
+import jsonschema_rs
 import pytest
 from aiosmtpd.controller import Controller
 from https_subscriber import HTTPSSubscriber, Recorded, ca, ca_file, subscriber  # noqa: F401 (fixtures)
@@ -24,7 +25,7 @@ from polling import wait_until
 from standardwebhooks.webhooks import Webhook
 
 from reviewsd_app.cli.commands import analyze_main, import_main, init_main
-from reviewsd_app.reviews.dataset import validator
+from reviewsd_app.reviews.dataset import REGISTRY, SCHEMAS
 
 BASE = "https://reviews.example.com"
 SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
@@ -179,7 +180,12 @@ def verified(request: Recorded) -> dict:
     return Webhook(SECRET).verify(request.body, request.headers)
 
 
-EVENT_SCHEMA = validator("webhook-event.schema.json")  # the contract docs/events.md and the OpenAPI cite
+def check_event(event: dict) -> None:
+    """Valid against schemas/webhook-event.schema.json and its type's entry there, as the OpenAPI says."""
+    name = "".join(part.capitalize() for part in event["type"].split("."))
+    schema_id = SCHEMAS["webhook-event.schema.json"]["$id"]
+    schema = {"allOf": [{"$ref": schema_id}, {"$ref": f"{schema_id}#/$defs/{name}"}]}
+    jsonschema_rs.Draft202012Validator(schema, registry=REGISTRY, validate_formats=True).validate(event)
 
 
 def test_an_import_into_a_running_server_is_announced(
@@ -207,7 +213,7 @@ def test_an_import_into_a_running_server_is_announced(
 
     events = [verified(request) for request in subscriber.requests(path="/standard")]
     for event in events:
-        EVENT_SCHEMA.validate(event)
+        check_event(event)
     assert sorted(event["type"] for event in events) == ["review.created"] * 5 + ["review.updated"]
     created = [event["data"]["review"]["author"] for event in events if event["type"] == "review.created"]
     assert sorted(created) == [
