@@ -41,7 +41,9 @@ class Config:
     host: str = option("127.0.0.1", "address to listen on")
     port: int = option(8080, "port to listen on", 0, 65535)
     data_dir: str = option(str(HERE / "data"), "directory holding reviews.json and insights.json")
-    state_dir: str = option(str(default_state_dir()), "directory for the SQLite databases of the hub and the events")
+    state_dir: str = option(
+        str(default_state_dir()), "directory for the hub's and the events' SQLite databases"
+    )
     base_url: str = option("", "public base URL used in every absolute URL (empty: http://HOST:PORT)")
     threads: int = option(8, "worker threads serving requests", 1, 1000)
     reload_interval: float = option(
