@@ -93,7 +93,7 @@ class Notifier:
             retry_after=config.hub_work_retry,
             limits=self._limits,
         )
-        self.problem: str | None = "not started yet"
+        self.problem: str | None = "not started yet"  # why the store cannot be used; None while it can
         self._changed = threading.Event()
         self._stopped = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name="events-watch", daemon=True)
@@ -163,6 +163,7 @@ class Notifier:
                     self.config.hub_state_check,
                     extra={"event": "events_record_failed"},
                 )
+                self.problem = f"cannot record events: {exc}"
                 self._changed.set()
                 self._stopped.wait(self.config.hub_state_check)
 
@@ -175,7 +176,7 @@ class Notifier:
         except (sqlite3.Error, OSError) as exc:
             self._unavailable(f"cannot use {self.db.path}: {exc}", f"check {self.db.directory}")
             return False
-        self.problem = None
+        was, self.problem = self.problem, None
         gone = set(self.db.pending_targets()) - set(self.targets)
         if gone:
             count = self.db.abandon(gone, self.clock())
@@ -189,10 +190,11 @@ class Notifier:
             self.scheduler.poke(key)
         self._changed.set()
         log.info(
-            "events started: %d targets from %s",
+            "events available: %d targets from %s (was: %s)",
             len(self.targets),
             self.notify.path,
-            extra={"event": "events_started", "targets": len(self.targets)},
+            was,
+            extra={"event": "events_available", "targets": len(self.targets)},
         )
         return True
 
