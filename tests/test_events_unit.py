@@ -329,3 +329,19 @@ def test_a_deleted_review_and_new_insights_are_announced(tmp_path: Path, ca_file
         assert Client(app).get("/healthz").get_json()["events"]["targets"] == 1
     finally:
         app.notifier.stop()
+
+
+def test_one_store_per_state_directory(tmp_path: Path) -> None:
+    from reviewsd_app.events.store import EventStore, LockHeld
+
+    first, second = EventStore(str(tmp_path)), EventStore(str(tmp_path))
+    first.open()
+    try:
+        with pytest.raises(LockHeld, match="another reviewsd announces the changes of .* \\(pid "):
+            second.open()
+    finally:
+        first.close()
+    second.open()  # taken over once the first let go
+    assert second.seen() is None  # no baseline yet
+    second.close()
+    assert (tmp_path / "events.sqlite3").stat().st_mode & 0o077 == 0
