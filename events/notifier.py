@@ -176,17 +176,22 @@ class Notifier:
         except (sqlite3.Error, OSError) as exc:
             self._unavailable(f"cannot use {self.db.path}: {exc}", f"check {self.db.directory}")
             return False
+        try:
+            gone = set(self.db.pending_targets()) - set(self.targets)
+            if gone:
+                count = self.db.abandon(gone, self.clock())
+                log.warning(
+                    "%d pending deliveries dropped: their targets are no longer in %s",
+                    count,
+                    self.notify.path,
+                    extra={"event": "deliveries_dropped", "count": count},
+                )
+            pending = self.db.pending_targets()
+        except sqlite3.Error as exc:
+            self._unavailable(f"cannot use {self.db.path}: {exc}", f"check {self.db.directory}")
+            return False
         was, self.problem = self.problem, None
-        gone = set(self.db.pending_targets()) - set(self.targets)
-        if gone:
-            count = self.db.abandon(gone, self.clock())
-            log.warning(
-                "%d pending deliveries dropped: their targets are no longer in %s",
-                count,
-                self.notify.path,
-                extra={"event": "deliveries_dropped", "count": count},
-            )
-        for key in self.db.pending_targets():
+        for key in pending:
             self.scheduler.poke(key)
         self._changed.set()
         log.info(

@@ -107,12 +107,13 @@ def headline(event: Mapping[str, Any]) -> str:
         return f"New {who}"
     if event["type"] == "review.deleted":
         return f"Removed: the {who}"
-    changed = ", ".join(data["changes"]) or "details"
-    if "rating" in data["changes"]:
-        changed = f"rating {data['previous']['rating']} → {review['rating']}" + (
-            ", " + ", ".join(c for c in data["changes"] if c != "rating") if len(data["changes"]) > 1 else ""
-        )
-    return f"Changed ({changed}): the {who}"
+    changes = []
+    for name in data["changes"]:
+        if name == "rating":
+            changes.append(f"rating {data['previous']['rating']} → {review['rating']}")
+        else:
+            changes.append(name.replace("_", " "))
+    return f"Changed ({', '.join(changes)}): the {who}"
 
 
 def slack_body(event: Mapping[str, Any]) -> bytes:
