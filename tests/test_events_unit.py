@@ -345,3 +345,28 @@ def test_one_store_per_state_directory(tmp_path: Path) -> None:
     assert second.seen() is None  # no baseline yet
     second.close()
     assert (tmp_path / "events.sqlite3").stat().st_mode & 0o077 == 0
+
+
+def test_an_unusable_state_directory_is_degraded_not_a_crash(tmp_path: Path, small_data_dir: Path) -> None:
+    blocker = tmp_path / "state"
+    blocker.write_text("a file where the state directory should be")
+    config = reviewsd.Config(
+        data_dir=str(small_data_dir),
+        state_dir=str(blocker),
+        reload_interval=0,
+        hub=False,
+        notify=str(write_notify(tmp_path, HOOK)),
+        hub_state_check=0.05,
+    )
+    app = reviewsd.create_app(config)
+    try:
+        wait_until(lambda: app.notifier.problem != "not started yet")
+        health = Client(app).get("/healthz")
+        assert health.status_code == 200 and health.get_json()["status"] == "degraded"
+        events = health.get_json()["events"]
+        assert events["available"] is False and str(blocker) in events["reason"]
+        blocker.unlink()  # fixed: the watcher's next try opens the store and records the baseline
+        wait_until(lambda: app.notifier.status()["available"])
+        wait_until(lambda: app.notifier.db.seen() is not None)
+    finally:
+        app.notifier.stop()
