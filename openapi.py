@@ -47,6 +47,8 @@ def _embed(node: Any, own_name: str) -> Any:
 SEARCH_PARAMS = "search-params.schema.json"
 SINCE_PARAMS = "since-params.schema.json"
 PARAMETER_SCHEMAS = (SEARCH_PARAMS, SINCE_PARAMS)
+# Schemas of files that never cross HTTP (business.toml): not components, which would be unused.
+OFFLINE_SCHEMAS = ("business.schema.json",)
 
 
 def _query_params(file: str) -> list[dict[str, Any]]:
@@ -804,7 +806,9 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "webhooks": _webhooks(),
         "components": {
             "schemas": {
-                s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f not in PARAMETER_SCHEMAS
+                s["title"]: _embed(s, s["title"])
+                for f, s in SCHEMAS.items()
+                if f not in PARAMETER_SCHEMAS + OFFLINE_SCHEMAS
             },
             "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
         },
