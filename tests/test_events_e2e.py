@@ -87,13 +87,15 @@ def import_rows(data: Path, rows: list[str]) -> None:
     assert analyze_main(["--data-dir", str(data)]) == 0
 
 
-def notify_file(tmp: Path, receiver: HTTPSSubscriber, mailbox: Mailbox | None) -> Path:
+def notify_file(
+    tmp: Path, receiver: HTTPSSubscriber, mailbox: Mailbox | None, retry_delay: float = 0.05
+) -> Path:
     secret = tmp / "webhook-secret"
     secret.write_text(SECRET + "\n")
     secret.chmod(0o600)
     text = f"""
 [delivery]
-retry_delay = 0.05
+retry_delay = {retry_delay}
 
 [[webhooks]]
 name = "automation"
@@ -296,3 +298,23 @@ def test_changes_made_while_stopped_are_announced_at_start_and_a_restart_announc
     assert settled(server)
     assert len(subscriber.requests()) == 3
     assert os.stat(env.state / "events.sqlite3").st_mode & 0o077 == 0
+
+
+def test_a_pending_delivery_survives_a_restart(tmp_path, live_server_factory, ca_file, subscriber):
+    notify = notify_file(tmp_path, subscriber, None, retry_delay=3)
+    env = Env(tmp_path, live_server_factory, ca_file, notify)
+    server = env.start()
+    subscriber.set("/standard", fail_posts=1)
+    import_rows(env.data, NEW[:1])
+    (first,) = subscriber.wait_for(1, path="/standard")
+    assert server.stop() == 0  # the retry, 3 s later, is still pending in events.sqlite3
+
+    server = env.start()
+    second = subscriber.wait_for(2, path="/standard")[1]
+    assert second.headers["webhook-id"] == first.headers["webhook-id"]
+    assert verified(second)["data"]["review"]["author"] == "Kim L."
+    wait_until(lambda: settled(server))
+    assert health(server)["failed_deliveries"] == 0
+    wait_until(
+        lambda: any(e.get("event") == "event_delivered" and e["attempts"] == 2 for e in list(server.log))
+    )
