@@ -151,7 +151,6 @@ class Env:
             BASE,
             "--reload-interval",
             "0.1",
-            "--no-hub",
         )
         wait_until(lambda: first_check(server) is not None, timeout=20)
         return server
