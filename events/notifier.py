@@ -35,7 +35,7 @@ PRUNE_EVERY = 3600.0  # seconds between removals of deliveries finished KEEP_FIN
 
 def retry_delay(first: float, attempts: int) -> float:
     """Seconds before the next attempt after `attempts` failed ones: doubling, at most MAX_RETRY_DELAY."""
-    return min(first * 2 ** (attempts - 1), MAX_RETRY_DELAY)
+    return min(first * 2 ** min(attempts - 1, 40), MAX_RETRY_DELAY)  # the exponent bounded: no overflow
 
 
 def attempt(

@@ -370,3 +370,10 @@ def test_an_unusable_state_directory_is_degraded_not_a_crash(tmp_path: Path, sma
         wait_until(lambda: app.notifier.db.seen() is not None)
     finally:
         app.notifier.stop()
+
+
+def test_retries_double_up_to_an_hour() -> None:
+    from reviewsd_app.events.notifier import retry_delay
+
+    assert [retry_delay(30, n) for n in (1, 2, 3)] == [30, 60, 120]
+    assert retry_delay(30, 8) == 3600 and retry_delay(0.01, 5000) == 3600
