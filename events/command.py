@@ -7,7 +7,7 @@ import time
 from typing import Sequence
 
 from ..config import PROG, parse_config
-from ..hub import Outbound
+from ..websub.client import Outbound
 from .config import NotifyConfigError, load_notify
 from .notifier import attempt
 from .payloads import encode, new_event_id, sample_event

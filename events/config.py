@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..hub import Refusal, parse_callback
+from ..websub.client import Refusal, parse_callback
 
 REVIEW_EVENTS = ("review.created", "review.updated", "review.deleted")
 EVENT_TYPES = (*REVIEW_EVENTS, "insights.updated")

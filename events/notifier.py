@@ -19,9 +19,10 @@ from typing import Any, Callable, Mapping, Sequence
 import orjson
 
 from ..config import Config
-from ..hub import READ_LIMIT, Outbound, Scheduler
-from ..reviews.dataset import DataStore
+from ..reviews.datastore import DataStore
 from ..web.snapshot import Snapshot
+from ..websub.client import READ_LIMIT, Outbound
+from ..websub.scheduler import Scheduler
 from . import payloads
 from .config import MAX_RETRY_DELAY, NotifyConfig, Target
 from .diff import changed_fields, compare, digest

@@ -7,28 +7,19 @@ Every wait is on a recorded request, a log line or /healthz, with a deadline; no
 
 from __future__ import annotations
 
-import base64
-import email
 import json
 import os
-import socket
-import threading
 import urllib.request
 from pathlib import Path
-from typing import Iterator
 
-import jsonschema_rs
-import pytest
-from aiosmtpd.controller import Controller
-from https_subscriber import HTTPSSubscriber, Recorded, ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from polling import wait_until
 from standardwebhooks.webhooks import Webhook
+from support.events import SECRET, Mailbox, check_event
+from support.https_subscriber import HTTPSSubscriber, Recorded
 
 from reviewsd_app.cli.commands import analyze_main, import_main, init_main
-from reviewsd_app.reviews.dataset import REGISTRY, SCHEMAS
 
 BASE = "https://reviews.example.com"
-SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
 HEADER = "author,rating,date,text,id,source,reply,reply_date\n"
 FIRST = [
     "Sam Oduya,5,2026-06-01,Spotless clinic and no wait.,y-1,yelp,,",
@@ -44,36 +35,6 @@ NEW = [
 ]
 # Sam's review edited: a longer text and the owner's reply (the longer encoding wins a tie of edit times).
 EDIT = "Sam Oduya,5,2026-06-01,Spotless clinic and no wait; I come back monthly.,y-1,yelp,Thanks!,2026-06-02"
-
-
-class Mailbox:
-    """An SMTP server on 127.0.0.1 that keeps every message it is given."""
-
-    def __init__(self) -> None:
-        self.messages: list[email.message.Message] = []
-        self._lock = threading.Lock()
-        probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
-        self.port = probe.getsockname()[1]
-        probe.close()
-        self.controller = Controller(self, hostname="127.0.0.1", port=self.port)
-
-    async def handle_DATA(self, server, session, envelope) -> str:  # noqa: N802 (aiosmtpd's name)
-        with self._lock:
-            self.messages.append(email.message_from_bytes(envelope.content))
-        return "250 OK"
-
-    def received(self) -> list[email.message.Message]:
-        with self._lock:
-            return list(self.messages)
-
-
-@pytest.fixture
-def mailbox() -> Iterator[Mailbox]:
-    box = Mailbox()
-    box.controller.start()
-    yield box
-    box.controller.stop()
 
 
 def csv(path: Path, rows: list[str]) -> Path:
@@ -181,20 +142,12 @@ def verified(request: Recorded) -> dict:
     return Webhook(SECRET).verify(request.body, request.headers)
 
 
-def check_event(event: dict) -> None:
-    """Valid against schemas/webhook-event.schema.json and its type's entry there, as the OpenAPI says."""
-    name = "".join(part.capitalize() for part in event["type"].split("."))
-    schema_id = SCHEMAS["webhook-event.schema.json"]["$id"]
-    schema = {"allOf": [{"$ref": schema_id}, {"$ref": f"{schema_id}#/$defs/{name}"}]}
-    jsonschema_rs.Draft202012Validator(schema, registry=REGISTRY, validate_formats=True).validate(event)
-
-
 def test_an_import_into_a_running_server_is_announced(
     tmp_path,
     live_server_factory,
     ca_file,
     subscriber,
-    mailbox,  # noqa: F811
+    mailbox,
 ):
     env = Env(tmp_path, live_server_factory, ca_file, notify_file(tmp_path, subscriber, mailbox))
     server = env.start()
@@ -251,7 +204,7 @@ def test_a_receiver_failing_twice_gets_the_event_with_the_same_id(
     tmp_path,
     live_server_factory,
     ca_file,
-    subscriber,  # noqa: F811
+    subscriber,
 ):
     env = Env(tmp_path, live_server_factory, ca_file, notify_file(tmp_path, subscriber, None))
     server = env.start()
@@ -278,7 +231,7 @@ def test_changes_made_while_stopped_are_announced_at_start_and_a_restart_announc
     tmp_path,
     live_server_factory,
     ca_file,
-    subscriber,  # noqa: F811
+    subscriber,
 ):
     env = Env(tmp_path, live_server_factory, ca_file, notify_file(tmp_path, subscriber, None))
     server = env.start()

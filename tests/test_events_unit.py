@@ -12,13 +12,12 @@ from pathlib import Path
 import jsonschema_rs
 import pytest
 from conftest import ROOT
-from factories import Spec, make_docs, write_docs
-from https_subscriber import ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from hypothesis import given
 from hypothesis import strategies as st
 from polling import wait_until
 from standardwebhooks.webhooks import Webhook
-from test_events_e2e import SECRET, Mailbox, check_event, mailbox  # noqa: F401 (a fixture)
+from support.events import SECRET, check_event
+from support.factories import Spec, make_docs, write_docs
 from werkzeug.test import Client
 
 from reviewsd_app import reviewsd
@@ -27,7 +26,7 @@ from reviewsd_app.events.command import notify_main
 from reviewsd_app.events.config import EVENT_TYPES, Filters, NotifyConfigError, decode_secret, load_notify
 from reviewsd_app.events.diff import Changes, changed_fields, compare
 from reviewsd_app.openapi import build_openapi
-from reviewsd_app.reviews.dataset import REGISTRY, SCHEMAS
+from reviewsd_app.reviews.validation import REGISTRY, SCHEMAS
 
 NOW = 1_790_000_000.0
 
@@ -243,7 +242,7 @@ def test_notify_test_sends_a_sample_to_every_target(
     ca_file,
     subscriber,
     mailbox,
-    capsys,  # noqa: F811
+    capsys,
 ) -> None:
     path = write_notify(
         tmp_path,
@@ -288,7 +287,7 @@ events = ["insights.updated"]
 # --------------------------------------------------------------------------- in this process
 
 
-def test_a_deleted_review_and_new_insights_are_announced(tmp_path: Path, ca_file, subscriber) -> None:  # noqa: F811
+def test_a_deleted_review_and_new_insights_are_announced(tmp_path: Path, ca_file, subscriber) -> None:
     data = tmp_path / "data"
     specs = [Spec(rating=5, date="2025-03-01"), Spec(rating=2, date="2025-02-01", text="Rude.")]
     write_docs(data, *make_docs(specs))
