@@ -12,12 +12,15 @@ import os
 import urllib.request
 from pathlib import Path
 
+import pytest
 from polling import wait_until
 from standardwebhooks.webhooks import Webhook
 from support.events import SECRET, Mailbox, check_event
 from support.https_subscriber import HTTPSSubscriber, Recorded
 
 from reviewsd_app.cli.commands import analyze_main, import_main, init_main
+
+pytestmark = pytest.mark.slow  # live servers as subprocesses, a real HTTPS receiver and SMTP server
 
 BASE = "https://reviews.example.com"
 HEADER = "author,rating,date,text,id,source,reply,reply_date\n"

@@ -93,6 +93,7 @@ def test_each_mistake_is_one_line_naming_where(tmp_path: Path, text: str, secret
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.slow  # a server process
 def test_the_server_refuses_to_start_on_a_bad_file(tmp_path: Path) -> None:
     path = write_notify(tmp_path, HOOK, mode=0o640)
     done = subprocess.run(
