@@ -47,6 +47,7 @@ class Profile:
     sentiment_overrides: Mapping[str, float] = field(default_factory=dict)
     hide_reviews: frozenset[str] = frozenset()
     corrections: tuple[Mapping[str, Any], ...] = ()
+    publish: Mapping[str, Any] = field(default_factory=dict)  # [publish]: people, trend, people_label
 
     def business_block(self, current: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
         """reviews.json's `business`: the profile's, with defaults for what it leaves out; without a
@@ -161,6 +162,7 @@ def parse_profile(text: str, source: str = PROFILE_FILE) -> Profile:
         taxonomy_version=doc.get("taxonomy_version", 1),
         sentiment_overrides=dict(doc.get("sentiment_overrides", {})),
         hide_reviews=frozenset(doc.get("hide_reviews", ())),
+        publish=dict(doc.get("publish", {})),
         **lists,
     )
 

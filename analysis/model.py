@@ -1,0 +1,107 @@
+"""The trained model, applied in pure Python: aspect detection heads, mention polarity, staff references.
+
+The weights are data (analysis/model.json.gz, written by tools/train_model.py from corpus/): linear models
+whose scores are a sum of weights over a sentence's features, so each decision can list the features that
+weighed most (what --explain prints)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Mapping, Sequence
+
+MODEL_FILE = "model.json.gz"
+CLASSES = ("negative", "neutral", "positive")
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1 / (1 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1 + z)
+
+
+@dataclass(frozen=True)
+class Polarity:
+    """A mention's sentiment, the model's probability for it, and the features that pushed it there."""
+
+    sentiment: str
+    confidence: float
+    reasons: tuple[tuple[str, float, float], ...]  # (feature, its value, its push toward `sentiment`)
+
+
+class Model:
+    """The weights of one trained model, ready to apply."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.info = data["info"]
+        detect = data["detect"]
+        self.heads: tuple[str, ...] = tuple(detect["heads"])
+        self.head_index = {head: i for i, head in enumerate(self.heads)}
+        self.head_bias: tuple[float, ...] = tuple(detect["bias"])
+        self.threshold: float = detect["threshold"]
+        # feature -> ((head index, weight), ...)
+        self.head_weights = {
+            feature: tuple(zip(pairs[0::2], pairs[1::2])) for feature, pairs in detect["weights"].items()
+        }
+        polarity = data["polarity"]
+        self.classes: tuple[str, ...] = tuple(polarity["classes"])
+        self.polarity_bias: tuple[float, ...] = tuple(polarity["bias"])
+        self.polarity_weights: dict[str, Sequence[float]] = polarity["weights"]
+        staff = data["staff"]
+        self.staff_bias: float = staff["bias"]
+        self.staff_weights: dict[str, float] = staff["weights"]
+
+    def detect(self, features: Sequence[str], aspects: Sequence[str]) -> dict[str, float]:
+        """Probability that the sentence talks about each of `aspects` that has a head."""
+        wanted = {self.head_index[a] for a in aspects if a in self.head_index}
+        totals = {i: self.head_bias[i] for i in wanted}
+        for feature in set(features):
+            for index, weight in self.head_weights.get(feature, ()):
+                if index in totals:
+                    totals[index] += weight
+        return {self.heads[i]: _sigmoid(total) for i, total in totals.items()}
+
+    def polarity(self, features: Mapping[str, float], reasons: int = 0) -> Polarity:
+        """The most probable sentiment of a mention; with `reasons`, that many strongest features for it."""
+        totals = list(self.polarity_bias)
+        found = []
+        for feature, value in features.items():
+            weights = self.polarity_weights.get(feature)
+            if weights is not None:
+                found.append((feature, value, weights))
+                for k, weight in enumerate(weights):
+                    totals[k] += weight * value
+        top = max(range(len(totals)), key=lambda k: totals[k])
+        peak = totals[top]
+        exps = [math.exp(t - peak) for t in totals]
+        confidence = exps[top] / sum(exps)
+        pushes: tuple[tuple[str, float, float], ...] = ()
+        if reasons:
+            # a feature's push: its weight for the winner over the mean of its weights for the others
+            def push(weights: Sequence[float], value: float) -> float:
+                others = [w for k, w in enumerate(weights) if k != top]
+                return value * (weights[top] - sum(others) / len(others))
+
+            ranked = sorted(
+                ((feature, value, push(weights, value)) for feature, value, weights in found),
+                key=lambda r: (-abs(r[2]), r[0]),
+            )
+            pushes = tuple(r for r in ranked if abs(r[2]) >= 0.05)[:reasons]
+        return Polarity(self.classes[top], confidence, pushes)
+
+    def staff_reference(self, features: Sequence[str]) -> float:
+        """Probability that a staff member's name found in a sentence means that staff member."""
+        total = self.staff_bias + sum(self.staff_weights.get(f, 0.0) for f in features)
+        return _sigmoid(total)
+
+
+@cache
+def shipped_model() -> Model:
+    """The model shipped in the package (read once)."""
+    raw = resources.files(__package__).joinpath(MODEL_FILE).read_bytes()
+    return Model(json.loads(gzip.decompress(raw)))
