@@ -41,9 +41,12 @@ def _quotable(text: str) -> bool:
 
 
 def _rated_positive(analysis: ReviewAnalysis, number: int) -> bool:
-    """Whether the model rates every mention in a sentence positive, QUOTE_CONFIDENCE sure or more."""
+    """Whether the model rates every mention in a sentence positive, QUOTE_CONFIDENCE sure or more, with its
+    words alone too."""
     return all(
-        m.polarity.sentiment == "positive" and m.polarity.confidence >= QUOTE_CONFIDENCE
+        m.polarity.sentiment == "positive"
+        and m.polarity.confidence >= QUOTE_CONFIDENCE
+        and m.polarity.words_agree
         for m in analysis.found
         if m.sentence == number
     )
@@ -130,9 +133,9 @@ def faq_entry(
     if counts[minority]:
         quotes.append(_quote_for(analyses, keys, minority))
     review_ids = []
-    for quote, (lead) in zip(quotes, ("One reviewer wrote", "Another wrote")):
-        if quote is not None:
-            answer += f" {lead}: “{quote[0]}”"
+    for quote, sentiment in zip(quotes, (majority, minority)):
+        if quote is not None:  # each quote says which side it stands for
+            answer += f" A {sentiment} review said: “{quote[0]}”"
             review_ids.append(quote[1])
     return {"question": question, "answer": answer, "review_ids": review_ids}
 

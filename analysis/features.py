@@ -121,7 +121,10 @@ def polarity_features(
     features["lex:clause"] = clause_score
     features["lex:sentence"] = sentence_score
     features[f"lex:clause{_sign(clause_score)}"] = 1.0
-    features[f"lex:sentence{_sign(sentence_score)}"] = 1.0
+    for value in lexicon[start:end]:  # how many lexicon words lean each way, whichever the words
+        if abs(value) >= 0.5:
+            key = "lex:word+" if value > 0 else "lex:word-"
+            features[key] = features.get(key, 0.0) + 1.0
     features[f"stars:{stars}"] = STARS_WEIGHT
     features[f"stars:{stars}|{kind}"] = STARS_WEIGHT
     features[f"kind:{kind}"] = 1.0

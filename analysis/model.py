@@ -32,6 +32,7 @@ class Polarity:
     sentiment: str
     confidence: float
     reasons: tuple[tuple[str, float, float], ...]  # (feature, its value, its push toward `sentiment`)
+    words_agree: bool = True  # the same sentiment wins without the stars: the words alone say it
 
 
 class Model:
@@ -69,6 +70,7 @@ class Model:
     def polarity(self, features: Mapping[str, float], reasons: int = 0) -> Polarity:
         """The most probable sentiment of a mention; with `reasons`, that many strongest features for it."""
         totals = list(self.polarity_bias)
+        stars = [0.0] * len(totals)
         found = []
         for feature, value in features.items():
             weights = self.polarity_weights.get(feature)
@@ -76,7 +78,12 @@ class Model:
                 found.append((feature, value, weights))
                 for k, weight in enumerate(weights):
                     totals[k] += weight * value
+                if feature.startswith("stars:"):
+                    for k, weight in enumerate(weights):
+                        stars[k] += weight * value
         top = max(range(len(totals)), key=lambda k: totals[k])
+        words = [total - star for total, star in zip(totals, stars)]
+        words_agree = max(range(len(words)), key=lambda k: words[k]) == top
         peak = totals[top]
         exps = [math.exp(t - peak) for t in totals]
         confidence = exps[top] / sum(exps)
@@ -92,7 +99,7 @@ class Model:
                 key=lambda r: (-abs(r[2]), r[0]),
             )
             pushes = tuple(r for r in ranked if abs(r[2]) >= 0.05)[:reasons]
-        return Polarity(self.classes[top], confidence, pushes)
+        return Polarity(self.classes[top], confidence, pushes, words_agree)
 
     def staff_reference(self, features: Sequence[str]) -> float:
         """Probability that a staff member's name found in a sentence means that staff member."""

@@ -74,11 +74,15 @@ class ReviewAnalysis:
     rejected: list[tuple[int, Match, float]] = field(default_factory=list)  # names read as someone else
 
     def quotes(self, group: str, record_id: str, sentiment: str) -> list[tuple[str, float]]:
-        """(sentence, confidence) of each mention of a record the model rates `sentiment`."""
+        """(sentence, confidence) of each mention of a record the model rates `sentiment`, its words alone
+        too (a sentence that says it only with the review's stars is no quote for it)."""
         return [
             (self.sentences[m.sentence].text, m.polarity.confidence)
             for m in self.found
-            if m.group == group and m.id == record_id and m.polarity.sentiment == sentiment
+            if m.group == group
+            and m.id == record_id
+            and m.polarity.sentiment == sentiment
+            and m.polarity.words_agree
         ]
 
 
