@@ -12,7 +12,8 @@ from .review import ReviewAnalysis
 
 PULL_QUOTE_MIN, PULL_QUOTE_MAX = 40, 200  # characters
 PULL_QUOTE_MIN_SCORE = 0.5
-# A quote must be a sentence the model itself rates with the sentiment it is quoted for, this sure or more.
+# A quote must be a sentence the model itself rates with the sentiment it is quoted for, this sure or more,
+# both with the review's stars and from its words alone.
 QUOTE_CONFIDENCE = 0.8
 # "Most praised", "most criticised" and "most named" are said only of a record with at least MIN_COUNT such
 # mentions and MARGIN more than the next one; otherwise the lead is too small to publish.
@@ -45,8 +46,7 @@ def _rated_positive(analysis: ReviewAnalysis, number: int) -> bool:
     words alone too."""
     return all(
         m.polarity.sentiment == "positive"
-        and m.polarity.confidence >= QUOTE_CONFIDENCE
-        and m.polarity.words_agree
+        and min(m.polarity.confidence, m.polarity.words_confidence) >= QUOTE_CONFIDENCE
         for m in analysis.found
         if m.sentence == number
     )

@@ -32,7 +32,7 @@ class Polarity:
     sentiment: str
     confidence: float
     reasons: tuple[tuple[str, float, float], ...]  # (feature, its value, its push toward `sentiment`)
-    words_agree: bool = True  # the same sentiment wins without the stars: the words alone say it
+    words_confidence: float = 1.0  # its probability from the words alone, the stars left out
 
 
 class Model:
@@ -83,7 +83,8 @@ class Model:
                         stars[k] += weight * value
         top = max(range(len(totals)), key=lambda k: totals[k])
         words = [total - star for total, star in zip(totals, stars)]
-        words_agree = max(range(len(words)), key=lambda k: words[k]) == top
+        words_peak = max(words)
+        words_confidence = math.exp(words[top] - words_peak) / sum(math.exp(w - words_peak) for w in words)
         peak = totals[top]
         exps = [math.exp(t - peak) for t in totals]
         confidence = exps[top] / sum(exps)
@@ -99,7 +100,7 @@ class Model:
                 key=lambda r: (-abs(r[2]), r[0]),
             )
             pushes = tuple(r for r in ranked if abs(r[2]) >= 0.05)[:reasons]
-        return Polarity(self.classes[top], confidence, pushes, words_agree)
+        return Polarity(self.classes[top], confidence, pushes, words_confidence)
 
     def staff_reference(self, features: Sequence[str]) -> float:
         """Probability that a staff member's name found in a sentence means that staff member."""

@@ -74,15 +74,13 @@ class ReviewAnalysis:
     rejected: list[tuple[int, Match, float]] = field(default_factory=list)  # names read as someone else
 
     def quotes(self, group: str, record_id: str, sentiment: str) -> list[tuple[str, float]]:
-        """(sentence, confidence) of each mention of a record the model rates `sentiment`, its words alone
-        too (a sentence that says it only with the review's stars is no quote for it)."""
+        """(sentence, confidence) of each mention of a record the model rates `sentiment`; the confidence is
+        the smaller of the model's and of its words' alone (a sentence that says it only with the review's
+        stars is no quote for it)."""
         return [
-            (self.sentences[m.sentence].text, m.polarity.confidence)
+            (self.sentences[m.sentence].text, min(m.polarity.confidence, m.polarity.words_confidence))
             for m in self.found
-            if m.group == group
-            and m.id == record_id
-            and m.polarity.sentiment == sentiment
-            and m.polarity.words_agree
+            if m.group == group and m.id == record_id and m.polarity.sentiment == sentiment
         ]
 
 

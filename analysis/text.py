@@ -7,7 +7,9 @@ import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
 
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\s*\n+\s*")
+# Split on whitespace after . ! ? … only; lines are split first (a regex for "whitespace around a newline"
+# rescans runs of tabs from every position: quadratic on a 20,000-character review of tabs).
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 _ABBREVIATION = re.compile(
     r"(?:^|\s)(?:dr|dra|drs|mr|mrs|ms|st|jr|sr|prof|vs|approx|e\.g|i\.e|[a-z])\.$", re.I
 )
@@ -33,14 +35,17 @@ def split_sentences(text: str | None) -> list[str]:
     if not text:
         return []
     sentences: list[str] = []
-    for part in _SENTENCE_END.split(text):
-        part = part.strip()
-        if not part:
-            continue
-        if sentences and _ABBREVIATION.search(sentences[-1]):  # "Dr. Patel": not a sentence end
-            sentences[-1] += " " + part
-        else:
-            sentences.append(part)
+    for line in text.split("\n"):
+        previous = ""  # the last part, not the sentence it joined: searching that again is quadratic
+        for part in _SENTENCE_END.split(line):
+            part = part.strip()
+            if not part:
+                continue
+            if previous and _ABBREVIATION.search(previous):  # "Dr. Patel": not a sentence end
+                sentences[-1] += " " + part
+            else:
+                sentences.append(part)
+            previous = part
     return sentences
 
 
