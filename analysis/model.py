@@ -10,7 +10,7 @@ import gzip
 import json
 import math
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Mapping, Sequence
 
@@ -53,34 +53,51 @@ class Model:
         self.classes: tuple[str, ...] = tuple(polarity["classes"])
         self.polarity_bias: tuple[float, ...] = tuple(polarity["bias"])
         self.polarity_weights: dict[str, Sequence[float]] = polarity["weights"]
+        self.star_features = frozenset(f for f in self.polarity_weights if f.startswith("stars:"))
+        if self.classes != CLASSES:
+            raise ValueError(f"{MODEL_FILE}: classes {self.classes} are not {CLASSES}")
         staff = data["staff"]
         self.staff_bias: float = staff["bias"]
         self.staff_weights: dict[str, float] = staff["weights"]
 
-    def detect(self, features: Sequence[str], aspects: Sequence[str]) -> dict[str, float]:
+    def detect(self, features: Sequence[str], aspects: tuple[str, ...]) -> dict[str, float]:
         """Probability that the sentence talks about each of `aspects` that has a head."""
-        wanted = {self.head_index[a] for a in aspects if a in self.head_index}
-        totals = {i: self.head_bias[i] for i in wanted}
+        heads, bias, weights = self._heads_for(aspects)
+        totals = list(bias)
         for feature in set(features):
-            for index, weight in self.head_weights.get(feature, ()):
-                if index in totals:
-                    totals[index] += weight
-        return {self.heads[i]: _sigmoid(total) for i, total in totals.items()}
+            for index, weight in weights.get(feature, ()):
+                totals[index] += weight
+        return {head: _sigmoid(total) for head, total in zip(heads, totals)}
+
+    @lru_cache(maxsize=8)
+    def _heads_for(self, aspects: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[float, ...], dict]:
+        """The heads of these aspects, their biases, and feature -> ((position, weight), ...) for them only:
+        made once per profile, so that a sentence's features meet only the heads the profile uses."""
+        heads = tuple(a for a in aspects if a in self.head_index)
+        position = {self.head_index[head]: n for n, head in enumerate(heads)}
+        weights = {}
+        for feature, pairs in self.head_weights.items():
+            kept = tuple((position[i], w) for i, w in pairs if i in position)
+            if kept:
+                weights[feature] = kept
+        return heads, tuple(self.head_bias[self.head_index[h]] for h in heads), weights
 
     def polarity(self, features: Mapping[str, float], reasons: int = 0) -> Polarity:
         """The most probable sentiment of a mention; with `reasons`, that many strongest features for it."""
-        totals = list(self.polarity_bias)
-        stars = [0.0] * len(totals)
-        found = []
+        # three classes, summed in locals: this loop is most of analyze's time
+        negative, neutral, positive = self.polarity_bias
+        weights_of = self.polarity_weights.get
         for feature, value in features.items():
-            weights = self.polarity_weights.get(feature)
+            weights = weights_of(feature)
             if weights is not None:
-                found.append((feature, value, weights))
-                for k, weight in enumerate(weights):
-                    totals[k] += weight * value
-                if feature.startswith("stars:"):
-                    for k, weight in enumerate(weights):
-                        stars[k] += weight * value
+                negative += weights[0] * value
+                neutral += weights[1] * value
+                positive += weights[2] * value
+        totals = [negative, neutral, positive]
+        stars = [0.0, 0.0, 0.0]
+        for feature in self.star_features.intersection(features):
+            for k, weight in enumerate(self.polarity_weights[feature]):
+                stars[k] += weight * features[feature]
         top = max(range(len(totals)), key=lambda k: totals[k])
         words = [total - star for total, star in zip(totals, stars)]
         words_peak = max(words)
@@ -95,6 +112,9 @@ class Model:
                 others = [w for k, w in enumerate(weights) if k != top]
                 return value * (weights[top] - sum(others) / len(others))
 
+            found = [
+                (f, v, self.polarity_weights[f]) for f, v in features.items() if f in self.polarity_weights
+            ]
             ranked = sorted(
                 ((feature, value, push(weights, value)) for feature, value, weights in found),
                 key=lambda r: (-abs(r[2]), r[0]),

@@ -138,7 +138,12 @@ def is_full_name(match: Match) -> bool:
 
 
 def sentence_mentions(
-    number: int, sentence: ScoredSentence, aspect_ids: tuple[str, ...], model: Model, stars: int
+    number: int,
+    sentence: ScoredSentence,
+    aspect_ids: tuple[str, ...],
+    model: Model,
+    stars: int,
+    reasons: int = 0,
 ) -> tuple[list[Mention], list[tuple[int, Match, float]]]:
     """The mentions in one sentence, each with its polarity; and the staff names read as someone else."""
     tokens, values = sentence.tokens, sentence.values
@@ -152,7 +157,7 @@ def sentence_mentions(
 
     def add(group: str, record_id: str, found_by: str, match: Match | None, kind: str) -> None:
         span = (match.first, match.last) if match else None
-        polarity = model.polarity(polarity_features(tokens, values, span, kind, stars), reasons=4)
+        polarity = model.polarity(polarity_features(tokens, values, span, kind, stars), reasons)
         found.append(Mention(group, record_id, number, found_by, span, polarity))
 
     for aspect_id in aspect_ids:
@@ -181,14 +186,21 @@ def sentence_mentions(
 
 
 def analyse_review(
-    review: Mapping[str, Any], matcher: Matcher, scorer: Scorer, model: Model, aspect_ids: tuple[str, ...]
+    review: Mapping[str, Any],
+    matcher: Matcher,
+    scorer: Scorer,
+    model: Model,
+    aspect_ids: tuple[str, ...],
+    reasons: int = 0,
 ) -> ReviewAnalysis:
+    """One review's sentences, mentions and decisions; with `reasons`, that many features behind each
+    mention's polarity (for --explain)."""
     sentences = [score_sentence(text, matcher, scorer) for text in split_sentences(review["text"])]
     text_score = sum(s.score for s in sentences) / len(sentences) if sentences else 0.0
     score, sentiment = review_sentiment(review["rating"], text_score, bool(sentences))
     result = ReviewAnalysis(review, sentences, text_score, score, sentiment)
     for number, sentence in enumerate(sentences):
-        found, rejected = sentence_mentions(number, sentence, aspect_ids, model, review["rating"])
+        found, rejected = sentence_mentions(number, sentence, aspect_ids, model, review["rating"], reasons)
         result.found += found
         result.rejected += rejected
         for match in sentence.matches:

@@ -23,6 +23,7 @@ from .model import Model, shipped_model
 from .review import ReviewAnalysis, analyse_review, apply_corrections
 
 METHOD_VERSION = "2.0"
+EXPLAIN_REASONS = 4  # features --explain lists per decision
 MODEL = (
     f"reviewsd-model {METHOD_VERSION}: linear models trained on reviewsd's own labelled corpus (aspect "
     "detection heads with the profile's terms, clause polarity with negation, contrast, VADER 3.3.2 lexicon "
@@ -45,7 +46,7 @@ def _check_corrections(profile: Profile) -> None:
 
 
 def analyse_reviews(
-    reviews: list[Mapping[str, Any]], profile: Profile, model: Model | None = None
+    reviews: list[Mapping[str, Any]], profile: Profile, model: Model | None = None, reasons: int = 0
 ) -> list[ReviewAnalysis]:
     """Every review not hidden, analysed and corrected, newest first (by the shipped model unless given)."""
     _check_corrections(profile)
@@ -59,7 +60,7 @@ def analyse_reviews(
     for review in reviews:
         if review["id"] in profile.hide_reviews:
             continue
-        analysis = analyse_review(review, matcher, scorer, model, aspect_ids)
+        analysis = analyse_review(review, matcher, scorer, model, aspect_ids, reasons)
         apply_corrections(analysis, corrections.get(review["id"], []))
         analyses.append(analysis)
     return aggregate.newest_first(analyses)
@@ -166,7 +167,7 @@ def explain_review(data_dir: Path, profile: Profile, review_id: str) -> str:
     review = next((r for r in reviews_doc["reviews"] if r["id"] == review_id), None)
     if review is None:
         raise AnalysisError(f"{Path(data_dir) / REVIEWS_FILE}: no review with id {review_id}")
-    [analysis] = analyse_reviews([review], profile) or [None]
+    [analysis] = analyse_reviews([review], profile, reasons=EXPLAIN_REASONS) or [None]
     if analysis is None:
         return f"review {review_id} is hidden by business.toml's hide_reviews\n"
     return format_explanation(analysis)

@@ -34,7 +34,9 @@ def split_sentences(text: str | None) -> list[str]:
     """The sentences of a review text, as written (stripped); none for a rating-only review."""
     if not text:
         return []
-    sentences: list[str] = []
+    sentences: list[
+        list[str]
+    ] = []  # each sentence's parts, joined at the end (adding to a string: quadratic)
     for line in text.split("\n"):
         previous = ""  # the last part, not the sentence it joined: searching that again is quadratic
         for part in _SENTENCE_END.split(line):
@@ -42,11 +44,11 @@ def split_sentences(text: str | None) -> list[str]:
             if not part:
                 continue
             if previous and _ABBREVIATION.search(previous):  # "Dr. Patel": not a sentence end
-                sentences[-1] += " " + part
+                sentences[-1].append(part)
             else:
-                sentences.append(part)
+                sentences.append([part])
             previous = part
-    return sentences
+    return [" ".join(parts) for parts in sentences]
 
 
 @dataclass(frozen=True)

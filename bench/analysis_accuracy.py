@@ -16,8 +16,8 @@ Methods:
   lexicon     the previous method (reviewsd-lexicon 1.0): terms and names, the lexicon's clause, then
               sentence, then stars (never for people)
   stars       terms and names as the lexicon method; every sentiment from the stars (4-5 positive, 3 neutral)
-Corpora: `sample`: the bundled sample (data/) with the chiropractic preset, against its generator's truth
-(bench/sample_truth.json); `cv`: the labelled corpus (corpus/, docs/corpus.md), k-fold by review, the
+Corpora: `sample`: the bundled sample (data/) with the chiropractic preset, against the truth its generator
+wrote in data/insights.json; `cv`: the labelled corpus (corpus/, docs/corpus.md), k-fold by review, the
 model never trained or tuned on the fold it is scored on; `curve`: the learning curve; `semeval`: a file in
 the SemEval-2014 Task 4 XML shape (--semeval or $SEMEVAL2014_RESTAURANTS_TEST), restaurant preset.
 """
@@ -192,14 +192,18 @@ def print_table(title: str, results: Mapping[str, tuple[Counts, Counts]]) -> Non
 
 
 def sample_units() -> Units:
+    """The bundled sample: its generator (tools/generate_data.py) wrote the truth it meant into
+    data/insights.json: each review's aspects with their sentiment, and the practitioners it names (whose
+    sentiment the generator takes from the review's stars)."""
     reviews = json.loads((ROOT / "data" / "reviews.json").read_text("utf-8"))["reviews"]
-    truth = json.loads((ROOT / "bench" / "sample_truth.json").read_text("utf-8"))["reviews"]
+    truth = json.loads((ROOT / "data" / "insights.json").read_text("utf-8"))["per_review"]
     profile = parse_profile(render_preset("chiropractic"))
     units = Units()
     for review in reviews:
+        entry = truth[review["id"]]
         units.inputs.append(review)
-        units.aspects[review["id"]] = truth[review["id"]]["aspects"]
-        units.people[review["id"]] = truth[review["id"]]["people"]
+        units.aspects[review["id"]] = {a["id"]: a["sentiment"] for a in entry["aspects"]}
+        units.people[review["id"]] = {t: STAR_LABELS[review["rating"]] for t in entry["technicians"]}
         units.profiles[review["id"]] = profile
     return units
 

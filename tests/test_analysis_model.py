@@ -260,3 +260,36 @@ def test_the_confidence_bar_is_stated_and_applied():
     assert all(
         compose._quote_for(analyses, [key], s) is None for key in keys for s in ("positive", "negative")
     )
+
+
+def test_a_business_toml_larger_or_deeper_than_any_real_one_is_refused_in_one_line():
+    import pytest
+
+    from reviewsd_app.reviews.profile import ProfileError
+
+    for text, message in (
+        ("# x\n" * 300_000, "larger than any business profile needs"),
+        ("a" + ".a" * 40_000 + " = 1\n", "line 1: a key of more than 8 dotted parts"),
+        ('"a".' * 20 + "b = 1\n", "a key of more than 8 dotted parts"),
+        ("a = " + "[" * 5000 + "]" * 5000, "nested deeper than any business profile needs"),
+        ("a = " + "{b = " * 3000 + "1" + "}" * 3000, "nested deeper than any business profile needs"),
+    ):
+        with pytest.raises(ProfileError, match=message) as raised:
+            parse_profile(text)
+        assert "\n" not in str(raised.value)
+    assert parse_profile(
+        render_preset("restaurant") + '\n[publish]\npeople_label = "Dr. A. B. C. D. E. F."\n'
+    )
+
+
+def test_sentences_split_the_same_way_at_any_length():
+    from reviewsd_app.analysis.text import split_sentences
+
+    assert split_sentences("Dr. Patel was great.\t\tThe wait, short.\n\nNo. Dr. A. Smith?") == [
+        "Dr. Patel was great.",
+        "The wait, short.",
+        "No.",
+        "Dr. A. Smith?",
+    ]
+    assert split_sentences("Dr. " * 5000) == [("Dr. " * 5000).strip()]
+    assert split_sentences("\t" * 20_000 + "ok") == ["ok"]
