@@ -50,9 +50,12 @@ def describe(feature: str, value: float) -> str:
 
 
 def _reasons(mention: Mention) -> str:
-    pushes = mention.polarity.reasons
-    toward = [f"{describe(f, v)} ({p:+.1f})" for f, v, p in pushes if p > 0]
-    against = [f"{describe(f, v)} ({p:+.1f})" for f, v, p in pushes if p < 0]
+    pushes: dict[str, float] = {}  # the stars are two features (alone, and for aspects or people): one reason
+    for feature, value, push in mention.polarity.reasons:
+        words = describe(feature, value)
+        pushes[words] = pushes.get(words, 0.0) + push
+    toward = [f"{words} ({p:+.1f})" for words, p in pushes.items() if p > 0]
+    against = [f"{words} ({p:+.1f})" for words, p in pushes.items() if p < 0]
     text = "; ".join(toward) or "nothing in particular"
     return text + (f"; against it: {'; '.join(against)}" if against else "")
 

@@ -732,7 +732,8 @@ TOOLS = {
             "Ratings over time",
             "Returns the monthly series (month, review count, average rating, sentiment score; null for "
             "months without reviews), oldest first, and the fitted trend of the average rating (improving, "
-            "stable or declining, slope per month, window; null when the business does not publish it). Use it for 'are reviews getting better?'. "
+            "stable or declining, slope per month, window; null when the business does not publish it). "
+            "Use it for 'are reviews getting better?'. "
             '`months` keeps only the most recent months. Example: {"months": 12}.',
             _object_schema(
                 {
