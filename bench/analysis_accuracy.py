@@ -45,8 +45,8 @@ from reviewsd_app.analysis.model import Model, shipped_model  # noqa: E402
 from reviewsd_app.analysis.review import STAR_LABELS, aggregate_mentions, score_sentence  # noqa: E402
 from reviewsd_app.analysis.run import analyse_reviews  # noqa: E402
 from reviewsd_app.analysis.text import split_sentences  # noqa: E402
-from reviewsd_app.reviews.presets import render_preset  # noqa: E402
-from reviewsd_app.reviews.profile import Profile, parse_profile  # noqa: E402
+from reviewsd_app.authoring.presets import render_preset  # noqa: E402
+from reviewsd_app.authoring.profile import Profile, parse_profile  # noqa: E402
 
 Labels = dict[str, dict[str, str]]  # unit id -> record id -> sentiment
 

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from reviewsd_app.analysis import compose
 from reviewsd_app.analysis.model import MODEL_FILE, shipped_model
 from reviewsd_app.analysis.run import analyse_reviews, build_insights
+from reviewsd_app.authoring.presets import render_preset
+from reviewsd_app.authoring.profile import parse_profile
+from reviewsd_app.authoring.schemas import schema_errors
 from reviewsd_app.ingest.merge import aggregate_rating
 from reviewsd_app.ingest.records import review_id
-from reviewsd_app.reviews.presets import render_preset
-from reviewsd_app.reviews.profile import parse_profile
-from reviewsd_app.reviews.schemas import schema_errors
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = "2026-11-20T00:00:00Z"
@@ -188,7 +188,7 @@ def test_the_model_is_shipped_data_applied_without_training_libraries():
     assert shipped_model().heads and shipped_model().classes == ("negative", "neutral", "positive")
     code = (
         "import sys; from reviewsd_app.analysis.run import analyse_reviews; "
-        "from reviewsd_app.reviews.profile import Profile; "
+        "from reviewsd_app.authoring.profile import Profile; "
         "analyse_reviews([{'id': 'a', 'rating': 5, 'date': '2026-01-01', 'text': 'Great.'}], Profile()); "
         "print(sorted(m for m in ('sklearn', 'numpy', 'scipy') if m in sys.modules))"
     )
@@ -265,7 +265,7 @@ def test_the_confidence_bar_is_stated_and_applied():
 def test_a_business_toml_larger_or_deeper_than_any_real_one_is_refused_in_one_line():
     import pytest
 
-    from reviewsd_app.reviews.profile import ProfileError
+    from reviewsd_app.authoring.profile import ProfileError
 
     for text, message in (
         ("# x\n" * 300_000, "larger than any business profile needs"),

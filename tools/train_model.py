@@ -47,8 +47,8 @@ from reviewsd_app.analysis.lexicon import Scorer  # noqa: E402
 from reviewsd_app.analysis.matcher import Matcher  # noqa: E402
 from reviewsd_app.analysis.model import CLASSES  # noqa: E402
 from reviewsd_app.analysis.review import is_full_name, score_sentence  # noqa: E402
-from reviewsd_app.reviews.presets import render_preset  # noqa: E402
-from reviewsd_app.reviews.profile import Profile, parse_profile  # noqa: E402
+from reviewsd_app.authoring.presets import render_preset  # noqa: E402
+from reviewsd_app.authoring.profile import Profile, parse_profile  # noqa: E402
 
 CORPUS = ROOT / "corpus"
 OUT = ROOT / "analysis" / "model.json.gz"
@@ -59,16 +59,6 @@ TRADE_PRESETS = {
     "home-services": "home-services",
     "general": "general",
 }
-# Until the `general` preset exists (issue 34 adds presets as data files), its aspects and terms here.
-GENERAL_FALLBACK = [
-    ("quality", "Quality", ["quality", "well made", "broke", "fixed", "work", "product", "job"]),
-    ("customer-service", "Customer service", ["service", "staff", "helpful", "rude", "friendly", "attitude"]),
-    ("price", "Price", ["price", "prices", "expensive", "cheap", "value", "overpriced", "cost", "charged"]),
-    ("wait-time", "Wait time", ["wait", "waited", "waiting", "queue", "line", "turnaround", "took"]),
-    ("selection", "Selection", ["selection", "choice", "range", "stock", "variety", "options"]),
-    ("cleanliness", "Cleanliness", ["clean", "dirty", "spotless", "tidy", "messy", "filthy"]),
-    ("location", "Location", ["location", "parking", "park", "find", "located", "access"]),
-]
 DETECTION_C = (1.0, 3.0, 10.0)
 POLARITY_C = (0.1, 0.3, 1.0)
 STAFF_C = 1.0
@@ -84,12 +74,8 @@ def slug(name: str) -> str:
 @cache
 def preset_profile(trade: str) -> Profile:
     """The preset's aspects and sentiment overrides (its people and services are the sample's, not ours)."""
-    try:
-        profile = parse_profile(render_preset(TRADE_PRESETS[trade]))
-        return Profile(aspects=profile.aspects, sentiment_overrides=profile.sentiment_overrides)
-    except KeyError:
-        aspects = tuple({"id": i, "label": label, "terms": terms} for i, label, terms in GENERAL_FALLBACK)
-        return Profile(aspects=aspects)
+    profile = parse_profile(render_preset(TRADE_PRESETS[trade]))
+    return Profile(aspects=profile.aspects, sentiment_overrides=profile.sentiment_overrides)
 
 
 def review_profile(review: dict) -> Profile:

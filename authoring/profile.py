@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 import jsonschema_rs
 
-from .dataset import SCHEMAS
+from ..reviews.dataset import SCHEMAS
 
 PROFILE_FILE = "business.toml"
 # Far above any real business.toml (the presets are 5 to 15 KB; thousands of terms stay under 200 KB), and far
