@@ -4,6 +4,9 @@
 usage:
   corpus_passes.py strip PART          corpus/passes/PART.pass1.jsonl (the part as its writer labelled it)
                                        and PART.text.jsonl (the same reviews with every label removed)
+  corpus_passes.py fill PART FILE      PART.pass2.jsonl from PART.text.jsonl and the second pass's labels in
+                                       FILE: one line per review, {"id", "sentences": [{"aspects", "people",
+                                       "not_staff"}, ...]} with one entry per sentence, in order
   corpus_passes.py diff PART           every label on which PART.pass1 and PART.pass2 disagree, one JSON
                                        line each: {"id", "sentence", "field", "key", "pass1", "pass2"}
   corpus_passes.py apply PART FILE     corpus/PART.jsonl rewritten from pass 1 with the decisions in FILE
@@ -46,6 +49,26 @@ def strip(part: str) -> None:
         unlabelled.append(copy)
     write_lines(PASSES / f"{part}.text.jsonl", unlabelled)
     print(f"{len(reviews)} reviews: {PASSES / (part + '.pass1.jsonl')} and {PASSES / (part + '.text.jsonl')}")
+
+
+def fill(part: str, labels_path: Path) -> None:
+    reviews = read_lines(PASSES / f"{part}.text.jsonl")
+    labels = {row["id"]: row["sentences"] for row in read_lines(labels_path)}
+    missing = [review["id"] for review in reviews if review["id"] not in labels]
+    if missing:
+        sys.exit(f"{labels_path} lacks {len(missing)} reviews, the first {missing[0]}")
+    for review in reviews:
+        sentence_labels = labels[review["id"]]
+        if len(sentence_labels) != len(review["sentences"]):
+            sys.exit(
+                f"{review['id']}: {len(sentence_labels)} labels for {len(review['sentences'])} sentences"
+            )
+        for sentence, label in zip(review["sentences"], sentence_labels):
+            sentence["aspects"] = label.get("aspects", {})
+            sentence["people"] = label.get("people", {})
+            sentence["not_staff"] = label.get("not_staff", [])
+    write_lines(PASSES / f"{part}.pass2.jsonl", reviews)
+    print(f"{PASSES / (part + '.pass2.jsonl')}: {len(reviews)} reviews")
 
 
 def disagreements(first: dict, second: dict) -> list[dict]:
@@ -115,6 +138,8 @@ def apply(part: str, decisions_path: Path) -> None:
 def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[0] == "strip":
         strip(argv[1])
+    elif len(argv) >= 3 and argv[0] == "fill":
+        fill(argv[1], Path(argv[2]))
     elif len(argv) >= 2 and argv[0] == "diff":
         diff(argv[1])
     elif len(argv) >= 3 and argv[0] == "apply":
