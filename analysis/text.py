@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from bisect import bisect_right
 from dataclasses import dataclass
 
 # Split on whitespace after . ! ? … only; lines are split first (a regex for "whitespace around a newline"
@@ -58,10 +57,6 @@ class Folded:
     text: str
     tokens: tuple[str, ...]
     starts: tuple[int, ...]
-
-    def token_at(self, offset: int) -> int:
-        """The index of the token that starts at or before a character offset of `text`."""
-        return bisect_right(self.starts, offset) - 1
 
 
 def fold_sentence(sentence: str) -> Folded:
