@@ -215,6 +215,14 @@ class ReviewsApp:
         self.mcp = mcp  # POST/DELETE /mcp; 404 without
         self.hub = hub  # POST /api/websub/hub; 404 without (--no-hub)
 
+    def is_precomputed(self, path: str) -> bool:
+        """Whether a GET of `path` (as sent) is answered from bytes already made: a payload route or a review
+        page already rendered. The server answers those on the thread that read them (server.answers_here)."""
+        snapshot = self.store.current
+        if path in snapshot.payloads:
+            return True
+        return is_review_page(path) and snapshot.has_review_page(path[len(REVIEW_PAGES) :])
+
     def compress_late(self) -> None:
         """Compress the first snapshot's data files on a background thread (see __init__)."""
         threading.Thread(

@@ -1,0 +1,103 @@
+"""Issue 39: precomputed answers served on the selector thread that read them, never waiting for a client."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any
+
+from polling import wait_until
+from test_bounded import BIG, SHARED, slow_reader
+from test_server import WAIT, connect, read_response, serving
+
+from reviewsd_app.httpserver import server
+from reviewsd_app.httpserver.parser import Request
+
+PRECOMPUTED = frozenset({"/feed", "/big"})
+
+
+def request(method: str = "GET", path: str = "/feed", body: bytes | None = None) -> Request:
+    return Request(method, path, "HTTP/1.1", [], "t", path, "", True, False, body)
+
+
+def test_only_bodiless_reads_of_precomputed_paths_are_answered_here() -> None:
+    precomputed = PRECOMPUTED.__contains__
+    assert server.answers_here(request(), precomputed, stopping=False)
+    assert server.answers_here(request("HEAD"), precomputed, stopping=False)
+    assert not server.answers_here(request(path="/search"), precomputed, stopping=False)
+    assert not server.answers_here(request("POST"), precomputed, stopping=False)
+    assert not server.answers_here(request(body=b"x"), precomputed, stopping=False)
+    assert server.answers_here(request(body=b""), precomputed, stopping=False)  # Content-Length: 0
+    assert not server.answers_here(request(), precomputed, stopping=True)
+    assert not server.answers_here(request(), None, stopping=False)
+
+
+class ThreadApp:
+    """Says which thread answered; /big is a view of a shared body larger than the socket buffers."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def is_precomputed(self, path: str) -> bool:
+        return path in PRECOMPUTED
+
+    def __call__(self, environ: dict, start_response: Any) -> list[Any]:
+        path = environ["PATH_INFO"]
+        if path == "/slow":  # holds the one worker until released
+            self.release.wait(WAIT)
+        body: Any = memoryview(SHARED) if path == "/big" else threading.current_thread().name.encode()
+        start_response("200 OK", [("Content-Length", str(len(body)))])
+        return [body]
+
+
+def test_precomputed_answers_come_from_the_selector_thread_and_the_rest_from_workers() -> None:
+    with serving(ThreadApp()) as srv, connect(srv) as sock:
+        sock.sendall(b"GET /feed HTTP/1.1\r\nHost: t\r\n\r\nGET /other HTTP/1.1\r\nHost: t\r\n\r\n")
+        f = sock.makefile("rb")
+        assert read_response(f)[2] == b"reviewsd-selector"
+        assert read_response(f)[2].startswith(b"reviewsd-worker-")
+
+
+def test_a_long_pipeline_of_precomputed_requests_is_answered_in_order() -> None:
+    count = 3 * server.MAX_ANSWERED_HERE + 1  # past the run the selector answers, a worker takes over
+    with serving(ThreadApp()) as srv, connect(srv) as sock:
+        sock.sendall(b"".join(b"GET /feed HTTP/1.1\r\nHost: t\r\n\r\n" for _ in range(count)))
+        sock.sendall(b"HEAD /feed HTTP/1.1\r\nHost: t\r\n\r\nGET /other HTTP/1.1\r\nHost: t\r\n\r\n")
+        f = sock.makefile("rb")
+        threads = {read_response(f)[2] for _ in range(count)}
+        assert b"reviewsd-selector" in threads
+        code, headers, body = read_response(f, head=True)
+        assert code == 200 and body == b""
+        assert read_response(f)[2].startswith(b"reviewsd-worker-")
+
+
+def test_a_client_not_reading_a_precomputed_answer_stalls_neither_the_selector_nor_its_workers() -> None:
+    app = ThreadApp()
+    with serving(app, threads=1, send_buffer=65536) as srv:
+        readers = [slow_reader(srv, "/big") for _ in range(3)]  # each answer left mostly unsent
+        busy = connect(srv)
+        try:
+            busy.sendall(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")  # the one worker is held
+            with connect(srv) as sock:
+                sock.settimeout(2.0)
+                sock.sendall(b"GET /feed HTTP/1.1\r\nHost: t\r\n\r\n")
+                assert read_response(sock.makefile("rb"))[2] == b"reviewsd-selector"
+            assert wait_until(lambda: sum(1 for c in srv._conns if c.unsent) == 3, WAIT)
+            assert srv.buffered_output == 0  # views of a shared body: nothing counted
+            app.release.set()
+            assert read_response(busy.makefile("rb"))[0] == 200
+        finally:
+            app.release.set()
+            for sock in [*readers, busy]:
+                sock.close()
+
+
+def test_a_precomputed_answer_larger_than_the_socket_buffers_arrives_whole() -> None:
+    with serving(ThreadApp(), send_buffer=65536) as srv:
+        sock = socket.create_connection(srv.server_address[:2], timeout=WAIT)
+        with sock:
+            sock.sendall(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\nGET /feed HTTP/1.1\r\nHost: t\r\n\r\n")
+            f = sock.makefile("rb")
+            code, headers, body = read_response(f)
+            assert code == 200 and len(body) == BIG and body == SHARED
+            assert read_response(f)[2] == b"reviewsd-selector"
