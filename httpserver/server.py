@@ -498,7 +498,7 @@ class Server:
                     self._close(conn)
 
     def _answer_here(self, conn: Connection, request: Request) -> None:
-        """Serve a precomputed answer on this thread, as a worker would (the same call, log line and errors)."""
+        """Serve a precomputed answer on this thread as a worker would (the same call, log line, errors)."""
         conn.state = _BUSY
         try:
             conn.serve(request, at_once=True)
@@ -567,7 +567,7 @@ class Server:
                 return
             self._note_refusal(
                 slowest.group,
-                f"over the output budget of {self.output_budget} bytes: the answer read least recently dropped",
+                f"output budget of {self.output_budget} bytes full: the answer read least recently dropped",
             )
             self._give_up_sending(slowest, TimeoutError("dropped at the output budget"))
 

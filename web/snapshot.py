@@ -95,7 +95,7 @@ class Snapshot:
         )
 
     def has_review_page(self, review_id: str) -> bool:
-        """Whether that permalink page is rendered already (a lookup; one evicted meanwhile is rendered again)."""
+        """Whether that permalink page is rendered already (a lookup; an evicted one is rendered again)."""
         return ("review", review_id) in self._pages
 
     def widget(self, options: WidgetOptions) -> Payload:
