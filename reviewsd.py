@@ -51,6 +51,7 @@ from .config import (
     Network,
     Parser,
     client_address,
+    client_group,
     env_value,
     parse_config,
     parse_networks,
@@ -77,6 +78,7 @@ from .reviews.search import (
     validate_date,
     validate_since_args,
 )
+from .web.admission import CostGate, is_expensive
 from .web.feeds import HUB_PATH, OPENAPI_PATH
 from .web.payloads import (
     GZIP_MIN_BYTES,
@@ -214,6 +216,7 @@ class ReviewsApp:
         self.trusted_proxies = trusted_proxies
         self.mcp = mcp  # POST/DELETE /mcp; 404 without
         self.hub = hub  # POST /api/websub/hub; 404 without (--no-hub)
+        self.gate = CostGate()  # the expensive searches running now (web/admission.py)
 
     def is_precomputed(self, path: str) -> bool:
         """Whether a GET of `path` (as sent) is answered from bytes already made: a payload route or a review
@@ -310,16 +313,44 @@ class ReviewsApp:
             raise NotFound()
         return answer(environ, payload)
 
+    def metered(
+        self, environ: Mapping[str, Any], args: Mapping[str, list[str]], run: Callable[[], Triple]
+    ) -> Triple:
+        """`run()` now if the search is cheap; if expensive, once the cost gate gives its client a turn, or a
+        503 with Retry-After if none comes soon (web/admission.py)."""
+        if not is_expensive(args, len(self.store.current.dataset.reviews)):
+            return run()
+        address = environ.get("reviewsd.client") or environ.get("REMOTE_ADDR") or ""
+        client = client_group(address, self.config.client_prefix_v6)
+        if not self.gate.enter(client):
+            return json_error(
+                503,
+                "busy",
+                "too many text searches at once; try again in a second",
+                headers=[("Retry-After", "1")],
+            )
+        try:
+            return run()
+        finally:
+            self.gate.leave(client)
+
     def on_search(self, environ: Mapping[str, Any]) -> Triple:
+        args = query_args(environ)
+        return self.metered(environ, args, lambda: self._search(environ, args))
+
+    def _search(self, environ: Mapping[str, Any], args: dict[str, list[str]]) -> Triple:
         dataset = self.store.current.dataset
-        body = search_result_json(dataset, run_search(dataset, decode_query_args(query_args(environ))))
+        body = search_result_json(dataset, run_search(dataset, decode_query_args(args)))
         return made_for_request(environ, "200 OK", body, [("Content-Type", JSON)])
 
     def on_reviews_page(self, environ: Mapping[str, Any]) -> Triple:
         """The search form and one page of its results, found by the same code as /api/reviews/search."""
-        snapshot = self.store.current
         # A form's empty fields mean "any": left out, as if the browser had not sent them.
         given = {name: values for name, values in query_args(environ).items() if values != [""]}
+        return self.metered(environ, given, lambda: self._reviews_page(environ, given))
+
+    def _reviews_page(self, environ: Mapping[str, Any], given: dict[str, list[str]]) -> Triple:
+        snapshot = self.store.current
         params = {name: values[0] for name, values in given.items()}  # shown back in the form
         status = "200 OK"
         try:
