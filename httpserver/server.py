@@ -473,13 +473,16 @@ class Server:
                 return
             if request is None:
                 break
-            self._unwatch(conn)
             if answered < MAX_ANSWERED_HERE and answers_here(request, self._precomputed, self.stopping):
+                # Its deadline goes, its registration stays: the connection is back in the selector as soon
+                # as it is answered (no epoll_ctl DEL and ADD, and their bookkeeping, per request).
+                self._timers.get(conn.state, {}).pop(conn, None)
                 self._answer_here(conn, request)
                 if conn.unsent is not None or conn.close_connection or not parser.started:
                     self._take_back(conn)
                     return
                 continue  # the next pipelined request
+            self._unwatch(conn)
             if self._over_share(conn):  # a worker's once this client's output has drained
                 conn.state = _PARKED
                 self._parked.setdefault(conn.group, collections.deque()).append((conn, request))
