@@ -101,3 +101,15 @@ def test_a_precomputed_answer_larger_than_the_socket_buffers_arrives_whole() -> 
             code, headers, body = read_response(f)
             assert code == 200 and len(body) == BIG and body == SHARED
             assert read_response(f)[2] == b"reviewsd-selector"
+
+
+def test_the_app_names_its_payloads_and_the_review_pages_already_rendered(app: Any) -> None:
+    from werkzeug.test import Client
+
+    review_id = next(iter(app.store.current.dataset.position_of))
+    assert app.is_precomputed("/api/feed.json") and app.is_precomputed("/")
+    assert not app.is_precomputed("/api/reviews/search") and not app.is_precomputed("/healthz")
+    assert not app.is_precomputed(f"/reviews/{review_id}")  # rendered by a worker when first asked
+    assert Client(app).get(f"/reviews/{review_id}").status_code == 200
+    assert app.is_precomputed(f"/reviews/{review_id}")
+    assert not app.is_precomputed("/reviews/no-such-review")
