@@ -41,6 +41,10 @@ REFUSAL_LOG_INTERVAL = 60.0  # seconds: a client's refusals are logged once per 
 # many clients must stall before the total is reached, where the slowest reader's answer is dropped.
 OUTPUT_SHARES = 4
 MAX_ANSWERED_HERE = 16  # pipelined requests the selector thread answers in a row before a worker takes over
+# Seconds a thread waiting for the GIL waits at most (Python's default: 0.005). The selector thread gives
+# the GIL up at every system call; behind a CPU-bound search (a text search over 100,000 reviews holds it
+# 100 ms and more) it waited up to the interval at each (issue 39). run() sets it for the process.
+SWITCH_INTERVAL = 0.001
 
 # Connection states (who owns it and which deadline applies).
 _HEAD, _BODY, _IDLE, _LINGER, _BUSY, _SEND, _CLOSED = (
@@ -717,6 +721,7 @@ def run(
     logging.basicConfig(
         level=logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )  # to stderr, for journald
+    sys.setswitchinterval(SWITCH_INTERVAL)
     try:
         activated = service.activated_socket() if sock is None else None
         server = Server(app, host, port, sock=sock or activated, **options)
