@@ -113,3 +113,19 @@ def test_the_app_names_its_payloads_and_the_review_pages_already_rendered(app: A
     assert Client(app).get(f"/reviews/{review_id}").status_code == 200
     assert app.is_precomputed(f"/reviews/{review_id}")
     assert not app.is_precomputed("/reviews/no-such-review")
+
+
+def test_a_sweep_over_review_pages_does_not_evict_the_widget(app: Any, monkeypatch: Any) -> None:
+    from werkzeug.test import Client
+
+    from reviewsd_app.web import snapshot
+
+    monkeypatch.setattr(snapshot, "PAGE_CACHE_ENTRIES", 2)
+    client = Client(app)
+    widget = app.store.current._widgets
+    assert client.get("/widget?count=3").status_code == 200 and len(widget) == 1
+    first = next(iter(widget.values()))
+    for review_id in list(app.store.current.dataset.position_of)[:5]:  # more pages than the cache holds
+        assert client.get(f"/reviews/{review_id}").status_code == 200
+    assert len(app.store.current._pages) == 2
+    assert next(iter(widget.values())) is first  # the variant rendered once, still kept
