@@ -476,6 +476,8 @@ class Server:
                 self._reject(conn, e)
                 return
             if request is None:
+                if conn.state == _BUSY:  # answered here, and the next request has begun to arrive
+                    self._watch(conn, _HEAD, self.header_timeout)
                 break
             if answered < MAX_ANSWERED_HERE and answers_here(request, self._precomputed, self.stopping):
                 # Its deadline goes, its registration stays: the connection is back in the selector as soon

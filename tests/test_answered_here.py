@@ -129,3 +129,12 @@ def test_a_sweep_over_review_pages_does_not_evict_the_widget(app: Any, monkeypat
         assert client.get(f"/reviews/{review_id}").status_code == 200
     assert len(app.store.current._pages) == 2
     assert next(iter(widget.values())) is first  # the variant rendered once, still kept
+
+
+def test_a_request_begun_behind_one_answered_here_has_the_head_deadline() -> None:
+    with serving(ThreadApp(), header_timeout=0.3) as srv, connect(srv) as sock:
+        sock.sendall(b"GET /feed HTTP/1.1\r\nHost: t\r\n\r\nGET /fe")  # the second never ends
+        f = sock.makefile("rb")
+        assert read_response(f)[2] == b"reviewsd-selector"
+        code, _, body = read_response(f)
+        assert code == 408 and b"request_timeout" in body
