@@ -12,11 +12,12 @@ import copy
 import re
 from typing import Any, Mapping
 
+from . import surface
 from .mcpserver.protocol import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS
 from .reviews.dataset import SCHEMAS
 from .reviews.search import DATE_SCHEMA
-from .web import responses
-from .web.payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
+from .surface import HEADERS, READ_HEADERS_DOCUMENTED
+from .web.payloads import NOT_MODIFIED_HEADERS
 
 API_VERSION = "1.0.0"
 
@@ -30,12 +31,16 @@ def _rewrite_ref(ref: str, own_name: str) -> str:
     return f"#/components/schemas/{name}{pointer}"
 
 
-def _embed(node: Any, own_name: str) -> Any:
+def _embed(node: Any, own_name: str, names: bool = False) -> Any:
+    """A schema file's node with its $refs pointing inside the document and no $schema or $id keywords;
+    `names`: the node maps property names to schemas (a property may be called "$schema": it stays)."""
     if isinstance(node, dict):
         return {
-            key: _rewrite_ref(value, own_name) if key == "$ref" else _embed(value, own_name)
+            key: _rewrite_ref(value, own_name)
+            if key == "$ref" and not names
+            else _embed(value, own_name, key == "properties" and not names)
             for key, value in node.items()
-            if key not in ("$schema", "$id")
+            if names or key not in ("$schema", "$id")
         }
     if isinstance(node, list):
         return [_embed(item, own_name) for item in node]
@@ -47,6 +52,8 @@ def _embed(node: Any, own_name: str) -> Any:
 SEARCH_PARAMS = "search-params.schema.json"
 SINCE_PARAMS = "since-params.schema.json"
 PARAMETER_SCHEMAS = (SEARCH_PARAMS, SINCE_PARAMS)
+# business.toml's schema: the offline commands' file, which no operation serves or takes.
+OFFLINE_SCHEMAS = ("business.schema.json",)
 
 
 def _query_params(file: str) -> list[dict[str, Any]]:
@@ -115,21 +122,11 @@ def _header_param(name: str, description: str = "", required: bool = False) -> d
     return {**param, "description": description} if description else param
 
 
-READ_HEADER_DOCS = {
-    "ETag": _header("Strong entity tag of this representation (a gzip response has its own)."),
-    "Last-Modified": _header("When the data was generated (`generated_at`), as an HTTP date."),
-    "Cache-Control": _header("`public, max-age=60`."),
-    "Vary": _header("`Accept-Encoding`."),
-    "Access-Control-Allow-Origin": _header("`*`: any web page may read the API."),
-    "Access-Control-Expose-Headers": _header("`ETag, Last-Modified, Link`: what a web page may read."),
-    "Content-Encoding": _header(
-        f"`gzip` when the request's Accept-Encoding allows it and the body is "
-        f"{GZIP_MIN_BYTES} bytes or more; absent otherwise."
-    ),
-}
+# The headers of surface.HEADERS, documented where they apply.
+READ_HEADER_DOCS = {header.name: _header(header.description) for header in READ_HEADERS_DOCUMENTED}
 TOPIC_HEADERS = {
     **READ_HEADER_DOCS,
-    "Link": _header('WebSub discovery: `<hub>; rel="hub", <topic>; rel="self"`.'),
+    **{header.name: _header(header.description) for header in HEADERS if header.where == "topic"},
 }
 # A search answer is made per request: no validators.
 SEARCH_HEADERS = {k: v for k, v in READ_HEADER_DOCS.items() if k not in ("ETag", "Last-Modified")}
@@ -399,9 +396,8 @@ def _paths() -> dict[str, Any]:
                 {
                     **_representation(
                         ref("SinceResult"),
-                        "Reviews dated on or after `date`, newest first; always identity (no gzip): the "
-                        "answer is a slice of /reviews.json's body, which is also served compressed.",
-                        headers={k: v for k, v in READ_HEADER_DOCS.items() if k != "Content-Encoding"},
+                        "Reviews dated on or after `date`, newest first; gzip when the request accepts it "
+                        "(its ETag then ends in `-gzip`).",
                     ),
                     "400": _error(
                         "`date` is not a real calendar date as YYYY-MM-DD, or a paging parameter is wrong "
@@ -752,7 +748,9 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "paths": {**_paths(), **_discovery_paths()},
         "components": {
             "schemas": {
-                s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f not in PARAMETER_SCHEMAS
+                s["title"]: _embed(s, s["title"])
+                for f, s in SCHEMAS.items()
+                if f not in PARAMETER_SCHEMAS + OFFLINE_SCHEMAS
             },
             "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
         },
@@ -761,8 +759,9 @@ def build_openapi(base_url: str) -> dict[str, Any]:
 
 
 def _with_common_headers(document: dict[str, Any]) -> dict[str, Any]:
-    """The document with web/responses.py's COMMON_HEADERS documented on every response."""
-    if not responses.COMMON_HEADERS:
+    """The document with the headers of every response (surface.HEADERS, where="every") on each."""
+    every = [header for header in surface.HEADERS if header.where == "every"]
+    if not every:
         return document
     answers = [*document["components"]["responses"].values()]
     for path_item in document["paths"].values():
@@ -770,7 +769,9 @@ def _with_common_headers(document: dict[str, Any]) -> dict[str, Any]:
             answers += operation["responses"].values()
     for answer in answers:
         if "$ref" not in answer:
-            headers = answer.setdefault("headers", {})
-            for header in responses.COMMON_HEADERS:
-                headers[header.name] = _header(header.description)
+            # A new dict: answers share the module's header dicts, which must stay as they are.
+            answer["headers"] = {
+                **answer.get("headers", {}),
+                **{header.name: _header(header.description) for header in every},
+            }
     return document

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from ..reviews.presets import PRESETS, write_starter
-from ..reviews.profile import ProfileError, load_profile
+from ..authoring.presets import PRESETS, write_starter
+from ..authoring.profile import ProfileError, load_profile
 
 DATA_DIR_ENV = "REVIEWSD_DATA_DIR"
 

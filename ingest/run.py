@@ -9,15 +9,15 @@ from typing import Any, Iterator
 
 import orjson
 
-from ..reviews.problems import REVIEWS_FILE
-from ..reviews.profile import Profile
-from ..reviews.schemas import schema_errors
-from ..reviews.store import (
+from ..authoring.files import (
     dumps,
     read_json,
     utc_timestamp,
     write_atomically,
 )
+from ..authoring.profile import Profile
+from ..authoring.schemas import schema_errors
+from ..reviews.problems import REVIEWS_FILE
 from . import detect, formats
 from .merge import MergeResult, aggregate_rating, merge
 from .records import Imported, InputError, Skipped

@@ -13,25 +13,24 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from ..reviews.dataset import Dataset, encode_json
-from ..web.feeds import OPENAPI_PATH
+from ..surface import AI_CATALOG, INSIGHTS_JSON, MCP, OPENAPI, REVIEWS_JSON, SERVER_CARDS
 from ..web.payloads import JSON
 from ..web.snapshot import Document
 from . import prompts
 from .protocol import MODERN_CAPABILITIES, MODERN_VERSION, SERVER_INFO, SUPPORTED_VERSIONS, encode_message
 from .tools import TOOLS, BusinessWords
 
-SERVER_CARD_PATHS = ("/mcp/server-card", "/.well-known/mcp/server-card")
-AI_CATALOG_PATH = "/.well-known/ai-catalog.json"
+SERVER_CARD_PATHS, AI_CATALOG_PATH = SERVER_CARDS, AI_CATALOG  # the names callers used before surface.py
 SERVER_CARD = "application/mcp-server-card+json"
 SERVER_CARD_SCHEMA = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
 # The MCP resources: path under the public base URL -> (name, title, description).
 RESOURCES = {
-    "/reviews.json": (
+    REVIEWS_JSON: (
         "reviews.json",
         "Reviews dataset",
         "The business, its aggregate rating and every verified review, newest first.",
     ),
-    "/insights.json": (
+    INSIGHTS_JSON: (
         "insights.json",
         "Insights dataset",
         "Aspect-based sentiment, technicians, services, topics, monthly trend, per-review "
@@ -104,6 +103,20 @@ def encoded_server_info(words: BusinessWords, website: str | None, version: str)
     return encode_message(server_info(words, website, version))
 
 
+CARD_DESCRIPTION_LIMIT = 100  # characters: the MCP Registry's server.json schema allows no more
+
+
+def card_description(name: str) -> str:
+    """The server card's description: the business and what is offered, within the registry's limit."""
+    for description in (
+        f"Customer reviews of {name}: search, sentiment by aspect, rating trend. Read-only.",
+        f"Customer reviews of {name}. Read-only.",
+    ):
+        if len(description) <= CARD_DESCRIPTION_LIMIT:
+            return description
+    return description[: CARD_DESCRIPTION_LIMIT - 1] + "…"
+
+
 def registry_name(base_url: str, business_id: str) -> str:
     """The server's reverse-DNS name, as the MCP Registry wants it: the public host reversed, then the
     business id ("https://reviews.example.com" and "riverbend" give "com.example.reviews/riverbend")."""
@@ -121,14 +134,14 @@ def server_card(business: Mapping[str, Any], base_url: str) -> dict[str, Any]:
         "$schema": SERVER_CARD_SCHEMA,
         "name": registry_name(base_url, business["id"]),
         "version": info["version"],
-        "description": info["description"],
+        "description": card_description(words.name),
         "title": info["title"],
         **({"websiteUrl": info["websiteUrl"]} if "websiteUrl" in info else {}),
         "icons": info["icons"],
         "remotes": [
             {
                 "type": "streamable-http",
-                "url": base_url + "/mcp",
+                "url": base_url + MCP,
                 "supportedProtocolVersions": list(SUPPORTED_VERSIONS),
             }
         ],
@@ -161,7 +174,7 @@ def discovery_documents(dataset: Dataset, base_url: str) -> dict[str, Document]:
     """The MCP server card at both its paths, and the AI Catalog listing it: what discovery reads (every
     snapshot serves them: they name the business)."""
     card = encode_json(server_card(dataset.business, base_url))
-    catalog = encode_json(ai_catalog(dataset.business, base_url, base_url + OPENAPI_PATH))
+    catalog = encode_json(ai_catalog(dataset.business, base_url, base_url + OPENAPI))
     return {
         **{path: Document(card, SERVER_CARD) for path in SERVER_CARD_PATHS},
         AI_CATALOG_PATH: Document(catalog, JSON),

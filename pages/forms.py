@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
+
+from ..reviews.search import FILTERS
 
 _ANY = ("", "Any")
 
@@ -19,40 +21,54 @@ class FieldSpec:
     attrs: Mapping[str, str] = field(default_factory=dict)  # extra input attributes: min, max, maxlength, ...
 
 
-# The search parameters of schemas/search-params.schema.json, in the order the form shows them.
-SEARCH_FIELDS: tuple[FieldSpec, ...] = (
-    FieldSpec("query", "Words in the review", "search", attrs={"maxlength": "200"}),
-    FieldSpec(
-        "rating",
-        "Stars",
-        "select",
-        (_ANY, *((str(n), f"{n} stars" if n > 1 else "1 star") for n in range(5, 0, -1))),
-    ),
-    FieldSpec(
-        "min_rating", "At least", "select", (_ANY, *((str(n), f"{n} stars or more") for n in range(4, 1, -1)))
-    ),
-    FieldSpec("since", "From", "date"),
-    FieldSpec("until", "To", "date"),
-    FieldSpec("mentions_technician", "Practitioner", "text", attrs={"maxlength": "200"}),
-    FieldSpec("mentions_service", "Service", "text", attrs={"maxlength": "200"}),
-    FieldSpec(
-        "sort",
-        "Order",
-        "select",
-        (
-            ("newest", "Newest first"),
-            ("oldest", "Oldest first"),
-            ("highest", "Highest rated"),
-            ("lowest", "Lowest rated"),
-        ),
-    ),
-    FieldSpec("source", "Published on", "text", attrs={"maxlength": "40"}),
-    FieldSpec(
-        "has_text", "Written review", "select", (_ANY, ("true", "With text"), ("false", "Rating only"))
-    ),
-    FieldSpec("has_reply", "Owner reply", "select", (_ANY, ("true", "Replied"), ("false", "Not replied"))),
-    FieldSpec("limit", "Per page", "number", attrs={"min": "1", "max": "100", "placeholder": "20"}),
+# The form's order: the filters it names here first, then any other (a new filter needs only its row in
+# reviews/search.FILTERS), then the page size. Sort sits among the filters, where people look for it.
+_FORM_ORDER = (
+    "query",
+    "rating",
+    "min_rating",
+    "since",
+    "until",
+    "mentions_technician",
+    "mentions_service",
+    "sort",
+    "source",
+    "has_text",
+    "has_reply",
 )
+_SORT = FieldSpec(
+    "sort",
+    "Order",
+    "select",
+    (
+        ("newest", "Newest first"),
+        ("oldest", "Oldest first"),
+        ("highest", "Highest rated"),
+        ("lowest", "Lowest rated"),
+    ),
+)
+_LIMIT = FieldSpec("limit", "Per page", "number", attrs={"min": "1", "max": "100", "placeholder": "20"})
+
+
+def _search_fields() -> tuple[FieldSpec, ...]:
+    """The form's controls: one per search filter (label and widget from the filters' table), sort, limit."""
+    controls = {
+        row.name: FieldSpec(
+            row.name,
+            row.label,
+            row.widget,
+            (_ANY, *row.choices) if row.widget == "select" else (),
+            dict(row.attrs),
+        )
+        for row in FILTERS
+    }
+    controls["sort"] = _SORT
+    ordered = [controls.pop(name) for name in _FORM_ORDER]
+    return (*ordered, *controls.values(), _LIMIT)
+
+
+# The search parameters of schemas/search-params.schema.json but cursor, in the order the form shows them.
+SEARCH_FIELDS: tuple[FieldSpec, ...] = _search_fields()
 # `cursor` is no field: the next-page link carries it, and submitting the form starts again at page one.
 
 
@@ -78,14 +94,20 @@ class WidgetOptionsError(ValueError):
         super().__init__("invalid widget options: " + "; ".join(issue["message"] for issue in issues))
 
 
-def parse_widget_options(args: Mapping[str, str]) -> WidgetOptions:
-    """The options of a /widget query string (request.args fits); every problem is reported at once."""
+def parse_widget_options(given: Mapping[str, Sequence[str]]) -> WidgetOptions:
+    """The options of a /widget query string, each name with every value given; every problem is reported
+    at once. A name given twice is refused, as the API refuses it (not the last one silently taken)."""
     issues: list[dict[str, Any]] = []
     known = ("count", "min_rating", "theme")
-    for name in sorted(set(args) - set(known)):
+    for name in sorted(set(given) - set(known)):
         issues.append(
             _issue(name, "unknown_parameter", f"unknown parameter {name!r}; known: {', '.join(known)}")
         )
+    for name in known:
+        if len(given.get(name, ())) > 1:
+            times = len(given[name])
+            issues.append(_issue(name, "repeated_parameter", f"{name} is given {times} times; give it once"))
+    args = {name: values[0] for name, values in given.items() if len(values) == 1}
     count = _whole_number(args, "count", WidgetOptions.count, WIDGET_COUNT_RANGE, issues)
     min_rating = _whole_number(args, "min_rating", WidgetOptions.min_rating, WIDGET_RATING_RANGE, issues)
     theme = args.get("theme", WidgetOptions.theme)
@@ -105,8 +127,10 @@ def _whole_number(
     if raw is None:
         return default
     low, high = bounds
-    # isdecimal would take other scripts' digits, which int() reads: ASCII only, as in a URL.
-    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
+    # isdecimal would take other scripts' digits, which int() reads: ASCII only, as in a URL; and at most
+    # the bound's digits, so int() never meets a 4,301-digit number (a ValueError past Python's limit).
+    in_range = raw.isascii() and raw.isdigit() and len(raw) <= len(str(high)) and low <= int(raw) <= high
+    if not in_range:
         issues.append(
             _issue(name, "range", f"{name} must be a whole number from {low} to {high}, got {raw!r}")
         )

@@ -11,12 +11,14 @@ import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 import jinja2
 from markupsafe import Markup
 
+from .. import surface
 from . import charts
+from .display_text import isolated, printable
 from .forms import SEARCH_FIELDS, FieldSpec, WidgetOptions
 from .policy import STYLESHEET, TEMPLATES
 from .structured_data import json_ld_script, local_business
@@ -66,9 +68,7 @@ class ReviewsPage:
     fields: Sequence[FieldSpec] = SEARCH_FIELDS
 
 
-def review_path(review_id: str) -> str:
-    """The permalink path of a review, for the feeds' item urls and every link to one review."""
-    return "/reviews/" + quote(review_id, safe="")
+review_path = surface.review_page_path  # every link to one review's page (its permalink)
 
 
 def render_home(reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any], site: Site) -> bytes:
@@ -84,9 +84,9 @@ def render_home(reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
         f"{business['name']}, {business['category']} in {business['address']['locality']}.",
         canonical=site.url("/"),
         alternates=[
-            ("application/json", site.url("/insights.json"), "Review insights (JSON)"),
-            ("application/atom+xml", site.url("/feed.xml"), "Newest reviews (Atom)"),
-            ("application/feed+json", site.url("/api/feed.json"), "Newest reviews (JSON Feed)"),
+            ("application/json", site.url(surface.INSIGHTS_JSON), "Review insights (JSON)"),
+            ("application/atom+xml", site.url(surface.ATOM_FEED), "Newest reviews (Atom)"),
+            ("application/feed+json", site.url(surface.JSON_FEED), "Newest reviews (JSON Feed)"),
         ],
         insights=insights_doc,
         hours=[
@@ -100,7 +100,7 @@ def render_home(reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
         chart_trend=charts.monthly_trend(insights_doc["temporal"]),
         newest=newest_reviews(reviews_doc["reviews"], HOME_REVIEWS),
         json_ld=json_ld_script(local_business(business, site.url("/"))),
-        mcp_url=site.url("/mcp"),
+        mcp_url=site.url(surface.MCP),
     )
 
 
@@ -119,7 +119,7 @@ def render_reviews(reviews_doc: Mapping[str, Any], page: ReviewsPage, site: Site
         alternates=[
             (
                 "application/json",
-                site.url("/api/reviews/search" + ("?" + query if query else "")),
+                site.url(surface.SEARCH + ("?" + query if query else "")),
                 "These reviews (JSON)",
             )
         ],
@@ -137,10 +137,10 @@ def render_review(review: Mapping[str, Any], reviews_doc: Mapping[str, Any], sit
         "review.html",
         site,
         reviews_doc,
-        title=f"Review by {review['author']}: {reviews_doc['business']['name']}",
+        title=f"Review by {isolated(review['author'])}: {reviews_doc['business']['name']}",
         description=f"A {review['rating']}-star review of {reviews_doc['business']['name']}.",
         canonical=site.url(path),
-        alternates=[("application/json", site.url("/api" + path), "This review (JSON)")],
+        alternates=[("application/json", site.url(surface.review_path(review["id"])), "This review (JSON)")],
         review=review,
     )
 
@@ -238,9 +238,17 @@ def _percent(part: int, whole: int) -> str:
     return f"{round(100 * part / whole)}%" if whole else "–"
 
 
+def _shown(value: Any) -> Any:
+    """Every value a template writes: text from the data loses what HTML calls an error (display_text)."""
+    if type(value) is str:  # not Markup, which is ours
+        return printable(value)
+    return value
+
+
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(TEMPLATES),
     autoescape=True,
+    finalize=_shown,
     undefined=jinja2.StrictUndefined,  # a misspelt name fails the render (and the tests), not the page
     trim_blocks=True,
     lstrip_blocks=True,

@@ -7,13 +7,24 @@ import threading
 from typing import Any
 
 from polling import wait_until
-from test_bounded import BIG, SHARED, slow_reader
-from test_server import WAIT, connect, read_response, serving
+from support.http import WAIT, connect, read_response, serving
 
 from reviewsd_app.httpserver import server
 from reviewsd_app.httpserver.parser import Request
 
 PRECOMPUTED = frozenset({"/feed", "/big"})
+BIG = 8 << 20  # larger than what loopback's socket buffers take at once (send_buffer below bounds ours)
+SHARED = bytes(range(256)) * (BIG // 256)
+
+
+def slow_reader(srv: server.Server, path: str) -> socket.socket:
+    """A client that asks for `path` and reads none of it (a small receive buffer: the rest waits with us)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(WAIT)
+    sock.connect(srv.server_address[:2])
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+    return sock
 
 
 def request(method: str = "GET", path: str = "/feed", body: bytes | None = None) -> Request:
