@@ -22,7 +22,9 @@ Starts `python reviewsd.py --no-hub` of this checkout on 127.0.0.1 and prints, s
             nothing; meanwhile a normal client's /healthz and feed latencies (10 probes each) and the feed's
             wrk rate against the rate without them;
   stall-cpu (issue 39) 5 clients (127.0.0.2-6) each asking query=e&sort=lowest&limit=100 one after
-            another; meanwhile the same probes and feed rate, and how their searches were answered.
+            another; meanwhile the same probes and feed rate, and how their searches were answered;
+  sweep     (issue 39) /widget's wrk rate alone, and while 4 clients ask for review pages of ids taken in
+            turn over every review (each page rendered once and evicting another).
 
 --root DIR runs the reviewsd.py of another checkout (a `git worktree` of main) on the same data, so the
 two stalls can be printed before and after a change; run both within minutes on a shared machine.
@@ -344,6 +346,38 @@ def section_stall_cpu(base: str, port: int, seconds: int, script: Path) -> None:
     )
 
 
+def section_sweep(base: str, port: int, seconds: int, script: Path) -> None:
+    ids = [review["id"] for review in get_json(base, "/reviews.json")["reviews"]]
+    quiet = wrk.run(base + "/widget?count=3", connections=16, seconds=seconds, script=script)
+    stop = threading.Event()
+    swept = [0]
+
+    def sweep(first: int) -> None:
+        position = first
+        while not stop.is_set():
+            try:
+                with urllib.request.urlopen(f"{base}/reviews/{ids[position % len(ids)]}", timeout=WAIT) as r:
+                    r.read()
+            except OSError:
+                pass
+            swept[0] += 1
+            position += 4
+
+    threads = [threading.Thread(target=sweep, args=(i,), daemon=True) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        loud = wrk.run(base + "/widget?count=3", connections=16, seconds=seconds, script=script)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(WAIT)
+    print(
+        f"sweep: /widget?count=3 {quiet.rps:,.0f} req/s alone; {loud.rps:,.0f} req/s "
+        f"({loud.rps / max(1.0, quiet.rps):.0%}) while 4 clients swept {swept[0]:,} review pages"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", required=True, help="data to serve (100,000 reviews for the figures)")
@@ -351,7 +385,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=5, help="seconds per wrk run")
     parser.add_argument(
         "--only",
-        default="since,readers,trickle,blank,stall-output,stall-cpu",
+        default="since,readers,trickle,blank,stall-output,stall-cpu,sweep",
         help="sections, comma-separated",
     )
     parser.add_argument("--stallers", type=int, default=60, help="non-reading connections in stall-output")
@@ -387,6 +421,8 @@ def main() -> int:
                 section_stall_output(base, port, args.seconds, script, args.stallers)
             if "stall-cpu" in sections:
                 section_stall_cpu(base, port, args.seconds, script)
+            if "sweep" in sections:
+                section_sweep(base, port, args.seconds, script)
             print(f"server RSS at the end {rss_mb(child.pid):.0f} MB")
         finally:
             procs.stop_all()
