@@ -56,6 +56,9 @@ from .config import (
     parse_config,
     parse_networks,
 )
+from .events.command import notify_main
+from .events.config import NotifyConfigError, load_notify
+from .events.notifier import Notifier, start_notifier
 from .httpserver import server
 from .httpserver.connection import BUFFERS_KEY
 from .httpserver.options import ServerOptions
@@ -165,6 +168,7 @@ class ReviewsApp:
         *,
         mcp: McpEndpoint | None = None,
         hub: Hub | None = None,
+        notifier: Notifier | None = None,
     ):
         self.config = config
         self.store = store
@@ -172,6 +176,7 @@ class ReviewsApp:
         self.mcp = mcp  # POST/DELETE /mcp; 404 without
         self.hub = hub  # POST /api/websub/hub; 404 without (--no-hub)
         self.gate = CostGate()  # the expensive searches running now (web/admission.py)
+        self.notifier = notifier  # events out (--notify); /healthz shows its counts
 
     def is_precomputed(self, path: str) -> bool:
         """Whether a GET of `path` (as sent) is answered from bytes already made: a payload route or a review
@@ -368,11 +373,12 @@ class ReviewsApp:
         stopped."""
         dataset = self.store.current.dataset
         hub_status = self.hub.status() if self.hub is not None else {"enabled": False}
+        events_status = self.notifier.status() if self.notifier is not None else {"enabled": False}
         ready = self.hub is None or bool(hub_status.get("running"))
         health = "ok"
         if not ready:
             health = "not_ready"
-        elif hub_status.get("available") is False:
+        elif hub_status.get("available") is False or events_status.get("available") is False:
             health = "degraded"
         document = {
             "status": health,
@@ -391,6 +397,7 @@ class ReviewsApp:
                 "last_reload_error": str(self.store.last_error) if self.store.last_error else None,
             },
             "hub": hub_status,
+            "events": events_status,
         }
         body = encode_json(document)
         status = "200 OK" if ready else "503 Service Unavailable"
@@ -471,15 +478,18 @@ def create_app(
 ) -> ReviewsApp:
     """The WSGI application for `config`: the one place its parts are made and handed what they need.
 
-    The data is loaded, the MCP endpoint made, and (unless --no-hub) the hub started and following reloads.
+    The data is loaded, the MCP endpoint made, and (unless --no-hub) the hub started and following reloads,
+    and with --notify the events (NotifyConfigError for a bad file, before anything starts).
     With `gzip_later`, compressing the first data files is the caller's to start (`app.compress_late()`).
     `mcp_clock` (the MCP session store's monotonic clock) is for tests.
     """
+    notify = load_notify(config.notify) if config.notify else None
     store = open_store(config, gzip_later)
     trusted = parse_networks(config.trusted_proxies)
     mcp = McpEndpoint(McpServer(store, config), config, mcp_clock)
     hub = start_hub(store, config, trusted) if config.hub else None
-    return ReviewsApp(config, store, trusted, mcp=mcp, hub=hub)
+    notifier = start_notifier(store, config, notify) if notify is not None else None
+    return ReviewsApp(config, store, trusted, mcp=mcp, hub=hub, notifier=notifier)
 
 
 def check_main(argv: Sequence[str]) -> int:
@@ -548,12 +558,18 @@ def serve_main(argv: Sequence[str]) -> int:
         log_refused_data(config, exc)
         sock.close()
         return 2
+    except NotifyConfigError as exc:
+        log.error("cannot start: %s", exc)
+        sock.close()
+        return 2
     app.store.start_polling(config.reload_interval)
 
     def on_stop() -> None:
         app.store.stop_polling()
         if app.hub is not None:
             app.hub.stop()
+        if app.notifier is not None:
+            app.notifier.stop()
 
     count = len(app.store.current.dataset.reviews)  # not the dataset itself: a reload must be able to free it
     return server.run(
@@ -574,6 +590,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "init": init_main,
     "import": import_main,
     "analyze": analyze_main,
+    "notify": notify_main,
 }
 
 
