@@ -290,6 +290,12 @@ HEALTH_SCHEMA = {
     },
 }
 NO_STORE = {"Cache-Control": _header("`no-store`: never cached.")}
+# A text search waits briefly for a turn among the expensive ones (web/admission.py), then is refused.
+BUSY = _json(
+    ref("Error"),
+    "`busy`: a text search (`query`) while another has run for 0.25 s; see Retry-After.",
+    headers={"Retry-After": _header("Seconds to wait before asking again: `1`.")},
+)
 HUB_ANSWERS = {  # each with a plain-text body (hub.py)
     "202": "Accepted; verification follows.",
     "400": "Refused, with a plain-text reason.",
@@ -383,6 +389,7 @@ def _paths() -> dict[str, Any]:
                         "that is not ours (`invalid_cursor`) or was issued for other filters or another sort "
                         "(`cursor_mismatch`))."
                     ),
+                    "503": BUSY,
                 },
                 _query_params(SEARCH_PARAMS),
             )
@@ -453,6 +460,7 @@ def _paths() -> dict[str, Any]:
                         {k: v for k, v in PAGE_HEADER_DOCS.items() if k not in ("ETag", "Last-Modified")},
                     ),
                     "400": _json(HTML_PAGE, "The form again, each problem beside its field.", "text/html"),
+                    "503": BUSY,
                 },
                 _form_params(SEARCH_PARAMS),
             )

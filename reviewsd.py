@@ -51,6 +51,7 @@ from .config import (
     Network,
     Parser,
     client_address,
+    client_group,
     env_value,
     parse_config,
     parse_networks,
@@ -94,6 +95,7 @@ from .surface import (
     SINCE_PREFIX,
     review_id_of_page,
 )
+from .web.admission import CostGate, is_expensive
 from .web.payloads import JSON, Payload, accepts_gzip, answer, error_document, make_payload
 from .web.responses import Body, Triple, error_code, status_line, with_common_headers
 from .web.snapshot import Snapshot, build_snapshot, pages_document
@@ -173,7 +175,17 @@ class ReviewsApp:
         self.trusted_proxies = trusted_proxies
         self.mcp = mcp  # POST/DELETE /mcp; 404 without
         self.hub = hub  # POST /api/websub/hub; 404 without (--no-hub)
+        self.gate = CostGate()  # the expensive searches running now (web/admission.py)
         self.notifier = notifier  # events out (--notify); /healthz shows its counts
+
+    def is_precomputed(self, path: str) -> bool:
+        """Whether a GET of `path` (as sent) is answered from bytes already made: a payload route or a review
+        page already rendered. The server answers those on the thread that read them (server.answers_here)."""
+        snapshot = self.store.current
+        if path in snapshot.payloads:
+            return True
+        review_id = review_id_of_page(path)
+        return review_id is not None and snapshot.has_review_page(review_id)
 
     def compress_late(self) -> None:
         """Compress the first snapshot's data files on a background thread (see __init__)."""
@@ -266,16 +278,44 @@ class ReviewsApp:
             found = payloads.get(path[:-1])
         return found
 
+    def metered(
+        self, environ: Mapping[str, Any], args: Mapping[str, list[str]], run: Callable[[], Triple]
+    ) -> Triple:
+        """`run()` now if the search is cheap; if expensive, once the cost gate gives its client a turn, or a
+        503 with Retry-After if none comes soon (web/admission.py)."""
+        if not is_expensive(args, len(self.store.current.dataset.reviews)):
+            return run()
+        address = environ.get("reviewsd.client") or environ.get("REMOTE_ADDR") or ""
+        client = client_group(address, self.config.client_prefix_v6)
+        if not self.gate.enter(client):
+            return json_error(
+                503,
+                "busy",
+                "too many text searches at once; try again in a second",
+                headers=[("Retry-After", "1")],
+            )
+        try:
+            return run()
+        finally:
+            self.gate.leave(client)
+
     def on_search(self, environ: Mapping[str, Any]) -> Triple:
+        args = query_args(environ)
+        return self.metered(environ, args, lambda: self._search(environ, args))
+
+    def _search(self, environ: Mapping[str, Any], args: dict[str, list[str]]) -> Triple:
         dataset = self.store.current.dataset
-        body = search_result_json(dataset, run_search(dataset, decode_query_args(query_args(environ))))
+        body = search_result_json(dataset, run_search(dataset, decode_query_args(args)))
         return made_for_request(environ, "200 OK", body, [("Content-Type", JSON)])
 
     def on_reviews_page(self, environ: Mapping[str, Any]) -> Triple:
         """The search form and one page of its results, found by the same code as /api/reviews/search."""
-        snapshot = self.store.current
         # A form's empty fields mean "any": left out, as if the browser had not sent them.
         given = {name: values for name, values in query_args(environ).items() if values != [""]}
+        return self.metered(environ, given, lambda: self._reviews_page(environ, given))
+
+    def _reviews_page(self, environ: Mapping[str, Any], given: dict[str, list[str]]) -> Triple:
+        snapshot = self.store.current
         params = {name: values[0] for name, values in given.items()}  # shown back in the form
         status = "200 OK"
         try:
