@@ -12,6 +12,7 @@ from typing import Any, Mapping
 import jsonschema_rs
 
 from .dataset import SCHEMAS
+from .telephone import international
 
 PROFILE_FILE = "business.toml"
 DEFAULT_TIME_ZONE = "UTC"
@@ -131,13 +132,37 @@ def _rule_problems(doc: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def _telephone_problems(doc: dict[str, Any]) -> list[str]:
+    """business.telephone as people write it ((812) 555-0142), rewritten in international form in `doc`;
+    a line saying how to write it when it cannot be read."""
+    business = doc.get("business")
+    if not isinstance(business, dict) or "telephone" not in business:
+        return []
+    written = business["telephone"]
+    address = business.get("address")
+    country = address.get("country", "") if isinstance(address, dict) else ""
+    number = (
+        international(written, country if isinstance(country, str) else "")
+        if isinstance(written, str)
+        else None
+    )
+    if number is None:
+        return [
+            f"business.telephone: {str(written)[:40]!r} is not a telephone number reviewsd can read; "
+            'write it with its country code, e.g. "+1 812 555 0142" (or set business.address.country)'
+        ]
+    business["telephone"] = number
+    return []
+
+
 def parse_profile(text: str, source: str = PROFILE_FILE) -> Profile:
     """The Profile that TOML text describes; ProfileError naming every problem."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ProfileError(f"{source}: not valid TOML: {error}") from None
-    problems = schema_problems(doc)
+    problems = _telephone_problems(doc)
+    problems += [problem for problem in schema_problems(doc) if not problem.startswith("business.telephone:")]
     problems += [] if problems else _rule_problems(doc)
     if problems:
         raise ProfileError("\n".join(f"{source}: {problem}" for problem in problems))
