@@ -252,7 +252,9 @@ ROWS = st.lists(
         st.sampled_from(["Ann Lee", "Bo Li", "Cy Young", "Di Ma"]),
         st.integers(1, 5),
         st.dates(min_value=dt.date(2024, 1, 1), max_value=dt.date(2025, 12, 31)),
-        st.sampled_from(["Great care.", "Long wait.", "", "Rude front desk, spotless rooms.", " great  CARE."]),
+        st.sampled_from(
+            ["Great care.", "Long wait.", "", "Rude front desk, spotless rooms.", " great  CARE."]
+        ),
     ),
     max_size=12,
     unique_by=lambda row: (row[0], row[2], " ".join(row[3].split()).casefold()),  # one file: each review once

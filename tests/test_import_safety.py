@@ -49,7 +49,9 @@ def data_dir(tmp_path: Path) -> Path:
 def test_two_reviews_by_one_author_on_one_day_are_two_reviews(tmp_path):
     csv = write(
         tmp_path / "yelp.csv",
-        "author,rating,date,text\nChris P.,5,2026-03-01,Great adjustment.\nChris P.,2,2026-03-01,Billing was wrong.\n",
+        "author,rating,date,text\n"
+        "Chris P.,5,2026-03-01,Great adjustment.\n"
+        "Chris P.,2,2026-03-01,Billing was wrong.\n",
     )
     result = import_files(tmp_path, [csv], PROFILE)
     assert result.new == 2
@@ -424,8 +426,9 @@ JSON_VALUES = st.recursive(
     max_leaves=8,
 )
 STAMPS = st.sampled_from(
-    ["2026-03-01T06:30:00Z", "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-12:00", "2026-02-30T00:00:00Z",
-     "2026-03-01", "2026-03-01T06:30:00", "", "Z", "2026-03-01T06:30:00.1234567890123Z", "1995-01-01T00:00:00Z"]
+    ["2026-03-01T06:30:00Z", "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-12:00",
+     "2026-02-30T00:00:00Z", "2026-03-01", "2026-03-01T06:30:00", "", "Z",
+     "2026-03-01T06:30:00.1234567890123Z", "1995-01-01T00:00:00Z"]
 )  # fmt: skip
 
 
@@ -503,8 +506,9 @@ def test_malformed_trustpilot_records_are_one_line_refusals(reviews, extra):
 
 CSV_CELLS = st.one_of(
     st.text(max_size=12),
-    st.sampled_from(["5", "5.0", "\uff15", "2026-03-01", "03/09/2024", "9999-12-31", "0001-01-01T00:00:00+01:00",
-                     "yes", "maybe", "Yelp", "http://x", '"', "\x00", "a;b", "a\tb", "\r\n"]),
+    st.sampled_from(["5", "5.0", "\uff15", "2026-03-01", "03/09/2024", "9999-12-31",
+                     "0001-01-01T00:00:00+01:00", "yes", "maybe", "Yelp", "http://x", '"', "\x00", "a;b",
+                     "a\tb", "\r\n"]),
 )  # fmt: skip
 CSV_HEADERS = st.lists(
     st.sampled_from(["author", "rating", "date", "text", "id", "source", "source_url", "reply", "reply_date",
