@@ -67,6 +67,7 @@ from .mcpserver.transport import McpEndpoint
 from .openapi import build_openapi
 from .pages import PAGE_HEADERS, ReviewsPage, WidgetOptionsError, parse_widget_options, render_reviews
 from .reviews.dataset import DataError, DataStore, check_data_dir, encode_json
+from .reviews.freshness import freshness_problems, missing_insights, profile_problems
 from .reviews.search import (
     SINCE_PARAMS_VALIDATOR,
     InvalidParams,
@@ -456,11 +457,26 @@ def open_store(config: Config, gzip_later: bool = False) -> DataStore[Snapshot]:
         discovery = partial(discovery_documents, base_url=config.public_base_url)  # MCP's, per business
         return build_snapshot(dataset, config, openapi, gzip_later=later, documents=discovery)
 
+    def derive_insights(reviews_content: bytes) -> bytes | None:
+        from .analysis.derived import derived_insights
+
+        content = derived_insights(reviews_content)
+        if content is not None:
+            log.warning(
+                "%s has no insights.json: serving insights derived from reviews.json alone (counts, "
+                "ratings, trend); run `reviewsd analyze --data-dir %s` for aspects, people and services",
+                config.data_dir,
+                config.data_dir,
+                extra={"event": "insights_derived"},
+            )
+        return content
+
     return DataStore(
         config.data_dir,
         build,
         max_bytes=config.max_data_file_bytes,
         first_build=lambda dataset: build(dataset, later=gzip_later),
+        derive_insights=derive_insights,
     )
 
 
@@ -485,8 +501,9 @@ def check_main(argv: Sequence[str]) -> int:
         prog=f"{PROG} check",
         formatter_class=HelpFormatter,
         description="Validate the data files of a directory (reviews.json and insights.json) as the "
-        "server would, print every problem as `file: JSON path: rule: message`, and exit "
-        "0 when they would be served, 1 when they would be refused.",
+        "server would, and business.toml as import and analyze would; print every problem as `file: "
+        "JSON path: rule: message` (insights that no longer match the reviews too, with the command that "
+        "refreshes them), and exit 0 when there is none, 1 otherwise.",
     )
     parser.add_argument(
         "--data-dir",
@@ -502,6 +519,10 @@ def check_main(argv: Sequence[str]) -> int:
     )
     args = parser.parse_args(argv)
     problems = check_data_dir(args.data_dir, args.max_data_file_bytes)
+    missing = missing_insights(args.data_dir)  # served with derived insights: say so, and what to run
+    if missing:
+        problems = [p for p in problems if p.file != missing[0].file] + missing
+    problems += freshness_problems(args.data_dir) if not problems else profile_problems(args.data_dir)
     for name in dict.fromkeys(problem.file for problem in problems):  # a review export in place of our file?
         hint = import_hint(Path(args.data_dir) / name)
         if hint:

@@ -102,8 +102,23 @@ def _file_kind(mode: int) -> str:
     return next((kind for test, kind in kinds if test(mode)), "a special file") + ", not a regular file"
 
 
-def read_data_dir(data_dir: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[RawFile, RawFile]:
-    return read_file(data_dir, REVIEWS_FILE, max_bytes), read_file(data_dir, INSIGHTS_FILE, max_bytes)
+def read_data_dir(
+    data_dir: Path,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    derive_insights: Callable[[bytes], bytes | None] | None = None,
+) -> tuple[RawFile, RawFile]:
+    """Both files; without insights.json, `derive_insights(reviews.json's bytes)` stands in for it if given
+    (and does not return None)."""
+    reviews = read_file(data_dir, REVIEWS_FILE, max_bytes)
+    try:
+        return reviews, read_file(data_dir, INSIGHTS_FILE, max_bytes)
+    except DataError:
+        if derive_insights is None or os.path.lexists(Path(data_dir) / INSIGHTS_FILE):
+            raise
+        content = derive_insights(reviews.content)
+        if content is None:
+            raise
+        return reviews, RawFile(INSIGHTS_FILE, content, hashlib.sha256(content).hexdigest())
 
 
 def _refuse_constant(name: str) -> Any:
@@ -850,6 +865,7 @@ class DataStore(Generic[S]):
         build: Callable[[Dataset], S],
         max_bytes: int = DEFAULT_MAX_FILE_BYTES,
         first_build: Callable[[Dataset], S] | None = None,
+        derive_insights: Callable[[bytes], bytes | None] | None = None,
     ):
         """Load the files now (DataError if refused); `first_build`,
         if given, builds the first snapshot instead of
@@ -857,6 +873,7 @@ class DataStore(Generic[S]):
         self.data_dir = Path(data_dir)
         self.max_bytes = max_bytes
         self._build = build
+        self._derive_insights = derive_insights  # for a directory without insights.json (read_data_dir)
         self._lock = threading.Lock()
         self._listeners: list[Callable[[S, S], None]] = []
         self._stamp = file_stamp(self.data_dir)
@@ -875,7 +892,7 @@ class DataStore(Generic[S]):
             for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)
         ]
         log.info("loading %s from %s", " and ".join(sizes), self.data_dir, extra={"event": "load_started"})
-        raws = list(read_data_dir(self.data_dir, self.max_bytes))
+        raws = list(read_data_dir(self.data_dir, self.max_bytes, self._derive_insights))
         hashes = (raws[0].sha256, raws[1].sha256)
         if hashes == self._hashes:
             return None
