@@ -520,7 +520,7 @@ def check_main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     problems = check_data_dir(args.data_dir, args.max_data_file_bytes)
     missing = missing_insights(args.data_dir)  # served with derived insights: say so, and what to run
-    if missing:
+    if missing and all(problem.file == missing[0].file for problem in problems):
         problems = [p for p in problems if p.file != missing[0].file] + missing
     problems += freshness_problems(args.data_dir) if not problems else profile_problems(args.data_dir)
     for name in dict.fromkeys(problem.file for problem in problems):  # a review export in place of our file?
