@@ -20,6 +20,7 @@ from .records import (
     checked_date,
     clean_text,
     display_author,
+    edit_time,
     folded,
     local_date,
     make_review,
@@ -209,6 +210,7 @@ def _google_review(
         avatar=reviewer.get("profilePhotoUrl"),
         reply=original_text(_get(reply, "comment", str)),
         reply_date=local_date(reply_time, ctx.zone, "reviewReply.updateTime") if reply_time else None,
+        updated_at=edit_time(created, updated),
         warnings=warnings,
     )
     return Imported(review, utc_text(updated or created), where)
@@ -267,6 +269,7 @@ def _trustpilot_review(
         reply=_get(reply, "text", str),
         reply_date=local_date(reply_time, ctx.zone, "companyReply.updatedAt") if reply_time else None,
         verified=verified,
+        updated_at=edit_time(created, updated),
         warnings=warnings,
     )
     return Imported(review, utc_text(updated or created), where)
@@ -437,6 +440,7 @@ def _csv_review(row: Mapping[str, str], ctx: Context, where: str, warnings: list
         reply=row.get("reply"),
         reply_date=_csv_date(reply_date, "reply_date", ctx) if reply_date else None,
         verified=_csv_verified(row.get("verified") or ""),
+        updated_at=_csv_updated(updated, ctx)[:19] + "Z" if updated else None,
         warnings=warnings,
     )
     return Imported(review, _csv_updated(updated, ctx) if updated else "", where, frozenset(unknown), former)

@@ -135,6 +135,7 @@ def make_review(
     reply: str | None = None,
     reply_date: str | None = None,
     verified: bool = False,
+    updated_at: str | None = None,
     warnings: list[str] | None = None,
 ) -> dict[str, Any]:
     """A review in reviews.json's shape; a reply dated before the review is dated the review's day.
@@ -145,7 +146,7 @@ def make_review(
     owner_reply = None
     if reply is not None:
         owner_reply = {"text": reply[:MAX_TEXT], "date": max(reply_date or date, date)}
-    return {
+    review = {
         "id": rid,
         "author": author,
         "author_avatar_url": usable_url(avatar, "author avatar URL", warnings),
@@ -157,6 +158,19 @@ def make_review(
         "owner_reply": owner_reply,
         "verified": verified,
     }
+    if updated_at is not None:  # only an edited review has it: a file of unedited ones stays as it was
+        review["updated_at"] = updated_at
+    return review
+
+
+def edit_time(created: str, updated: str | None) -> str | None:
+    """The time of the source's last edit (RFC 3339 UTC, to the second), when there was one after creation."""
+    if not updated:
+        return None
+    moment = parse_timestamp(updated)
+    if moment <= parse_timestamp(created):
+        return None
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 MAX_URL = 2048
