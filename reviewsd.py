@@ -43,7 +43,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import BaseConverter, Map, Rule
 from werkzeug.wrappers import Response
 
-from .cli.commands import analyze_main, import_main, init_main
+from .cli.commands import analyze_main, import_main, init_main, sync_main
 from .config import (
     PROG,
     Config,
@@ -607,6 +607,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "init": init_main,
     "import": import_main,
     "analyze": analyze_main,
+    "sync": sync_main,
 }
 
 

@@ -179,3 +179,52 @@ def analyze_main(argv: Sequence[str]) -> int:
         return _refuse("analyze", f"cannot write {args.data_dir}: {error}")
     print(line)
     return 0
+
+
+def sync_main(argv: Sequence[str]) -> int:
+    """`reviewsd sync --data-dir DIR [--full]`: pull new and edited reviews from business.toml's [[sources]],
+    merge them into reviews.json, then analyze."""
+    from ..analysis.run import AnalysisError, analyze_dir
+    from ..ingest.fetch import Http
+    from ..ingest.records import InputError
+    from ..ingest.sync import Endpoints, SyncError, sync_dir
+
+    parser = _parser(
+        "sync",
+        "Pull new and edited reviews from the platforms' APIs listed in business.toml's [[sources]], "
+        "merge them into reviews.json and analyze.",
+    )
+    parser.add_argument(
+        "--full", action="store_true", help="read every page, not only what is new since the last sync"
+    )
+    args = parser.parse_args(argv)
+    if not _explicit_data_dir("sync", argv):
+        return _no_data_dir("sync")
+    try:
+        endpoints = Endpoints.from_environ(os.environ)
+        profile = load_profile(args.data_dir, required=True)
+        if not profile.sources:
+            return _refuse(
+                "sync",
+                f"{args.data_dir / 'business.toml'} lists no [[sources]]; see docs/deployment.md; "
+                "nothing written",
+            )
+        with data_dir_lock(args.data_dir, "sync") as removed:
+            _report_cleanup("sync", removed)
+            result = sync_dir(args.data_dir, profile, endpoints, Http(), full=args.full)
+            for pulled in result.pulled:
+                print(f"{pulled.label}: {len(pulled.reviews)} reviews read in {pulled.pages} page(s)")
+            for line in result.merged.warnings:
+                print(f"reviewsd sync: warning: {line}", file=sys.stderr)
+            print(f"{args.data_dir / 'reviews.json'}: {result.merged.summary()}")
+            merged = result.merged
+            stale = merged.new or merged.updated or merged.business_changed
+            if stale or not (args.data_dir / "insights.json").exists():
+                print(analyze_dir(args.data_dir, profile))
+    except (ProfileError, SyncError, InputError, LockedError) as error:
+        return _refuse("sync", f"{error}; nothing written")
+    except AnalysisError as error:
+        return _refuse("sync", f"reviews.json written, but analyze refused: {error}")
+    except OSError as error:
+        return _refuse("sync", f"cannot write {args.data_dir}: {error}")
+    return 0

@@ -64,8 +64,10 @@ def parse_source(
     profile: Profile,
     options: ReadOptions = ReadOptions(),
     warnings: list[str] | None = None,
+    kind: str | None = None,
 ) -> list[Imported | Skipped]:
-    """Every record of one file, the format detected from its content; InputError naming file and record."""
+    """Every record of one file, the format detected from its content (or `kind`, "google" or "trustpilot",
+    for what an API sent); InputError naming file and record."""
     ctx = formats.Context(
         name, zoneinfo.ZoneInfo(profile.time_zone), profile.author_display, options.date_format
     )
@@ -74,7 +76,7 @@ def parse_source(
     except orjson.JSONDecodeError:
         doc = None
     if doc is not None:
-        kind = detect.detect_document(doc)
+        kind = kind or detect.detect_document(doc)
         if kind == detect.GOOGLE:
             records = list(formats.parse_google(doc, ctx))
         elif kind == detect.TRUSTPILOT:
@@ -150,9 +152,19 @@ def import_files(
 ) -> MergeResult:
     """Merge the exports into DIR/reviews.json and write it; nothing is written if any input is bad, or
     if the file would be over the server's size limit (`max_bytes`)."""
-    data_dir = Path(data_dir)
     warnings: list[str] = []
     records = read_records(paths, profile, options, warnings)
+    return merge_records(Path(data_dir), records, profile, warnings, max_bytes)
+
+
+def merge_records(
+    data_dir: Path,
+    records: list[Imported | Skipped],
+    profile: Profile,
+    warnings: list[str] | None = None,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> MergeResult:
+    """Merge records (from files, or from `reviewsd sync`) into DIR/reviews.json and write it atomically."""
     doc, state = _existing(data_dir)
     business = profile.business_block((doc or {}).get("business"))
     if business is None:
@@ -161,7 +173,7 @@ def import_files(
             "one from; write one with `reviewsd init --preset NAME`"
         )
     result = merge((doc or {}).get("reviews", []), state, records)
-    result.warnings = warnings
+    result.warnings = list(warnings or [])
     new_doc = {
         "business": business,
         "aggregate_rating": aggregate_rating(result.reviews),

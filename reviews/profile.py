@@ -48,6 +48,7 @@ class Profile:
     sentiment_overrides: Mapping[str, float] = field(default_factory=dict)
     hide_reviews: frozenset[str] = frozenset()
     corrections: tuple[Mapping[str, Any], ...] = ()
+    sources: tuple[Mapping[str, Any], ...] = ()  # [[sources]]: what `reviewsd sync` pulls from
 
     def business_block(self, current: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
         """reviews.json's `business`: the profile's, with defaults for what it leaves out; without a
@@ -177,6 +178,7 @@ def parse_profile(text: str, source: str = PROFILE_FILE) -> Profile:
             "problems",
             "faq",
             "corrections",
+            "sources",
         )
     }
     return Profile(
