@@ -14,7 +14,8 @@ SYNC_TIMER = REPO / "reviewsd-sync.timer"
 SANDBOX = (
     "ProtectSystem ProtectHome PrivateTmp PrivateDevices PrivateMounts PrivateIPC PrivateUsers ProtectProc "
     "ProcSubset ProtectKernelTunables ProtectKernelModules ProtectKernelLogs ProtectControlGroups "
-    "ProtectClock ProtectHostname NoNewPrivileges CapabilityBoundingSet AmbientCapabilities RestrictSUIDSGID RemoveIPC "
+    "ProtectClock ProtectHostname NoNewPrivileges CapabilityBoundingSet AmbientCapabilities "
+    "RestrictSUIDSGID RemoveIPC "
     "KeyringMode MemoryDenyWriteExecute LockPersonality RestrictRealtime RestrictNamespaces "
     "SystemCallFilter SystemCallErrorNumber SystemCallArchitectures RestrictAddressFamilies DynamicUser UMask"
 ).split()
