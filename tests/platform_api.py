@@ -203,3 +203,40 @@ class PlatformApi:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=10)
+
+
+def main(argv: list[str]) -> int:
+    """`python tests/platform_api.py [--reviews N] [--for SECONDS]`: the stand-in in the background, for the
+    docs' walk-through. It prints the shell lines that point reviewsd at it once it listens, and stops by
+    itself after SECONDS (default 120), or on `kill $REVIEWSD_STANDIN_PID`."""
+    import argparse
+    import os
+    import sys
+
+    parser = argparse.ArgumentParser(prog="platform_api.py")
+    parser.add_argument("--reviews", type=int, default=123)
+    parser.add_argument("--for", dest="seconds", type=float, default=120.0)
+    args = parser.parse_args(argv)
+    read_end, write_end = os.pipe()
+    if os.fork():  # the parent prints what the child says once it listens, then exits
+        os.close(write_end)
+        sys.stdout.write(os.read(read_end, 4096).decode())
+        return 0
+    os.close(read_end)
+    os.setsid()
+    api = PlatformApi(PlatformState(google=[google_review(n) for n in range(args.reviews)]))  # threads after fork
+    lines = [f"export {name}={value}" for name, value in api.environ().items()]
+    lines.append(f"REVIEWSD_STANDIN_PID={os.getpid()}")
+    os.write(write_end, ("\n".join(lines) + "\n").encode())
+    os.close(write_end)
+    for fd in (0, 1, 2):  # nothing of the caller's terminal or pipes stays open
+        os.dup2(os.open(os.devnull, os.O_RDWR), fd)
+    threading.Timer(args.seconds, api.server.shutdown).start()
+    api.thread.join()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
