@@ -61,6 +61,27 @@ def test_an_edit_moves_date_modified_and_updated_past_the_reply(tmp_path):
     assert new_etag != etag
 
 
+def test_the_hub_sees_the_edit_as_a_changed_topic(tmp_path):
+    """The hub notifies each topic whose ETag a reload changed (hub.on_reload): the feeds' ETags move."""
+    from reviewsd_app.web.snapshot import TOPIC_PATHS
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "business.toml").write_text(render_preset("chiropractic"), "utf-8")
+    assert import_main(["--data-dir", str(data), str(FIXTURES / "google-api.json")]) == 0
+    assert analyze_main(["--data-dir", str(data)]) == 0
+    config = reviewsd.Config(data_dir=str(data), state_dir=str(data / "state"), reload_interval=0, hub=False)
+    store = reviewsd.create_app(config).store
+    before = {path: store.current.topic(path).identity.etag for path in TOPIC_PATHS}
+    edited = google_export(
+        tmp_path, "edited.json", comment="Edited later.", updateTime="2026-04-09T17:45:12Z"
+    )
+    assert import_main(["--data-dir", str(data), str(edited)]) == 0
+    assert store.reload(force=True)
+    after = {path: store.current.topic(path).identity.etag for path in TOPIC_PATHS}
+    assert {"/api/feed.json", "/feed.xml"} <= {path for path in TOPIC_PATHS if before[path] != after[path]}
+
+
 def test_an_unedited_review_has_no_updated_at_and_reimport_changes_nothing(tmp_path):
     (tmp_path / "business.toml").write_text(render_preset("chiropractic"), "utf-8")
     assert import_main(["--data-dir", str(tmp_path), str(FIXTURES / "google-api.json")]) == 0
