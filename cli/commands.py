@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..config import Config, env_value
 from ..reviews.presets import PRESETS, write_starter
 from ..reviews.profile import ProfileError, load_profile
 from ..reviews.writelock import LockedError, data_dir_lock
@@ -117,10 +118,15 @@ def import_main(argv: Sequence[str]) -> int:
         parser.error(f"--date-format {args.date_format!r} has no %% codes (e.g. %%m/%%d/%%Y)")
     options = ReadOptions(args.encoding, args.date_format)
     try:
+        # The server's limit, as its variable sets it: a reviews.json over it would be refused at load.
+        max_bytes = env_value("max_data_file_bytes", Config.max_data_file_bytes)
+    except ValueError as error:
+        parser.error(str(error))
+    try:
         profile = load_profile(args.data_dir)
         with data_dir_lock(args.data_dir, "import") as removed:
             _report_cleanup("import", removed)
-            result = import_files(args.data_dir, args.files, profile, options)
+            result = import_files(args.data_dir, args.files, profile, options, max_bytes)
             for line in result.warnings:
                 print(f"reviewsd import: warning: {line}", file=sys.stderr)
             print(f"{args.data_dir / 'reviews.json'}: {result.summary()}")

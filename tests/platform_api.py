@@ -224,7 +224,8 @@ def main(argv: list[str]) -> int:
         return 0
     os.close(read_end)
     os.setsid()
-    api = PlatformApi(PlatformState(google=[google_review(n) for n in range(args.reviews)]))  # threads after fork
+    # Made after the fork: a thread started before it would not run in the child.
+    api = PlatformApi(PlatformState(google=[google_review(n) for n in range(args.reviews)]))
     lines = [f"export {name}={value}" for name, value in api.environ().items()]
     lines.append(f"REVIEWSD_STANDIN_PID={os.getpid()}")
     os.write(write_end, ("\n".join(lines) + "\n").encode())

@@ -175,6 +175,14 @@ def test_a_write_over_the_servers_size_limit_is_refused_before_it_happens(tmp_pa
     assert (tmp_path / "reviews.json").read_bytes() == before
 
 
+def test_the_cli_takes_the_servers_size_limit_from_its_variable(tmp_path, monkeypatch, capsys):
+    data = data_dir(tmp_path)
+    monkeypatch.setenv("REVIEWSD_MAX_DATA_FILE_BYTES", "2000")
+    assert import_main(["--data-dir", str(data), str(FIXTURES / "google-api.json")]) == 1
+    assert "over the server's limit of 2,000 (--max-data-file-bytes)" in capsys.readouterr().err
+    assert not (data / "reviews.json").exists()
+
+
 def test_import_after_a_service_is_renamed_leaves_a_directory_the_server_loads(tmp_path, capsys):
     from reviewsd_app.cli.commands import analyze_main
 
