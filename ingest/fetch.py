@@ -124,7 +124,8 @@ class Http:
             url, data=body, method=method, headers={"User-Agent": USER_AGENT, **headers}
         )
         try:
-            with _OPENER.open(request, timeout=self.timeout) as response:
+            opener = _DIRECT if _loopback(urlsplit(url).hostname or "") else _OPENER
+            with opener.open(request, timeout=self.timeout) as response:
                 return response.status, response.headers, _read(response), None
         except urllib.error.HTTPError as error:
             with error:
@@ -141,7 +142,8 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_OPENER = urllib.request.build_opener(_NoRedirect())
+_OPENER = urllib.request.build_opener(_NoRedirect())  # HTTPS_PROXY and the like apply
+_DIRECT = urllib.request.build_opener(_NoRedirect(), urllib.request.ProxyHandler({}))  # loopback: no proxy
 
 
 def _read(response: Any) -> bytes:

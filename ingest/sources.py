@@ -122,8 +122,17 @@ def export_sources(path: Path, cap: int = MAX_EXPORT_BYTES) -> Iterator[tuple[st
         files = folder_review_files(path)
         if not files:
             raise InputError(f"{path}: no reviews*.json in this folder; expected {KNOWN}")
+        declared = sum(file.stat().st_size for file in files)  # together, as an archive's members
+        if declared > cap:
+            raise InputError(
+                f"{path}: its reviews*.json hold {declared:,} bytes together, over the limit of {cap:,} "
+                "bytes for one export"
+            )
+        total = 0
         for file in files:
-            yield str(file), read_export_file(file, cap)
+            data = read_export_file(file, cap - total)
+            total += len(data)
+            yield str(file), data
         return
     stream, size = open_regular(path)
     with stream:

@@ -368,6 +368,16 @@ def test_a_file_over_the_cap_is_refused_before_reading(tmp_path):
         list(export_sources(big, cap=1000))
 
 
+def test_a_takeout_folder_is_capped_as_a_whole(tmp_path):
+    folder = tmp_path / "takeout"
+    for n in range(3):
+        (folder / f"location{n}").mkdir(parents=True)
+        (folder / f"location{n}" / "reviews.json").write_text('{"reviews": []}' + " " * 400, "utf-8")
+    assert len(list(export_sources(folder, cap=1300))) == 3
+    with pytest.raises(InputError, match=r"takeout: its reviews\*.json hold 1,245 bytes together"):
+        list(export_sources(folder, cap=1000))
+
+
 def _zip(path: Path, content: bytes, method: int = zipfile.ZIP_DEFLATED) -> Path:
     with zipfile.ZipFile(path, "w", compression=method) as archive:
         archive.writestr("Takeout/Google Business Profile/reviews.json", content)
