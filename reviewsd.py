@@ -43,6 +43,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import BaseConverter, Map, Rule
 from werkzeug.wrappers import Response
 
+from .cli.checks import freshness_problems, missing_insights, profile_problems
 from .cli.commands import analyze_main, import_main, init_main, sync_main
 from .config import (
     PROG,
@@ -67,7 +68,6 @@ from .mcpserver.transport import McpEndpoint
 from .openapi import build_openapi
 from .pages import PAGE_HEADERS, ReviewsPage, WidgetOptionsError, parse_widget_options, render_reviews
 from .reviews.dataset import DataError, DataStore, check_data_dir, encode_json
-from .reviews.freshness import freshness_problems, missing_insights, profile_problems
 from .reviews.search import (
     SINCE_PARAMS_VALIDATOR,
     InvalidParams,

@@ -116,3 +116,19 @@ def test_a_server_starts_on_reviews_alone_and_says_to_run_analyze(tmp_path):
         assert wait_until(lambda: "derived" not in get_json(server, "/insights.json")[1]["model"], 10)
     finally:
         server.stop()
+
+
+def test_check_says_what_analyze_would_refuse_in_a_profile_that_loads(tmp_path):
+    data = imported(tmp_path)
+    assert analyze_main(["--data-dir", str(data)]) == 0
+    toml = (data / "business.toml").read_text("utf-8")
+    toml += '\n[[services]]\nid = "dry-needling"\nlabel = "Dry needling"\n'
+    toml += '\n[[corrections]]\nreview_id = "01KJ0000000000000000000003"\ngroup = "aspects"\nid = "parking"\n'
+    (data / "business.toml").write_text(toml, "utf-8")
+    done = check(data)
+    assert done.returncode == 1
+    assert (
+        "business.toml: corrections[0]: profile: 'parking' is not one of the profile's aspects" in done.stdout
+    )
+    assert "business.toml: services: profile: reviews.json's business lacks dry-needling" in done.stdout
+    assert analyze_main(["--data-dir", str(data)]) == 1

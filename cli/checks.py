@@ -8,14 +8,15 @@ from typing import Any
 
 import orjson
 
-from .problems import INSIGHTS_FILE, REVIEWS_FILE, Problem
-from .profile import PROFILE_FILE, ProfileError, load_profile
+from ..analysis.matcher import GROUP_SOURCES
+from ..reviews.problems import INSIGHTS_FILE, REVIEWS_FILE, Problem
+from ..reviews.profile import PROFILE_FILE, Profile, ProfileError, load_profile
 
 
 def profile_problems(data_dir: Path) -> list[Problem]:
     """business.toml's problems, as `import` and `analyze` would refuse it (none when it is absent)."""
     try:
-        load_profile(Path(data_dir))
+        profile = load_profile(Path(data_dir))
     except ProfileError as error:
         problems = []
         for line in str(error).splitlines():
@@ -23,7 +24,35 @@ def profile_problems(data_dir: Path) -> list[Problem]:
             key, _, message = (rest or line).partition(": ")
             problems.append(Problem(PROFILE_FILE, key, "profile", message or key))
         return problems
-    return []
+    return _analysis_problems(data_dir, profile)
+
+
+def _analysis_problems(data_dir: Path, profile: Profile) -> list[Problem]:
+    """What analyze refuses in a profile that loads: corrections naming an id the profile lacks, and
+    services or areas reviews.json's business block does not list yet (import rewrites it)."""
+    problems = []
+    known = {group: {record["id"] for record in getattr(profile, source)} for group, source in GROUP_SOURCES}
+    for index, correction in enumerate(profile.corrections):
+        if correction["id"] not in known[correction["group"]]:
+            message = f"{correction['id']!r} is not one of the profile's {correction['group']}"
+            problems.append(Problem(PROFILE_FILE, f"corrections[{index}]", "profile", message))
+    try:
+        business = orjson.loads((Path(data_dir) / REVIEWS_FILE).read_bytes())["business"]
+        listed = {item["id"] for item in business["services"] + business["service_areas"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return problems  # reviews.json's own problems are reported beside these
+    missing = [item["id"] for item in profile.services + profile.service_areas if item["id"] not in listed]
+    if missing:
+        problems.append(
+            Problem(
+                PROFILE_FILE,
+                "services",
+                "profile",
+                f"reviews.json's business lacks {', '.join(missing)}: run `reviewsd import --data-dir "
+                f"{data_dir}` (with no files it rewrites the business block)",
+            )
+        )
+    return problems
 
 
 def _analyze(data_dir: Path) -> str:
