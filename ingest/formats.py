@@ -81,8 +81,10 @@ CSV_SYNONYMS = {
             "business response",
             "reply text",
             "reply content",
+            "company reply",
+            "company reply content",
         ),
-        "reply_date": ("reply date", "response date", "replied at", "reply created"),
+        "reply_date": ("reply date", "response date", "replied at", "reply created", "company reply date"),
         "verified": ("verified", "is verified"),
         "updated": ("updated", "updated at", "edited", "modified", "review updated"),
         "title": ("title", "review title", "headline", "subject"),
@@ -92,6 +94,9 @@ CSV_SYNONYMS = {
 CSV_DELIMITERS = (",", ";", "\t")
 _RATING = re.compile("[1-5]")
 CSV_DEFAULT_SOURCE = "other"
+# Columns only Trustpilot's own CSV export has: its rows' source is trustpilot, and its review ids are
+# the ones Trustpilot's JSON carries, so both exports of a review are one review.
+TRUSTPILOT_CSV_COLUMNS = {"business unit id", "review consumer user id", "webshop name"}
 _TRUE = {"true", "yes", "y", "1"}
 _FALSE = {"false", "no", "n", "0", ""}
 _SOURCE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
@@ -332,6 +337,8 @@ def parse_csv(text: str, ctx: Context) -> Iterator[Imported | Skipped]:
             f"the header lacks {', '.join(missing)} (needs {', '.join(CSV_REQUIRED)} or a synonym: "
             "see docs/data-format.md#importing-reviews)",
         )
+    trustpilot = bool(TRUSTPILOT_CSV_COLUMNS & {_header_key(name) for name in header})
+    default_source = "trustpilot" if trustpilot else CSV_DEFAULT_SOURCE
     ignored = [name.strip() for position, name in enumerate(header) if position not in columns]
     if ignored:
         ctx.warnings.append(f"{ctx.file}: line 1: columns ignored: {', '.join(map(repr, ignored))[:200]}")
@@ -350,7 +357,7 @@ def parse_csv(text: str, ctx: Context) -> Iterator[Imported | Skipped]:
         fields = {canonical: row[position] for position, canonical in columns.items()}
         warnings: list[str] = []
         try:
-            record = _csv_review(fields, ctx, where, warnings)
+            record = _csv_review(fields, ctx, where, warnings, default_source)
         except ValueError as error:
             raise _fail(ctx, where, str(error)) from None
         ctx.warn(where, warnings)
@@ -401,7 +408,13 @@ def _csv_verified(value: str) -> bool:
     return folded_value in _TRUE
 
 
-def _csv_review(row: Mapping[str, str], ctx: Context, where: str, warnings: list[str]) -> Imported | Skipped:
+def _csv_review(
+    row: Mapping[str, str],
+    ctx: Context,
+    where: str,
+    warnings: list[str],
+    default_source: str = CSV_DEFAULT_SOURCE,
+) -> Imported | Skipped:
     author = " ".join(row["author"].split())
     if not author:
         raise ValueError("author is empty")
@@ -413,7 +426,7 @@ def _csv_review(row: Mapping[str, str], ctx: Context, where: str, warnings: list
     unknown = {name for name in ("source", "source_url", "verified") if not (row.get(name) or "").strip()}
     if not (row.get("reply") or "").strip():
         unknown.add("owner_reply")
-    source = (row.get("source") or "").strip().lower() or CSV_DEFAULT_SOURCE
+    source = (row.get("source") or "").strip().lower() or default_source
     if not _SOURCE.match(source):
         shown = (row.get("source") or "").strip()[:40]
         raise ValueError(f"source {shown!r} is not letters, digits, _ or - (e.g. yelp)")

@@ -230,6 +230,26 @@ def test_common_header_names_are_read(tmp_path, header):
     assert reviews_in(tmp_path)[0]["rating"] == 4
 
 
+def test_trustpilots_csv_export_is_the_same_reviews_as_its_json(tmp_path):
+    header = (
+        "Review ID,Review Created (UTC),Review Consumer User ID,Review Title,Review Content,Review Stars,"
+        "Source Of Review,Business Unit ID,Company Reply Date (UTC),Company Reply Content,Consumer Name"
+    )
+    row = (
+        '64f1c2a0b1e2d3c4a5b6c7d8,2026-05-20T09:15:00Z,5f00,Great service,"They explained everything and '
+        'the staff were kind.",5,Organic,5f3c,2026-05-21T10:00:00Z,Thank you Jonas!,Jonas Müller'
+    )
+    export = write(tmp_path / "trustpilot.csv", f"{header}\n{row}\n")
+    profile = parse_profile(render_preset("chiropractic").replace("America/New_York", "Europe/Berlin"))
+    result = import_files(tmp_path, [export], profile)
+    assert result.new == 1 and any("'Source Of Review'" in line for line in result.warnings)
+    [review] = reviews_in(tmp_path)
+    assert review["source"] == "trustpilot" and review["owner_reply"]["text"] == "Thank you Jonas!"
+    again = import_files(tmp_path, [FIXTURES / "trustpilot.json"], profile)
+    assert again.new == 1  # the JSON's other review; Jonas's is the one the CSV brought
+    assert len(reviews_in(tmp_path)) == 2
+
+
 def test_columns_no_synonym_names_are_ignored_with_a_warning(tmp_path):
     csv = write(tmp_path / "x.csv", "Name,Stars,Date,Review,Location\nAna Diaz,4,2026-03-01,Good.,Main St\n")
     result = import_files(tmp_path, [csv], PROFILE)
