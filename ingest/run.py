@@ -64,31 +64,52 @@ def parse_source(
     profile: Profile,
     options: ReadOptions = ReadOptions(),
     warnings: list[str] | None = None,
-    kind: str | None = None,
 ) -> list[Imported | Skipped]:
-    """Every record of one file, the format detected from its content (or `kind`, "google" or "trustpilot",
-    for what an API sent); InputError naming file and record."""
-    ctx = formats.Context(
-        name, zoneinfo.ZoneInfo(profile.time_zone), profile.author_display, options.date_format
-    )
+    """Every record of one file, the format detected from its content; InputError naming file and record."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
         doc = None
     if doc is not None:
-        kind = kind or detect.detect_document(doc)
-        if kind == detect.GOOGLE:
-            records = list(formats.parse_google(doc, ctx))
-        elif kind == detect.TRUSTPILOT:
-            records = list(formats.parse_trustpilot(doc, ctx))
-        else:
-            raise InputError(f"{name}: JSON, but not a reviews export; expected {KNOWN}")
+        return parse_document(name, doc, profile, warnings)
+    ctx = _context(name, profile, options)
+    text = decode_text(name, data, options.encoding)
+    first_line = text.split("\n", 1)[0]
+    if detect.detect_csv(text) is None and not any(d in first_line for d in formats.CSV_DELIMITERS):
+        raise InputError(f"{name}: not a known export; expected {KNOWN}")
+    return _checked(name, list(formats.parse_csv(text, ctx)), ctx, warnings)
+
+
+def parse_document(
+    name: str,
+    doc: Any,
+    profile: Profile,
+    warnings: list[str] | None = None,
+    kind: str | None = None,
+) -> list[Imported | Skipped]:
+    """The records of a parsed JSON export, its format detected (or `kind`, "google" or "trustpilot", for
+    what an API sent); InputError naming the source and the record."""
+    ctx = _context(name, profile, ReadOptions())
+    kind = kind or detect.detect_document(doc)
+    if not isinstance(doc, dict):
+        raise InputError(f"{name}: JSON, but not a reviews export; expected {KNOWN}")
+    if kind == detect.GOOGLE:
+        records = list(formats.parse_google(doc, ctx))
+    elif kind == detect.TRUSTPILOT:
+        records = list(formats.parse_trustpilot(doc, ctx))
     else:
-        text = decode_text(name, data, options.encoding)
-        first_line = text.split("\n", 1)[0]
-        if detect.detect_csv(text) is None and not any(d in first_line for d in formats.CSV_DELIMITERS):
-            raise InputError(f"{name}: not a known export; expected {KNOWN}")
-        records = list(formats.parse_csv(text, ctx))
+        raise InputError(f"{name}: JSON, but not a reviews export; expected {KNOWN}")
+    return _checked(name, records, ctx, warnings)
+
+
+def _context(name: str, profile: Profile, options: ReadOptions) -> formats.Context:
+    zone = zoneinfo.ZoneInfo(profile.time_zone)
+    return formats.Context(name, zone, profile.author_display, options.date_format)
+
+
+def _checked(
+    name: str, records: list[Imported | Skipped], ctx: formats.Context, warnings: list[str] | None
+) -> list[Imported | Skipped]:
     _refuse_conflicts(name, records)
     if warnings is not None:
         warnings += ctx.warnings

@@ -21,7 +21,7 @@ from ..reviews.store import dumps, read_json, write_atomically
 from .fetch import FetchError, Http, checked_endpoint
 from .merge import MergeResult
 from .records import Imported, InputError, Skipped, utc_text
-from .run import merge_records, parse_source
+from .run import merge_records, parse_document
 from .sources import open_regular, read_capped
 
 GOOGLE_API = "https://mybusiness.googleapis.com"
@@ -260,9 +260,10 @@ def sync_dir(
     records: list[Imported | Skipped] = []
     warnings: list[str] = []
     for result in pulled:
-        content = orjson.dumps({"reviews": result.reviews})
         try:
-            records += parse_source(result.label, content, profile, warnings=warnings, kind=result.kind)
+            records += parse_document(
+                result.label, {"reviews": result.reviews}, profile, warnings, result.kind
+            )
         except InputError as error:
             raise SyncError(f"{error} (as the API sent it)") from None
     merged = merge_records(data_dir, records, profile, warnings)

@@ -296,3 +296,46 @@ def test_secrets_never_reach_output_or_data_files(tmp_path, api):
     for secret in SECRETS:
         assert all(secret not in done.stdout + done.stderr for done in outputs), secret
         assert secret.encode() not in written, secret
+
+
+class ScriptedHttp:
+    """Http's interface answering from a script: what a broken or hostile API might send."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+
+    def json(self, method, url, headers, body=None, what="the API"):
+        return self.answers.pop(0) if self.answers else {"reviews": []}
+
+
+def _answers():
+    from hypothesis import strategies as st
+    from test_import_safety import GOOGLE_REVIEWS, JSON_VALUES
+
+    page = st.fixed_dictionaries(
+        {"reviews": st.lists(GOOGLE_REVIEWS, min_size=1, max_size=3)},
+        optional={"nextPageToken": st.sampled_from(["50", ""]) | JSON_VALUES},
+    )
+    odd_page = st.fixed_dictionaries({}, optional={"reviews": JSON_VALUES}) | JSON_VALUES
+    token = st.just({"access_token": "t"}) | st.fixed_dictionaries({}, optional={"access_token": JSON_VALUES})
+    token = st.sampled_from([0, 0, 0, 1]).flatmap(
+        lambda odd: token if odd else st.just({"access_token": "t"})
+    )
+    return st.tuples(token, st.lists(page | page | odd_page, max_size=3))
+
+
+def test_any_answer_is_merged_or_a_one_line_refusal_naming_the_source(tmp_path_factory):
+    from hypothesis import HealthCheck, given, settings
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(script=_answers())
+    def run(script):
+        data = data_dir(tmp_path_factory.mktemp("hostile"))
+        token, pages = script
+        try:
+            sync_dir(data, load_profile(data), Endpoints(), ScriptedHttp([token, *pages]))
+        except SyncError as error:
+            message = str(error)
+            assert message.startswith(f"google {ACCOUNT}/{LOCATION}") and "\n" not in message, message
+
+    run()
