@@ -370,6 +370,24 @@ def test_google_timestamps_at_the_ends_of_the_calendar_are_one_line(tmp_path, st
         import_files(tmp_path, [write(tmp_path / "g.json", json.dumps(doc))], PROFILE)
 
 
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"reviewId": 12345}, "reviewId is an integer, not a string"),
+        ({"comment": ["Great", "visit"]}, "comment is a list, not a string"),
+        ({"reviewer": "Ann"}, "reviewer is a string, not an object"),
+        ({"starRating": 5}, "starRating is an integer, not a string"),
+        ({"createTime": None}, "createTime is missing"),
+    ],
+)
+def test_a_google_field_of_the_wrong_type_is_one_line(tmp_path, change, message):
+    doc = json.loads((FIXTURES / "google-api.json").read_text("utf-8"))
+    doc["reviews"][1].update(change)
+    with pytest.raises(InputError) as caught:
+        import_files(tmp_path, [write(tmp_path / "g.json", json.dumps(doc))], PROFILE)
+    assert str(caught.value) == f"{tmp_path / 'g.json'}: reviews[1]: not a Google review: {message}"
+
+
 def test_a_fifo_and_a_device_are_refused_without_reading(tmp_path):
     fifo = tmp_path / "x.csv"
     os.mkfifo(fifo)
