@@ -335,7 +335,7 @@ def parse_csv(text: str, ctx: Context) -> Iterator[Imported | Skipped]:
             ctx,
             "line 1",
             f"the header lacks {', '.join(missing)} (needs {', '.join(CSV_REQUIRED)} or a synonym: "
-            "see docs/data-format.md#importing-reviews)",
+            "see docs/analysis.md#reviewsd-import)",
         )
     trustpilot = bool(TRUSTPILOT_CSV_COLUMNS & {_header_key(name) for name in header})
     default_source = "trustpilot" if trustpilot else CSV_DEFAULT_SOURCE
@@ -439,9 +439,10 @@ def _csv_review(
     else:
         # No id: the review is its author, day and words, whatever file or source column it came in.
         rid = review_id("csv", f"{folded(author)}\x1f{date}\x1f{folded(text)}")
-        former = (review_id(source, f"{author}\x1f{date}"),)  # reviewsd 1.x: author and day only
+        former = (review_id(source, f"{author}\x1f{date}"),)  # earlier versions: author and day only
     reply_date = (row.get("reply_date") or "").strip()
     updated = (row.get("updated") or "").strip()
+    updated = _csv_updated(updated, ctx) if updated else ""
     review = make_review(
         rid=rid,
         author=display_author(author, ctx.author_style),
@@ -453,10 +454,10 @@ def _csv_review(
         reply=row.get("reply"),
         reply_date=_csv_date(reply_date, "reply_date", ctx) if reply_date else None,
         verified=_csv_verified(row.get("verified") or ""),
-        updated_at=_csv_updated(updated, ctx)[:19] + "Z" if updated else None,
+        updated_at=updated[:19] + "Z" if updated else None,
         warnings=warnings,
     )
-    return Imported(review, _csv_updated(updated, ctx) if updated else "", where, frozenset(unknown), former)
+    return Imported(review, updated, where, frozenset(unknown), former)
 
 
 def _csv_updated(value: str, ctx: Context) -> str:
