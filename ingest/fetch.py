@@ -87,7 +87,10 @@ class Http:
         """The parsed JSON answer of a 2xx; FetchError for a 4xx, or when the retries ran out."""
         waited, backoff = 0.0, self.first_backoff
         while True:
-            status, reply_headers, content, problem = self._once(method, url, headers, body)
+            try:
+                status, reply_headers, content, problem = self._once(method, url, headers, body)
+            except FetchError as error:  # an answer over the size cap
+                raise FetchError(f"{what}: {error}") from None
             if status is not None and 200 <= status < 300:
                 try:
                     return json.loads(content)
