@@ -339,3 +339,13 @@ def test_any_answer_is_merged_or_a_one_line_refusal_naming_the_source(tmp_path_f
             assert message.startswith(f"google {ACCOUNT}/{LOCATION}") and "\n" not in message, message
 
     run()
+
+
+def test_an_answer_over_the_cap_is_refused_naming_the_source(tmp_path, api, monkeypatch):
+    from reviewsd_app.ingest import fetch
+
+    monkeypatch.setattr(fetch, "MAX_RESPONSE_BYTES", 2000)
+    data = data_dir(tmp_path)
+    with pytest.raises(SyncError, match=rf"^google {ACCOUNT}/{LOCATION}: an answer over 2,000 bytes$"):
+        sync_dir(data, load_profile(data), Endpoints.from_environ(api.environ()), Http())
+    assert not (data / "reviews.json").exists()
