@@ -589,3 +589,27 @@ def test_malformed_csv_records_are_one_line_refusals(header, rows, delimiter):
 @given(data=st.binary(max_size=200))
 def test_any_bytes_are_records_or_a_one_line_refusal(data):
     _assert_one_line_or_records("x.bin", data)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(order=st.permutations(range(5)), repeat=st.lists(st.integers(0, 4), max_size=3))
+def test_import_order_and_repetition_never_change_the_reviews(tmp_path_factory, order, repeat):
+    work = tmp_path_factory.mktemp("orders")
+    csv = write(
+        work / "x.csv", "Name;Stars;Date;Review\nChris P.;5;2026-03-01;Great.\nChris P.;2;2026-03-01;Slow.\n"
+    )
+    files = [
+        FIXTURES / "google-api.json",
+        FIXTURES / "takeout",
+        FIXTURES / "trustpilot.json",
+        FIXTURES / "reviews.csv",
+        csv,
+    ]
+    once = work / "once"
+    once.mkdir()
+    import_files(once, files, PROFILE)
+    data = work / "data"
+    data.mkdir()
+    for index in [*order, *repeat]:
+        import_files(data, [files[index]], PROFILE)
+    assert reviews_in(data) == reviews_in(once)
