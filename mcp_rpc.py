@@ -39,7 +39,7 @@ from .mcpserver.protocol import (
 )
 from .mcpserver.sessions import Session
 from .mcpserver.tools import TOOLS, BusinessWords, ToolError, ToolOutput, resource_link, run_tool
-from .reviews.dataset import DataStore
+from .reviews.datastore import DataStore
 from .reviews.search import InvalidParams
 from .web.snapshot import Snapshot
 

@@ -12,11 +12,12 @@ import copy
 import re
 from typing import Any, Mapping
 
+from . import surface
 from .mcpserver.protocol import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS
 from .reviews.dataset import SCHEMAS
 from .reviews.search import DATE_SCHEMA
-from .web import responses
-from .web.payloads import GZIP_MIN_BYTES, NOT_MODIFIED_HEADERS
+from .surface import HEADERS, READ_HEADERS_DOCUMENTED
+from .web.payloads import NOT_MODIFIED_HEADERS
 
 API_VERSION = "1.0.0"
 
@@ -115,21 +116,11 @@ def _header_param(name: str, description: str = "", required: bool = False) -> d
     return {**param, "description": description} if description else param
 
 
-READ_HEADER_DOCS = {
-    "ETag": _header("Strong entity tag of this representation (a gzip response has its own)."),
-    "Last-Modified": _header("When the data was generated (`generated_at`), as an HTTP date."),
-    "Cache-Control": _header("`public, max-age=60`."),
-    "Vary": _header("`Accept-Encoding`."),
-    "Access-Control-Allow-Origin": _header("`*`: any web page may read the API."),
-    "Access-Control-Expose-Headers": _header("`ETag, Last-Modified, Link`: what a web page may read."),
-    "Content-Encoding": _header(
-        f"`gzip` when the request's Accept-Encoding allows it and the body is "
-        f"{GZIP_MIN_BYTES} bytes or more; absent otherwise."
-    ),
-}
+# The headers of surface.HEADERS, documented where they apply.
+READ_HEADER_DOCS = {header.name: _header(header.description) for header in READ_HEADERS_DOCUMENTED}
 TOPIC_HEADERS = {
     **READ_HEADER_DOCS,
-    "Link": _header('WebSub discovery: `<hub>; rel="hub", <topic>; rel="self"`.'),
+    **{header.name: _header(header.description) for header in HEADERS if header.where == "topic"},
 }
 # A search answer is made per request: no validators.
 SEARCH_HEADERS = {k: v for k, v in READ_HEADER_DOCS.items() if k not in ("ETag", "Last-Modified")}
@@ -753,8 +744,9 @@ def build_openapi(base_url: str) -> dict[str, Any]:
 
 
 def _with_common_headers(document: dict[str, Any]) -> dict[str, Any]:
-    """The document with web/responses.py's COMMON_HEADERS documented on every response."""
-    if not responses.COMMON_HEADERS:
+    """The document with the headers of every response (surface.HEADERS, where="every") on each."""
+    every = [header for header in surface.HEADERS if header.where == "every"]
+    if not every:
         return document
     answers = [*document["components"]["responses"].values()]
     for path_item in document["paths"].values():
@@ -762,7 +754,9 @@ def _with_common_headers(document: dict[str, Any]) -> dict[str, Any]:
             answers += operation["responses"].values()
     for answer in answers:
         if "$ref" not in answer:
-            headers = answer.setdefault("headers", {})
-            for header in responses.COMMON_HEADERS:
-                headers[header.name] = _header(header.description)
+            # A new dict: answers share the module's header dicts, which must stay as they are.
+            answer["headers"] = {
+                **answer.get("headers", {}),
+                **{header.name: _header(header.description) for header in every},
+            }
     return document

@@ -58,16 +58,18 @@ from .config import (
 )
 from .httpserver import server
 from .httpserver.connection import BUFFERS_KEY
+from .httpserver.options import ServerOptions
 from .httpserver.service import hup_before_serving
 from .hub import Hub, start_hub
 from .ingest.detect import import_hint
 from .logs import configure_logging
 from .mcp_rpc import McpServer
-from .mcpserver.card import AI_CATALOG_PATH, SERVER_CARD_PATHS, discovery_documents
+from .mcpserver.card import discovery_documents
 from .mcpserver.transport import McpEndpoint
 from .openapi import build_openapi
 from .pages import PAGE_HEADERS, ReviewsPage, WidgetOptionsError, parse_widget_options, render_reviews
-from .reviews.dataset import DataError, DataStore, check_data_dir, encode_json
+from .reviews.dataset import DataError, check_data_dir, encode_json
+from .reviews.datastore import DataStore
 from .reviews.search import (
     SINCE_PARAMS_VALIDATOR,
     InvalidParams,
@@ -78,35 +80,23 @@ from .reviews.search import (
     validate_date,
     validate_since_args,
 )
-from .web.feeds import HUB_PATH, OPENAPI_PATH
-from .web.payloads import (
+from .surface import (
+    CORS_MAX_AGE,
+    CORS_REQUEST_HEADERS,
+    CORS_RESPONSE_HEADERS,
     GZIP_MIN_BYTES,
-    JSON,
     READ_HEADERS,
-    accepts_gzip,
-    answer,
-    error_document,
-    make_payload,
+    REVIEWS_JSON,
+    ROUTES,
+    SEARCH,
+    SINCE_PREFIX,
+    review_id_of_page,
 )
+from .web.payloads import JSON, Payload, accepts_gzip, answer, error_document, make_payload
 from .web.responses import Body, Triple, error_code, status_line, with_common_headers
 from .web.snapshot import Snapshot, build_snapshot, pages_document
 
 log = logging.getLogger("reviewsd")
-
-SEARCH_PATH = "/api/reviews/search"
-REVIEW_PAGES = "/reviews/"  # + a review id: its page
-
-
-def is_review_page(path: str) -> bool:
-    """/reviews/{id} as its route matches it: an id of one or more characters, no slash."""
-    return (
-        path.startswith(REVIEW_PAGES)
-        and len(path) > len(REVIEW_PAGES)
-        and "/" not in path[len(REVIEW_PAGES) :]
-    )
-
-
-SINCE_PREFIX = "/api/reviews/since/"
 
 
 def json_error(
@@ -138,27 +128,6 @@ def common_headers_added(start_response: Callable) -> Callable:
     return start
 
 
-GET = ["GET"]  # werkzeug adds HEAD
-# What a browser may send: the conditional headers, and every header the MCP revisions we speak define
-# (2025-03-26: Mcp-Session-Id, Last-Event-ID; 2025-06-18: MCP-Protocol-Version; 2026-07-28: Mcp-Method,
-# Mcp-Name); Accept and Content-Type with values outside CORS's safelist, Authorization for clients that
-# always send one.
-CORS_REQUEST_HEADERS = (
-    "Accept",
-    "Authorization",
-    "Content-Type",
-    "If-Modified-Since",
-    "If-None-Match",
-    "Last-Event-ID",
-    "MCP-Protocol-Version",
-    "Mcp-Method",
-    "Mcp-Name",
-    "Mcp-Session-Id",
-)
-# What a browser client must read: validators, WebSub discovery, the 2025 session id, the hub's back-off.
-CORS_RESPONSE_HEADERS = ("ETag", "Last-Modified", "Link", "Mcp-Session-Id", "Retry-After")
-
-
 class AnySegmentsConverter(BaseConverter):
     """Everything after the prefix, newlines and slashes included, so that a bad date is a 400, not a 404."""
 
@@ -169,32 +138,18 @@ class AnySegmentsConverter(BaseConverter):
 class ReviewsApp:
     """The WSGI application: routes, handlers and the one place errors become responses."""
 
+    # Every route of surface.ROUTES; "attached" ones reach on_attached with the part's name.
     url_map = Map(
         [
-            *(
-                Rule(path, endpoint="payload", methods=GET)
-                for path in (
-                    "/reviews.json",
-                    "/insights.json",
-                    "/api/feed.json",
-                    "/feed.xml",
-                    OPENAPI_PATH,
-                    *SERVER_CARD_PATHS,
-                    AI_CATALOG_PATH,
-                )
-            ),
-            Rule(SEARCH_PATH, endpoint="search", methods=GET),
-            Rule(SINCE_PREFIX + "<anything:date>", endpoint="since", methods=GET),
-            Rule("/api/reviews/<review_id>", endpoint="review", methods=GET),
-            Rule("/healthz", endpoint="healthz", methods=GET),
-            # pages for people (pages/)
-            Rule("/", endpoint="payload", methods=GET),
-            Rule("/reviews", endpoint="reviews_page", methods=GET),
-            Rule(REVIEW_PAGES + "<review_id>", endpoint="review_page", methods=GET),
-            Rule("/widget", endpoint="widget", methods=GET),
-            # the parts create_app hands the app (mcp_rpc.py, hub.py)
-            Rule("/mcp", endpoint="attached", defaults={"part": "mcp"}, methods=["POST", "DELETE"]),
-            Rule(HUB_PATH, endpoint="attached", defaults={"part": "hub"}, methods=["POST"]),
+            Rule(route.rule, endpoint=route.endpoint, methods=list(route.methods))
+            if route.kind != "attached"
+            else Rule(
+                route.rule,
+                endpoint="attached",
+                defaults={"part": route.endpoint},
+                methods=list(route.methods),
+            )
+            for route in ROUTES
         ],
         merge_slashes=False,
         strict_slashes=False,
@@ -232,13 +187,13 @@ class ReviewsApp:
             # The precomputed payloads, search and review pages, the busiest routes, skip routing: it
             # is most of their cost (a review page: 12 against 2 us in-process). Their rules stay in
             # url_map for OPTIONS, 405 and the route listing.
-            payload = self.store.current.payloads.get(path) if reading else None
+            payload = self.payload(path) if reading else None
             if payload is not None:
                 status, headers, body = answer(environ, payload)
-            elif reading and path == SEARCH_PATH:
+            elif reading and path == SEARCH:
                 status, headers, body = self.on_search(environ)
-            elif reading and is_review_page(path):
-                status, headers, body = self.on_review_page(environ, path[len(REVIEW_PAGES) :])
+            elif reading and (review_id := review_id_of_page(path)) is not None:
+                status, headers, body = self.on_review_page(environ, review_id)
             elif reading and path.startswith(SINCE_PREFIX):  # the rule's converter takes all that follows
                 status, headers, body = self.on_since(environ, path[len(SINCE_PREFIX) :])
             else:
@@ -247,6 +202,8 @@ class ReviewsApp:
                     status, headers, body = self.preflight(adapter.allowed_methods())
                 else:
                     endpoint, args = adapter.match()
+                    if endpoint == "payload":  # the fast path above answers every path of a payload
+                        raise NotFound()
                     result = getattr(self, f"on_{endpoint}")(environ, **args)
                     if isinstance(result, Response):
                         return result(environ, common_headers_added(start_response))
@@ -291,17 +248,19 @@ class ReviewsApp:
             ("Access-Control-Allow-Origin", "*"),
             ("Access-Control-Allow-Methods", methods),
             ("Access-Control-Allow-Headers", ", ".join(CORS_REQUEST_HEADERS)),
-            ("Access-Control-Expose-Headers", ", ".join(CORS_RESPONSE_HEADERS)),
-            ("Access-Control-Max-Age", "86400"),
+            ("Access-Control-Expose-Headers", CORS_RESPONSE_HEADERS),
+            ("Access-Control-Max-Age", CORS_MAX_AGE),
         ]
         return "204 No Content", headers, b""  # no Content-Length on a 204 (RFC 9110 8.6)
 
-    def on_payload(self, environ: Mapping[str, Any]) -> Triple:
-        """The routed twin of the fast path in __call__: a trailing slash (strict_slashes=False)."""
-        payload = self.store.current.payloads.get(environ["PATH_INFO"].rstrip("/") or "/")
-        if payload is None:
-            raise NotFound()
-        return answer(environ, payload)
+    def payload(self, path: str) -> Payload | None:
+        """The precomputed payload of a path as the routes take it: with one trailing slash too
+        (strict_slashes=False), and an empty path (a WSGI server's root) as /."""
+        payloads = self.store.current.payloads
+        found = payloads.get(path or "/")
+        if found is None and path.endswith("/") and len(path) > 1 and not path.endswith("//"):
+            found = payloads.get(path[:-1])
+        return found
 
     def on_search(self, environ: Mapping[str, Any]) -> Triple:
         dataset = self.store.current.dataset
@@ -358,7 +317,7 @@ class ReviewsApp:
         return answer(
             environ,
             make_payload(
-                snapshot.dataset.review_json(position), JSON, snapshot.payloads["/reviews.json"].last_modified
+                snapshot.dataset.review_json(position), JSON, snapshot.payloads[REVIEWS_JSON].last_modified
             ),
         )
 
@@ -581,17 +540,7 @@ def serve_main(argv: Sequence[str]) -> int:
     count = len(app.store.current.dataset.reviews)  # not the dataset itself: a reload must be able to free it
     return server.run(
         app,
-        host=config.host,
-        port=config.port,
-        threads=config.threads,
-        max_body=config.max_body,
-        send_buffer=config.send_buffer,
-        body_timeout=config.body_timeout,
-        max_connections=config.max_connections,
-        max_connections_per_client=config.max_connections_per_client,
-        output_budget=config.output_budget,
-        client_prefix_v6=config.client_prefix_v6,
-        trusted_proxies=app.trusted_proxies,
+        ServerOptions.from_config(config),
         on_reload=lambda: app.store.reload(force=True),
         on_stop=on_stop,
         on_ready=app.compress_late,

@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
-from ..reviews.profile import Profile
-from ..reviews.schemas import schema_errors
+from ..authoring.profile import Profile
+from ..authoring.schemas import schema_errors
 from .run import MODEL, build_insights
 
 DERIVED_MODEL = f"{MODEL}; derived at load from reviews.json alone (no business.toml): run `reviewsd analyze`"

@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
 
-from ..reviews.profile import Profile
+from ..authoring.profile import Profile
 from .text import Folded, fold
 
 HONORIFICS = frozenset({"dr", "dra", "doctor", "doc", "mr", "mrs", "ms", "miss", "prof"})

@@ -6,15 +6,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..reviews.problems import INSIGHTS_FILE, REVIEWS_FILE
-from ..reviews.profile import Profile
-from ..reviews.schemas import schema_errors
-from ..reviews.store import (
+from ..authoring.files import (
     dumps,
     read_json,
     utc_timestamp,
     write_atomically,
 )
+from ..authoring.profile import Profile
+from ..authoring.schemas import schema_errors
+from ..reviews.problems import INSIGHTS_FILE, REVIEWS_FILE
 from . import aggregate, compose
 from .lexicon import Scorer
 from .matcher import Matcher, labels_by_group

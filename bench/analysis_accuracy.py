@@ -25,8 +25,8 @@ from reviewsd_app.analysis.lexicon import label
 from reviewsd_app.analysis.matcher import Matcher
 from reviewsd_app.analysis.run import analyse_reviews
 from reviewsd_app.analysis.text import fold_sentence, split_sentences
-from reviewsd_app.reviews.presets import render_preset
-from reviewsd_app.reviews.profile import Profile, parse_profile
+from reviewsd_app.authoring.presets import render_preset
+from reviewsd_app.authoring.profile import Profile, parse_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 

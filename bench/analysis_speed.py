@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 from reviewsd_app.analysis.run import analyze_dir
+from reviewsd_app.authoring.files import read_json
+from reviewsd_app.authoring.presets import render_preset, write_starter
+from reviewsd_app.authoring.profile import load_profile, parse_profile
 from reviewsd_app.ingest.run import import_files
-from reviewsd_app.reviews.presets import render_preset, write_starter
-from reviewsd_app.reviews.profile import load_profile, parse_profile
-from reviewsd_app.reviews.store import read_json
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,7 +2,7 @@
 
     /tmp/venv/bin/python bench/hub_fanout.py [--subscribers 1000] [--delay 0.1] [--workers 32]
 
-Starts, on 127.0.0.1, one threaded HTTPS callback server (tests/https_subscriber.py,
+Starts, on 127.0.0.1, one threaded HTTPS callback server (tests/support/https_subscriber.py,
 certificate from trustme) and the real server (`reviewsd.py`, with
 --allow-private-callbacks --ca-file and raised caps), subscribes N distinct
 callback URLs to /feed.xml, waits until all are verified, changes the data
@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers
 
 import trustme  # noqa: E402
 from compare_support.procs import Processes, start_reviewsd  # noqa: E402
-from factories import Spec, make_docs, write_docs  # noqa: E402
-from https_subscriber import HTTPSSubscriber  # noqa: E402
+from support.factories import Spec, make_docs, write_docs  # noqa: E402
+from support.https_subscriber import HTTPSSubscriber  # noqa: E402
 
 BASE = "https://reviews.example.com"
 TOPIC = BASE + "/feed.xml"

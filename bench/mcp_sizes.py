@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from support.mcp import call  # noqa: E402
 from test_mcp_fit import app_for, largest_calls, session_of  # noqa: E402
-from test_mcp_rpc import call  # noqa: E402
 
 
 def main() -> None:

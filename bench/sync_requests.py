@@ -2,9 +2,9 @@
 
     python bench/sync_requests.py [--reviews 5000] [--new 5]
 
-The stand-in for Google's API (tests/platform_api.py) on 127.0.0.1 holds that many reviews; the first sync
-reads them all (pages of 50), then NEW reviews arrive and one is edited, and a second sync reads what
-changed. Prints figures; asserts nothing.
+The stand-in for Google's API (tests/support/platform_api.py) on 127.0.0.1 holds that many reviews; the
+first sync reads them all (pages of 50), then NEW reviews arrive and one is edited, and a second sync
+reads what changed. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from platform_api import (  # noqa: E402
+from support.platform_api import (  # noqa: E402
     ACCOUNT,
     CLIENT,
     LOCATION,
@@ -30,10 +30,10 @@ from platform_api import (  # noqa: E402
     stamp,
 )
 
+from reviewsd_app.authoring.presets import render_preset  # noqa: E402
+from reviewsd_app.authoring.profile import load_profile  # noqa: E402
 from reviewsd_app.ingest.fetch import Http  # noqa: E402
 from reviewsd_app.ingest.sync import Endpoints, sync_dir  # noqa: E402
-from reviewsd_app.reviews.presets import render_preset  # noqa: E402
-from reviewsd_app.reviews.profile import load_profile  # noqa: E402
 
 
 def main() -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 
 from ..analysis.matcher import GROUP_SOURCES
+from ..authoring.profile import PROFILE_FILE, Profile, ProfileError, load_profile
 from ..reviews.problems import INSIGHTS_FILE, REVIEWS_FILE, Problem
-from ..reviews.profile import PROFILE_FILE, Profile, ProfileError, load_profile
 
 
 def profile_problems(data_dir: Path) -> list[Problem]:

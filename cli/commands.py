@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..authoring.presets import PRESETS, write_starter
+from ..authoring.profile import ProfileError, load_profile
+from ..authoring.writelock import LockedError, data_dir_lock
 from ..config import Config, env_value
-from ..reviews.presets import PRESETS, write_starter
-from ..reviews.profile import ProfileError, load_profile
-from ..reviews.writelock import LockedError, data_dir_lock
 
 DATA_DIR_ENV = "REVIEWSD_DATA_DIR"
 

@@ -19,12 +19,13 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..config import Network, client_group, is_trusted
+from ..config import client_group, is_trusted
 from . import service
 from .connection import Connection, server_environ
+from .options import ServerOptions
 from .parser import HTTPError, Request
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
@@ -106,47 +107,31 @@ class Server:
     next_request_wait_ms = 3  # see Connection._await_next
 
     def __init__(
-        self,
-        app: WSGIApp,
-        host: str = "127.0.0.1",
-        port: int = 8080,
-        *,
-        sock: socket.socket | None = None,
-        threads: int = 8,
-        backlog: int = 1024,
-        socket_timeout: float = 30.0,
-        keepalive_timeout: float = 15.0,
-        header_timeout: float = 10.0,
-        body_timeout: float = 30.0,
-        max_body: int = 1 << 20,
-        max_connections: int = 1000,
-        max_connections_per_client: int = 100,
-        trusted_proxies: Sequence[Network] = (),
-        send_buffer: int = 0,
-        output_budget: int = 0,
-        client_prefix_v6: int = 64,
+        self, app: WSGIApp, options: ServerOptions = ServerOptions(), *, sock: socket.socket | None = None
     ) -> None:
+        """Listen on options' host and port, or on `sock` (a listening socket: socket activation, port 0)."""
         self.app = app
-        self.socket = sock if sock is not None else _listen(host, port, backlog)
+        self.options = options
+        self.socket = sock if sock is not None else _listen(options.host, options.port, options.backlog)
         self.socket.setblocking(False)
-        if send_buffer:
-            _set_send_buffer(self.socket, send_buffer)
+        if options.send_buffer:
+            _set_send_buffer(self.socket, options.send_buffer)
         self.server_address = self.socket.getsockname()
-        self.threads = threads
-        self.socket_timeout = socket_timeout
-        self.keepalive_timeout = keepalive_timeout
-        self.header_timeout = header_timeout
-        self.body_timeout = body_timeout
-        self.max_body = max_body
+        self.threads = options.threads
+        self.socket_timeout = options.socket_timeout
+        self.keepalive_timeout = options.keepalive_timeout
+        self.header_timeout = options.header_timeout
+        self.body_timeout = options.body_timeout
+        self.max_body = options.max_body
         # Bytes of responses made per request that clients have yet to read; past the budget, complete
         # requests wait (parked) until it drains. Views of shared bodies do not count. 0: no budget.
-        self.output_budget = output_budget
+        self.output_budget = options.output_budget
         self.buffered_output = 0
         self._parked: collections.deque[tuple[Connection, Request]] = collections.deque()
-        self.max_connections = max_connections
-        self.max_per_client = max_connections_per_client
-        self._trusted = tuple(trusted_proxies)
-        self.client_prefix_v6 = client_prefix_v6
+        self.max_connections = options.max_connections
+        self.max_per_client = options.max_connections_per_client
+        self._trusted = tuple(options.trusted_proxies)
+        self.client_prefix_v6 = options.client_prefix_v6
         # open connections by client_group (an IPv4 address, an IPv6 network)
         self._per_client: collections.Counter[str] = collections.Counter()
         self._log_refusal = OncePer(REFUSAL_LOG_INTERVAL)
@@ -176,7 +161,7 @@ class Server:
         self._heartbeat = self._progress = time.monotonic()
         self._hard_stop = False
         self._waiting = 0
-        self._max_waiting = max(1, threads // 2)
+        self._max_waiting = max(1, options.threads // 2)
         self.environ = server_environ(
             self.server_address
         )  # the part of the WSGI environ every request shares
@@ -604,29 +589,28 @@ class Server:
 
 
 def make_server(app: WSGIApp, host: str = "127.0.0.1", port: int = 0, **options: Any) -> Server:
-    """A Server already serving in a background thread (server.server_address, server.shutdown(grace))."""
-    return Server(app, host, port, **options).start()
+    """A Server already serving in a background thread (server.server_address, server.shutdown(grace));
+    `options` are ServerOptions'."""
+    return Server(app, ServerOptions(host=host, port=port, **options)).start()
 
 
 def run(
     app: WSGIApp,
+    options: ServerOptions | None = None,
     *,
-    host: str = "127.0.0.1",
-    port: int = 8080,
-    shutdown_grace: float = 10.0,
     on_reload: Callable[[], Any] | None = None,
     on_stop: Callable[[], Any] | None = None,
     on_ready: Callable[[], Any] | None = None,
     ready_status: str = "",
     sock: socket.socket | None = None,
     reload_pending: threading.Event | None = None,
-    **options: Any,
+    **changes: Any,
 ) -> int:
     """Serve `app` as a systemd service until SIGTERM/SIGINT (graceful), reloading on SIGHUP; the exit code.
 
     Call it from the main thread (signal handling).  `sock` is a listening socket
     from `listen()` (so the caller can learn the port first); without it, run()
-    takes the socket-activated one or binds host:port.  `options` are Server's.
+    takes the socket-activated one or binds options' host:port; `changes` replace some of `options`.
     `on_ready` runs once on this thread right after READY=1: work that serving need
     not wait for.  `reload_pending`, set by the caller's own SIGHUP handler before
     this took over, reloads after it.  0 after a clean stop; 130 after SIGINT
@@ -635,11 +619,12 @@ def run(
     logging.basicConfig(
         level=logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )  # to stderr, for journald
+    options = (options or ServerOptions()).replaced(**changes)
     try:
         activated = service.activated_socket() if sock is None else None
-        server = Server(app, host, port, sock=sock or activated, **options)
+        server = Server(app, options, sock=sock or activated)
     except OSError as e:
-        log.error("cannot listen on %s:%s: %s", host, port, e)
+        log.error("cannot listen on %s:%s: %s", options.host, options.port, e)
         return 1
     with service.signal_socket((signal.SIGHUP, signal.SIGTERM, signal.SIGINT)) as signals:
         server.start()
@@ -664,7 +649,7 @@ def run(
                         service.reload(on_reload)
                     elif signum in (signal.SIGTERM, signal.SIGINT):
                         failed = service.stop(
-                            server.shutdown, shutdown_grace, on_stop, signal.Signals(signum).name
+                            server.shutdown, options.shutdown_grace, on_stop, signal.Signals(signum).name
                         )
                         return failed or (
                             130 if signum == signal.SIGINT else 0

@@ -9,16 +9,16 @@ from typing import Any
 
 import orjson
 
-from ..reviews.dataset import DEFAULT_MAX_FILE_BYTES
-from ..reviews.problems import REVIEWS_FILE
-from ..reviews.profile import Profile
-from ..reviews.schemas import schema_errors
-from ..reviews.store import (
+from ..authoring.files import (
     dumps,
     read_json,
     utc_timestamp,
     write_atomically,
 )
+from ..authoring.profile import Profile
+from ..authoring.schemas import schema_errors
+from ..reviews.files import DEFAULT_MAX_FILE_BYTES
+from ..reviews.problems import REVIEWS_FILE
 from . import detect, formats
 from .merge import MergeResult, aggregate_rating, merge
 from .records import Imported, InputError, Skipped

@@ -16,8 +16,8 @@ from urllib.parse import quote, urlencode
 
 import orjson
 
-from ..reviews.profile import Profile
-from ..reviews.store import dumps, read_json, write_atomically
+from ..authoring.files import dumps, read_json, write_atomically
+from ..authoring.profile import Profile
 from .fetch import FetchError, Http, checked_endpoint
 from .merge import MergeResult
 from .records import Imported, InputError, Skipped, utc_text

@@ -13,25 +13,24 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from ..reviews.dataset import Dataset, encode_json
-from ..web.feeds import OPENAPI_PATH
+from ..surface import AI_CATALOG, INSIGHTS_JSON, MCP, OPENAPI, REVIEWS_JSON, SERVER_CARDS
 from ..web.payloads import JSON
 from ..web.snapshot import Document
 from . import prompts
 from .protocol import MODERN_CAPABILITIES, MODERN_VERSION, SERVER_INFO, SUPPORTED_VERSIONS, encode_message
 from .tools import TOOLS, BusinessWords
 
-SERVER_CARD_PATHS = ("/mcp/server-card", "/.well-known/mcp/server-card")
-AI_CATALOG_PATH = "/.well-known/ai-catalog.json"
+SERVER_CARD_PATHS, AI_CATALOG_PATH = SERVER_CARDS, AI_CATALOG  # the names callers used before surface.py
 SERVER_CARD = "application/mcp-server-card+json"
 SERVER_CARD_SCHEMA = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
 # The MCP resources: path under the public base URL -> (name, title, description).
 RESOURCES = {
-    "/reviews.json": (
+    REVIEWS_JSON: (
         "reviews.json",
         "Reviews dataset",
         "The business, its aggregate rating and every verified review, newest first.",
     ),
-    "/insights.json": (
+    INSIGHTS_JSON: (
         "insights.json",
         "Insights dataset",
         "Aspect-based sentiment, technicians, services, topics, monthly trend, per-review "
@@ -128,7 +127,7 @@ def server_card(business: Mapping[str, Any], base_url: str) -> dict[str, Any]:
         "remotes": [
             {
                 "type": "streamable-http",
-                "url": base_url + "/mcp",
+                "url": base_url + MCP,
                 "supportedProtocolVersions": list(SUPPORTED_VERSIONS),
             }
         ],
@@ -161,7 +160,7 @@ def discovery_documents(dataset: Dataset, base_url: str) -> dict[str, Document]:
     """The MCP server card at both its paths, and the AI Catalog listing it: what discovery reads (every
     snapshot serves them: they name the business)."""
     card = encode_json(server_card(dataset.business, base_url))
-    catalog = encode_json(ai_catalog(dataset.business, base_url, base_url + OPENAPI_PATH))
+    catalog = encode_json(ai_catalog(dataset.business, base_url, base_url + OPENAPI))
     return {
         **{path: Document(card, SERVER_CARD) for path in SERVER_CARD_PATHS},
         AI_CATALOG_PATH: Document(catalog, JSON),

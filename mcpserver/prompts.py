@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 from ..reviews.dataset import Dataset, fold_name, folded_names
 from ..reviews.search import InvalidParams, run_search, search_result_json, validate_date
+from ..surface import REVIEW_PREFIX
 from .protocol import encode_message, encoded
 from .tools import BusinessWords, ToolError, run_tool
 
@@ -24,7 +25,7 @@ MAX_COMPLETIONS = 100  # the spec's cap on `values`
 DIGEST_DAYS = 30
 DIGEST_REVIEWS = 100
 LOW_RATING = 3  # reply drafts are offered for unanswered reviews of at most this many stars
-REVIEW_PATH = "/api/reviews/"
+REVIEW_PATH = REVIEW_PREFIX  # + a review id: the review resource (GET /api/reviews/{id})
 
 
 @dataclass(frozen=True)

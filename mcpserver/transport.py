@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header, parse_options_header
 
+from .. import surface
 from ..config import Config, client_group
 from ..web.request_rules import BodyCut, BodyTooLarge, is_utf8_charset, origin, read_body
 from ..web.responses import Triple, status_line
@@ -378,11 +379,7 @@ def check_accept(value: str) -> None:
         )
 
 
-MCP_HEADERS = [
-    ("Cache-Control", "no-store"),
-    ("Access-Control-Allow-Origin", "*"),
-    ("Access-Control-Expose-Headers", "Mcp-Session-Id"),
-]
+MCP_HEADERS = list(surface.MCP_HEADERS)
 
 
 # Plain WSGI answers, not werkzeug Responses: an MCP call is small, and building and

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..reviews.search import FILTERS
+
 _ANY = ("", "Any")
 
 
@@ -19,40 +21,54 @@ class FieldSpec:
     attrs: Mapping[str, str] = field(default_factory=dict)  # extra input attributes: min, max, maxlength, ...
 
 
-# The search parameters of schemas/search-params.schema.json, in the order the form shows them.
-SEARCH_FIELDS: tuple[FieldSpec, ...] = (
-    FieldSpec("query", "Words in the review", "search", attrs={"maxlength": "200"}),
-    FieldSpec(
-        "rating",
-        "Stars",
-        "select",
-        (_ANY, *((str(n), f"{n} stars" if n > 1 else "1 star") for n in range(5, 0, -1))),
-    ),
-    FieldSpec(
-        "min_rating", "At least", "select", (_ANY, *((str(n), f"{n} stars or more") for n in range(4, 1, -1)))
-    ),
-    FieldSpec("since", "From", "date"),
-    FieldSpec("until", "To", "date"),
-    FieldSpec("mentions_technician", "Practitioner", "text", attrs={"maxlength": "200"}),
-    FieldSpec("mentions_service", "Service", "text", attrs={"maxlength": "200"}),
-    FieldSpec(
-        "sort",
-        "Order",
-        "select",
-        (
-            ("newest", "Newest first"),
-            ("oldest", "Oldest first"),
-            ("highest", "Highest rated"),
-            ("lowest", "Lowest rated"),
-        ),
-    ),
-    FieldSpec("source", "Published on", "text", attrs={"maxlength": "40"}),
-    FieldSpec(
-        "has_text", "Written review", "select", (_ANY, ("true", "With text"), ("false", "Rating only"))
-    ),
-    FieldSpec("has_reply", "Owner reply", "select", (_ANY, ("true", "Replied"), ("false", "Not replied"))),
-    FieldSpec("limit", "Per page", "number", attrs={"min": "1", "max": "100", "placeholder": "20"}),
+# The form's order: the filters it names here first, then any other (a new filter needs only its row in
+# reviews/search.FILTERS), then the page size. Sort sits among the filters, where people look for it.
+_FORM_ORDER = (
+    "query",
+    "rating",
+    "min_rating",
+    "since",
+    "until",
+    "mentions_technician",
+    "mentions_service",
+    "sort",
+    "source",
+    "has_text",
+    "has_reply",
 )
+_SORT = FieldSpec(
+    "sort",
+    "Order",
+    "select",
+    (
+        ("newest", "Newest first"),
+        ("oldest", "Oldest first"),
+        ("highest", "Highest rated"),
+        ("lowest", "Lowest rated"),
+    ),
+)
+_LIMIT = FieldSpec("limit", "Per page", "number", attrs={"min": "1", "max": "100", "placeholder": "20"})
+
+
+def _search_fields() -> tuple[FieldSpec, ...]:
+    """The form's controls: one per search filter (label and widget from the filters' table), sort, limit."""
+    controls = {
+        row.name: FieldSpec(
+            row.name,
+            row.label,
+            row.widget,
+            (_ANY, *row.choices) if row.widget == "select" else (),
+            dict(row.attrs),
+        )
+        for row in FILTERS
+    }
+    controls["sort"] = _SORT
+    ordered = [controls.pop(name) for name in _FORM_ORDER]
+    return (*ordered, *controls.values(), _LIMIT)
+
+
+# The search parameters of schemas/search-params.schema.json but cursor, in the order the form shows them.
+SEARCH_FIELDS: tuple[FieldSpec, ...] = _search_fields()
 # `cursor` is no field: the next-page link carries it, and submitting the form starts again at page one.
 
 

@@ -11,11 +11,12 @@ import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 import jinja2
 from markupsafe import Markup
 
+from .. import surface
 from . import charts
 from .forms import SEARCH_FIELDS, FieldSpec, WidgetOptions
 from .policy import STYLESHEET, TEMPLATES
@@ -66,9 +67,7 @@ class ReviewsPage:
     fields: Sequence[FieldSpec] = SEARCH_FIELDS
 
 
-def review_path(review_id: str) -> str:
-    """The permalink path of a review, for the feeds' item urls and every link to one review."""
-    return "/reviews/" + quote(review_id, safe="")
+review_path = surface.review_page_path  # every link to one review's page (its permalink)
 
 
 def render_home(reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any], site: Site) -> bytes:
@@ -84,9 +83,9 @@ def render_home(reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
         f"{business['name']}, {business['category']} in {business['address']['locality']}.",
         canonical=site.url("/"),
         alternates=[
-            ("application/json", site.url("/insights.json"), "Review insights (JSON)"),
-            ("application/atom+xml", site.url("/feed.xml"), "Newest reviews (Atom)"),
-            ("application/feed+json", site.url("/api/feed.json"), "Newest reviews (JSON Feed)"),
+            ("application/json", site.url(surface.INSIGHTS_JSON), "Review insights (JSON)"),
+            ("application/atom+xml", site.url(surface.ATOM_FEED), "Newest reviews (Atom)"),
+            ("application/feed+json", site.url(surface.JSON_FEED), "Newest reviews (JSON Feed)"),
         ],
         insights=insights_doc,
         hours=[
@@ -100,7 +99,7 @@ def render_home(reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
         chart_trend=charts.monthly_trend(insights_doc["temporal"]),
         newest=newest_reviews(reviews_doc["reviews"], HOME_REVIEWS),
         json_ld=json_ld_script(local_business(business, site.url("/"))),
-        mcp_url=site.url("/mcp"),
+        mcp_url=site.url(surface.MCP),
     )
 
 
@@ -119,7 +118,7 @@ def render_reviews(reviews_doc: Mapping[str, Any], page: ReviewsPage, site: Site
         alternates=[
             (
                 "application/json",
-                site.url("/api/reviews/search" + ("?" + query if query else "")),
+                site.url(surface.SEARCH + ("?" + query if query else "")),
                 "These reviews (JSON)",
             )
         ],
@@ -140,7 +139,7 @@ def render_review(review: Mapping[str, Any], reviews_doc: Mapping[str, Any], sit
         title=f"Review by {review['author']}: {reviews_doc['business']['name']}",
         description=f"A {review['rating']}-star review of {reviews_doc['business']['name']}.",
         canonical=site.url(path),
-        alternates=[("application/json", site.url("/api" + path), "This review (JSON)")],
+        alternates=[("application/json", site.url(surface.review_path(review["id"])), "This review (JSON)")],
         review=review,
     )
 

@@ -1,2 +1,1 @@
-"""The data layer: the data files, the business profile (business.toml), their validation and atomic
-writes, the in-memory dataset and search over it."""
+"""The served data: the data files, their validation, the in-memory dataset and search over it."""

@@ -1,241 +1,57 @@
-"""Loading, validating and indexing the two data files, in sections that follow a load.
+"""The in-memory dataset: the two data files validated, encoded once and indexed.
 
 `dataset_from_files` returns an immutable `Dataset`: each file's response body encoded once, the
 reviews and per-review mentions kept as slices of those bodies, and the indexes `search.py` walks.
-`DataStore` holds the current snapshot and swaps in a new one when the files change.
+Reading and parsing the files is `files.py`'s, the schemas `validation.py`'s, and the reloading store that
+holds the current snapshot `datastore.py`'s.
 """
 
 from __future__ import annotations
 
 import bisect
-import gc
-import hashlib
 import json
-import logging
 import operator
-import os
-import stat
-import threading
-import time
 import unicodedata
 from array import array
 from collections import Counter, defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from functools import cached_property, partial
 from itertools import compress
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, NamedTuple, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence, TypeVar
 
 import jsonschema_rs
 import orjson
 
+# Names that callers import from here, as before the files and schemas had modules of their own.
+from .files import (  # noqa: F401 (re-exported)
+    DATA_FILES,
+    DEFAULT_MAX_FILE_BYTES,
+    RawFile,
+    encode_json,
+    loads_data,
+    parse_json,
+    read_data_dir,
+    read_file,
+)
 from .problems import (
     INSIGHTS_FILE,
     REVIEWS_FILE,
     DataError,
     Problem,
     cross_file_problems,  # noqa: F401 (re-exported)
-    json_path,
     review_record_problems,
     unencodable_problems,
 )
-
-log = logging.getLogger("reviewsd.data")
-
-SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"  # the package root's schemas/
-DATA_FILES = (REVIEWS_FILE, INSIGHTS_FILE)
-# The largest data file read: about 5 times the reviews.json of 100,000 reviews (50 MB). Parsing
-# takes several times a file's size in memory, so a runaway file is refused before it is read.
-DEFAULT_MAX_FILE_BYTES = 256 << 20
-
-
-# --------------------------------------------------------------------------- read and parse
-
-
-@dataclass(frozen=True)
-class RawFile:
-    name: str
-    content: bytes
-    sha256: str
-
-
-def read_file(data_dir: Path, name: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> RawFile:
-    """The file's bytes, refused (rule `size`) when over `max_bytes` before anything is read."""
-    path = Path(data_dir) / name
-    try:
-        # O_NONBLOCK: opening a FIFO waits for a writer, forever (the reload thread, then a SIGHUP's reload
-        # on the main thread, which SIGTERM then waited behind). Only a regular file is read.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with open(fd, "rb") as file:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise DataError([Problem(name, "$", "regular-file", f"{path} is {_file_kind(info.st_mode)}")])
-            os.set_blocking(fd, True)
-            size = info.st_size
-            # Over the limit by its stat, nothing is read; a file that grew since is read one byte
-            # past it, no further.
-            content = b"" if size > max_bytes else file.read(max_bytes + 1)
-    except OSError as exc:
-        raise DataError(
-            [Problem(name, "$", "readable", f"cannot read {path}: {exc.strerror or exc}")]
-        ) from None
-    size = max(size, len(content))
-    if size > max_bytes:
-        raise DataError(
-            [
-                Problem(
-                    name,
-                    "$",
-                    "size",
-                    f"{size:,} bytes is over the limit of {max_bytes:,} bytes (--max-data-file-bytes)",
-                )
-            ]
-        )
-    return RawFile(name, content, hashlib.sha256(content).hexdigest())
-
-
-def _file_kind(mode: int) -> str:
-    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
-    kinds += ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
-    return next((kind for test, kind in kinds if test(mode)), "a special file") + ", not a regular file"
-
-
-def read_data_dir(
-    data_dir: Path,
-    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    derive_insights: Callable[[bytes], bytes | None] | None = None,
-) -> tuple[RawFile, RawFile]:
-    """Both files; without insights.json, `derive_insights(reviews.json's bytes)` stands in for it if given
-    (and does not return None)."""
-    reviews = read_file(data_dir, REVIEWS_FILE, max_bytes)
-    try:
-        return reviews, read_file(data_dir, INSIGHTS_FILE, max_bytes)
-    except DataError:
-        if derive_insights is None or os.path.lexists(Path(data_dir) / INSIGHTS_FILE):
-            raise
-        content = derive_insights(reviews.content)
-        if content is None:
-            raise
-        return reviews, RawFile(INSIGHTS_FILE, content, hashlib.sha256(content).hexdigest())
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")  # json.loads accepts NaN and Infinity; JSON does not
-
-
-def loads_data(text: str | bytes) -> Any:
-    """JSON as it comes in (data files, MCP bodies); ValueError (or RecursionError) where it is not JSON."""
-    return json.loads(text, parse_constant=_refuse_constant)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for a parse, then back as it was.
-
-    A parse makes a container per JSON object and array and no cycles, which the collector would walk again
-    and again: the two files parse in 0.4 instead of 1.3 s at 100,000 reviews, 28 instead of 48 ms at 10,000.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def parse_json(raw: RawFile) -> Any:
-    """The parsed file, or DataError saying why it is not JSON.
-
-    orjson parses the bytes, where json first makes a str of the file (four bytes a character once one emoji
-    is in it): at 100,000 reviews a peak 100 MB lower, a reload's 2.4 instead of 2.8 times the steady state.
-    json, stricter only about lone surrogates and nesting, says where what orjson refuses is not JSON. orjson
-    reads an integer beyond 64 bits as the nearest float (RFC 8259, section 6); no count here nears one.
-    """
-    try:
-        with collector_paused():
-            return orjson.loads(raw.content)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return loads_data(raw.content.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DataError([Problem(raw.name, "$", "utf-8", f"not UTF-8 at byte {exc.start}")]) from None
-    except json.JSONDecodeError as exc:
-        # json's messages end "starting at" where they name a place: the place completes them.
-        reason = exc.msg if exc.msg.endswith(" at") else exc.msg + " at"
-        where = f"line {exc.lineno} column {exc.colno}"
-        raise DataError(
-            [Problem(raw.name, "$", "json", f"not valid JSON ({reason} {where}); half-written?")]
-        ) from None
-    except (
-        ValueError,
-        RecursionError,
-    ) as exc:  # NaN or Infinity, an integer of over 4,300 digits, deep nesting
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise DataError(
-            [Problem(raw.name, "$", "json", f"not valid JSON for this server ({reason})")]
-        ) from None
-
-
-# --------------------------------------------------------------------------- validate
-
-
-SCHEMA_FILES = ("reviews.schema.json", "insights.schema.json", "search-params.schema.json")
-
-
-def _load_schemas() -> dict[str, dict]:
-    schemas = {p.name: json.loads(p.read_text("utf-8")) for p in sorted(SCHEMA_DIR.glob("*.schema.json"))}
-    if missing := [name for name in SCHEMA_FILES if name not in schemas]:
-        # The modules copied without schemas/ (an install ships them: pyproject's package-data).
-        raise RuntimeError(
-            f"reviewsd's JSON Schemas are missing ({', '.join(missing)} not in {SCHEMA_DIR}): "
-            "install reviewsd with `pip install .` (or run it from its source tree) "
-            "as the README says"
-        )
-    return schemas
-
-
-SCHEMAS: Mapping[str, dict] = _load_schemas()
-REGISTRY = jsonschema_rs.Registry([(schema["$id"], schema) for schema in SCHEMAS.values()])
-
-
-def validator(schema_file: str) -> jsonschema_rs.Validator:
-    """A draft 2020-12 validator (formats checked, schemas/
-    resolvable by $id) of one of the files in schemas/."""
-    return jsonschema_rs.Draft202012Validator(SCHEMAS[schema_file], registry=REGISTRY, validate_formats=True)
-
-
-REVIEWS_VALIDATOR = validator("reviews.schema.json")
-INSIGHTS_VALIDATOR = validator("insights.schema.json")
-SEARCH_PARAMS_SCHEMA = SCHEMAS["search-params.schema.json"]
-
-
-def schema_problems(file: str, doc: Any, schema_validator: jsonschema_rs.Validator) -> list[Problem]:
-    """Every place `doc` breaks its schema (none when it is valid), ordered by place."""
-    try:
-        if schema_validator.is_valid(doc):
-            return []
-    except ValueError:  # jsonschema-rs reads at most a few hundred levels of nesting
-        return [Problem(file, "$", "schema", "nests too deeply to validate")]
-    found = [(list(e.instance_path), schema_keyword(e), e.message) for e in schema_validator.iter_errors(doc)]
-    found.sort(key=lambda error: (list(map(str, error[0])), error[1]))
-    return [
-        Problem(file, json_path(path), f"schema:{keyword}", _short(message))
-        for path, keyword, message in found
-    ]
-
-
-def schema_keyword(error: jsonschema_rs.ValidationError) -> str:
-    """The keyword an error breaks ("type", "format", ...): the last name on its schema path."""
-    return next((part for part in reversed(error.schema_path) if isinstance(part, str)), "")
-
-
-def _short(message: str) -> str:
-    return message if len(message) <= 300 else message[:299] + "…"
-
+from .validation import (  # noqa: F401 (re-exported)
+    INSIGHTS_VALIDATOR,
+    REGISTRY,
+    REVIEWS_VALIDATOR,
+    SCHEMAS,
+    SEARCH_PARAMS_SCHEMA,
+    schema_problems,
+    validator,
+)
 
 # --------------------------------------------------------------------------- cross-file rules
 #
@@ -290,17 +106,6 @@ def fold_text(text: str) -> str:
 def utf8(text: str) -> bytes:
     """UTF-8, keeping lone surrogates (JSON can carry them) as their 3-byte forms."""
     return text.encode("utf-8", "surrogatepass")
-
-
-# Built once (json.dumps builds one per call). Bodies are trees (parsed JSON, documents
-# built here), so the cycle check that costs a dict insert per container is skipped.
-# allow_nan=False: a number too large for a float (1e400 reads as inf) must not go out as Infinity.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False)
-
-
-def encode_json(value: Any) -> bytes:
-    """The one JSON encoding of every body: compact UTF-8."""
-    return _ENCODER.encode(value).encode("utf-8")
 
 
 # Reviews and per_review entries hold only strings, small integers, booleans and null (their schemas
@@ -832,145 +637,3 @@ def check_data_dir(data_dir: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
         except DataError as exc:
             problems = exc.problems
     return problems
-
-
-# --------------------------------------------------------------------------- the reloading store
-
-S = TypeVar("S")
-
-
-def file_stamp(data_dir: Path) -> list[tuple[int, int, int, int]]:
-    """What a cheap stat says about the data files; a change means "read them again"."""
-    stats = []
-    for name in DATA_FILES:
-        try:
-            st = os.stat(data_dir / name)
-            stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-        except OSError:
-            stats.append((0, -1, 0, 0))
-    return stats
-
-
-class DataStore(Generic[S]):
-    """The current snapshot of the data, swapped atomically on reload.
-
-    `build(dataset)` makes what the app serves. Readers take `store.current` once per request and use
-    only that object, so a swap never mixes two versions. Listeners are called as `listener(old, new)`
-    after each swap, on the thread that reloaded; they must not block for long.
-    """
-
-    def __init__(
-        self,
-        data_dir: Path | str,
-        build: Callable[[Dataset], S],
-        max_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        first_build: Callable[[Dataset], S] | None = None,
-        derive_insights: Callable[[bytes], bytes | None] | None = None,
-    ):
-        """Load the files now (DataError if refused); `first_build`,
-        if given, builds the first snapshot instead of
-        `build` (the server defers the first snapshot's compression until it serves)."""
-        self.data_dir = Path(data_dir)
-        self.max_bytes = max_bytes
-        self._build = build
-        self._derive_insights = derive_insights  # for a directory without insights.json (read_data_dir)
-        self._lock = threading.Lock()
-        self._listeners: list[Callable[[S, S], None]] = []
-        self._stamp = file_stamp(self.data_dir)
-        self._hashes: tuple[str, str] | None = None
-        self.current: S = self._load(first_build or build)  # not None: nothing is served yet
-        self.loaded_at = datetime.now(timezone.utc)
-        self.last_error: DataError | None = None
-        self._poller: threading.Thread | None = None
-        self._stop = threading.Event()
-
-    def _load(self, build: Callable[[Dataset], S]) -> S | None:
-        """The snapshot of the files the last stamp describes
-        (its sizes are logged); None if already served."""
-        sizes = [
-            f"{name} ({size / 1e6:.1f} MB)" if size >= 0 else f"{name} (missing)"
-            for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)
-        ]
-        log.info("loading %s from %s", " and ".join(sizes), self.data_dir, extra={"event": "load_started"})
-        raws = list(read_data_dir(self.data_dir, self.max_bytes, self._derive_insights))
-        hashes = (raws[0].sha256, raws[1].sha256)
-        if hashes == self._hashes:
-            return None
-        started = time.monotonic()
-        dataset = dataset_from_files(
-            raws.pop(0), raws.pop(0)
-        )  # taken out of `raws`: the load frees them as it goes
-        took = time.monotonic() - started
-        log.info(
-            "loaded %d reviews in %.2f s",
-            len(dataset.reviews),
-            took,
-            extra={"event": "load_done", "reviews": len(dataset.reviews), "seconds": round(took, 3)},
-        )
-        snapshot = build(dataset)
-        self._hashes = hashes
-        return snapshot
-
-    def subscribe(self, listener: Callable[[S, S], None]) -> None:
-        self._listeners.append(listener)
-
-    def reload(self, force: bool = False) -> bool:
-        """Load the files again if they changed; True when a new snapshot is served.
-
-        Refused files (unreadable, not JSON, invalid) are logged, and the previous snapshot stays. Without
-        `force`, files whose stat has not changed since the last attempt are not read again.
-        """
-        with self._lock:
-            stamp = file_stamp(self.data_dir)
-            if stamp == self._stamp and not force:
-                return False
-            self._stamp = stamp
-            try:
-                new = self._load(self._build)
-            except DataError as exc:
-                self.last_error = exc
-                log.error(
-                    "reload refused, still serving the previous data: %s",
-                    exc,
-                    extra={"event": "reload_refused", "problems": [str(p) for p in exc.problems[:20]]},
-                )
-                return False
-            self.last_error = None
-            if new is None:  # the files are back to what is served: nothing is refused now
-                log.info("the data files hold what is served already")
-                return False
-            old, self.current = self.current, new
-            self.loaded_at = datetime.now(timezone.utc)
-            log.info(
-                "data reloaded: reviews.json sha256 %s…, insights.json sha256 %s…",
-                self._hashes[0][:12],
-                self._hashes[1][:12],
-                extra={"event": "reloaded"},
-            )
-        for listener in list(self._listeners):
-            try:
-                listener(old, new)
-            except Exception:
-                log.exception("reload listener %r failed", listener)
-        return True
-
-    def start_polling(self, interval: float) -> None:
-        """Check the files every `interval` seconds on a daemon thread."""
-        if interval <= 0 or self._poller is not None:
-            return
-        self._stop.clear()
-        self._poller = threading.Thread(target=self._poll, args=(interval,), name="data-poller", daemon=True)
-        self._poller.start()
-
-    def stop_polling(self) -> None:
-        self._stop.set()
-        if self._poller is not None:
-            self._poller.join(timeout=5)
-            self._poller = None
-
-    def _poll(self, interval: float) -> None:
-        while not self._stop.wait(interval):
-            try:
-                self.reload()
-            except Exception:
-                log.exception("data poll failed")

@@ -10,7 +10,7 @@ import heapq
 import itertools
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import jsonschema_rs
@@ -105,7 +105,73 @@ def issue(param: str, code: str, message: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Filter:
+    """One search filter (a property of schemas/search-params.schema.json): its name, its label on the
+    /reviews form, the form control that sets it, how it finds its reviews, the MCP tool's word for it."""
+
+    name: str
+    label: str
+    widget: str  # an <input> type ("search", "text", "date") or "select"
+    finds: str  # "stars" (ratings), "window" (the date range), "text", "entity", "index" or "flag"
+    prose: str  # what the MCP tool's description calls it (filters sharing a word are named once)
+    choices: tuple[tuple[str, str], ...] = ()  # (value, label) of a select's options, after "Any"
+    attrs: Mapping[str, str] = field(default_factory=dict)  # extra input attributes: min, max, maxlength
+    flag: str | None = None  # a "flag" filter: the Dataset's per-review column it tests for true
+
+
+# The filters, in the order a cursor's digest lists them (a new filter goes last: earlier cursors stay valid).
+# A new filter: an entry in schemas/search-params.schema.json and a row here (tests hold them together).
+FILTERS: tuple[Filter, ...] = (
+    Filter(
+        "rating",
+        "Stars",
+        "select",
+        "stars",
+        "rating",
+        tuple((str(n), f"{n} stars" if n > 1 else "1 star") for n in range(5, 0, -1)),
+    ),
+    Filter(
+        "min_rating",
+        "At least",
+        "select",
+        "stars",
+        "rating",
+        tuple((str(n), f"{n} stars or more") for n in range(4, 1, -1)),
+    ),
+    Filter("since", "From", "date", "window", "dates"),
+    Filter("until", "To", "date", "window", "dates"),
+    Filter("query", "Words in the review", "search", "text", "text", attrs={"maxlength": "200"}),
+    Filter(
+        "mentions_technician", "Practitioner", "text", "entity", "practitioner", attrs={"maxlength": "200"}
+    ),
+    Filter("mentions_service", "Service", "text", "entity", "service", attrs={"maxlength": "200"}),
+    Filter("source", "Published on", "text", "index", "platform (source)", attrs={"maxlength": "40"}),
+    Filter(
+        "has_text",
+        "Written review",
+        "select",
+        "flag",
+        "has_text",
+        (("true", "With text"), ("false", "Rating only")),
+        flag="texted",
+    ),
+    Filter(
+        "has_reply",
+        "Owner reply",
+        "select",
+        "flag",
+        "has_reply (false: unanswered)",
+        (("true", "Replied"), ("false", "Not replied")),
+        flag="replied",
+    ),
+)
+FILTER_NAMES = tuple(row.name for row in FILTERS)
+
+
+@dataclass(frozen=True)
 class SearchParams:
+    """Validated search parameters: every filter of FILTERS (None: not given), then sort, limit and cursor."""
+
     rating: int | None = None
     min_rating: float | None = None
     since: str | None = None
@@ -135,23 +201,10 @@ class CursorKey:
 
 
 _CURSOR_VERSION = "1"
-# What a cursor is tied to: every parameter but limit and cursor (the sort with its default spelled out).
-FILTER_NAMES = (
-    "rating",
-    "min_rating",
-    "since",
-    "until",
-    "query",
-    "mentions_technician",
-    "mentions_service",
-    "source",
-    "has_text",
-    "has_reply",
-)
 
 
 def filters_digest(args: Mapping[str, Any]) -> str:
-    """A short digest of the filters and sort in `args` (every page with a next one needs it)."""
+    """A short digest of the filters (FILTERS) and sort in `args`: every page with a next one needs it."""
     return _digest((*map(args.get, FILTER_NAMES), args.get("sort") or "newest"))
 
 
@@ -467,18 +520,23 @@ def _sources(
     return sources
 
 
+_FLAG_FILTERS = tuple(row for row in FILTERS if row.finds == "flag")
+
+
 def _plain_sources(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> list[_Source]:
-    """The platform filter (an index), has_text and has_reply (a test per review: seldom selective)."""
+    """The platform filter (an index) and the flags, has_text and has_reply (a test per review: seldom
+    selective)."""
     sources = []
     if params.source is not None:
         name, names = params.source, dataset.sources
         span = _windowed(dataset.positions_by_source.get(name, []), lo, hi)
         sources.append(_Source(len(span), iter(span), lambda pos: names[pos] == name))
     flags = []
-    if params.has_text is not None:
-        flags.append(lambda pos, want=params.has_text, texted=dataset.texted: bool(texted[pos]) == want)
-    if params.has_reply is not None:
-        flags.append(lambda pos, want=params.has_reply, replied=dataset.replied: bool(replied[pos]) == want)
+    for row in _FLAG_FILTERS:
+        want = getattr(params, row.name)
+        if want is not None:
+            column = getattr(dataset, row.flag)
+            flags.append(lambda pos, want=want, column=column: bool(column[pos]) == want)
     for passes in flags:
         sources.append(_Source(hi - lo + 1, filter(passes, range(lo, hi)), passes, exact=False))
     return sources

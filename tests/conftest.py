@@ -20,23 +20,17 @@ from werkzeug.test import Client
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from factories import Spec, make_docs, write_docs  # noqa: E402
+from support.factories import Spec, make_docs, write_docs  # noqa: E402
+
+# The shared fixtures, for every test (tests/support/ defines them): no test module imports one by name.
+from support.https_subscriber import ca, ca_file, subscriber  # noqa: E402,F401
+from support.hub import make_hub  # noqa: E402,F401
+from support.hub_live import hub_env  # noqa: E402,F401
+from support.mcp import mcp_data_dir  # noqa: E402,F401
 
 from reviewsd_app import reviewsd  # noqa: E402
-from reviewsd_app.reviews import dataset  # noqa: E402
 
 STARTUP_TIMEOUT = 30.0
-
-
-@pytest.fixture
-def verdicts(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Every reviews_written_as_encoded verdict, in order."""
-    found: list[bool] = []
-    check = dataset.reviews_written_as_encoded
-    monkeypatch.setattr(
-        dataset, "reviews_written_as_encoded", lambda written: found.append(check(written)) or found[-1]
-    )
-    return found
 
 
 @pytest.fixture

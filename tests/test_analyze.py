@@ -13,13 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reviewsd_app.analysis.run import analyze_dir, build_insights, explain_review
+from reviewsd_app.authoring.files import dumps
+from reviewsd_app.authoring.presets import render_preset
+from reviewsd_app.authoring.profile import Profile, parse_profile
+from reviewsd_app.authoring.schemas import schema_errors
 from reviewsd_app.cli.commands import analyze_main
 from reviewsd_app.ingest.merge import aggregate_rating
 from reviewsd_app.ingest.records import review_id
-from reviewsd_app.reviews.presets import render_preset
-from reviewsd_app.reviews.profile import Profile, parse_profile
-from reviewsd_app.reviews.schemas import schema_errors
-from reviewsd_app.reviews.store import dumps
 
 ROOT = Path(__file__).resolve().parent.parent
 

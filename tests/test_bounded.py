@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from polling import wait_until
-from test_server import WAIT, closed_within, connect, read_response, serving
+from support.http import WAIT, closed_within, connect, read_response, serving
 
 from reviewsd_app.config import client_group
 from reviewsd_app.httpserver import server

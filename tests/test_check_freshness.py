@@ -12,8 +12,8 @@ from pathlib import Path
 from conftest import ROOT, LiveServer
 from polling import wait_until
 
+from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.cli.commands import analyze_main, import_main
-from reviewsd_app.reviews.presets import render_preset
 
 FIXTURES = ROOT / "tests" / "fixtures" / "import"
 

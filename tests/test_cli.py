@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, LiveServer
-from factories import Spec, make_docs, write_docs
+from support.factories import Spec, make_docs, write_docs
 
 from reviewsd_app import config
 

@@ -9,25 +9,30 @@ from __future__ import annotations
 import gc
 import json
 import weakref
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import SERVICES, TECHNICIANS, Spec, dataset_state, make_docs, write_docs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.factories import (
+    SPEC_STRATEGY,
+    Spec,
+    dataset_state,
+    make_docs,
+    write_docs,
+)
 
 from reviewsd_app.reviews import dataset as dataset_module
 from reviewsd_app.reviews.dataset import (
     DataError,
     Dataset,
-    DataStore,
     RawFile,
     dataset_from_files,
     newest_first,
     parse_json,
 )
+from reviewsd_app.reviews.datastore import DataStore
 from reviewsd_app.reviews.problems import mention_tallies
 
 SPECS = [
@@ -221,17 +226,6 @@ def test_text_blob_of_texts_with_lone_surrogates_and_empty_texts() -> None:
     texts = ["\x00", "\ufdd0", "\udfff", "\ufdef", "", "Ǆ ß"]
     blob, starts = dataset_module._text_blob(texts)
     assert (blob, list(starts)) == reference_blob([{"text": t} for t in texts])
-
-
-SPEC_STRATEGY = st.builds(
-    Spec,
-    rating=st.integers(1, 5),
-    date=st.dates(date(2020, 1, 1), date(2026, 12, 31)).map(date.isoformat),
-    text=st.one_of(st.none(), st.text(min_size=1, max_size=30)),
-    technicians=st.lists(st.sampled_from([t["id"] for t in TECHNICIANS]), max_size=2, unique=True),
-    services=st.lists(st.sampled_from([s["id"] for s in SERVICES]), max_size=2, unique=True),
-    reply=st.booleans(),
-)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

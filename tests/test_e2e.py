@@ -14,8 +14,8 @@ import threading
 from pathlib import Path
 
 from conftest import ROOT, SMALL_SPECS, LiveServer
-from factories import Spec, make_docs, write_docs
 from polling import wait_until
+from support.factories import Spec, make_docs, write_docs
 
 
 def get(server: LiveServer, path: str, headers: dict | None = None, method: str = "GET"):

@@ -10,9 +10,9 @@ from pathlib import Path
 from werkzeug.test import Client
 
 from reviewsd_app import reviewsd
+from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.cli.commands import analyze_main, import_main
 from reviewsd_app.ingest.records import review_id
-from reviewsd_app.reviews.presets import render_preset
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "import"
 ATOM = "{http://www.w3.org/2005/Atom}"

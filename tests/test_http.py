@@ -13,10 +13,10 @@ import pytest
 import referencing
 import referencing.jsonschema
 from conftest import SMALL_SPECS
-from factories import make_docs, write_docs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from support.factories import make_docs, write_docs
 from werkzeug.http import http_date, parse_date
 from werkzeug.test import Client
 from werkzeug.wrappers import Request

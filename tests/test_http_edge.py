@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from polling import wait_until  # noqa: E402
-from test_server import (
+from support.http import (
     WAIT,
     assert_json_error,
     closed_within,

@@ -10,8 +10,8 @@ from typing import Callable
 from urllib.parse import urlencode
 
 from conftest import LiveServer
-from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
-from test_hub_e2e import FEED, HubEnv, settled, wait_status
+from support.https_subscriber import HTTPSSubscriber
+from support.hub_live import FEED, HubEnv, settled, wait_status
 
 TRICKLING = 500
 HOSTS = [f"127.0.0.{i}" for i in range(2, 6)]  # four callback hosts: their caps alone would take every worker
@@ -34,9 +34,9 @@ def subscribe_many(server: LiveServer, callbacks: list[str]) -> None:
 
 def test_a_healthy_subscriber_is_notified_while_500_others_trickle(
     tmp_path: Path,
-    ca_file: Path,  # noqa: F811
-    ca,  # noqa: F811
-    subscriber: HTTPSSubscriber,  # noqa: F811
+    ca_file: Path,
+    ca,
+    subscriber: HTTPSSubscriber,
     live_server_factory: Callable[..., LiveServer],
 ) -> None:
     env = HubEnv(tmp_path, ca_file, live_server_factory)

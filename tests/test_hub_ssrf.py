@@ -17,10 +17,11 @@ from typing import Callable, Iterator
 from urllib.parse import urlencode
 
 import pytest
-from test_hub_support import FEED, PUBLIC_IP, HubMaker, make_hub, wait_idle  # noqa: F401 (fixture)
+from support.hub import FEED, PUBLIC_IP, HubMaker, wait_idle
 from werkzeug.test import Client
 
 from reviewsd_app import hub
+from reviewsd_app.websub import client
 
 LOOPBACK_SPELLINGS = [
     "127.0.0.1",
@@ -195,7 +196,7 @@ def test_a_name_server_that_never_answers_costs_a_subscriber_a_refusal_not_a_req
         raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
 
     fake_dns(monkeypatch, silent)
-    monkeypatch.setattr(hub, "LOOKUP_TIMEOUT", 0.2)
+    monkeypatch.setattr(client, "LOOKUP_TIMEOUT", 0.2)
     try:
         response = subscribe(strict_app, "https://slow-dns.example/cb")
         assert response.status_code == 400
@@ -208,10 +209,10 @@ def test_a_name_server_that_never_answers_costs_a_subscriber_a_refusal_not_a_req
 def test_connecting_stops_at_the_request_deadline(no_network: list) -> None:
     infos = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (PUBLIC_IP, 443))] * 3
     with pytest.raises(TimeoutError):
-        hub._connect_any(infos, timeout=5.0, deadline=time.monotonic() - 1)
+        client._connect_any(infos, timeout=5.0, deadline=time.monotonic() - 1)
     assert no_network == []  # not one attempt once the deadline has passed
     with pytest.raises(OSError):
-        hub._connect_any(infos, timeout=5.0, deadline=time.monotonic() + 30)
+        client._connect_any(infos, timeout=5.0, deadline=time.monotonic() + 30)
     assert len(no_network) == 3  # before it, every address is tried
 
 
@@ -249,7 +250,7 @@ def test_private_callbacks_can_be_allowed_for_development(make_hub: HubMaker, no
 
 @pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", PUBLIC_IP, "2606:4700:4700::1111", "2a00:1450::1"])
 def test_public_addresses_pass(address: str) -> None:
-    assert hub.address_problem(ipaddress.ip_address(address)) is None
+    assert client.address_problem(ipaddress.ip_address(address)) is None
 
 
 @pytest.mark.parametrize(
@@ -272,5 +273,5 @@ def test_public_addresses_pass(address: str) -> None:
     ],
 )
 def test_literal_addresses_read_like_the_c_resolver(host: str, expected: str | None) -> None:
-    address = hub.literal_address(host)
+    address = client.literal_address(host)
     assert (str(address) if address is not None else None) == expected

@@ -13,22 +13,26 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlencode
 
 import pytest
-from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polling import wait_until
-from test_hub_support import (
+from support.https_subscriber import HTTPSSubscriber
+from support.hub import (
     BASE,
+    CALLBACK,
     FEED,
+    FORM,
     Call,
     FakeClock,
     FakeOutbound,
     HubMaker,
+    change,
     echo,
-    make_hub,  # noqa: F401
+    form,
+    post,
+    subscribe_active,
     wait_idle,
 )
 from werkzeug.test import Client
@@ -38,53 +42,8 @@ from reviewsd_app.config import client_address
 from reviewsd_app.web import snapshot
 from reviewsd_app.websub import store as hub_store
 
-FORM = "application/x-www-form-urlencoded"
-CALLBACK = "https://sub.example/cb?token=CAPABILITY-123"
 LEASES = (300, 86400, 30 * 86400)  # minimum, default, maximum
 TOPICS = {hub.normalise_url(BASE + p): p for p in snapshot.TOPIC_PATHS}
-
-
-def post(
-    app: reviewsd.ReviewsApp,
-    fields: dict | list | None = None,
-    body: bytes | None = None,
-    content_type: str = FORM,
-    remote: str = "198.51.100.7",
-):
-    data = body if body is not None else urlencode(fields or {}).encode()
-    return Client(app).post(
-        "/api/websub/hub", data=data, content_type=content_type, environ_base={"REMOTE_ADDR": remote}
-    )
-
-
-def form(
-    callback: str = CALLBACK, mode: str = "subscribe", topic: str = FEED, **params: str
-) -> dict[str, str]:
-    return {
-        "hub.callback": callback,
-        "hub.mode": mode,
-        "hub.topic": topic,
-        **{f"hub.{name}": value for name, value in params.items()},
-    }
-
-
-def subscribe_active(
-    app: reviewsd.ReviewsApp,
-    outbound: FakeOutbound,
-    callback: str = CALLBACK,
-    topic: str = FEED,
-    **params: str,
-) -> None:
-    """Subscribe and wait until the verification has been applied."""
-    before = len(outbound.matching("GET"))
-    assert post(app, form(callback, topic=topic, **params)).status_code == 202
-    outbound.wait_for(before + 1, "GET")
-    wait_idle(app.hub)
-
-
-def change(maker: HubMaker, app: reviewsd.ReviewsApp, version: int) -> None:
-    maker.write_version(version)
-    assert app.store.reload(force=True)
 
 
 def version_of(body: bytes) -> int:
@@ -880,9 +839,9 @@ def test_a_key_whose_work_raised_runs_again_after_the_retry_delay(caplog: pytest
 
 def test_superseded_schedule_entries_do_not_pile_up() -> None:
     scheduler = hub.Scheduler(lambda key: None, 1, lambda: 0.0)  # not started: only the bookkeeping runs
-    for change in range(20):  # each change of a topic pokes every subscriber earlier than its lease end
+    for step in range(20):  # each change of a topic pokes every subscriber earlier than its lease end
         for number in range(500):
-            scheduler.poke(("topic", number), at=1e9 - change)
+            scheduler.poke(("topic", number), at=1e9 - step)
     assert len(scheduler._heap) <= 2 * 500 + 1024
     assert scheduler.busy() == 0 and len(scheduler._due) == 500
 

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reviewsd_app.authoring.presets import render_preset
+from reviewsd_app.authoring.profile import parse_profile
 from reviewsd_app.cli.commands import analyze_main, import_main
 from reviewsd_app.ingest.detect import detect_export, import_hint
 from reviewsd_app.ingest.formats import original_text
 from reviewsd_app.ingest.records import InputError, display_author, review_id
 from reviewsd_app.ingest.run import import_files
-from reviewsd_app.reviews.presets import render_preset
-from reviewsd_app.reviews.profile import parse_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 

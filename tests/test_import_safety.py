@@ -13,14 +13,21 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.malformed import (
+    CSV_CELLS,
+    CSV_HEADERS,
+    GOOGLE_REVIEWS,
+    JSON_VALUES,
+    TRUSTPILOT_REVIEWS,
+)
 
+from reviewsd_app.authoring.presets import render_preset
+from reviewsd_app.authoring.profile import ProfileError, parse_profile
+from reviewsd_app.authoring.writelock import data_dir_lock
 from reviewsd_app.cli.commands import import_main
 from reviewsd_app.ingest.records import InputError
 from reviewsd_app.ingest.run import ReadOptions, import_files, parse_source
 from reviewsd_app.ingest.sources import export_sources
-from reviewsd_app.reviews.presets import render_preset
-from reviewsd_app.reviews.profile import ProfileError, parse_profile
-from reviewsd_app.reviews.writelock import data_dir_lock
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "import"
@@ -143,7 +150,7 @@ def test_a_second_writer_is_refused_naming_the_first(tmp_path, capsys):
 def test_the_lock_goes_with_a_killed_process(tmp_path):
     data = data_dir(tmp_path)
     code = (
-        "import sys, time; from reviewsd_app.reviews.writelock import data_dir_lock\n"
+        "import sys, time; from reviewsd_app.authoring.writelock import data_dir_lock\n"
         f"with data_dir_lock({str(data)!r}, 'import'):\n    print('held', flush=True); time.sleep(60)\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
@@ -476,67 +483,6 @@ def test_a_csv_field_over_128_kb_is_one_line(tmp_path):
 
 # --------------------------------------------------------------------------- malformed records, generated
 
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=30),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
-    max_leaves=8,
-)
-STAMPS = st.sampled_from(
-    ["2026-03-01T06:30:00Z", "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-12:00",
-     "2026-02-30T00:00:00Z", "2026-03-01", "2026-03-01T06:30:00", "", "Z",
-     "2026-03-01T06:30:00.1234567890123Z", "1995-01-01T00:00:00Z"]
-)  # fmt: skip
-
-
-def _maybe(strategy):
-    return st.one_of(strategy, JSON_VALUES)
-
-
-GOOGLE_REVIEWS = st.fixed_dictionaries(
-    {},
-    optional={
-        "name": _maybe(st.just("accounts/1/locations/2/reviews/abc")),
-        "reviewId": _maybe(st.sampled_from(["abc", "", "x/y"])),
-        "reviewer": _maybe(
-            st.fixed_dictionaries(
-                {},
-                optional={
-                    "displayName": _maybe(st.text(max_size=20)),
-                    "isAnonymous": JSON_VALUES,
-                    "profilePhotoUrl": _maybe(
-                        st.sampled_from(["https://x.example/a", "ftp://x", "https://"])
-                    ),
-                },
-            )
-        ),
-        "starRating": _maybe(st.sampled_from(["ONE", "FIVE", "STAR_RATING_UNSPECIFIED", "SIX"])),
-        "comment": _maybe(st.text(max_size=40)),
-        "createTime": _maybe(STAMPS),
-        "updateTime": _maybe(STAMPS),
-        "reviewReply": _maybe(
-            st.fixed_dictionaries(
-                {}, optional={"comment": _maybe(st.text(max_size=20)), "updateTime": _maybe(STAMPS)}
-            )
-        ),
-    },
-)
-TRUSTPILOT_REVIEWS = st.fixed_dictionaries(
-    {"stars": _maybe(st.integers(0, 6)), "createdAt": _maybe(STAMPS)},
-    optional={
-        "id": _maybe(st.sampled_from(["64f1", "", "a/b"])),
-        "consumer": _maybe(st.fixed_dictionaries({}, optional={"displayName": _maybe(st.text(max_size=20))})),
-        "title": _maybe(st.text(max_size=20)),
-        "text": _maybe(st.text(max_size=40)),
-        "updatedAt": _maybe(STAMPS),
-        "isVerified": JSON_VALUES,
-        "companyReply": _maybe(
-            st.fixed_dictionaries(
-                {}, optional={"text": _maybe(st.text(max_size=20)), "createdAt": _maybe(STAMPS)}
-            )
-        ),
-    },
-)
-
 
 def _assert_one_line_or_records(name: str, data: bytes) -> None:
     try:
@@ -558,20 +504,6 @@ def test_malformed_google_records_are_one_line_refusals(reviews):
 @given(reviews=st.lists(TRUSTPILOT_REVIEWS, min_size=1, max_size=3), extra=st.lists(JSON_VALUES, max_size=2))
 def test_malformed_trustpilot_records_are_one_line_refusals(reviews, extra):
     _assert_one_line_or_records("t.json", json.dumps({"reviews": reviews + extra}).encode())
-
-
-CSV_CELLS = st.one_of(
-    st.text(max_size=12),
-    st.sampled_from(["5", "5.0", "\uff15", "2026-03-01", "03/09/2024", "9999-12-31",
-                     "0001-01-01T00:00:00+01:00", "yes", "maybe", "Yelp", "http://x", '"', "\x00", "a;b",
-                     "a\tb", "\r\n"]),
-)  # fmt: skip
-CSV_HEADERS = st.lists(
-    st.sampled_from(["author", "rating", "date", "text", "id", "source", "source_url", "reply", "reply_date",
-                     "verified", "updated", "title", "Name", "Stars", "Review", "extra", "author"]),
-    min_size=1,
-    max_size=8,
-)  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import Spec, make_docs, write_docs
-from test_mcp_rpc import call, dispatch, initialize_body
+from support.factories import Spec, make_docs, write_docs
+from support.mcp import call, dispatch, initialize_body
 
 from reviewsd_app import reviewsd
 from reviewsd_app.mcpserver import tools as mcp_tools

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from factories import Spec, make_docs, write_docs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_mcp_rpc import SPECS, mcp_data_dir  # noqa: F401 (mcp_data_dir is a fixture)
+from support.factories import Spec, make_docs, write_docs
+from support.mcp import SPECS
 from werkzeug.test import Client, EnvironBuilder, run_wsgi_app
 
 from reviewsd_app import reviewsd

@@ -13,8 +13,8 @@ from typing import Any, Iterator
 
 import pytest
 from conftest import LiveServer
-from factories import write_docs
-from test_mcp_rpc import TOOL_NAMES, rich_docs
+from support.factories import write_docs
+from support.mcp import TOOL_NAMES, rich_docs
 
 MODERN = "2026-07-28"
 SUPPORTED = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]

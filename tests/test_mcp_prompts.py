@@ -8,10 +8,10 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-from factories import Spec, make_docs, write_docs
 from hypothesis import example, given
 from hypothesis import strategies as st
-from test_mcp_rpc import BASE, SPECS, assert_error, dispatch, initialize_body, mcp_data_dir  # noqa: F401 (fixture)
+from support.factories import Spec, make_docs, write_docs
+from support.mcp import BASE, SPECS, assert_error, dispatch, initialize_body
 
 from reviewsd_app import reviewsd
 from reviewsd_app.mcp_rpc import ErrorCode

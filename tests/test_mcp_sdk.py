@@ -17,7 +17,6 @@ import pytest
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from test_mcp_rpc import mcp_data_dir  # noqa: E402,F401 (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 60

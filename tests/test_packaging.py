@@ -107,10 +107,24 @@ def run(venv: Path, *args: str, cwd: Path, env: dict[str, str] | None = None) ->
 def test_the_wheel_holds_one_package_with_every_module_and_file_the_server_needs(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {name.split("/")[0] for name in names if not name.startswith("reviewsd-")} == {"reviewsd_app"}
-    modules = {f"reviewsd_app/{path.name}" for path in ROOT.glob("*.py")}
+    modules = {
+        f"reviewsd_app/{path.relative_to(ROOT)}"
+        for pattern in ("*.py", "*/*.py")
+        for path in ROOT.glob(pattern)
+    }
+    modules -= {
+        name
+        for name in modules
+        if name.startswith(("reviewsd_app/tests/", "reviewsd_app/bench/", "reviewsd_app/tools/"))
+    }
     files = {
         f"reviewsd_app/{path.relative_to(ROOT)}"
-        for pattern in ("schemas/*.json", "data/*.json", "examples/minimal/*.json")
+        for pattern in (
+            "schemas/*.json",
+            "data/*.json",
+            "examples/minimal/*.json",
+            "authoring/presets/*.toml",
+        )
         for path in ROOT.glob(pattern)
     }
     units = {"reviewsd_app/reviewsd.service", "reviewsd_app/reviewsd.socket", "reviewsd_app/LICENSE"}
@@ -131,6 +145,10 @@ def test_installed_command_checks_and_versions_from_any_directory(installed: Pat
     assert check.stdout.strip().endswith("reviewsd_app/data: OK")
     example = run(installed, "check", "--data-dir", str(ROOT / "examples" / "minimal"), cwd=tmp_path)
     assert example.returncode == 0, example.stderr
+    init = run(installed, "init", "--preset", "general", "--data-dir", str(tmp_path / "mine"), cwd=tmp_path)
+    assert init.returncode == 0 and "quality" in (tmp_path / "mine" / "business.toml").read_text(), (
+        init.stderr
+    )
     bad = run(installed, "--bogus", cwd=tmp_path)
     assert (bad.returncode, bad.stderr) == (
         2,

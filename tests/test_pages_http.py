@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from factories import Spec, make_docs, write_docs
+from support.factories import Spec, make_docs, write_docs
 from werkzeug.test import Client
 
 from reviewsd_app import reviewsd

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import random
-import threading
 
 import pytest
 
@@ -47,19 +46,6 @@ def test_a_payload_carries_both_codings_with_their_own_tags(size: int) -> None:
     assert isinstance(payload.gzipped, Variant) and payload.gzipped.etag == tag[:-1] + '-gzip"'
     assert gzip.decompress(payload.gzipped.body) == body
     assert payload.gzipped.body == gzip.compress(body, compresslevel=9 if size < 64 << 10 else 6, mtime=0)
-
-
-class GatedCompression:
-    """gzip_body held until `release` is set."""
-
-    def __init__(self) -> None:
-        self.started, self.release = threading.Event(), threading.Event()
-        self.held_too_long = False
-
-    def __call__(self, body: bytes) -> bytes:
-        self.started.set()
-        self.held_too_long |= not self.release.wait(timeout=30)
-        return REAL_GZIP_BODY(body)
 
 
 REAL_GZIP_BODY = payloads.gzip_body

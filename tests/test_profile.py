@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from reviewsd_app.authoring.presets import PRESETS, render_preset
+from reviewsd_app.authoring.profile import Profile, ProfileError, load_profile, parse_profile
+from reviewsd_app.authoring.schemas import schema_errors
 from reviewsd_app.cli.commands import init_main
-from reviewsd_app.reviews.presets import PRESETS, render_preset
-from reviewsd_app.reviews.profile import Profile, ProfileError, load_profile, parse_profile
-from reviewsd_app.reviews.schemas import schema_errors
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,6 +44,28 @@ def test_every_preset_is_a_valid_profile_whose_business_block_reviews_json_accep
 def test_restaurant_preset_has_the_trade_aspects():
     ids = {a["id"] for a in parse_profile(render_preset("restaurant")).aspects}
     assert {"food", "drinks", "service", "ambience", "price", "location"} <= ids
+
+
+def test_general_preset_has_a_local_business_aspects(tmp_path):
+    assert init_main(["--preset", "general", "--data-dir", str(tmp_path)]) == 0
+    profile = load_profile(tmp_path)
+    assert [a["id"] for a in profile.aspects] == [
+        "quality",
+        "customer-service",
+        "price",
+        "wait-time",
+        "selection",
+        "cleanliness",
+        "location",
+    ]
+    assert profile.faq and all(a["terms"] for a in profile.aspects)
+
+
+def test_presets_are_the_shipped_toml_files():
+    assert set(PRESETS) == {"chiropractic", "dental", "general", "home-services", "restaurant"}
+    for name in PRESETS:
+        assert render_preset(name).startswith("# business.toml")
+        assert f"reviewsd init --preset {name}`" in render_preset(name)
 
 
 def test_chiropractic_preset_is_the_bundled_samples_taxonomy():

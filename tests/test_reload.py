@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, SMALL_SPECS
-from factories import Spec, make_docs, write_docs
-from test_payloads import GatedCompression
+from support.factories import Spec, make_docs, write_docs
+from support.payloads import GatedCompression
 from werkzeug.test import Client
 
 from reviewsd_app import reviewsd
-from reviewsd_app.reviews import dataset as dataset_module
+from reviewsd_app.reviews import files as files_module
 from reviewsd_app.reviews.dataset import DataError, check_data_dir, load_dataset
 from reviewsd_app.web import payloads, snapshot
 from reviewsd_app.web.payloads import Variant
@@ -420,9 +420,9 @@ def test_a_file_over_the_size_limit_is_refused_before_it_is_read(
         (small_data_dir / file).read_bytes() + b" " * (limit + 1 - size)
     )  # valid JSON
     read: list[int] = []
-    real_read = dataset_module.RawFile
+    real_read = files_module.RawFile
     monkeypatch.setattr(
-        dataset_module,
+        files_module,
         "RawFile",
         lambda name, content, *args: read.append(len(content)) or real_read(name, content, *args),
     )

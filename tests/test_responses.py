@@ -1,5 +1,5 @@
-"""The one response seam (web/responses.py): a header added to COMMON_HEADERS reaches every answer, the
-app's and the HTTP server's own refusals, and the OpenAPI document."""
+"""The one response seam (web/responses.py): a header of surface.HEADERS for "every" response reaches every
+answer, the app's and the HTTP server's own refusals, and the OpenAPI document."""
 
 from __future__ import annotations
 
@@ -8,16 +8,22 @@ import json
 import pytest
 from werkzeug.test import Client
 
-from reviewsd_app import reviewsd
+from reviewsd_app import reviewsd, surface
 from reviewsd_app.httpserver import connection
 from reviewsd_app.web import responses
 
-PROBE = responses.CommonHeader("X-Probe", "on", "A header every response carries (a test's).")
+PROBE = surface.Header("X-Probe", "on", "every", "A header every response carries (a test's).")
+
+
+def add_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PROBE as a row of surface.HEADERS, as the modules that read the table see it."""
+    monkeypatch.setattr(surface, "HEADERS", (*surface.HEADERS, PROBE))
+    monkeypatch.setattr(responses, "EVERY_RESPONSE", ((PROBE.name, PROBE.value),))
 
 
 @pytest.fixture
 def probed(monkeypatch: pytest.MonkeyPatch, config: reviewsd.Config):
-    monkeypatch.setattr(responses, "COMMON_HEADERS", (PROBE,))
+    add_probe(monkeypatch)
     application = reviewsd.create_app(config)
     yield application
     application.hub.stop()
@@ -25,7 +31,7 @@ def probed(monkeypatch: pytest.MonkeyPatch, config: reviewsd.Config):
 
 def test_no_common_header_today_leaves_every_answer_as_it_was() -> None:
     headers = [("Content-Type", "text/plain")]
-    assert responses.COMMON_HEADERS == () and responses.with_common_headers(headers) is headers
+    assert surface.EVERY_RESPONSE == () and responses.with_common_headers(headers) is headers
 
 
 def test_a_common_header_reaches_every_kind_of_answer(probed: reviewsd.ReviewsApp) -> None:
@@ -51,7 +57,7 @@ def test_a_common_header_reaches_every_kind_of_answer(probed: reviewsd.ReviewsAp
 
 
 def test_a_common_header_reaches_the_servers_own_refusals(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(responses, "COMMON_HEADERS", (PROBE,))
+    add_probe(monkeypatch)
     head, body = connection.error_response(431, "request headers over 32768 bytes").split(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
     assert b"\r\nX-Probe: on\r\n" in head and json.loads(body)["error"] == "request_header_fields_too_large"

@@ -11,12 +11,11 @@ import json
 from typing import Any
 
 import pytest
-from factories import Spec, make_docs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
-from test_dataset_memory import SPEC_STRATEGY
+from support.factories import SPEC_STRATEGY, Spec, make_docs
 
 from reviewsd_app.reviews.dataset import SCHEMAS, validator
 

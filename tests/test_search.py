@@ -9,17 +9,21 @@ import unicodedata
 from datetime import date, timedelta
 
 import pytest
-from factories import SERVICES, TECHNICIANS, Spec, make_docs
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
+from support.factories import SERVICES, TECHNICIANS, Spec, make_docs
 
 from reviewsd_app.reviews import search as search_module
-from reviewsd_app.reviews.dataset import Dataset, fold_name
+from reviewsd_app.reviews.dataset import SCHEMAS, Dataset, fold_name
 from reviewsd_app.reviews.search import (
+    FILTER_NAMES,
+    FILTERS,
     InvalidParams,
     SearchPage,
     SearchParams,
+    cursor_after,
     decode_query_args,
+    filters_digest,
     find_reviews,
     run_search,
     search_result,
@@ -496,6 +500,54 @@ def test_a_cursor_for_other_filters_or_not_ours_is_refused() -> None:
         with pytest.raises(InvalidParams) as exc:
             run_search(dataset, args)
         assert codes(exc) == [("cursor", code)]
+
+
+PAGING = ("sort", "cursor", "limit")  # the search parameters that are not filters
+
+
+def test_the_filters_table_is_the_schemas_filters_and_search_params_fields() -> None:
+    """A filter added to the schema but not to FILTERS (or the reverse) fails here: the table feeds the
+    cursor's digest, the form and the tool's description."""
+    properties = SCHEMAS["search-params.schema.json"]["properties"]
+    dataset, *_ = dataset_of([Spec(rating=5)])
+    assert set(FILTER_NAMES) == set(properties) - set(PAGING)
+    assert len(FILTER_NAMES) == len(set(FILTER_NAMES))
+    assert [f.name for f in dataclasses.fields(SearchParams)] == [*FILTER_NAMES, "sort", "limit", "after"]
+    for row in FILTERS:
+        spec = properties[row.name]
+        if row.widget == "select":  # every choice a value the schema accepts
+            for value, _ in row.choices:
+                args = decode_query_args({row.name: [value]})
+                assert validate_search_args(args) is not None, (row.name, value)
+        if row.finds == "flag":
+            assert spec["type"] == "boolean" and len(getattr(dataset, row.flag)) == 1
+
+
+def _two_values(spec: dict) -> tuple:
+    """Two different values the schema accepts for one filter."""
+    if spec["type"] == "boolean":
+        return True, False
+    if spec["type"] in ("integer", "number"):
+        return spec["minimum"], spec["minimum"] + 1
+    if spec.get("format") == "date":
+        return "2025-01-01", "2025-01-02"
+    return "a", "b"
+
+
+@pytest.mark.parametrize(
+    "name", sorted(set(SCHEMAS["search-params.schema.json"]["properties"]) - set(PAGING))
+)
+def test_a_cursor_is_tied_to_every_filters_value(name) -> None:
+    """A cursor issued for one value of a filter is refused with another (has_reply was once unchecked:
+    a cursor for has_reply=true was taken for has_reply=false)."""
+    dataset, *_ = dataset_of([Spec(rating=r) for r in (1, 2, 3, 4, 5)])
+    first, second = _two_values(SCHEMAS["search-params.schema.json"]["properties"][name])
+    cursor = cursor_after(dataset, filters_digest({name: first}), 0)
+    validate_search_args({name: first, "cursor": cursor})  # taken for the same value
+    for other in ({name: second}, {}):
+        with pytest.raises(InvalidParams) as exc:
+            validate_search_args({**other, "cursor": cursor})
+        assert codes(exc) == [("cursor", "cursor_mismatch")]
 
 
 def test_query_strings_decode_booleans_and_the_sort() -> None:

@@ -22,33 +22,22 @@ from typing import Any
 
 import pytest
 from polling import wait_until
+from support.http import (
+    WAIT,
+    assert_json_error,
+    closed_within,
+    connect,
+    exchange,
+    read_response,
+    serving,
+)
 
 from reviewsd_app.httpserver import server, service
+from reviewsd_app.httpserver.parser import MAX_REQUEST_LINE, Request
 
 REPO = Path(__file__).resolve().parents[1]
-from reviewsd_app.httpserver.parser import MAX_REQUEST_LINE, Request  # noqa: E402
-
-WAIT = 5.0  # upper bound for anything that should happen "promptly"
-
 
 # -- tiny apps ---------------------------------------------------------------------
-
-
-def echo_app(environ: dict, start_response: Any) -> list[bytes]:
-    """Reports what it saw, reading the whole body."""
-    body = environ["wsgi.input"].read()
-    out = json.dumps(
-        {
-            "method": environ["REQUEST_METHOD"],
-            "path": environ["PATH_INFO"],
-            "query": environ["QUERY_STRING"],
-            "port": environ["REMOTE_PORT"],
-            "len": len(body),
-            "host": environ.get("HTTP_HOST"),
-        }
-    ).encode()
-    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(out)))])
-    return [out]
 
 
 def chunks_app(environ: dict, start_response: Any) -> Iterator[bytes]:
@@ -73,65 +62,7 @@ class Gate:
         return [b"done"]
 
 
-@contextlib.contextmanager
-def serving(app: Any = echo_app, **options: Any) -> Iterator[server.Server]:
-    srv = server.make_server(app, "127.0.0.1", 0, **options)
-    try:
-        yield srv
-    finally:
-        srv.shutdown(0.5)
-
-
 # -- raw HTTP helpers --------------------------------------------------------------
-
-
-def connect(srv: server.Server) -> socket.socket:
-    sock = socket.create_connection(srv.server_address[:2], timeout=WAIT)
-    return sock
-
-
-def read_response(f: Any, head: bool = False) -> tuple[int, dict[str, str], bytes]:
-    """Parse one response from a buffered socket file."""
-    status_line = f.readline()
-    assert status_line, "connection closed before a response"
-    code = int(status_line.split()[1])
-    headers: dict[str, str] = {}
-    while (line := f.readline()) not in (b"\r\n", b"\n", b""):
-        name, _, value = line.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
-    if head or code < 200 or code in (204, 304):
-        return code, headers, b""
-    if headers.get("transfer-encoding") == "chunked":
-        body = b""
-        while (size := int(f.readline().strip(), 16)) > 0:
-            body += f.read(size)
-            f.readline()
-        f.readline()
-        return code, headers, body
-    if "content-length" in headers:
-        return code, headers, f.read(int(headers["content-length"]))
-    return code, headers, f.read()
-
-
-def exchange(srv: server.Server, data: bytes) -> tuple[int, dict[str, str], bytes]:
-    with connect(srv) as sock:
-        sock.sendall(data)
-        return read_response(sock.makefile("rb"))
-
-
-def closed_within(sock: socket.socket, timeout: float) -> bool:
-    """True if the peer closes (EOF or reset) within `timeout`, discarding what it sends."""
-    deadline = time.monotonic() + timeout
-    while (left := deadline - time.monotonic()) > 0:
-        sock.settimeout(left)
-        try:
-            if not sock.recv(65536):
-                return True
-        except (ConnectionResetError, BrokenPipeError):
-            return True
-        except TimeoutError:
-            return False
-    return False
 
 
 class Fetched:
@@ -256,15 +187,6 @@ def test_percent_encoded_path_and_query() -> None:
 
 
 # -- limits ------------------------------------------------------------------------
-
-
-def assert_json_error(response: tuple[int, dict[str, str], bytes], code: int, slug: str) -> None:
-    status, headers, body = response
-    assert status == code
-    assert headers["content-type"] == "application/json; charset=utf-8"
-    assert headers["connection"] == "close"
-    payload = json.loads(body)
-    assert payload["error"] == slug and payload["message"]
 
 
 def test_request_line_over_8k_is_414() -> None:
@@ -1088,3 +1010,14 @@ def test_an_idle_keep_alive_connection_keeps_no_request_body() -> None:
             assert not [
                 r for r in gc.get_objects() if isinstance(r, Request) and r.body and len(r.body) == len(body)
             ]
+
+
+def test_server_options_come_from_the_config_by_name() -> None:
+    from reviewsd_app.config import Config
+    from reviewsd_app.httpserver.options import ServerOptions
+
+    config = Config(threads=3, max_body=4096, port=0, trusted_proxies="10.0.0.0/8")
+    options = ServerOptions.from_config(config, shutdown_grace=2.0)
+    assert (options.threads, options.max_body, options.port, options.shutdown_grace) == (3, 4096, 0, 2.0)
+    assert [str(network) for network in options.trusted_proxies] == ["10.0.0.0/8"]
+    assert options.backlog == ServerOptions.backlog  # not an option of the command: the server's default

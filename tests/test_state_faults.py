@@ -20,20 +20,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from https_subscriber import HTTPSSubscriber, ca, ca_file, subscriber  # noqa: F401 (fixtures)
 from polling import wait_until
-from test_hub_e2e import (
+from support.https_subscriber import HTTPSSubscriber
+from support.hub import (
+    CALLBACK,
+    FakeOutbound,
+    HubMaker,
+    change,
+    echo,
+    form,
+    post,
+    subscribe_active,
+    wait_idle,
+)
+from support.hub_live import (
     HubEnv,
     body_version,
-    hub_env,  # noqa: F401 (a fixture)
     hub_request,
     request,
-    settled,  # noqa: F401
+    settled,
     subscribe,
     wait_status,
 )
-from test_hub_support import FakeOutbound, HubMaker, echo, make_hub, wait_idle  # noqa: F401
-from test_hub_unit import CALLBACK, change, form, post, subscribe_active
 from werkzeug.test import Client
 
 from reviewsd_app import hub, reviewsd

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, LiveServer
-from platform_api import (
+from polling import wait_until
+from support.platform_api import (
     ACCOUNT,
     BUSINESS_UNIT,
     CLIENT,
@@ -24,13 +25,12 @@ from platform_api import (
     stamp,
     trustpilot_review,
 )
-from polling import wait_until
 
+from reviewsd_app.authoring.presets import render_preset
+from reviewsd_app.authoring.profile import load_profile
 from reviewsd_app.cli.commands import sync_main
 from reviewsd_app.ingest.fetch import Http, retry_after
 from reviewsd_app.ingest.sync import Endpoints, SyncError, sync_dir
-from reviewsd_app.reviews.presets import render_preset
-from reviewsd_app.reviews.profile import load_profile
 
 SECRETS = (CLIENT["client_secret"], REFRESH_TOKEN, TRUSTPILOT_KEY, "SECRET")
 
@@ -310,7 +310,7 @@ class ScriptedHttp:
 
 def _answers():
     from hypothesis import strategies as st
-    from test_import_safety import GOOGLE_REVIEWS, JSON_VALUES
+    from support.malformed import GOOGLE_REVIEWS, JSON_VALUES
 
     page = st.fixed_dictionaries(
         {"reviews": st.lists(GOOGLE_REVIEWS, min_size=1, max_size=3)},

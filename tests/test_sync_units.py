@@ -6,9 +6,10 @@ import re
 import sys
 from pathlib import Path
 
-from test_systemd_unit import MAX_EXPOSURE, SERVICE, analyze, settings
+from support.units import MAX_EXPOSURE, analyze, settings
 
 REPO = Path(__file__).resolve().parents[1]
+SERVICE = REPO / "reviewsd.service"
 SYNC_SERVICE = REPO / "reviewsd-sync.service"
 SYNC_TIMER = REPO / "reviewsd-sync.timer"
 SANDBOX = (

@@ -88,7 +88,9 @@ import os
 import random
 import sys
 import tempfile
+import tomllib
 from collections import Counter
+from pathlib import Path
 
 __all__ = [
     "generate",
@@ -121,52 +123,30 @@ MAX_EXAMPLES = 3
 # The fictional business
 # --------------------------------------------------------------------------
 
-SERVICES = (
-    (
-        "spinal-adjustment",
-        "Spinal adjustment",
-        "Hands-on and instrument-assisted chiropractic adjustments of the spine and joints.",
-    ),
-    (
-        "massage-therapy",
-        "Massage therapy",
-        "Therapeutic, deep-tissue and trigger-point massage by a licensed massage therapist.",
-    ),
-    (
-        "spinal-decompression",
-        "Spinal decompression",
-        "Non-surgical, table-based traction for disc problems and nerve pain.",
-    ),
-    (
-        "sports-injury",
-        "Sports injury care",
-        "Assessment, soft-tissue work and return-to-play rehab for athletes of every level.",
-    ),
-    (
-        "prenatal-care",
-        "Prenatal chiropractic care",
-        "Webster-certified adjustments and pregnancy pillows for every trimester.",
-    ),
-    (
-        "pediatric-care",
-        "Pediatric chiropractic care",
-        "Gentle, low-force care for infants, children and teens.",
-    ),
-    (
-        "posture-rehab",
-        "Posture rehab",
-        "Corrective exercise and ergonomic coaching for desk workers and growing bodies.",
-    ),
-)
+# The taxonomy (services, service areas, problems, topics, aspects: ids and labels) is the chiropractic
+# preset `reviewsd init` ships, read here rather than copied; the longer service descriptions are ours.
+_PRESET_FILE = Path(__file__).resolve().parent.parent / "authoring" / "presets" / "chiropractic.toml"
+_PRESET = tomllib.loads(_PRESET_FILE.read_text("utf-8"))
+_DESCRIPTIONS = {
+    "spinal-adjustment": "Hands-on and instrument-assisted chiropractic adjustments of the spine and joints.",
+    "massage-therapy": "Therapeutic, deep-tissue and trigger-point massage by a licensed massage therapist.",
+    "spinal-decompression": "Non-surgical, table-based traction for disc problems and nerve pain.",
+    "sports-injury": "Assessment, soft-tissue work and return-to-play rehab for athletes of every level.",
+    "prenatal-care": "Webster-certified adjustments and pregnancy pillows for every trimester.",
+    "pediatric-care": "Gentle, low-force care for infants, children and teens.",
+    "posture-rehab": "Corrective exercise and ergonomic coaching for desk workers and growing bodies.",
+}
 
-SERVICE_AREAS = (
-    ("millbrook", "Millbrook"),
-    ("ashford-heights", "Ashford Heights"),
-    ("fernhill", "Fernhill"),
-    ("alder-grove", "Alder Grove"),
-    ("kestrel-point", "Kestrel Point"),
-    ("quarry-hill", "Quarry Hill"),
-)
+
+def _pairs(group: str) -> tuple[tuple[str, str], ...]:
+    return tuple((item["id"], item["label"]) for item in _PRESET[group])
+
+
+SERVICES = tuple((id_, label, _DESCRIPTIONS[id_]) for id_, label in _pairs("services"))
+SERVICE_AREAS = _pairs("service_areas")
+PROBLEMS = _pairs("problems")
+TOPICS = _pairs("topics")
+ASPECTS = _pairs("aspects")
 
 BUSINESS = {
     "id": "riverbend-spine-wellness",
@@ -256,34 +236,6 @@ TECHNICIANS = (
     ),
 )
 
-PROBLEMS = (
-    ("lower-back-pain", "Lower back pain"),
-    ("neck-pain", "Neck pain"),
-    ("sciatica", "Sciatica"),
-    ("headaches", "Headaches"),
-    ("sports-injury-recovery", "Sports injury recovery"),
-    ("pregnancy-back-pain", "Pregnancy back pain"),
-    ("posture", "Poor posture"),
-)
-
-TOPICS = (
-    ("first-visit", "First visit"),
-    ("insurance-coverage", "Insurance coverage"),
-    ("results-after-few-visits", "Results after a few visits"),
-    ("family-care", "Family care"),
-    ("online-booking", "Online booking"),
-)
-
-ASPECTS = (
-    ("pain-relief", "Pain relief"),
-    ("bedside-manner", "Bedside manner"),
-    ("wait-time", "Wait time"),
-    ("scheduling", "Scheduling"),
-    ("billing-insurance", "Billing and insurance"),
-    ("explanation-of-treatment", "Explanation of treatment"),
-    ("front-desk", "Front desk"),
-    ("cleanliness", "Cleanliness"),
-)
 
 SERVICE_WEIGHTS = {
     "spinal-adjustment": 30,

@@ -12,15 +12,12 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-from urllib.parse import quote
 
-from ..pages.render import review_path
+from ..surface import ATOM_FEED, HUB, JSON_FEED, OPENAPI, review_page_path, review_path
 
 JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
-JSON_FEED_PATH = "/api/feed.json"
-ATOM_FEED_PATH = "/feed.xml"
-HUB_PATH = "/api/websub/hub"
-OPENAPI_PATH = "/.well-known/openapi.json"
+# The paths' names as they were before surface.py declared them (callers import them from here).
+JSON_FEED_PATH, ATOM_FEED_PATH, HUB_PATH, OPENAPI_PATH = JSON_FEED, ATOM_FEED, HUB, OPENAPI
 ATOM_NS = "http://www.w3.org/2005/Atom"
 LANGUAGE = "en"
 # Atom requires feed-level <updated>; with no reviews there is no date in the
@@ -43,12 +40,12 @@ class FeedSite:
 
 def review_url(base_url: str, review_id: str) -> str:
     """URL of one review in the API; also the feeds' stable item/entry id."""
-    return f"{base_url.rstrip('/')}/api/reviews/{quote(review_id, safe='')}"
+    return base_url.rstrip("/") + review_path(review_id)
 
 
 def review_page_url(base_url: str, review_id: str) -> str:
     """URL of one review's page for people (its permalink): the feeds' item `url` and rel=alternate link."""
-    return base_url.rstrip("/") + review_path(review_id)
+    return base_url.rstrip("/") + review_page_path(review_id)
 
 
 def xml_safe(text: str) -> str:

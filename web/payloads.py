@@ -18,18 +18,12 @@ from werkzeug.http import http_date, parse_accept_header
 from werkzeug.sansio.http import is_resource_modified
 
 from ..reviews.dataset import encode_json
+from ..surface import GZIP_MIN_BYTES, READ_HEADERS  # noqa: F401 (GZIP_MIN_BYTES: importable from here)
 from .responses import Headers, Parts, Triple
 
 JSON = "application/json; charset=utf-8"
 FEED_JSON = "application/feed+json; charset=utf-8"
 ATOM = "application/atom+xml; charset=utf-8"
-# Headers every read response carries (CORS and caching), added in this one place.
-READ_HEADERS: tuple[tuple[str, str], ...] = (
-    ("Cache-Control", "public, max-age=60"),
-    ("Access-Control-Allow-Origin", "*"),
-    ("Access-Control-Expose-Headers", "ETag, Last-Modified, Link"),
-)
-GZIP_MIN_BYTES = 512
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,10 @@
 """The one response seam: what every answer carries, the app's and the HTTP server's own refusals alike.
 
-`COMMON_HEADERS` is the list of headers every response has: the app adds them where each answer leaves
-it (`ReviewsApp.__call__` calls `with_common_headers`, so the precomputed payloads, the errors, the MCP
-endpoint and the hub are all covered), the server adds them to the refusals it answers itself
-(httpserver/connection.py), and the OpenAPI document lists them for every response (openapi.py).
-Adding a header to every response is one line here. (Date and Server are the HTTP server's, like any WSGI
-server's: they are not in the list.)
+The headers every response has are the rows of `surface.HEADERS` with where="every": the app adds them
+where each answer leaves it (`ReviewsApp.__call__` calls `with_common_headers`, so the precomputed
+payloads, the errors, the MCP endpoint and the hub are all covered), the server adds them to the refusals
+it answers itself (httpserver/connection.py), and the OpenAPI document lists them for every response
+(openapi.py). (Date and Server are the HTTP server's, like any WSGI server's: they are not in the table.)
 
 The status line and the error code of a status are here too: the app and the server name a status the
 same way.
@@ -13,9 +12,13 @@ same way.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 from werkzeug.http import HTTP_STATUS_CODES
+
+from .. import surface
+
+EVERY_RESPONSE = surface.EVERY_RESPONSE  # read at each answer: a test may add one
 
 Headers = list[tuple[str, str]]
 # A body in parts, written one after the other without being joined (httpserver/connection.py): a since answer
@@ -28,26 +31,16 @@ Body = bytes | memoryview | Parts
 Triple = tuple[str, Headers, Body]
 
 
-class CommonHeader(NamedTuple):
-    name: str
-    value: str
-    description: str  # for the OpenAPI document
-
-
-# Every response's headers, in this order, after the answer's own. None yet: add one here, and the app's
-# answers, the server's refusals and the OpenAPI document have it.
-COMMON_HEADERS: tuple[CommonHeader, ...] = ()
-
 # RFC 9110's reason phrases where werkzeug's table (and Python 3.11's http.HTTPStatus) keeps older names;
 # a werkzeug Response would also upper-case them ("202 ACCEPTED").
 REASON_PHRASES = {**HTTP_STATUS_CODES, 413: "Content Too Large", 414: "URI Too Long"}
 
 
 def with_common_headers(headers: Sequence[tuple[str, str]]) -> Sequence[tuple[str, str]]:
-    """An answer's headers followed by COMMON_HEADERS (the same list when there are none)."""
-    if not COMMON_HEADERS:
+    """An answer's headers followed by every response's (the same list when there are none)."""
+    if not EVERY_RESPONSE:
         return headers
-    return [*headers, *((header.name, header.value) for header in COMMON_HEADERS)]
+    return [*headers, *EVERY_RESPONSE]
 
 
 def reason_phrase(status: int) -> str:

@@ -29,12 +29,12 @@ from ..pages import (
 from ..pages.render import HOME_REVIEWS
 from ..reviews.dataset import Dataset
 from ..reviews.search import SincePage, since_result_parts
+from ..surface import ATOM_FEED, HOME, HUB, INSIGHTS_JSON, JSON_FEED, OPENAPI, REVIEWS_JSON, TOPICS
 from . import feeds
-from .feeds import HUB_PATH, OPENAPI_PATH
 from .payloads import ATOM, FEED_JSON, JSON, READ_HEADERS, LateGzip, Payload, make_payload, sliced_payload
 
 FEED_LENGTH = 50
-TOPIC_PATHS = ("/feed.xml", "/api/feed.json", "/reviews.json")
+TOPIC_PATHS = TOPICS  # the name callers used before surface.py declared the topics
 # Review permalinks and widget variants kept per snapshot, each rendered when first asked.
 PAGE_CACHE_ENTRIES = 1024
 HTML = PAGE_HEADERS[0][1]  # text/html; charset=utf-8
@@ -47,7 +47,7 @@ def last_modified(generated_at: str, now: datetime) -> datetime:
 
 
 def link_header(config: Config, topic_path: str) -> str:
-    return f'<{config.url(HUB_PATH)}>; rel="hub", <{config.url(topic_path)}>; rel="self"'
+    return f'<{config.url(HUB)}>; rel="hub", <{config.url(topic_path)}>; rel="self"'
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,7 +70,7 @@ class Snapshot:
         slice of the newest-first /reviews.json body, so any date costs microseconds and no memory of its own
         (it was built and cached per date: 0.5 s and 50 MB at 100,000 reviews). Tagged by this data version
         and the range, which with the date fix the rest of the body."""
-        reviews = self.payloads["/reviews.json"]
+        reviews = self.payloads[REVIEWS_JSON]
         paged = "-p" if page.paged else ""
         etag = f'{reviews.identity.etag[:-1]}-{page.since}-{page.count}-{page.start}-{page.stop}{paged}"'
         parts = since_result_parts(self.dataset, page)
@@ -89,7 +89,7 @@ class Snapshot:
             lambda: page_payload(
                 render_review(self.dataset.reviews[position], pages_document(self.dataset, ()), self.site),
                 PAGE_HEADERS,
-                self.payloads["/reviews.json"].last_modified,
+                self.payloads[REVIEWS_JSON].last_modified,
             ),
         )
 
@@ -143,10 +143,10 @@ def build_snapshot(
     feed_site = feeds.FeedSite(config.public_base_url, dataset.business)
     newest = dataset.reviews[:FEED_LENGTH]
     bodies = {
-        "/reviews.json": (dataset.reviews_document, JSON, reviews_modified, gzip_later),
-        "/insights.json": (dataset.insights_document, JSON, insights_modified, gzip_later),
-        "/api/feed.json": (feeds.render_json_feed(newest, feed_site), FEED_JSON, reviews_modified, False),
-        "/feed.xml": (feeds.render_atom_feed(newest, feed_site), ATOM, reviews_modified, False),
+        REVIEWS_JSON: (dataset.reviews_document, JSON, reviews_modified, gzip_later),
+        INSIGHTS_JSON: (dataset.insights_document, JSON, insights_modified, gzip_later),
+        JSON_FEED: (feeds.render_json_feed(newest, feed_site), FEED_JSON, reviews_modified, False),
+        ATOM_FEED: (feeds.render_atom_feed(newest, feed_site), ATOM, reviews_modified, False),
         **{path: (doc.body, doc.content_type, None, False) for path, doc in documents(dataset).items()},
     }
     payloads = {
@@ -161,7 +161,7 @@ def build_snapshot(
     }
     site = Site(config.public_base_url)
     home = render_home(pages_document(dataset, dataset.reviews[:HOME_REVIEWS]), dataset.insights_doc, site)
-    payloads["/"] = page_payload(home, PAGE_HEADERS, max(reviews_modified, insights_modified))
+    payloads[HOME] = page_payload(home, PAGE_HEADERS, max(reviews_modified, insights_modified))
     since_headers = (
         ("Content-Type", JSON),
         *READ_HEADERS,
@@ -171,7 +171,7 @@ def build_snapshot(
     missing = render_review_not_found(pages_document(dataset, ()), site)
     return Snapshot(
         dataset,
-        {**payloads, OPENAPI_PATH: openapi},
+        {**payloads, OPENAPI: openapi},
         site,
         review_missing=missing,
         _since_headers=since_headers,
@@ -194,4 +194,4 @@ def widget_payload(snapshot: Snapshot, options: WidgetOptions) -> Payload:
     kept = (p for p, rating in enumerate(dataset.ratings) if rating >= options.min_rating)
     reviews = [dataset.reviews[p] for p in islice(kept, options.count)]
     body = render_widget(pages_document(dataset, reviews), options, snapshot.site)
-    return page_payload(body, WIDGET_HEADERS, snapshot.payloads["/reviews.json"].last_modified)
+    return page_payload(body, WIDGET_HEADERS, snapshot.payloads[REVIEWS_JSON].last_modified)

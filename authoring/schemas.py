@@ -7,8 +7,8 @@ from typing import Any
 
 import jsonschema_rs
 
-from .dataset import validator
-from .problems import json_path
+from ..reviews.dataset import validator
+from ..reviews.problems import json_path
 
 
 @cache

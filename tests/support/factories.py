@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any, Sequence
+
+from hypothesis import strategies as st
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 TECHNICIANS = [
@@ -210,3 +213,15 @@ def plain(value: Any) -> Any:
 def dataset_state(dataset: Any) -> dict[str, Any]:
     """Everything a Dataset holds, as plain values."""
     return {name: plain(value) for name, value in vars(dataset).items()}
+
+
+# Any small valid review, for the property tests.
+SPEC_STRATEGY = st.builds(
+    Spec,
+    rating=st.integers(1, 5),
+    date=st.dates(date(2020, 1, 1), date(2026, 12, 31)).map(date.isoformat),
+    text=st.one_of(st.none(), st.text(min_size=1, max_size=30)),
+    technicians=st.lists(st.sampled_from([t["id"] for t in TECHNICIANS]), max_size=2, unique=True),
+    services=st.lists(st.sampled_from([s["id"] for s in SERVICES]), max_size=2, unique=True),
+    reply=st.booleans(),
+)

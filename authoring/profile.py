@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import jsonschema_rs
 
-from .dataset import SCHEMAS
+from ..reviews.dataset import SCHEMAS
 from .telephone import international
 
 PROFILE_FILE = "business.toml"

@@ -11,13 +11,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
-from factories import Spec, make_docs, write_docs
 from polling import wait_until
+from werkzeug.test import Client
 
 from reviewsd_app import hub, reviewsd
+from support.factories import Spec, make_docs, write_docs
 
 BASE = "https://reviews.example.com"
 FEED = BASE + "/feed.xml"
@@ -171,3 +172,52 @@ def make_hub(tmp_path: Path) -> Iterator[HubMaker]:
     maker = HubMaker(tmp_path)
     yield maker
     maker.stop_all()
+
+
+FORM = "application/x-www-form-urlencoded"
+
+
+CALLBACK = "https://sub.example/cb?token=CAPABILITY-123"
+
+
+def post(
+    app: reviewsd.ReviewsApp,
+    fields: dict | list | None = None,
+    body: bytes | None = None,
+    content_type: str = FORM,
+    remote: str = "198.51.100.7",
+):
+    data = body if body is not None else urlencode(fields or {}).encode()
+    return Client(app).post(
+        "/api/websub/hub", data=data, content_type=content_type, environ_base={"REMOTE_ADDR": remote}
+    )
+
+
+def form(
+    callback: str = CALLBACK, mode: str = "subscribe", topic: str = FEED, **params: str
+) -> dict[str, str]:
+    return {
+        "hub.callback": callback,
+        "hub.mode": mode,
+        "hub.topic": topic,
+        **{f"hub.{name}": value for name, value in params.items()},
+    }
+
+
+def subscribe_active(
+    app: reviewsd.ReviewsApp,
+    outbound: FakeOutbound,
+    callback: str = CALLBACK,
+    topic: str = FEED,
+    **params: str,
+) -> None:
+    """Subscribe and wait until the verification has been applied."""
+    before = len(outbound.matching("GET"))
+    assert post(app, form(callback, topic=topic, **params)).status_code == 202
+    outbound.wait_for(before + 1, "GET")
+    wait_idle(app.hub)
+
+
+def change(maker: HubMaker, app: reviewsd.ReviewsApp, version: int) -> None:
+    maker.write_version(version)
+    assert app.store.reload(force=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 LOCK_FILE = ".reviewsd.lock"
-# The files commands write with reviews.store.write_atomically, whose temporaries are .NAME.XXXX.tmp.
+# The files commands write with authoring.files.write_atomically, whose temporaries are .NAME.XXXX.tmp.
 WRITTEN_FILES = ("reviews.json", "insights.json", ".reviewsd-import.json", ".reviewsd-sync.json")
 
 

@@ -9,13 +9,19 @@ Google: the OAuth 2.0 token endpoint (POST, form, `grant_type=refresh_token`; a 
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import threading
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-from urllib.parse import parse_qs, urlsplit
+import sys
+from pathlib import Path
+
+if __name__ == "__main__":  # run as a script, its folder comes first on sys.path: its http.py would shadow
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import datetime as dt  # noqa: E402
+import json  # noqa: E402
+import threading  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+from typing import Any  # noqa: E402
+from urllib.parse import parse_qs, urlsplit  # noqa: E402
 
 CLIENT = {"client_id": "1234-abc.apps.googleusercontent.com", "client_secret": "GOCSPX-s3cr3t-client"}
 REFRESH_TOKEN = "1//0refresh-token-SECRET"
@@ -206,12 +212,11 @@ class PlatformApi:
 
 
 def main(argv: list[str]) -> int:
-    """`python tests/platform_api.py [--reviews N] [--for SECONDS]`: the stand-in in the background, for the
-    docs' walk-through. It prints the shell lines that point reviewsd at it once it listens, and stops by
-    itself after SECONDS (default 120), or on `kill $REVIEWSD_STANDIN_PID`."""
+    """`python tests/support/platform_api.py [--reviews N] [--for SECONDS]`: the stand-in in the background,
+    for the docs' walk-through. It prints the shell lines that point reviewsd at it once it listens, and
+    stops by itself after SECONDS (default 120), or on `kill $REVIEWSD_STANDIN_PID`."""
     import argparse
     import os
-    import sys
 
     parser = argparse.ArgumentParser(prog="platform_api.py")
     parser.add_argument("--reviews", type=int, default=123)
@@ -238,6 +243,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main(sys.argv[1:]))
