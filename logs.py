@@ -13,7 +13,7 @@ import logging
 import sys
 import threading
 import time
-from typing import IO
+from typing import IO, cast
 
 FLUSH_INTERVAL = 0.05  # seconds an INFO line may wait before it reaches stderr
 MAX_QUEUED = 512  # lines; a burst beyond this is written at once
@@ -88,7 +88,8 @@ class BatchingStreamHandler(logging.StreamHandler):
 
     def write_info(self, name: str, message: str, created: float) -> None:
         """Queue an INFO line formatted as for a record, without making one (see `direct_info_handler`)."""
-        line = self.formatter.line(created, "INFO", name, message) + self.terminator  # type: ignore[union-attr]
+        formatter = cast(TextFormatter, self.formatter)  # direct_info_handler checked its type
+        line = formatter.line(created, "INFO", name, message) + self.terminator
         with self.lock:  # type: ignore[union-attr]
             self._enqueue(line, at_once=False)
 

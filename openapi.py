@@ -31,12 +31,16 @@ def _rewrite_ref(ref: str, own_name: str) -> str:
     return f"#/components/schemas/{name}{pointer}"
 
 
-def _embed(node: Any, own_name: str) -> Any:
+def _embed(node: Any, own_name: str, names: bool = False) -> Any:
+    """A schema file's node with its $refs pointing inside the document and no $schema or $id keywords;
+    `names`: the node maps property names to schemas (a property may be called "$schema": it stays)."""
     if isinstance(node, dict):
         return {
-            key: _rewrite_ref(value, own_name) if key == "$ref" else _embed(value, own_name)
+            key: _rewrite_ref(value, own_name)
+            if key == "$ref" and not names
+            else _embed(value, own_name, key == "properties" and not names)
             for key, value in node.items()
-            if key not in ("$schema", "$id")
+            if names or key not in ("$schema", "$id")
         }
     if isinstance(node, list):
         return [_embed(item, own_name) for item in node]
@@ -48,6 +52,8 @@ def _embed(node: Any, own_name: str) -> Any:
 SEARCH_PARAMS = "search-params.schema.json"
 SINCE_PARAMS = "since-params.schema.json"
 PARAMETER_SCHEMAS = (SEARCH_PARAMS, SINCE_PARAMS)
+# business.toml's schema: the offline commands' file, which no operation serves or takes.
+OFFLINE_SCHEMAS = ("business.schema.json",)
 
 
 def _query_params(file: str) -> list[dict[str, Any]]:
@@ -383,9 +389,8 @@ def _paths() -> dict[str, Any]:
                 {
                     **_representation(
                         ref("SinceResult"),
-                        "Reviews dated on or after `date`, newest first; always identity (no gzip): the "
-                        "answer is a slice of /reviews.json's body, which is also served compressed.",
-                        headers={k: v for k, v in READ_HEADER_DOCS.items() if k != "Content-Encoding"},
+                        "Reviews dated on or after `date`, newest first; gzip when the request accepts it "
+                        "(its ETag then ends in `-gzip`).",
                     ),
                     "400": _error(
                         "`date` is not a real calendar date as YYYY-MM-DD, or a paging parameter is wrong "
@@ -735,7 +740,9 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "paths": {**_paths(), **_discovery_paths()},
         "components": {
             "schemas": {
-                s["title"]: _embed(s, s["title"]) for f, s in SCHEMAS.items() if f not in PARAMETER_SCHEMAS
+                s["title"]: _embed(s, s["title"])
+                for f, s in SCHEMAS.items()
+                if f not in PARAMETER_SCHEMAS + OFFLINE_SCHEMAS
             },
             "responses": {name: _error(description) for name, description in SERVER_REFUSALS.values()},
         },

@@ -293,9 +293,8 @@ class ReviewsApp:
         return answer(environ, payload)
 
     def on_widget(self, environ: Mapping[str, Any]) -> Triple:
-        given = {name: values[-1] for name, values in query_args(environ).items()}
         try:
-            options = parse_widget_options(given)
+            options = parse_widget_options(query_args(environ))
         except WidgetOptionsError as exc:
             raise InvalidParams(exc.issues) from None
         return answer(environ, self.store.current.widget(options))
@@ -306,7 +305,11 @@ class ReviewsApp:
         args = decode_query_args(query_args(environ), SINCE_PARAMS_VALIDATOR, lambda a: None)
         snapshot = self.store.current
         return answer(
-            environ, snapshot.since(since_page(snapshot.dataset, since, *validate_since_args(since, args)))
+            environ,
+            snapshot.since(
+                since_page(snapshot.dataset, since, *validate_since_args(since, args)),
+                gzip=accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING") or ""),
+            ),
         )
 
     def on_review(self, environ: Mapping[str, Any], review_id: str) -> Triple:

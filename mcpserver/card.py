@@ -103,6 +103,20 @@ def encoded_server_info(words: BusinessWords, website: str | None, version: str)
     return encode_message(server_info(words, website, version))
 
 
+CARD_DESCRIPTION_LIMIT = 100  # characters: the MCP Registry's server.json schema allows no more
+
+
+def card_description(name: str) -> str:
+    """The server card's description: the business and what is offered, within the registry's limit."""
+    for description in (
+        f"Customer reviews of {name}: search, sentiment by aspect, rating trend. Read-only.",
+        f"Customer reviews of {name}. Read-only.",
+    ):
+        if len(description) <= CARD_DESCRIPTION_LIMIT:
+            return description
+    return description[: CARD_DESCRIPTION_LIMIT - 1] + "…"
+
+
 def registry_name(base_url: str, business_id: str) -> str:
     """The server's reverse-DNS name, as the MCP Registry wants it: the public host reversed, then the
     business id ("https://reviews.example.com" and "riverbend" give "com.example.reviews/riverbend")."""
@@ -120,7 +134,7 @@ def server_card(business: Mapping[str, Any], base_url: str) -> dict[str, Any]:
         "$schema": SERVER_CARD_SCHEMA,
         "name": registry_name(base_url, business["id"]),
         "version": info["version"],
-        "description": info["description"],
+        "description": card_description(words.name),
         "title": info["title"],
         **({"websiteUrl": info["websiteUrl"]} if "websiteUrl" in info else {}),
         "icons": info["icons"],

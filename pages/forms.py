@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..reviews.search import FILTERS
 
@@ -94,14 +94,20 @@ class WidgetOptionsError(ValueError):
         super().__init__("invalid widget options: " + "; ".join(issue["message"] for issue in issues))
 
 
-def parse_widget_options(args: Mapping[str, str]) -> WidgetOptions:
-    """The options of a /widget query string (request.args fits); every problem is reported at once."""
+def parse_widget_options(given: Mapping[str, Sequence[str]]) -> WidgetOptions:
+    """The options of a /widget query string, each name with every value given; every problem is reported
+    at once. A name given twice is refused, as the API refuses it (not the last one silently taken)."""
     issues: list[dict[str, Any]] = []
     known = ("count", "min_rating", "theme")
-    for name in sorted(set(args) - set(known)):
+    for name in sorted(set(given) - set(known)):
         issues.append(
             _issue(name, "unknown_parameter", f"unknown parameter {name!r}; known: {', '.join(known)}")
         )
+    for name in known:
+        if len(given.get(name, ())) > 1:
+            times = len(given[name])
+            issues.append(_issue(name, "repeated_parameter", f"{name} is given {times} times; give it once"))
+    args = {name: values[0] for name, values in given.items() if len(values) == 1}
     count = _whole_number(args, "count", WidgetOptions.count, WIDGET_COUNT_RANGE, issues)
     min_rating = _whole_number(args, "min_rating", WidgetOptions.min_rating, WIDGET_RATING_RANGE, issues)
     theme = args.get("theme", WidgetOptions.theme)
@@ -121,8 +127,10 @@ def _whole_number(
     if raw is None:
         return default
     low, high = bounds
-    # isdecimal would take other scripts' digits, which int() reads: ASCII only, as in a URL.
-    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
+    # isdecimal would take other scripts' digits, which int() reads: ASCII only, as in a URL; and at most
+    # the bound's digits, so int() never meets a 4,301-digit number (a ValueError past Python's limit).
+    in_range = raw.isascii() and raw.isdigit() and len(raw) <= len(str(high)) and low <= int(raw) <= high
+    if not in_range:
         issues.append(
             _issue(name, "range", f"{name} must be a whole number from {low} to {high}, got {raw!r}")
         )

@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from .. import surface
 from . import charts
+from .display_text import isolated, printable
 from .forms import SEARCH_FIELDS, FieldSpec, WidgetOptions
 from .policy import STYLESHEET, TEMPLATES
 from .structured_data import json_ld_script, local_business
@@ -136,7 +137,7 @@ def render_review(review: Mapping[str, Any], reviews_doc: Mapping[str, Any], sit
         "review.html",
         site,
         reviews_doc,
-        title=f"Review by {review['author']}: {reviews_doc['business']['name']}",
+        title=f"Review by {isolated(review['author'])}: {reviews_doc['business']['name']}",
         description=f"A {review['rating']}-star review of {reviews_doc['business']['name']}.",
         canonical=site.url(path),
         alternates=[("application/json", site.url(surface.review_path(review["id"])), "This review (JSON)")],
@@ -237,9 +238,17 @@ def _percent(part: int, whole: int) -> str:
     return f"{round(100 * part / whole)}%" if whole else "–"
 
 
+def _shown(value: Any) -> Any:
+    """Every value a template writes: text from the data loses what HTML calls an error (display_text)."""
+    if type(value) is str:  # not Markup, which is ours
+        return printable(value)
+    return value
+
+
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(TEMPLATES),
     autoescape=True,
+    finalize=_shown,
     undefined=jinja2.StrictUndefined,  # a misspelt name fails the render (and the tests), not the page
     trim_blocks=True,
     lstrip_blocks=True,

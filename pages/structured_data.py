@@ -12,6 +12,8 @@ from typing import Any, Mapping
 
 from markupsafe import Markup
 
+from .display_text import printable
+
 SCHEMA_DAYS = {
     "mo": "Monday",
     "tu": "Tuesday",
@@ -67,5 +69,5 @@ def local_business(business: Mapping[str, Any], page_url: str) -> dict[str, Any]
 def json_ld_script(data: Mapping[str, Any]) -> Markup:
     """A <script type="application/ld+json"> element holding `data`, safe whatever text it holds."""
     compact = {key: value for key, value in data.items() if value is not None}
-    text = json.dumps(compact, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_SAFE)
+    text = printable(json.dumps(compact, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_SAFE))
     return Markup(f'<script type="application/ld+json">{text}</script>')

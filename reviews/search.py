@@ -61,7 +61,9 @@ class SchemaValidator:
             return None
         if keyword == "required":
             return issue(kind.property, "required", f"{kind.property} is required")
-        if keyword in ("format", "pattern"):  # every format and pattern in these schemas is a date's
+        if keyword == "pattern" and name == "cursor":
+            return invalid_cursor()
+        if keyword in ("format", "pattern"):  # every other format and pattern in these schemas is a date's
             return invalid_date(name, value)
         messages = {
             "type": lambda: f"{name} must be {_TYPE_WORDS.get(kind.types[0], kind.types[0])}, got {value!r}",
@@ -224,20 +226,21 @@ def cursor_after(dataset: Dataset, filters: str, pos: int) -> str:
     return encode_cursor(CursorKey(filters, dataset.ratings[pos], dataset.date_at(pos), dataset.ids[pos]))
 
 
-_CURSOR = re.compile(
-    _CURSOR_VERSION + r"\.(?P<filters>[0-9a-f]{16})\.(?P<rating>[1-5])\.(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})"
-    r"\.(?P<id>[0-7][0-9A-HJKMNP-TV-Z]{25})"  # a review id (schemas/review.schema.json)
-)
+# What a cursor looks like is the schema's to say (clients and schemathesis read it there): the version, the
+# filters' digest, then the last review's rating, date and id (schemas/review.schema.json), dot-separated.
+_CURSOR = re.compile(SEARCH_PARAMS_SCHEMA["properties"]["cursor"]["pattern"])
+
+
+def invalid_cursor() -> dict[str, Any]:
+    return issue("cursor", "invalid_cursor", "cursor is not one this server issued; start again without it")
 
 
 def decode_cursor(cursor: str, filters: str) -> CursorKey | dict[str, Any]:
     """The key a cursor holds, or the issue saying why it cannot be used."""
-    found = _CURSOR.fullmatch(cursor)
-    if found is None:
-        return issue(
-            "cursor", "invalid_cursor", "cursor is not one this server issued; start again without it"
-        )
-    key = CursorKey(found["filters"], int(found["rating"]), found["date"], found["id"])
+    if _CURSOR.fullmatch(cursor) is None:
+        return invalid_cursor()
+    _version, digest, rating, date, review_id = cursor.split(".")
+    key = CursorKey(digest, int(rating), date, review_id)
     if key.filters != filters:
         return issue(
             "cursor",

@@ -59,6 +59,8 @@ def test_the_server_card_describes_the_server_at_both_paths(live):
     assert not errors, [e.message for e in errors]
     assert card["name"] == "localhost/riverbend-spine-wellness"  # served on 127.0.0.1
     assert card["title"] == "Riverbend Spine & Wellness: reviews and insights (read-only)"
+    # The MCP Registry's server.json allows 100 characters of description.
+    assert "Riverbend Spine & Wellness" in card["description"] and len(card["description"]) <= 100
     assert card["remotes"] == [
         {
             "type": "streamable-http",
@@ -155,3 +157,12 @@ def test_a_browser_can_read_the_session_id_of_a_cross_origin_initialize(live):
     status, answer, _ = request(live, "POST", "/mcp", headers, body)
     assert status == 200 and answer["mcp-session-id"] and answer["access-control-allow-origin"] == "*"
     assert "mcp-session-id" in answer["access-control-expose-headers"].lower()
+
+
+@pytest.mark.parametrize("length", [1, 30, 60, 95, 200])
+def test_a_card_description_fits_the_registry_whatever_the_name(length: int) -> None:
+    from reviewsd_app.mcpserver.card import card_description
+
+    name = "N" * length
+    description = card_description(name)
+    assert len(description) <= 100 and description.startswith("Customer reviews of N")

@@ -190,13 +190,21 @@ def test_gzip_is_a_distinct_representation(client: Client, path: str) -> None:
     assert again.status_code == 304 and again.headers["ETag"] == zipped.headers["ETag"]
 
 
-def test_a_since_answer_is_identity_whatever_is_accepted(client: Client) -> None:
-    # A slice of the shared /reviews.json body: compressing it per request would cost what slicing saves.
-    plain = client.get("/api/reviews/since/2025-01-01")
-    asked = client.get("/api/reviews/since/2025-01-01", headers={"Accept-Encoding": "gzip"})
-    assert "Content-Encoding" not in asked.headers and asked.data == plain.data
-    assert asked.headers["ETag"] == plain.headers["ETag"]
-    assert int(asked.headers["Content-Length"]) == len(asked.data)
+@pytest.mark.parametrize("query", ["", "?limit=7", "?limit=100"])
+@pytest.mark.parametrize("date", ["2000-01-01", "2025-01-01", "2026-11-20", "2099-01-01"])
+def test_a_since_answer_is_gzip_when_asked(client: Client, date: str, query: str) -> None:
+    path = f"/api/reviews/since/{date}{query}"
+    plain = client.get(path)
+    zipped = client.get(path, headers={"Accept-Encoding": "gzip"})
+    assert zipped.headers["Content-Encoding"] == "gzip" and "Content-Encoding" not in plain.headers
+    assert gzip.decompress(zipped.data) == plain.data
+    assert zipped.headers["Vary"] == "Accept-Encoding" == plain.headers["Vary"]
+    assert int(zipped.headers["Content-Length"]) == len(zipped.data)
+    assert zipped.headers["ETag"] == plain.headers["ETag"][:-1] + '-gzip"'
+    again = client.get(path, headers={"Accept-Encoding": "gzip", "If-None-Match": zipped.headers["ETag"]})
+    assert again.status_code == 304 and again.headers["ETag"] == zipped.headers["ETag"]
+    if date == "2000-01-01" and not query:  # every review: most of it the shared compressed stream
+        assert len(zipped.data) < len(plain.data) / 3
 
 
 @pytest.mark.parametrize("path", STATIC_PATHS)

@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from support.factories import Spec, make_docs, write_docs
 from werkzeug.test import Client
 
@@ -98,6 +99,20 @@ def test_widget_may_be_framed_and_takes_its_options(client: Client) -> None:
     bad = client.get("/widget?count=0&theme=neon")
     assert bad.status_code == 400
     assert [issue["path"][0] for issue in json.loads(bad.data)["issues"]] == ["count", "theme"]
+
+
+@pytest.mark.parametrize(
+    "query, code",
+    [
+        ("count=" + "3" * 4301, "range"),  # was a 500 with a traceback: int() refuses over 4,300 digits
+        ("min_rating=" + "4" * 4301, "range"),
+        ("count=3&count=4", "repeated_parameter"),  # was the last one, silently
+    ],
+)
+def test_widget_options_are_a_400_whatever_they_are(client: Client, query: str, code: str) -> None:
+    bad = client.get(f"/widget?{query}")
+    assert bad.status_code == 400
+    assert [issue["code"] for issue in json.loads(bad.data)["issues"]] == [code]
 
 
 def test_pages_follow_a_data_reload(small_data_dir: Path, tmp_path: Path) -> None:

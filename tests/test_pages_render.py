@@ -125,7 +125,7 @@ def all_pages(reviews: dict[str, Any], insights: dict[str, Any]) -> dict[str, by
         "home": pages.render_home(reviews, insights, SITE),
         "reviews": pages.render_reviews(reviews, page, SITE),
         "review": pages.render_review(newest[1], reviews, SITE),
-        "widget": pages.render_widget(reviews, pages.parse_widget_options({"count": "10"}), SITE),
+        "widget": pages.render_widget(reviews, pages.parse_widget_options({"count": ["10"]}), SITE),
     }
 
 
@@ -448,7 +448,7 @@ def test_home_stays_small_with_the_longest_reviews(docs):
 def test_widget_options_defaults_and_values():
     assert pages.parse_widget_options({}) == pages.WidgetOptions(count=3, min_rating=1, theme="auto")
     assert pages.parse_widget_options(
-        {"count": "10", "min_rating": "4", "theme": "dark"}
+        {"count": ["10"], "min_rating": ["4"], "theme": ["dark"]}
     ) == pages.WidgetOptions(count=10, min_rating=4, theme="dark")
 
 
@@ -469,11 +469,15 @@ def test_widget_options_defaults_and_values():
             {"count": "0", "theme": "x", "min_rating": "0", "lang": "fr"},
             ["lang", "count", "min_rating", "theme"],
         ),
+        ({"count": "3" * 4301}, ["count"]),  # past int()'s digit limit: was a 500 with a traceback
+        ({"min_rating": "1" + "0" * 5000}, ["min_rating"]),
+        ({"count": ["3", "4"]}, ["count"]),  # given twice: refused, as the API refuses it
     ],
 )
 def test_widget_options_are_refused_with_every_reason(args, bad):
+    given = {name: value if isinstance(value, list) else [value] for name, value in args.items()}
     with pytest.raises(pages.WidgetOptionsError) as refused:
-        pages.parse_widget_options(args)
+        pages.parse_widget_options(given)
     assert [issue["path"][0] for issue in refused.value.issues] == bad
     for name in bad:
         assert name in str(refused.value)
@@ -481,7 +485,7 @@ def test_widget_options_are_refused_with_every_reason(args, bad):
 
 def test_widget_shows_the_newest_reviews_above_the_minimum(docs):
     reviews = docs[0]
-    options = pages.parse_widget_options({"count": "4", "min_rating": "5", "theme": "light"})
+    options = pages.parse_widget_options({"count": ["4"], "min_rating": ["5"], "theme": ["light"]})
     root = parse(pages.render_widget(reviews, options, SITE))
     expected = render.newest_reviews(reviews["reviews"], 4, lambda r: r["rating"] == 5)
     assert [a.attrs["aria-labelledby"] for a in root.iter("article")] == [f"r-{r['id']}" for r in expected]

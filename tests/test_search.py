@@ -559,3 +559,25 @@ def test_query_strings_decode_booleans_and_the_sort() -> None:
     with pytest.raises(InvalidParams) as exc:
         validate_search_args(decode_query_args({"has_text": ["yes"], "sort": ["best"]}))
     assert codes(exc) == [("has_text", "type"), ("sort", "enum")]
+
+
+@given(
+    st.builds(
+        search_module.CursorKey,
+        st.text("0123456789abcdef", min_size=16, max_size=16),
+        st.integers(1, 5),
+        st.dates().map(lambda day: day.isoformat()),
+        st.from_regex(r"[0-7][0-9A-HJKMNP-TV-Z]{25}", fullmatch=True),
+    )
+)
+def test_every_issued_cursor_fits_the_schema_and_reads_back(key) -> None:
+    # The schema's pattern is what a client (and schemathesis) knows of a cursor: every issued one fits it.
+    cursor = search_module.encode_cursor(key)
+    assert search_module.SEARCH_PARAMS_VALIDATOR.issues({"cursor": cursor}) == []
+    assert search_module.decode_cursor(cursor, key.filters) == key
+
+
+@pytest.mark.parametrize("cursor", ["0", "", "1.x", "1." + "0" * 300])
+def test_a_cursor_of_the_wrong_shape_is_invalid_cursor(cursor: str) -> None:
+    issues = search_module.SEARCH_PARAMS_VALIDATOR.issues({"cursor": cursor})
+    assert issues == [search_module.invalid_cursor()]

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from ..pages.display_text import isolated
 from ..surface import ATOM_FEED, HUB, JSON_FEED, OPENAPI, review_page_path, review_path
 
 JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
@@ -77,7 +78,7 @@ def _item(review: Mapping, base_url: str) -> dict:
     item: dict = {
         "id": url,
         "url": review_page_url(base_url, review_id),
-        "title": f"{stars} {rating}/5 from {author}",
+        "title": f"{stars} {rating}/5 from {isolated(author)}",  # a direction override ends at the name
         "content_text": text if text.strip() else f"Rated {rating} out of 5. No written review.",
         "date_published": _rfc3339(published),
     }

@@ -94,12 +94,20 @@ def make_payload(
 
 
 def sliced_payload(
-    parts: Parts, etag: str, headers: Sequence[tuple[str, str]], last_modified: datetime | None
+    parts: Parts,
+    etag: str,
+    headers: Sequence[tuple[str, str]],
+    last_modified: datetime | None,
+    gzipped_parts: Parts | None = None,
 ) -> Payload:
     """A payload whose body is parts, mostly a view of a shared body: made per request in microseconds, with
-    no copy of the view. Identity only: compressing a slice would cost the CPU and memory slicing saves."""
+    no copy of the view; and its gzip coding, if given, in parts likewise (web/gzip_slices.py)."""
     content_type = next(value for name, value in headers if name == "Content-Type")
-    return Payload(_variant(parts, etag, list(headers)), None, content_type, last_modified)
+    gzipped = None
+    if gzipped_parts is not None:
+        gzip_headers = [*headers, ("Content-Encoding", "gzip")]
+        gzipped = _variant(gzipped_parts, etag[:-1] + '-gzip"', gzip_headers)
+    return Payload(_variant(parts, etag, list(headers)), gzipped, content_type, last_modified)
 
 
 def body_length(body: bytes | memoryview | Parts) -> int:

@@ -38,6 +38,7 @@ class SearchResult(TypedDict):
     matched: int
     returned: int
     reviews: list[dict[str, Any]]
+    next_cursor: str | None
 
 
 def build_server(data: ds.Dataset) -> MCPServer:
