@@ -145,8 +145,8 @@ class Config:
 
 
 def env_value(name: str, default: Any) -> Any:
-    """REVIEWSD_<NAME> read as the type of the option's
-    default (ValueError naming the variable if it is not)."""
+    """REVIEWSD_<NAME> read as the type of the option's default (ValueError naming the variable if it is
+    not)."""
     variable = f"REVIEWSD_{name.upper()}"
     raw = os.environ.get(variable)
     if raw is None:
@@ -202,8 +202,8 @@ class Parser(argparse.ArgumentParser):
 
 
 class VersionAction(argparse.Action):
-    """--version: prints `reviewsd VERSION` and exits; the
-    version is looked up only then (not at every start)."""
+    """--version: prints `reviewsd VERSION` and exits; the version is looked up only then (not at every
+    start)."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
         print(f"reviewsd {version()}")

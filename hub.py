@@ -1,6 +1,6 @@
 """The WebSub hub: subscriptions, verification of intent and content distribution.
 
-Follows the W3C WebSub Recommendation where SPEC.md is silent (see DECISIONS.md). Which
+Follows the W3C WebSub Recommendation; what this hub adds or chooses is in docs/websub.md. Which
 thread runs what, and how state and delivery work: docs/internals.md, "The WebSub hub".
 """
 
@@ -42,7 +42,7 @@ from .websub.store import CapReached, Caps, Intent, Key, Store, StoreClosed, Sto
 
 log = logging.getLogger("reviewsd.hub")
 
-MAX_FAILURES = 3  # consecutive failed deliveries before removal (SPEC.md)
+MAX_FAILURES = 3  # consecutive failed deliveries before removal (docs/websub.md)
 
 
 def retry_delay(first_delay: float, failures: int) -> float:
@@ -106,8 +106,8 @@ class Hub:
         self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
 
     def start(self) -> None:
-        """Open the store (else the keeper thread retries),
-        start the workers, bring every subscriber up to date."""
+        """Open the store (else the keeper thread retries), start the workers, bring every subscriber up to
+        date."""
         if self.db.open():
             subscriptions, intents, expired = self._schedule_all()
             log.info(
@@ -140,8 +140,8 @@ class Hub:
         return len(subscriptions), len(intents), expired
 
     def _keep_store(self) -> None:
-        """The keeper thread: every --hub-state-check seconds,
-        check the state directory or retry the store."""
+        """The keeper thread: every --hub-state-check seconds, check the state directory or retry the
+        store."""
         while not self._stopped.wait(self.config.hub_state_check):
             try:
                 if self.db.maintain():

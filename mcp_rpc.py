@@ -135,7 +135,7 @@ class McpServer:
         return {}
 
     def discover(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
-        """server/discover (2026-07-28): versions, capabilities and instructions; mcp_http adds serverInfo."""
+        """server/discover (2026-07-28): versions, capabilities, instructions (+ serverInfo: transport)."""
         return {
             "supportedVersions": list(SUPPORTED_VERSIONS),
             "capabilities": MODERN_CAPABILITIES,
@@ -167,7 +167,7 @@ class McpServer:
     def call_tool(self, session: Session, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
         """Arguments that fail the tool's inputSchema, and values that name nothing in the
         data, are tool execution errors: a result with `isError: true` whose text lists every
-        problem and the valid choices, so a model can correct itself (DECISIONS.md; MCP
+        problem and the valid choices, so a model can correct itself (docs/mcp.md; MCP
         2025-11-25 says the same of input validation errors). A malformed request (params not
         an object, name missing or unknown, arguments not an object) is -32602."""
         name, arguments = params.get("name"), params.get("arguments")

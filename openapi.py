@@ -164,8 +164,8 @@ def _operation(
     parameters: list[dict[str, Any]] | None = CONDITIONAL_PARAMS,
     body: tuple[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """An operation, its `responses` completed with SERVER_REFUSALS;
-    `body` is its request's media type and schema."""
+    """An operation, its `responses` completed with SERVER_REFUSALS; `body` is its request's media type and
+    schema."""
     operation = {"operationId": operation_id, "tags": [tag], "summary": summary, "description": description}
     if parameters is not None:
         operation["parameters"] = parameters

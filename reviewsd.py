@@ -325,8 +325,8 @@ class ReviewsApp:
         )
 
     def on_healthz(self, environ: Mapping[str, Any]) -> Triple:
-        """200 while reads are served ("degraded" when the hub's
-        store is unavailable); 503 once the hub stopped."""
+        """200 while reads are served ("degraded" when the hub's store is unavailable); 503 once the hub
+        stopped."""
         dataset = self.store.current.dataset
         hub_status = self.hub.status() if self.hub is not None else {"enabled": False}
         ready = self.hub is None or bool(hub_status.get("running"))

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 from ..authoring.profile import Profile
-from ..authoring.schemas import schema_errors
+from ..reviews.validation import REVIEWS_VALIDATOR
 from .run import MODEL, build_insights
 
 DERIVED_MODEL = f"{MODEL}; derived at load from reviews.json alone (no business.toml): run `reviewsd analyze`"
@@ -21,7 +21,7 @@ def derived_insights(reviews_content: bytes) -> bytes | None:
         doc: Any = orjson.loads(reviews_content)
     except orjson.JSONDecodeError:
         return None
-    if schema_errors("reviews.schema.json", doc, limit=1):
+    if not REVIEWS_VALIDATOR.is_valid(doc):
         return None
     insights = build_insights(doc, Profile(), doc["generated_at"])
     insights["model"] = DERIVED_MODEL

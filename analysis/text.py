@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from bisect import bisect_right
 from dataclasses import dataclass
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\s*\n+\s*")
@@ -51,10 +50,6 @@ class Folded:
     text: str
     tokens: tuple[str, ...]
     starts: tuple[int, ...]
-
-    def token_at(self, offset: int) -> int:
-        """The index of the token that starts at or before a character offset of `text`."""
-        return bisect_right(self.starts, offset) - 1
 
 
 def fold_sentence(sentence: str) -> Folded:

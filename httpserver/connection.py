@@ -218,11 +218,10 @@ class Connection:
     def _await_next(self) -> bool:
         """Wait briefly for this client's next request; True if bytes arrived.
 
-        A client on keep-alive usually sends its next request within a few
-        hundred microseconds; catching it here skips the hand-back to the
-        selector thread (epoll_ctl, wake-up, queue) that costs more than the
-        request itself.  Server.may_wait_for_next() keeps this from
-        delaying other clients; the wait is a few milliseconds, never a body's.
+        A client on keep-alive usually sends its next request within a few hundred microseconds; catching it
+        here skips the hand-back to the selector thread (epoll_ctl, wake-up, queue) that costs more than the
+        request itself.  Server.may_wait_for_next() keeps this from delaying other clients; the wait is a few
+        milliseconds, never a body's.
         """
         server = self.server
         if not server.may_wait_for_next():
@@ -326,8 +325,8 @@ class Connection:
             raise
 
     def send_unsent(self) -> int:
-        """Send what the socket takes now of `unsent`, without
-        waiting; the bytes sent (logged once all went)."""
+        """Send what the socket takes now of `unsent`, without waiting; the bytes sent (logged once all
+        went)."""
         unsent = self.unsent
         total = unsent_size(unsent)
         try:
@@ -349,8 +348,8 @@ class Connection:
         return total - unsent_size(unsent)
 
     def log_unsent(self) -> None:
-        """The access line of a response whose end the selector
-        thread sent (size: the body's bytes that went)."""
+        """The access line of a response whose end the selector thread sent (size: the body's bytes that
+        went)."""
         code, size, start = self._unsent_log
         self.log_request(code, max(0, size - unsent_size(self.unsent or [])), start)
         self.environ = None

@@ -89,8 +89,8 @@ _Head = tuple[
 
 
 class RequestParser:
-    """One connection's stream of requests: feed() it the
-    bytes read, take each complete one from next_request()."""
+    """One connection's stream of requests: feed() it the bytes read, take each complete one from
+    next_request()."""
 
     def __init__(self, max_body: int = 1 << 20) -> None:
         self.max_body = max_body

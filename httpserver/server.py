@@ -167,8 +167,8 @@ class Server:
         )  # the part of the WSGI environ every request shares
 
     def start(self) -> Server:
-        """Start the workers and the selector thread, which
-        accepts and serves until shutdown() has drained all."""
+        """Start the workers and the selector thread, which accepts and serves until shutdown() has drained
+        all."""
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._resume_accept()
         for i in range(self.threads):
@@ -554,8 +554,8 @@ class Server:
     # -- stopping ----------------------------------------------------------
 
     def _drain(self) -> None:
-        """After the loop: close what is idle, serve the rest
-        up to the grace, shut it down, give the workers 1 s."""
+        """After the loop: close what is idle, serve the rest up to the grace, shut it down, give the workers
+        1 s."""
         deadline = time.monotonic() + self._grace
         self.socket.close()
         for conn in list(self._conns):
@@ -581,8 +581,8 @@ class Server:
             obj.close()
 
     def _settle(self, deadline: float) -> bool:
-        """On a stop: serve the connections left as the loop
-        does, until `deadline`; True once none is left."""
+        """On a stop: serve the connections left as the loop does, until `deadline`; True once none is
+        left."""
         while self._conns and (now := time.monotonic()) < deadline:
             self._poll(min(self._next_timeout(now), deadline - now))
         return not self._conns

@@ -1,9 +1,8 @@
-"""The systemd glue server.run() uses: socket activation,
-the notify protocol, the watchdog, signals, stopping.
+"""The systemd glue server.run() uses: socket activation, the notify protocol, the watchdog, signals,
+stopping.
 
-run() serves the way a systemd service runs: READY=1 once it accepts,
-RELOADING=1/READY=1 around a reload on SIGHUP, STOPPING=1 and a graceful
-drain on SIGTERM/SIGINT, WATCHDOG=1 while the server is healthy.  Every
+run() serves the way a systemd service runs: READY=1 once it accepts, RELOADING=1/READY=1 around a reload on
+SIGHUP, STOPPING=1 and a graceful drain on SIGTERM/SIGINT, WATCHDOG=1 while the server is healthy.  Every
 piece is a no-op outside systemd (no NOTIFY_SOCKET, no LISTEN_FDS).
 """
 
@@ -66,8 +65,8 @@ def notify(message: str) -> bool:
 
 
 def log_listening(url: str, threads: int, activated: bool = False) -> None:
-    """The READY line, written at once: INFO lines wait up
-    to logs.FLUSH_INTERVAL, which is for the access log."""
+    """The READY line, written at once: INFO lines wait up to logs.FLUSH_INTERVAL, which is for the access
+    log."""
     log.info("listening on %s (%d threads)%s", url, threads, " (socket activation)" if activated else "")
     for handler in logging.getLogger().handlers:
         with contextlib.suppress(
@@ -91,8 +90,8 @@ def watchdog_interval() -> float | None:
 
 
 def start_watchdog(healthy: Callable[[float], bool]) -> threading.Event:
-    """Ping WATCHDOG=1 every WATCHDOG_USEC/2 (if systemd asks)
-    while healthy(timeout) holds; set the Event to stop."""
+    """Ping WATCHDOG=1 every WATCHDOG_USEC/2 (if systemd asks) while healthy(timeout) holds; set the Event to
+    stop."""
     interval = watchdog_interval()
     stop = threading.Event()
 
@@ -121,8 +120,8 @@ def reload(on_reload: Callable[[], Any] | None) -> None:
 
 
 def stop(shutdown: Callable[[float], Any], grace: float, on_stop: Callable[[], Any] | None, why: str) -> int:
-    """STOPPING=1, a graceful `shutdown(grace)` of the server,
-    then the caller's on_stop; 1 if that raised, else 0."""
+    """STOPPING=1, a graceful `shutdown(grace)` of the server, then the caller's on_stop; 1 if that raised,
+    else 0."""
     notify("STOPPING=1")
     log.info("%s: stopping, up to %.1fs for in-flight requests", why, grace)
     shutdown(grace)
@@ -133,8 +132,8 @@ def stop(shutdown: Callable[[float], Any], grace: float, on_stop: Callable[[], A
 
 
 def call_hook(hook: Callable[[], Any] | None, failure: str) -> bool:
-    """Call the caller's hook if there is one; False if it
-    raised (logged as `failure`, with the traceback)."""
+    """Call the caller's hook if there is one; False if it raised (logged as `failure`, with the
+    traceback)."""
     try:
         if hook is not None:
             hook()

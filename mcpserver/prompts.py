@@ -152,8 +152,8 @@ def render_reply(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> li
 def render_entity(
     tool: str, subject: str, key: str
 ) -> Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]:
-    """A prompt over one practitioner, service or aspect (`key`
-    in the result of `tool`, which takes its arguments)."""
+    """A prompt over one practitioner, service or aspect (`key` in the result of `tool`, which takes its
+    arguments)."""
 
     def render(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
         tool_args = {**{name: value for name, value in args.items() if value}, "limit": 20}

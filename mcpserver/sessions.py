@@ -26,7 +26,7 @@ class Session:
 
     @property
     def modern(self) -> bool:
-        """A 2026-07-28 request: one request, no session (mcp_http makes a Session for it)."""
+        """A 2026-07-28 request: one request, no session (mcpserver/transport.py makes a Session for it)."""
         return self.protocol_version == MODERN_VERSION
 
 

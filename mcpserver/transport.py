@@ -340,8 +340,8 @@ class McpEndpoint:
 
 
 def session_header(environ: dict, request_id: Any, missing: str) -> str:
-    """A 2025 message's Mcp-Session-Id, once its
-    MCP-Protocol-Version (if any) is one initialize negotiates."""
+    """A 2025 message's Mcp-Session-Id, once its MCP-Protocol-Version (if any) is one initialize
+    negotiates."""
     version = header_version(environ)
     if version is not None and version not in LEGACY_VERSIONS:
         raise HttpRefusal(

@@ -193,8 +193,8 @@ class _Reviews:
 
 @dataclass
 class _Insights:
-    """What insights.json contributes, as bytes: its body,
-    where each per_review entry sits, the mention indexes."""
+    """What insights.json contributes, as bytes: its body, where each per_review entry sits, the mention
+    indexes."""
 
     head: bytes  # insights.json with per_review empty, encoded
     body: bytes
@@ -266,14 +266,14 @@ class _Insights:
 
 
 def _frozen(index: Mapping[Any, array]) -> tuple[bytes, list[array]]:
-    """An index's keys encoded, and its positions in ascending
-    order (per_review may list reviews in any order)."""
+    """An index's keys encoded, and its positions in ascending order (per_review may list reviews in any
+    order)."""
     return encode_json(list(index)), [array("i", sorted(positions)) for positions in index.values()]
 
 
 def _thawed(frozen: tuple[bytes, list[array]], numbers: list[int]) -> dict[Any, list[int]]:
-    """The index of `_frozen`, its keys decoded (tuples for
-    aspects) and its positions as `numbers`' objects."""
+    """The index of `_frozen`, its keys decoded (tuples for aspects) and its positions as `numbers`'
+    objects."""
     keys, positions = frozen
     return {
         key if isinstance(key, str) else tuple(key): list(map(numbers.__getitem__, found))

@@ -9,7 +9,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Generic, TypeVar
+from typing import Callable, Generic, NamedTuple, TypeVar
 
 from .dataset import Dataset, dataset_from_files
 from .files import DATA_FILES, DEFAULT_MAX_FILE_BYTES, read_data_dir
@@ -20,15 +20,24 @@ log = logging.getLogger("reviewsd.data")
 S = TypeVar("S")
 
 
-def file_stamp(data_dir: Path) -> list[tuple[int, int, int, int]]:
-    """What a cheap stat says about the data files; a change means "read them again"."""
+class FileStamp(NamedTuple):
+    """What a cheap stat says about one data file (size -1: missing)."""
+
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+def file_stamp(data_dir: Path) -> list[FileStamp]:
+    """The data files' stamps; a change means "read them again"."""
     stats = []
     for name in DATA_FILES:
         try:
             st = os.stat(data_dir / name)
-            stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            stats.append(FileStamp(st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
         except OSError:
-            stats.append((0, -1, 0, 0))
+            stats.append(FileStamp(0, -1, 0, 0))
     return stats
 
 
@@ -48,9 +57,8 @@ class DataStore(Generic[S]):
         first_build: Callable[[Dataset], S] | None = None,
         derive_insights: Callable[[bytes], bytes | None] | None = None,
     ):
-        """Load the files now (DataError if refused); `first_build`,
-        if given, builds the first snapshot instead of
-        `build` (the server defers the first snapshot's compression until it serves)."""
+        """Load the files now (DataError if refused); `first_build`, if given, builds the first snapshot
+        instead of `build` (the server defers the first snapshot's compression until it serves)."""
         self.data_dir = Path(data_dir)
         self.max_bytes = max_bytes
         self._build = build
@@ -66,12 +74,11 @@ class DataStore(Generic[S]):
         self._stop = threading.Event()
 
     def _load(self, build: Callable[[Dataset], S]) -> S | None:
-        """The snapshot of the files the last stamp describes
-        (its sizes are logged); None if already served."""
-        sizes = [
-            f"{name} ({size / 1e6:.1f} MB)" if size >= 0 else f"{name} (missing)"
-            for name, (_, size, _, _) in zip(DATA_FILES, self._stamp)
-        ]
+        """The snapshot of the files the last stamp describes (its sizes are logged); None if already
+        served."""
+        sizes = []
+        for name, stamp in zip(DATA_FILES, self._stamp):
+            sizes.append(f"{name} ({stamp.size / 1e6:.1f} MB)" if stamp.size >= 0 else f"{name} (missing)")
         log.info("loading %s from %s", " and ".join(sizes), self.data_dir, extra={"event": "load_started"})
         raws = list(read_data_dir(self.data_dir, self.max_bytes, self._derive_insights))
         hashes = (raws[0].sha256, raws[1].sha256)

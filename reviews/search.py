@@ -36,8 +36,8 @@ class SchemaValidator:
         self._validator = jsonschema_rs.Draft202012Validator(schema, registry=REGISTRY, validate_formats=True)
 
     def issues(self, args: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Every problem with `args`, one issue each: unknown
-        names first, then the schema's errors by path."""
+        """Every problem with `args`, one issue each: unknown names first, then the schema's errors by
+        path."""
         properties = self.schema.get("properties", {})
         known = ", ".join(properties) or "none (pass {})"
         issues = [

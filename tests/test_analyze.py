@@ -302,6 +302,7 @@ def test_counts_agree_examples_mention_their_record_and_output_is_deterministic(
         assert insights["pull_quote"]["text"] in quoted["text"]
 
 
+@pytest.mark.slow
 @settings(
     max_examples=5,
     deadline=None,

@@ -23,6 +23,8 @@ from reviewsd_app.config import client_group
 from reviewsd_app.httpserver import server
 from reviewsd_app.httpserver.parser import MAX_LEADING_EMPTY_LINES, RequestParser
 
+pytestmark = pytest.mark.slow  # live servers under bounded loads, memory measured
+
 BIG = 8 << 20  # larger than what loopback's socket buffers take at once (send_buffer below bounds ours)
 SHARED = bytes(range(256)) * (BIG // 256)
 

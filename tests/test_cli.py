@@ -122,6 +122,7 @@ def test_a_port_in_use_names_the_option_to_change(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_the_first_load_exits_quietly_with_130(tmp_path: Path) -> None:
     # 20,000 reviews take a good fraction of a second to load: the signal comes right after the load starts.
     # (A named pipe held the load open before; data files that are not regular files are now refused.)
@@ -161,6 +162,7 @@ def test_ctrl_c_during_the_first_load_exits_quietly_with_130(tmp_path: Path) -> 
     assert stdout == ""
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_serving_stops_gracefully_with_130(tmp_path: Path) -> None:
     server = LiveServer(
         ["--data-dir", str(ROOT / "data"), "--state-dir", str(tmp_path / "state"), "--reload-interval", "0"]

@@ -228,6 +228,7 @@ def test_text_blob_of_texts_with_lone_surrogates_and_empty_texts() -> None:
     assert (blob, list(starts)) == reference_blob([{"text": t} for t in texts])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(SPEC_STRATEGY, max_size=12))
 def test_indexes_equal_plain_references_for_any_reviews(specs: list[Spec]) -> None:
@@ -379,11 +380,12 @@ RECORD_VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(RECORD_VALUES)
 def test_records_encode_as_every_other_body(value: Any) -> None:
-    """Reviews and per_review entries (strings, small integers,
-    booleans, null) go through orjson: the same bytes."""
+    """Reviews and per_review entries (strings, small integers, booleans, null) go through orjson: the same
+    bytes."""
     try:
         expected = dataset_module.encode_json(value)
     except UnicodeEncodeError:  # a lone surrogate: refused either way

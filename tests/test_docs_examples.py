@@ -31,6 +31,8 @@ from typing import Iterator
 import pytest
 from conftest import ROOT, LiveServer
 
+pytestmark = pytest.mark.slow  # runs every shell example of the docs against a live server
+
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SERVER = "127.0.0.1:8080"  # the address every example uses
 SUBSCRIBER = "127.0.0.1:8443"  # the throw-away WebSub subscriber's (docs/websub.md)

@@ -13,9 +13,12 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, SMALL_SPECS, LiveServer
 from polling import wait_until
 from support.factories import Spec, make_docs, write_docs
+
+pytestmark = pytest.mark.slow  # live servers as subprocesses, schemathesis over the served OpenAPI
 
 
 def get(server: LiveServer, path: str, headers: dict | None = None, method: str = "GET"):

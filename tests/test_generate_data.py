@@ -340,6 +340,7 @@ def test_committed_sample_validates_and_agrees() -> None:
     assert_text_matches_mentions(reviews_doc, insights_doc)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "n,seed",
     [(0, 7), (1, 7), (1, 99), (5, 7), (5, 2024), (50, 7), (50, 31337), (321, 8), (2000, 7), (2000, 123456)],

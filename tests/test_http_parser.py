@@ -156,6 +156,7 @@ def h11s(pieces: list[bytes]) -> list[dict]:
     return seen
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(requests(), min_size=1, max_size=3), st.lists(st.integers(0, 10_000), max_size=6))
 @example(

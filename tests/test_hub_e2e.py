@@ -10,6 +10,7 @@ import hashlib
 import hmac
 from typing import Any
 
+import pytest
 from support.https_subscriber import HTTPSSubscriber
 from support.hub_live import (
     BASE,
@@ -24,6 +25,8 @@ from support.hub_live import (
 )
 
 from reviewsd_app.web import snapshot
+
+pytestmark = pytest.mark.slow  # live servers and a real HTTPS subscriber, restarts and kills
 
 # --------------------------------------------------------------------------- data versions
 

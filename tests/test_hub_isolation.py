@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlencode
 
+import pytest
 from conftest import LiveServer
 from support.https_subscriber import HTTPSSubscriber
 from support.hub_live import FEED, HubEnv, settled, wait_status
+
+pytestmark = pytest.mark.slow  # hundreds of trickling HTTPS subscribers
 
 TRICKLING = 500
 HOSTS = [f"127.0.0.{i}" for i in range(2, 6)]  # four callback hosts: their caps alone would take every worker

@@ -1,5 +1,5 @@
-"""SSRF: callbacks on non-public addresses are refused
-before anything is contacted, and again at connect time.
+"""SSRF: callbacks on non-public addresses are refused before anything is contacted, and again at connect
+time.
 
 Every test here runs with outbound connections made impossible: socket.socket.connect
 and socket.create_connection record the attempt and raise. The hubs use the real
@@ -135,8 +135,8 @@ def assert_nothing_happened(app: object, attempts: list) -> None:
 
 @pytest.fixture(scope="module")
 def strict_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """A hub with the real Outbound and resolver, private
-    callbacks not allowed (shared: refusals store nothing)."""
+    """A hub with the real Outbound and resolver, private callbacks not allowed (shared: refusals store
+    nothing)."""
     maker = HubMaker(tmp_path_factory.mktemp("strict"))
     yield maker(None, resolve=hub.system_resolver, hub_rate_limit=0)
     maker.stop_all()

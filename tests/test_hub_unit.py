@@ -787,6 +787,7 @@ VALUES = st.one_of(
 NAMES = st.one_of(st.sampled_from([*hub.HUB_FIELDS, "hub.reason", "other"]), st.text(max_size=12))
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300,
     deadline=None,

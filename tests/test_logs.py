@@ -119,8 +119,8 @@ def test_configure_logging_sends_every_logger_through_one_handler(stream: io.Str
 
 @pytest.fixture
 def configured(stream: io.StringIO) -> Iterator[logs.BatchingStreamHandler]:
-    """configure_logging("text") on `stream`, undone afterwards
-    (pytest's own capture handler removed meanwhile)."""
+    """configure_logging("text") on `stream`, undone afterwards (pytest's own capture handler removed
+    meanwhile)."""
     root = logging.getLogger()
     saved = root.handlers[:], root.level, logging.logThreads, logging.logProcesses, logging.logMultiprocessing
     handler = logs.configure_logging("text", stream)
@@ -196,5 +196,12 @@ def test_a_broken_stderr_does_not_stop_the_ready_line(
 ) -> None:
     from reviewsd_app.httpserver import service
 
-    stream.close()  # writing raises ValueError now, as a closed stderr would
+    attempts = []
+
+    def broken(text: str) -> int:
+        attempts.append(text)
+        raise ValueError("I/O operation on closed file")  # as a closed stderr would
+
+    stream.write = broken  # type: ignore[method-assign]
     service.log_listening("http://127.0.0.1:8080", 8)  # does not raise
+    assert any("listening on http://127.0.0.1:8080 (8 threads)" in text for text in attempts)

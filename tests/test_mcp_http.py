@@ -292,7 +292,7 @@ def test_protocol_version_header(client, session, value, status):
 
 
 def test_initialize_ignores_the_protocol_version_header(client):
-    initialize(client, headers={"MCP-Protocol-Version": "1999-01-01"})
+    assert initialize(client, headers={"MCP-Protocol-Version": "1999-01-01"})
 
 
 # --------------------------------------------------------------------------- media types, methods, size
@@ -454,12 +454,12 @@ def test_origin(client, session, origin, status):
 
 def test_base_url_with_a_path_allows_its_origin(make_app):
     client = Client(make_app(base_url="https://example.com/clinic/reviews"))
-    initialize(client, headers={"Origin": "https://example.com"})
+    assert initialize(client, headers={"Origin": "https://example.com"})
 
 
 def test_wildcard_extra_origin_allows_any(make_app):
     client = Client(make_app(mcp_allowed_origins="*"))
-    initialize(client, headers={"Origin": "https://anything.example"})
+    assert initialize(client, headers={"Origin": "https://anything.example"})
 
 
 def test_initialize_checks_origin_too(client):

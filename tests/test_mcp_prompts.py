@@ -1,5 +1,5 @@
-"""Prompts and completion (mcp_prompts.py) through the pure
-dispatcher, and the 2026 header rules (mcp_http.py)."""
+"""Prompts and completion (mcp_prompts.py) through the pure dispatcher, and the 2026 header rules
+(mcpserver/transport.py)."""
 
 from __future__ import annotations
 
@@ -246,8 +246,8 @@ def test_at_most_100_values_with_total_and_has_more(tmp_path):
 
 
 def reference_matches(prefix: str, names: list[str]) -> bool:
-    """Plain rule: the folded prefix starts one of the folded
-    names (not empty ones) at its start or after a space."""
+    """Plain rule: the folded prefix starts one of the folded names (not empty ones) at its start or after a
+    space."""
     p = fold_name(prefix)
     return any(
         f[i:].startswith(p)

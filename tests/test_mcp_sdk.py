@@ -18,6 +18,8 @@ from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+pytestmark = pytest.mark.slow  # the official MCP Python SDK against a live server
+
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 60
 

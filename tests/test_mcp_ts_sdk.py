@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the official TypeScript SDK under Node.js (npm ci on first run)
+
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT = ROOT / "tests" / "ts-client"
 

@@ -20,6 +20,8 @@ from urllib.request import urlopen
 import pytest
 from conftest import ROOT, LiveServer
 
+pytestmark = pytest.mark.slow  # builds the wheel and installs it in a fresh virtualenv
+
 # What the checkout holds that is not the product (never in the wheel).
 NOT_SHIPPED = {
     ".git",

@@ -138,6 +138,7 @@ def test_polling_picks_up_a_change(small_data_dir: Path) -> None:
     assert len(app.store.current.dataset.reviews) == len(NEW_SPECS)
 
 
+@pytest.mark.slow
 def test_concurrent_readers_never_see_a_mixed_snapshot(small_data_dir: Path) -> None:
     """Each response's feed and dataset ETags belong to one version."""
     app = small_app(small_data_dir)

@@ -120,6 +120,7 @@ def documents(name: str, specs: list[Spec]) -> Any:
     }[name]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["review.schema.json", "reviews.schema.json", "insights.schema.json"])
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]

@@ -179,6 +179,7 @@ params = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(specs=st.lists(specs, max_size=40), params=params)
 @example(specs=[Spec(text="Straße"), Spec(text="STRASSE")], params=SearchParams(query="strasse"))
@@ -276,6 +277,7 @@ def test_search_json_is_the_search_result_encoded() -> None:
     assert (page.matched, len(page.positions), page.next_cursor is not None) == (3, 2, True)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.integers(0, 7), max_size=10), st.integers(0, 9))
 def test_search_json_is_the_result_for_any_positions(positions: list[int], matched: int) -> None:
@@ -388,6 +390,7 @@ query_values = st.text(max_size=12) | st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.dictionaries(
@@ -446,6 +449,7 @@ def args_of(params: SearchParams) -> dict:
     }
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(specs=st.lists(specs, max_size=40), params=params, page_size=st.integers(1, 7))
 @example(

@@ -47,6 +47,8 @@ from werkzeug.test import Client
 from reviewsd_app import hub, reviewsd
 from reviewsd_app.websub import store as hub_store
 
+pytestmark = pytest.mark.slow  # live servers whose state directory is broken, killed and taken over
+
 CHECK = 0.05  # --hub-state-check in these tests: the keeper's period
 
 

@@ -187,8 +187,8 @@ def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
 
 
 def address_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """Why this address must not be contacted ("loopback",
-    "private", ...), or None for a public unicast address."""
+    """Why this address must not be contacted ("loopback", "private", ...), or None for a public unicast
+    address."""
     inner = embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
     if inner is not None and (problem := address_problem(inner)):
         return f"embeds {inner}: {problem}"

@@ -55,7 +55,7 @@ class StoreUnavailable(Exception):
 
 class CapReached(Exception):
     """A new subscription would pass one of the Caps (total, per topic, per callback host): nothing was
-    written, and the caller answers 429 with the message, which names the limit."""
+    written, and the caller answers 403 with the message, which names the limit."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,8 @@ class Caps:
 
 
 class Intent(NamedTuple):
-    """A subscribe or unsubscribe request accepted (202) and
-    waiting for verification: a row of the intents table."""
+    """A subscribe or unsubscribe request accepted (202) and waiting for verification: a row of the intents
+    table."""
 
     id: int
     callback: str
@@ -385,8 +385,8 @@ class Store:
             conn.executemany(_INSERT_INTENT, self._intents.values())
 
     def _ensure_intact(self) -> bool:
-        """(Lock held.) The database and lock file opened are in
-        place, or (removed, replaced) recreated from memory."""
+        """(Lock held.) The database and lock file opened are in place, or (removed, replaced) recreated from
+        memory."""
         with suppress(OSError):
             if _file_id(self.path) == self._identity and self._state_lock.intact():
                 return True
@@ -445,8 +445,8 @@ class Store:
         """(Lock held.) Run `statements` in one transaction:
         False, the store unavailable, when they cannot be.
 
-        A removed or replaced state directory is first recreated
-        from memory, which may already hold the change.
+        A removed or replaced state directory is first recreated from memory, which may already hold the
+        change.
         """
         if self.problem is not None or not self._ensure_intact():
             return False
@@ -507,14 +507,14 @@ class Store:
             self._settle(intent_id)
 
     def _settle(self, intent_id: int, *statements: tuple[str, tuple]) -> None:
-        """(Lock held.) Forget a verified or dropped intent (not
-        a newer one for its pair) and write `statements`."""
+        """(Lock held.) Forget a verified or dropped intent (not a newer one for its pair) and write
+        `statements`."""
         self._intents = {key: i for key, i in self._intents.items() if i.id != intent_id}
         self._write(*statements, ("DELETE FROM intents WHERE id = ?", (intent_id,)))
 
     def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
-        """The verified subscription: new, or a renewal that
-        changes lease and secret and keeps its progress."""
+        """The verified subscription: new, or a renewal that changes lease and secret and keeps its
+        progress."""
         with self._locked():
             old = self._subs.get(intent.key)
             sub = Subscription(

@@ -101,8 +101,8 @@ def initialize_body(version: Any = "2025-06-18") -> dict:
 
 
 def dispatch(server, session, body: Any) -> dict | None:
-    """One message (bytes, or a value sent as JSON) the way
-    mcp_http takes it, its response as a client reads it."""
+    """One message (bytes, or a value sent as JSON) the way mcpserver/transport.py takes it, its response as a
+    client reads it."""
     try:
         message = protocol.classify(
             protocol.parse(body if isinstance(body, bytes) else json.dumps(body).encode())
