@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, LiveServer
 from polling import wait_until
 
@@ -97,6 +98,7 @@ def get_json(server: LiveServer, path: str) -> tuple[int, dict]:
     return response.status, json.loads(body)
 
 
+@pytest.mark.slow
 def test_a_server_starts_on_reviews_alone_and_says_to_run_analyze(tmp_path):
     data = tmp_path / "data"
     data.mkdir()

@@ -492,6 +492,7 @@ def _assert_one_line_or_records(name: str, data: bytes) -> None:
         assert message.startswith(f"{name}: ") and "\n" not in message and len(message) < 600, message
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reviews=st.lists(GOOGLE_REVIEWS | JSON_VALUES, min_size=1, max_size=3))
 def test_malformed_google_records_are_one_line_refusals(reviews):
@@ -500,6 +501,7 @@ def test_malformed_google_records_are_one_line_refusals(reviews):
     _assert_one_line_or_records("g.json", json.dumps({"reviews": reviews}).encode())
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reviews=st.lists(TRUSTPILOT_REVIEWS, min_size=1, max_size=3), extra=st.lists(JSON_VALUES, max_size=2))
 def test_malformed_trustpilot_records_are_one_line_refusals(reviews, extra):
@@ -523,6 +525,7 @@ def test_any_bytes_are_records_or_a_one_line_refusal(data):
     _assert_one_line_or_records("x.bin", data)
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(order=st.permutations(range(5)), repeat=st.lists(st.integers(0, 4), max_size=3))
 def test_import_order_and_repetition_never_change_the_reviews(tmp_path_factory, order, repeat):

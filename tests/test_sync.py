@@ -127,6 +127,7 @@ def test_sync_twice_brings_123_reviews_then_5_new_and_one_edit_in_one_page(
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+@pytest.mark.slow
 def test_a_running_server_serves_what_sync_brings(tmp_path, api, monkeypatch):
     data = data_dir(tmp_path)
     api.state.google = api.state.google[:20]
@@ -276,6 +277,7 @@ def test_sync_needs_a_data_dir_and_sources(tmp_path, monkeypatch, capsys):
     assert "lists no [[sources]]" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_secrets_never_reach_output_or_data_files(tmp_path, api):
     data = data_dir(tmp_path, GOOGLE_SOURCE + TRUSTPILOT_SOURCE)
     api.state.trustpilot = [trustpilot_review(n) for n in range(3)]
@@ -324,6 +326,7 @@ def _answers():
     return st.tuples(token, st.lists(page | page | odd_page, max_size=3))
 
 
+@pytest.mark.slow
 def test_any_answer_is_merged_or_a_one_line_refusal_naming_the_source(tmp_path_factory):
     from hypothesis import HealthCheck, given, settings
 
