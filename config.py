@@ -41,7 +41,9 @@ class Config:
     host: str = option("127.0.0.1", "address to listen on")
     port: int = option(8080, "port to listen on", 0, 65535)
     data_dir: str = option(str(HERE / "data"), "directory holding reviews.json and insights.json")
-    state_dir: str = option(str(default_state_dir()), "directory for the hub's SQLite database")
+    state_dir: str = option(
+        str(default_state_dir()), "directory for the hub's and the events' SQLite databases"
+    )
     base_url: str = option("", "public base URL used in every absolute URL (empty: http://HOST:PORT)")
     threads: int = option(8, "worker threads serving requests", 1, 1000)
     reload_interval: float = option(
@@ -129,6 +131,10 @@ class Config:
         "attempts to take the hub over from another server on the same directory",
         0.01,
         3600,
+    )
+    # Events out (docs/events.md)
+    notify: str = option(
+        "", "TOML file of webhooks and email alerts sent when reviews arrive or change (docs/events.md)"
     )
     # Behind a reverse proxy
     trusted_proxies: str = option(
@@ -226,6 +232,7 @@ USAGE = f"""{PROG} [serve] [OPTION ...]                  serve the API (the defa
                                                          merge review exports into reviews.json
        {PROG} analyze [--data-dir DIR] [--explain ID]  derive insights.json from the reviews
        {PROG} sync --data-dir DIR [--full]          pull new reviews from Google and Trustpilot
+       {PROG} notify test [--notify FILE]           send a sample event to every webhook and alert
        {PROG} --version | --help"""
 
 

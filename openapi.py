@@ -266,12 +266,16 @@ TAGS = [
     {"name": "mcp", "description": "The Model Context Protocol server for AI agents."},
     {"name": "websub", "description": "The WebSub hub: subscriptions to the topics."},
     {"name": "operations", "description": "For operators and tools: health and this document."},
+    {
+        "name": "events",
+        "description": "Webhooks this server sends when reviews arrive or change (docs/events.md).",
+    },
     {"name": "pages", "description": "HTML pages for people and the embeddable widget (docs/pages.md)."},
 ]
 
 HEALTH_SCHEMA = {
     "type": "object",
-    "required": ["status", "data", "hub"],
+    "required": ["status", "data", "hub", "events"],
     "properties": {
         "status": {"type": "string", "description": "`ok` when every part works."},
         "data": {
@@ -279,9 +283,19 @@ HEALTH_SCHEMA = {
             "description": "The data served: versions, when loaded, the last reload error.",
         },
         "hub": {"type": "object", "description": "The WebSub hub's state and counts."},
+        "events": {
+            "type": "object",
+            "description": "Events out (--notify): targets, pending and failed deliveries (counts only).",
+        },
     },
 }
 NO_STORE = {"Cache-Control": _header("`no-store`: never cached.")}
+# A text search waits briefly for a turn among the expensive ones (web/admission.py), then is refused.
+BUSY = _json(
+    ref("Error"),
+    "`busy`: a text search (`query`) while another has run for 0.25 s; see Retry-After.",
+    headers={"Retry-After": _header("Seconds to wait before asking again: `1`.")},
+)
 HUB_ANSWERS = {  # each with a plain-text body (hub.py)
     "202": "Accepted; verification follows.",
     "400": "Refused, with a plain-text reason.",
@@ -375,6 +389,7 @@ def _paths() -> dict[str, Any]:
                         "that is not ours (`invalid_cursor`) or was issued for other filters or another sort "
                         "(`cursor_mismatch`))."
                     ),
+                    "503": BUSY,
                 },
                 _query_params(SEARCH_PARAMS),
             )
@@ -445,6 +460,7 @@ def _paths() -> dict[str, Any]:
                         {k: v for k, v in PAGE_HEADER_DOCS.items() if k not in ("ETag", "Last-Modified")},
                     ),
                     "400": _json(HTML_PAGE, "The form again, each problem beside its field.", "text/html"),
+                    "503": BUSY,
                 },
                 _form_params(SEARCH_PARAMS),
             )
@@ -721,6 +737,57 @@ def _discovery_paths() -> dict[str, Any]:
     return paths
 
 
+# What a `standard` webhook receives (events/, docs/events.md): type -> (operationId, $defs entry, summary).
+WEBHOOK_EVENTS = {
+    "review.created": ("reviewCreated", "ReviewCreated", "A review reviewsd had not seen"),
+    "review.updated": ("reviewUpdated", "ReviewUpdated", "A review's rating, text or owner reply changed"),
+    "review.deleted": ("reviewDeleted", "ReviewDeleted", "A review left the data"),
+    "insights.updated": ("insightsUpdated", "InsightsUpdated", "insights.json changed"),
+}
+WEBHOOK_HEADERS = [
+    _header_param("webhook-id", "The event's id: the same on every retry (an idempotency key).", True),
+    _header_param("webhook-timestamp", "When this attempt was made, in Unix seconds.", True),
+    _header_param(
+        "webhook-signature",
+        "`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the "
+        "decoded `whsec_` secret (Standard Webhooks 1.0).",
+        True,
+    ),
+]
+
+
+def _webhooks() -> dict[str, Any]:
+    """OpenAPI's `webhooks`: what a receiver of `standard` webhooks gets, as POST requests to its URL."""
+    return {
+        event: {
+            "post": {
+                "operationId": operation_id,
+                "tags": ["events"],
+                "summary": summary,
+                "description": f"`{event}`, signed as Standard Webhooks 1.0 says; docs/events.md shows "
+                "how to verify it. Sent to the webhooks of the --notify file whose `events` and rating "
+                "filters let it through.",
+                "parameters": WEBHOOK_HEADERS,
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {"allOf": [ref("WebhookEvent"), ref("WebhookEvent", "$defs", name)]}
+                        }
+                    },
+                },
+                "responses": {
+                    "200": {"description": "Received (any 2xx): the delivery is done."},
+                    "410": {"description": "Gone: never sent again; the delivery is recorded as failed."},
+                    "4XX": {"description": "Refused: retried with backoff for [delivery] retry_for."},
+                    "5XX": {"description": "Failed: retried with backoff for [delivery] retry_for."},
+                },
+            }
+        }
+        for event, (operation_id, name, summary) in WEBHOOK_EVENTS.items()
+    }
+
+
 def build_openapi(base_url: str) -> dict[str, Any]:
     """The whole OpenAPI 3.1.0 document for a service published at `base_url`."""
     document = {
@@ -738,6 +805,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "security": [],  # public: no operation needs credentials
         "tags": TAGS,
         "paths": {**_paths(), **_discovery_paths()},
+        "webhooks": _webhooks(),
         "components": {
             "schemas": {
                 s["title"]: _embed(s, s["title"])

@@ -52,10 +52,14 @@ from .config import (
     Network,
     Parser,
     client_address,
+    client_group,
     env_value,
     parse_config,
     parse_networks,
 )
+from .events.command import notify_main
+from .events.config import NotifyConfigError, load_notify
+from .events.notifier import Notifier, start_notifier
 from .httpserver import server
 from .httpserver.connection import BUFFERS_KEY
 from .httpserver.options import ServerOptions
@@ -92,6 +96,7 @@ from .surface import (
     SINCE_PREFIX,
     review_id_of_page,
 )
+from .web.admission import CostGate, is_expensive
 from .web.payloads import JSON, Payload, accepts_gzip, answer, error_document, make_payload
 from .web.responses import Body, Triple, error_code, status_line, with_common_headers
 from .web.snapshot import Snapshot, build_snapshot, pages_document
@@ -164,12 +169,24 @@ class ReviewsApp:
         *,
         mcp: McpEndpoint | None = None,
         hub: Hub | None = None,
+        notifier: Notifier | None = None,
     ):
         self.config = config
         self.store = store
         self.trusted_proxies = trusted_proxies
         self.mcp = mcp  # POST/DELETE /mcp; 404 without
         self.hub = hub  # POST /api/websub/hub; 404 without (--no-hub)
+        self.gate = CostGate()  # the expensive searches running now (web/admission.py)
+        self.notifier = notifier  # events out (--notify); /healthz shows its counts
+
+    def is_precomputed(self, path: str) -> bool:
+        """Whether a GET of `path` (as sent) is answered from bytes already made: a payload route or a review
+        page already rendered. The server answers those on the thread that read them (server.answers_here)."""
+        snapshot = self.store.current
+        if path in snapshot.payloads:
+            return True
+        review_id = review_id_of_page(path)
+        return review_id is not None and snapshot.has_review_page(review_id)
 
     def compress_late(self) -> None:
         """Compress the first snapshot's data files on a background thread (see __init__)."""
@@ -262,16 +279,44 @@ class ReviewsApp:
             found = payloads.get(path[:-1])
         return found
 
+    def metered(
+        self, environ: Mapping[str, Any], args: Mapping[str, list[str]], run: Callable[[], Triple]
+    ) -> Triple:
+        """`run()` now if the search is cheap; if expensive, once the cost gate gives its client a turn, or a
+        503 with Retry-After if none comes soon (web/admission.py)."""
+        if not is_expensive(args, len(self.store.current.dataset.reviews)):
+            return run()
+        address = environ.get("reviewsd.client") or environ.get("REMOTE_ADDR") or ""
+        client = client_group(address, self.config.client_prefix_v6)
+        if not self.gate.enter(client):
+            return json_error(
+                503,
+                "busy",
+                "too many text searches at once; try again in a second",
+                headers=[("Retry-After", "1")],
+            )
+        try:
+            return run()
+        finally:
+            self.gate.leave(client)
+
     def on_search(self, environ: Mapping[str, Any]) -> Triple:
+        args = query_args(environ)
+        return self.metered(environ, args, lambda: self._search(environ, args))
+
+    def _search(self, environ: Mapping[str, Any], args: dict[str, list[str]]) -> Triple:
         dataset = self.store.current.dataset
-        body = search_result_json(dataset, run_search(dataset, decode_query_args(query_args(environ))))
+        body = search_result_json(dataset, run_search(dataset, decode_query_args(args)))
         return made_for_request(environ, "200 OK", body, [("Content-Type", JSON)])
 
     def on_reviews_page(self, environ: Mapping[str, Any]) -> Triple:
         """The search form and one page of its results, found by the same code as /api/reviews/search."""
-        snapshot = self.store.current
         # A form's empty fields mean "any": left out, as if the browser had not sent them.
         given = {name: values for name, values in query_args(environ).items() if values != [""]}
+        return self.metered(environ, given, lambda: self._reviews_page(environ, given))
+
+    def _reviews_page(self, environ: Mapping[str, Any], given: dict[str, list[str]]) -> Triple:
+        snapshot = self.store.current
         params = {name: values[0] for name, values in given.items()}  # shown back in the form
         status = "200 OK"
         try:
@@ -329,11 +374,12 @@ class ReviewsApp:
         stopped."""
         dataset = self.store.current.dataset
         hub_status = self.hub.status() if self.hub is not None else {"enabled": False}
+        events_status = self.notifier.status() if self.notifier is not None else {"enabled": False}
         ready = self.hub is None or bool(hub_status.get("running"))
         health = "ok"
         if not ready:
             health = "not_ready"
-        elif hub_status.get("available") is False:
+        elif hub_status.get("available") is False or events_status.get("available") is False:
             health = "degraded"
         document = {
             "status": health,
@@ -352,6 +398,7 @@ class ReviewsApp:
                 "last_reload_error": str(self.store.last_error) if self.store.last_error else None,
             },
             "hub": hub_status,
+            "events": events_status,
         }
         body = encode_json(document)
         status = "200 OK" if ready else "503 Service Unavailable"
@@ -447,15 +494,18 @@ def create_app(
 ) -> ReviewsApp:
     """The WSGI application for `config`: the one place its parts are made and handed what they need.
 
-    The data is loaded, the MCP endpoint made, and (unless --no-hub) the hub started and following reloads.
+    The data is loaded, the MCP endpoint made, and (unless --no-hub) the hub started and following reloads,
+    and with --notify the events (NotifyConfigError for a bad file, before anything starts).
     With `gzip_later`, compressing the first data files is the caller's to start (`app.compress_late()`).
     `mcp_clock` (the MCP session store's monotonic clock) is for tests.
     """
+    notify = load_notify(config.notify) if config.notify else None
     store = open_store(config, gzip_later)
     trusted = parse_networks(config.trusted_proxies)
     mcp = McpEndpoint(McpServer(store, config), config, mcp_clock)
     hub = start_hub(store, config, trusted) if config.hub else None
-    return ReviewsApp(config, store, trusted, mcp=mcp, hub=hub)
+    notifier = start_notifier(store, config, notify) if notify is not None else None
+    return ReviewsApp(config, store, trusted, mcp=mcp, hub=hub, notifier=notifier)
 
 
 def check_main(argv: Sequence[str]) -> int:
@@ -533,12 +583,18 @@ def serve_main(argv: Sequence[str]) -> int:
         log_refused_data(config, exc)
         sock.close()
         return 2
+    except NotifyConfigError as exc:
+        log.error("cannot start: %s", exc)
+        sock.close()
+        return 2
     app.store.start_polling(config.reload_interval)
 
     def on_stop() -> None:
         app.store.stop_polling()
         if app.hub is not None:
             app.hub.stop()
+        if app.notifier is not None:
+            app.notifier.stop()
 
     count = len(app.store.current.dataset.reviews)  # not the dataset itself: a reload must be able to free it
     return server.run(
@@ -560,6 +616,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "import": import_main,
     "analyze": analyze_main,
     "sync": sync_main,
+    "notify": notify_main,
 }
 
 

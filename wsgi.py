@@ -43,6 +43,8 @@ def stop(built: ReviewsApp) -> None:
     built.store.stop_polling()
     if built.hub is not None:
         built.hub.stop()
+    if built.notifier is not None:
+        built.notifier.stop()
 
 
 app = build()

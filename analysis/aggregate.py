@@ -21,7 +21,7 @@ def newest_first(analyses: Sequence[ReviewAnalysis]) -> list[ReviewAnalysis]:
 
 
 def per_review(analyses: Sequence[ReviewAnalysis], profile: Any) -> dict[str, dict[str, Any]]:
-    """per_review: each review's mentions, in the profile's order of records."""
+    """per_review: each review's mentions, in the profile's order of records, each with its sentiment."""
     position = {
         (group, r["id"]): n
         for group, records in labels_by_group(profile).items()
@@ -30,7 +30,11 @@ def per_review(analyses: Sequence[ReviewAnalysis], profile: Any) -> dict[str, di
     entries = {}
     for analysis in analyses:
         entry: dict[str, Any] = {group: [] for group in MENTION_GROUPS}
-        for group, decisions in analysis.mentions.items():
+        sentiments: dict[str, dict[str, str]] = {}
+        for group in MENTION_GROUPS:
+            decisions = analysis.mentions.get(group)
+            if not decisions:
+                continue
             ordered = sorted(decisions, key=lambda record_id: position[(group, record_id)])
             if group == "aspects":
                 entry[group] = [
@@ -38,6 +42,9 @@ def per_review(analyses: Sequence[ReviewAnalysis], profile: Any) -> dict[str, di
                 ]
             else:
                 entry[group] = ordered
+                sentiments[group] = {record_id: decisions[record_id].sentiment for record_id in ordered}
+        if sentiments:
+            entry["sentiments"] = sentiments
         entries[analysis.review["id"]] = entry
     return entries
 

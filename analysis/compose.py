@@ -12,6 +12,13 @@ from .review import ReviewAnalysis
 
 PULL_QUOTE_MIN, PULL_QUOTE_MAX = 40, 200  # characters
 PULL_QUOTE_MIN_SCORE = 0.5
+# A quote must be a sentence the model itself rates with the sentiment it is quoted for, this sure or more,
+# both with the review's stars and from its words alone.
+QUOTE_CONFIDENCE = 0.8
+# "Most praised", "most criticised" and "most named" are said only of a record with at least MIN_COUNT such
+# mentions and MARGIN more than the next one; otherwise the lead is too small to publish.
+MIN_COUNT = 3
+MARGIN = 2
 QUOTE_MAX = 240
 # Characters a quote should not carry into a page: markup, controls, invisible direction marks.
 _UNQUOTABLE = re.compile(r"[<>&\x00-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufffe\uffff]")
@@ -34,18 +41,30 @@ def _quotable(text: str) -> bool:
     return not _UNQUOTABLE.search(text) and len(text) <= QUOTE_MAX
 
 
+def _rated_positive(analysis: ReviewAnalysis, number: int) -> bool:
+    """Whether the model rates every mention in a sentence positive, QUOTE_CONFIDENCE sure or more, with its
+    words alone too."""
+    return all(
+        m.polarity.sentiment == "positive"
+        and min(m.polarity.confidence, m.polarity.words_confidence) >= QUOTE_CONFIDENCE
+        for m in analysis.found
+        if m.sentence == number
+    )
+
+
 def pull_quote(analyses: Sequence[ReviewAnalysis]) -> dict[str, str] | None:
-    """The most positive sentence (score >= 0.5, 40-200 characters, no markup or control characters) of a
-    5-star review; ties go to the newest review. None when no sentence qualifies."""
+    """The most positive sentence (lexicon score >= 0.5, 40-200 characters, no markup or control characters,
+    every mention in it rated positive by the model above the bar) of a 5-star review; ties go to the newest
+    review. None when no sentence qualifies."""
     best: tuple | None = None
     for analysis in analyses:
         if analysis.review["rating"] != 5:
             continue
-        for sentence in analysis.sentences:
+        for number, sentence in enumerate(analysis.sentences):
             text = sentence.text
             if sentence.score < PULL_QUOTE_MIN_SCORE or not PULL_QUOTE_MIN <= len(text) <= PULL_QUOTE_MAX:
                 continue
-            if not _quotable(text):
+            if not _quotable(text) or not _rated_positive(analysis, number):
                 continue
             key = (round(sentence.score, 6), analysis.review["date"], analysis.review["id"])
             if best is None or key > best[0]:
@@ -66,13 +85,20 @@ def _about(profile: Any, record_id: str) -> tuple[str, str] | None:
 def _quote_for(
     analyses: Sequence[ReviewAnalysis], keys: list[tuple[str, str]], sentiment: str
 ) -> tuple[str, str] | None:
-    """(sentence, review id): the newest quotable sentence naming one of the records with that sentiment."""
+    """(sentence, review id): from the newest review counted with that sentiment for one of the records, its
+    sentence the model rates that way most surely, QUOTE_CONFIDENCE or more; None if no review has one."""
     for analysis in analyses:  # newest first
-        for key in keys:
-            decision = analysis.mentions.get(key[0], {}).get(key[1])
-            quote = analysis.quotes.get(key)
-            if decision is not None and decision.sentiment == sentiment and quote and _quotable(quote):
-                return quote, analysis.review["id"]
+        for group, record_id in keys:
+            decision = analysis.mentions.get(group, {}).get(record_id)
+            if decision is None or decision.sentiment != sentiment:
+                continue
+            rated = [
+                (confidence, text)
+                for text, confidence in analysis.quotes(group, record_id, sentiment)
+                if confidence >= QUOTE_CONFIDENCE and _quotable(text)
+            ]
+            if rated:
+                return max(rated)[1], analysis.review["id"]
     return None
 
 
@@ -107,9 +133,9 @@ def faq_entry(
     if counts[minority]:
         quotes.append(_quote_for(analyses, keys, minority))
     review_ids = []
-    for quote, (lead) in zip(quotes, ("One reviewer wrote", "Another wrote")):
-        if quote is not None:
-            answer += f" {lead}: “{quote[0]}”"
+    for quote, sentiment in zip(quotes, (majority, minority)):
+        if quote is not None:  # each quote says which side it stands for
+            answer += f" A {sentiment} review said: “{quote[0]}”"
             review_ids.append(quote[1])
     return {"question": question, "answer": answer, "review_ids": review_ids}
 
@@ -136,7 +162,7 @@ def summary(
     aspects: Sequence[Mapping[str, Any]],
     technicians: Sequence[Mapping[str, Any]],
     months: Sequence[Mapping[str, Any]],
-    trend: Mapping[str, Any],
+    trend: Mapping[str, Any] | None,
     overall: Mapping[str, Any],
 ) -> str:
     """A few sentences, each stating figures counted above."""
@@ -158,23 +184,31 @@ def summary(
             for a in mentioned[:3]
         )
         parts.append(f"Most mentioned: {listed}.")
-        criticised = max(mentioned, key=lambda a: (a["negative_count"], -a["mention_count"]))
-        if criticised["negative_count"]:
-            parts.append(
-                f"Most criticised: {criticised['label'].lower()} "
-                f"({_plural(criticised['negative_count'], 'negative mention')})."
-            )
-    named = sorted(
-        (t for t in technicians if t["mention_count"]), key=lambda t: (-t["mention_count"], t["id"])
-    )
-    if named:
-        top = named[0]
+        for field, words, noun in (
+            ("positive_count", "Most praised", "positive mention"),
+            ("negative_count", "Most criticised", "negative mention"),
+        ):
+            leader = clear_leader(mentioned, field)
+            if leader is not None:
+                parts.append(f"{words}: {leader['label'].lower()} ({_plural(leader[field], noun)}).")
+    top = clear_leader(technicians, "mention_count")
+    if top is not None:
         parts.append(
             f"Most named: {top['name']} ({top['mention_count']} reviews, "
             f"{_pct(top['positive_count'], top['mention_count'])}% positive)."
         )
-    parts.append(
-        f"Ratings over the last {trend['window_months']} months: {trend['direction']} "
-        f"({round(trend['slope_per_month'], 2) or 0.0:+.2f} stars a month)."
-    )
+    if trend is not None:
+        parts.append(
+            f"Ratings over the last {trend['window_months']} months: {trend['direction']} "
+            f"({round(trend['slope_per_month'], 2) or 0.0:+.2f} stars a month)."
+        )
     return " ".join(parts)
+
+
+def clear_leader(records: Sequence[Mapping[str, Any]], field: str) -> Mapping[str, Any] | None:
+    """The record with the most `field`, if it has MIN_COUNT or more and MARGIN more than the next."""
+    ranked = sorted(records, key=lambda r: (-r[field], r["id"]))
+    if not ranked or ranked[0][field] < MIN_COUNT:
+        return None
+    runner_up = ranked[1][field] if len(ranked) > 1 else 0
+    return ranked[0] if ranked[0][field] - runner_up >= MARGIN else None

@@ -1,57 +1,62 @@
-"""One review analysed: its sentences scored, the records it names, and each mention's sentiment with the
-rule that decided it (what --explain prints)."""
+"""One review analysed: its sentences read, the records it names, and each mention's sentiment with what
+decided it (what --explain prints).
+
+Aspects that the shipped model has a head for are detected by that head (which also weighs the profile's
+terms for them); other aspects, and services, problems, areas and topics, by their terms; staff by their
+names, unless the words around a name say it is someone else ("my friend Tom"). Every mention's sentiment
+comes from the polarity model over the clause around it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .lexicon import CLAUSE_BREAKS, Scorer, compound, label
+from .features import detection_features, polarity_features, staff_reference_features, tokens_of
+from .lexicon import Scorer, compound, label
 from .matcher import Match, Matcher
+from .model import Model, Polarity
 from .text import Folded, fold_sentence, split_sentences
 
 STAR_LABELS = {1: "negative", 2: "negative", 3: "neutral", 4: "positive", 5: "positive"}
-SENTIMENT_GROUPS = (
-    "aspects",
-    "services",
-    "problems",
-    "service_areas",
-    "topics",
-)  # stars decide where words don't
-OWN_VALENCE_GROUPS = frozenset(
-    {"aspects"}
-)  # their terms' own words count ("dirty"); names and problems don't
+# Their terms' own words count for the lexicon ("dirty"); names and problems count 0.
+OWN_VALENCE_GROUPS = frozenset({"aspects"})
+STAFF_GROUP = "technicians"
+STAFF_REFERENCE_BAR = 0.5
+TERMS_DETECT = True  # a staff name means that staff member when the model says so above this
 
 
 @dataclass(frozen=True)
 class ScoredSentence:
-    """A sentence, its folded tokens, each token's valence, and the records it names."""
+    """A sentence: folded, its tokens as the model sees them, each token's lexicon valence, the lexicon's
+    score, and the records the profile's terms name in it."""
 
     text: str
     folded: Folded
+    tokens: tuple[str, ...]
     values: tuple[float, ...]
     score: float
     matches: tuple[Match, ...]
 
-    def clause_score(self, match: Match) -> float:
-        """The score of the clause (between commas, semicolons and contrast words) holding a match."""
-        tokens = self.folded.tokens
-        start = match.first
-        while start > 0 and tokens[start - 1] not in CLAUSE_BREAKS:
-            start -= 1
-        end = match.last + 1
-        while end < len(tokens) and tokens[end] not in CLAUSE_BREAKS:
-            end += 1
-        return compound(sum(self.values[start:end]), tokens[start:end].count("!"))
+
+@dataclass(frozen=True)
+class Mention:
+    """One sentence's mention of a record: how it was found, the clause read, and its polarity."""
+
+    group: str
+    id: str
+    sentence: int  # index in ReviewAnalysis.sentences
+    found_by: str  # "model" (with its probability), "term 'x'", "name 'x'"
+    span: tuple[int, int] | None  # the tokens that name it; None when only the model found it
+    polarity: Polarity
 
 
 @dataclass(frozen=True)
 class Decision:
-    """One mention's sentiment and why."""
+    """A record's sentiment in one review, and why."""
 
     sentiment: str
     rule: str
-    score: float = 0.0
+    confidence: float = 0.0
 
 
 @dataclass
@@ -65,7 +70,18 @@ class ReviewAnalysis:
     sentiment: str
     mentions: dict[str, dict[str, Decision]] = field(default_factory=dict)  # group -> id -> decision
     phrases: dict[str, list[str]] = field(default_factory=dict)  # aspect id -> phrases
-    quotes: dict[tuple[str, str], str] = field(default_factory=dict)  # (group, id) -> first sentence
+    found: list[Mention] = field(default_factory=list)  # every mention, in sentence order
+    rejected: list[tuple[int, Match, float]] = field(default_factory=list)  # names read as someone else
+
+    def quotes(self, group: str, record_id: str, sentiment: str) -> list[tuple[str, float]]:
+        """(sentence, confidence) of each mention of a record the model rates `sentiment`; the confidence is
+        the smaller of the model's and of its words' alone (a sentence that says it only with the review's
+        stars is no quote for it)."""
+        return [
+            (self.sentences[m.sentence].text, min(m.polarity.confidence, m.polarity.words_confidence))
+            for m in self.found
+            if m.group == group and m.id == record_id and m.polarity.sentiment == sentiment
+        ]
 
 
 def score_sentence(text: str, matcher: Matcher, scorer: Scorer) -> ScoredSentence:
@@ -76,7 +92,12 @@ def score_sentence(text: str, matcher: Matcher, scorer: Scorer) -> ScoredSentenc
     )
     values = scorer.contributions(folded.tokens, silenced)
     return ScoredSentence(
-        text, folded, tuple(values), compound(sum(values), folded.tokens.count("!")), matches
+        text,
+        folded,
+        tuple(tokens_of(text, folded.tokens)),
+        tuple(values),
+        compound(sum(values), folded.tokens.count("!")),
+        matches,
     )
 
 
@@ -90,18 +111,13 @@ def review_sentiment(rating: int, text_score: float, has_text: bool) -> tuple[fl
     return score, sentiment
 
 
-def _decide(group: str, scores: list[tuple[float, float]], rating: int) -> Decision:
-    """The clause decides; a neutral clause defers to its sentence; a neutral sentence to the stars, except
-    for people, who are judged by the words about them only."""
-    clause_total = sum(clause for clause, _ in scores)
-    if label(clause_total) != "neutral":
-        return Decision(label(clause_total), "clause words", round(clause_total, 3))
-    sentence_total = sum(sentence for _, sentence in scores)
-    if label(sentence_total) != "neutral":
-        return Decision(label(sentence_total), "sentence words", round(sentence_total, 3))
-    if group in SENTIMENT_GROUPS:
-        return Decision(STAR_LABELS[rating], f"neutral words; {rating} stars decide", 0.0)
-    return Decision("neutral", "neutral words about them (stars never decide for people)", 0.0)
+def aggregate_mentions(sentiments: list[str]) -> str:
+    """A record's sentiment in a review from its mentions' sentiments: the more frequent of positive and
+    negative; neutral when they tie (mixed) or when no mention is polar."""
+    positive, negative = sentiments.count("positive"), sentiments.count("negative")
+    if positive > negative:
+        return "positive"
+    return "negative" if negative > positive else "neutral"
 
 
 def _phrase(sentence: ScoredSentence, match: Match) -> str:
@@ -117,21 +133,92 @@ def _phrase(sentence: ScoredSentence, match: Match) -> str:
     return term
 
 
-def analyse_review(review: Mapping[str, Any], matcher: Matcher, scorer: Scorer) -> ReviewAnalysis:
+def is_full_name(match: Match) -> bool:
+    return " " in match.term
+
+
+def sentence_mentions(
+    number: int,
+    sentence: ScoredSentence,
+    aspect_ids: tuple[str, ...],
+    model: Model,
+    stars: int,
+    reasons: int = 0,
+) -> tuple[list[Mention], list[tuple[int, Match, float]]]:
+    """The mentions in one sentence, each with its polarity; and the staff names read as someone else."""
+    tokens, values = sentence.tokens, sentence.values
+    found: list[Mention] = []
+    rejected = []
+    first_match: dict[tuple[str, str], Match] = {}
+    for match in sentence.matches:
+        first_match.setdefault((match.group, match.id), match)
+    term_hits = [m.id for m in sentence.matches if m.group == "aspects"]
+    heads = model.detect(detection_features(tokens, term_hits), aspect_ids)
+
+    def add(group: str, record_id: str, found_by: str, match: Match | None, kind: str) -> None:
+        span = (match.first, match.last) if match else None
+        polarity = model.polarity(polarity_features(tokens, values, span, kind, stars), reasons)
+        found.append(Mention(group, record_id, number, found_by, span, polarity))
+
+    for aspect_id in aspect_ids:
+        match = first_match.get(("aspects", aspect_id))
+        if aspect_id in heads:
+            probability = heads[aspect_id]
+            if probability >= model.threshold:
+                add("aspects", aspect_id, f"model, {probability:.0%} sure", match, "aspect")
+            elif match is not None and TERMS_DETECT:
+                add("aspects", aspect_id, f"term '{match.term}'", match, "aspect")
+        elif match is not None:
+            add("aspects", aspect_id, f"term '{match.term}'", match, "aspect")
+    for (group, record_id), match in first_match.items():
+        if group == "aspects":
+            continue
+        if group == STAFF_GROUP:
+            features = staff_reference_features(tokens, match.first, match.last, is_full_name(match))
+            probability = model.staff_reference(features)
+            if probability < STAFF_REFERENCE_BAR:
+                rejected.append((number, match, probability))
+                continue
+            add(group, record_id, f"name '{match.term}'", match, "person")
+        else:
+            add(group, record_id, f"term '{match.term}'", match, "aspect")
+    return found, rejected
+
+
+def analyse_review(
+    review: Mapping[str, Any],
+    matcher: Matcher,
+    scorer: Scorer,
+    model: Model,
+    aspect_ids: tuple[str, ...],
+    reasons: int = 0,
+) -> ReviewAnalysis:
+    """One review's sentences, mentions and decisions; with `reasons`, that many features behind each
+    mention's polarity (for --explain)."""
     sentences = [score_sentence(text, matcher, scorer) for text in split_sentences(review["text"])]
     text_score = sum(s.score for s in sentences) / len(sentences) if sentences else 0.0
     score, sentiment = review_sentiment(review["rating"], text_score, bool(sentences))
-    evidence: dict[tuple[str, str], list[tuple[float, float]]] = {}
     result = ReviewAnalysis(review, sentences, text_score, score, sentiment)
-    for sentence in sentences:
+    for number, sentence in enumerate(sentences):
+        found, rejected = sentence_mentions(number, sentence, aspect_ids, model, review["rating"], reasons)
+        result.found += found
+        result.rejected += rejected
         for match in sentence.matches:
-            key = (match.group, match.id)
-            evidence.setdefault(key, []).append((sentence.clause_score(match), sentence.score))
-            result.quotes.setdefault(key, sentence.text)
-            if match.group == "aspects":
+            if match.group == "aspects" and any(m.id == match.id and m.sentence == number for m in found):
                 result.phrases.setdefault(match.id, []).append(_phrase(sentence, match))
-    for (group, record_id), scores in evidence.items():
-        result.mentions.setdefault(group, {})[record_id] = _decide(group, scores, review["rating"])
+    by_record: dict[tuple[str, str], list[Mention]] = {}
+    for mention in result.found:
+        by_record.setdefault((mention.group, mention.id), []).append(mention)
+    for (group, record_id), mentions in by_record.items():
+        sentiments = [m.polarity.sentiment for m in mentions]
+        decided = aggregate_mentions(sentiments)
+        confidence = max(
+            (m.polarity.confidence for m in mentions if m.polarity.sentiment == decided), default=0
+        )
+        rule = (
+            "its one mention" if len(mentions) == 1 else f"{len(mentions)} mentions: " + ", ".join(sentiments)
+        )
+        result.mentions.setdefault(group, {})[record_id] = Decision(decided, rule, round(confidence, 3))
     return result
 
 
@@ -143,5 +230,5 @@ def apply_corrections(analysis: ReviewAnalysis, corrections: list[Mapping[str, A
             analysis.mentions.get(group, {}).pop(record_id, None)
         elif "sentiment" in correction:
             analysis.mentions.setdefault(group, {})[record_id] = Decision(
-                correction["sentiment"], "corrected in business.toml"
+                correction["sentiment"], "corrected in business.toml", 1.0
             )

@@ -16,14 +16,18 @@ from ..authoring.profile import Profile
 from ..authoring.schemas import schema_errors
 from ..reviews.problems import INSIGHTS_FILE, REVIEWS_FILE
 from . import aggregate, compose
+from .explain import format_explanation
 from .lexicon import Scorer
 from .matcher import Matcher, labels_by_group
-from .review import ReviewAnalysis, ScoredSentence, analyse_review, apply_corrections
+from .model import Model, shipped_model
+from .review import ReviewAnalysis, analyse_review, apply_corrections
 
-METHOD_VERSION = "1.0"
+METHOD_VERSION = "2.0"
+EXPLAIN_REASONS = 4  # features --explain lists per decision
 MODEL = (
-    f"reviewsd-lexicon {METHOD_VERSION}: VADER 3.3.2 lexicon, clause-level scoring with negation and "
-    "business.toml overrides, stars where words are neutral"
+    f"reviewsd-model {METHOD_VERSION}: linear models trained on reviewsd's own labelled corpus (aspect "
+    "detection heads with the profile's terms, clause polarity with negation, contrast, VADER 3.3.2 lexicon "
+    "scores and the stars as features), applied in pure Python"
 )
 
 
@@ -41,10 +45,14 @@ def _check_corrections(profile: Profile) -> None:
             )
 
 
-def analyse_reviews(reviews: list[Mapping[str, Any]], profile: Profile) -> list[ReviewAnalysis]:
-    """Every review not hidden, analysed and corrected, newest first."""
+def analyse_reviews(
+    reviews: list[Mapping[str, Any]], profile: Profile, model: Model | None = None, reasons: int = 0
+) -> list[ReviewAnalysis]:
+    """Every review not hidden, analysed and corrected, newest first (by the shipped model unless given)."""
     _check_corrections(profile)
     matcher, scorer = Matcher(profile), Scorer.for_overrides(profile.sentiment_overrides)
+    model = model or shipped_model()
+    aspect_ids = tuple(aspect["id"] for aspect in profile.aspects)
     corrections: dict[str, list] = defaultdict(list)
     for correction in profile.corrections:
         corrections[correction["review_id"]].append(correction)
@@ -52,23 +60,46 @@ def analyse_reviews(reviews: list[Mapping[str, Any]], profile: Profile) -> list[
     for review in reviews:
         if review["id"] in profile.hide_reviews:
             continue
-        analysis = analyse_review(review, matcher, scorer)
+        analysis = analyse_review(review, matcher, scorer, model, aspect_ids, reasons)
         apply_corrections(analysis, corrections.get(review["id"], []))
         analyses.append(analysis)
     return aggregate.newest_first(analyses)
 
 
+# The word for the people reviews name, by the trade the profile's aspects belong to (the first found).
+PEOPLE_LABELS = (
+    ({"food", "drinks", "ambience"}, "Staff"),
+    ({"punctuality", "quality-of-work", "professionalism"}, "Technicians"),
+    ({"customer-service", "selection", "quality"}, "Staff"),
+)
+DEFAULT_PEOPLE_LABEL = "Practitioners"
+
+
+def people_label(profile: Profile) -> str:
+    """[publish] people_label, else the word the profile's trade uses: a restaurant's "Staff"."""
+    if profile.publish.get("people_label"):
+        return profile.publish["people_label"]
+    ids = {aspect["id"] for aspect in profile.aspects}
+    return next((word for trade, word in PEOPLE_LABELS if ids & trade), DEFAULT_PEOPLE_LABEL)
+
+
 def build_insights(reviews_doc: Mapping[str, Any], profile: Profile, generated_at: str) -> dict[str, Any]:
     """insights.json for these reviews: the same input gives the same output, but for `generated_at`."""
     analyses = analyse_reviews(reviews_doc["reviews"], profile)
+    show_people = profile.publish.get("people", True)
+    if not show_people:  # [publish] people = false: no per-person figure anywhere, per_review included
+        for analysis in analyses:
+            analysis.mentions.pop("technicians", None)
     tallies = aggregate.tally(analyses)
     aspects = aggregate.aspect_records(analyses, profile, tallies)
     entities = {
         group: aggregate.entity_records(profile, group, tallies)
+        if show_people or group != "technicians"
+        else []
         for group in ("technicians", "services", "problems", "service_areas")
     }
     months = aggregate.monthly(analyses)
-    trend = aggregate.trend(months)
+    trend = aggregate.trend(months) if profile.publish.get("trend", True) else None
     overall = aggregate.overall_sentiment(analyses)
     dates = [a.review["date"] for a in analyses]
     faq = [compose.rating_faq(reviews_doc["business"]["name"], analyses)]
@@ -87,6 +118,7 @@ def build_insights(reviews_doc: Mapping[str, Any], profile: Profile, generated_a
         "per_review": aggregate.per_review(analyses, profile),
         "faq": [entry for entry in faq if entry is not None],
         "summary": compose.summary(analyses, aspects, entities["technicians"], months, trend, overall),
+        "people_label": people_label(profile),
         "pull_quote": compose.pull_quote(analyses),
     }
 
@@ -135,43 +167,7 @@ def explain_review(data_dir: Path, profile: Profile, review_id: str) -> str:
     review = next((r for r in reviews_doc["reviews"] if r["id"] == review_id), None)
     if review is None:
         raise AnalysisError(f"{Path(data_dir) / REVIEWS_FILE}: no review with id {review_id}")
-    [analysis] = analyse_reviews([review], profile) or [None]
+    [analysis] = analyse_reviews([review], profile, reasons=EXPLAIN_REASONS) or [None]
     if analysis is None:
         return f"review {review_id} is hidden by business.toml's hide_reviews\n"
-    return format_explanation(analysis, Scorer.for_overrides(profile.sentiment_overrides))
-
-
-def _word_list(sentence: ScoredSentence, scorer: Scorer | None) -> str:
-    """The words that carry sentiment; an override shows as its whole phrase."""
-    tokens, words = sentence.folded.tokens, []
-    for i, value in enumerate(sentence.values):
-        if value:
-            override = scorer.override_at(tokens, i) if scorer else None
-            words.append(f"{' '.join(override[0]) if override else tokens[i]} {value:+.2f}")
-    return ", ".join(words) or "(none with sentiment)"
-
-
-def format_explanation(analysis: ReviewAnalysis, scorer: Scorer | None = None) -> str:
-    review = analysis.review
-    lines = [f"review {review['id']}: {review['rating']} stars, {review['date']}, {review['source']}"]
-    if not analysis.sentences:
-        lines.append("  no text: the stars alone give the review's sentiment; no mentions")
-    for number, sentence in enumerate(analysis.sentences, 1):
-        lines.append(f"sentence {number}: {sentence.text!r} score {sentence.score:+.3f}")
-        lines.append(f"  words: {_word_list(sentence, scorer)}")
-        for match in sentence.matches:
-            lines.append(
-                f"  term {match.term!r} -> {match.group} {match.id}, "
-                f"clause score {sentence.clause_score(match):+.3f}"
-            )
-    lines.append(
-        f"review sentiment: {analysis.sentiment} (score {analysis.score:+.3f}: stars "
-        f"{(review['rating'] - 3) / 2:+.2f}, text {analysis.text_score:+.3f})"
-    )
-    for group, decisions in analysis.mentions.items():
-        for record_id, decision in decisions.items():
-            lines.append(
-                f"  {group} {record_id}: {decision.sentiment} ({decision.rule}"
-                + (f", {decision.score:+.3f})" if decision.score else ")")
-            )
-    return "\n".join(lines) + "\n"
+    return format_explanation(analysis)

@@ -6,7 +6,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\s*\n+\s*")
+# Split on whitespace after . ! ? … only; lines are split first (a regex for "whitespace around a newline"
+# rescans runs of tabs from every position: quadratic on a 20,000-character review of tabs).
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 _ABBREVIATION = re.compile(
     r"(?:^|\s)(?:dr|dra|drs|mr|mrs|ms|st|jr|sr|prof|vs|approx|e\.g|i\.e|[a-z])\.$", re.I
 )
@@ -31,16 +33,21 @@ def split_sentences(text: str | None) -> list[str]:
     """The sentences of a review text, as written (stripped); none for a rating-only review."""
     if not text:
         return []
-    sentences: list[str] = []
-    for part in _SENTENCE_END.split(text):
-        part = part.strip()
-        if not part:
-            continue
-        if sentences and _ABBREVIATION.search(sentences[-1]):  # "Dr. Patel": not a sentence end
-            sentences[-1] += " " + part
-        else:
-            sentences.append(part)
-    return sentences
+    sentences: list[
+        list[str]
+    ] = []  # each sentence's parts, joined at the end (adding to a string: quadratic)
+    for line in text.split("\n"):
+        previous = ""  # the last part, not the sentence it joined: searching that again is quadratic
+        for part in _SENTENCE_END.split(line):
+            part = part.strip()
+            if not part:
+                continue
+            if previous and _ABBREVIATION.search(previous):  # "Dr. Patel": not a sentence end
+                sentences[-1].append(part)
+            else:
+                sentences.append([part])
+            previous = part
+    return [" ".join(parts) for parts in sentences]
 
 
 @dataclass(frozen=True)

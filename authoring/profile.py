@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 import zoneinfo
 from dataclasses import dataclass, field
@@ -15,6 +16,14 @@ from ..reviews.dataset import SCHEMAS
 from .telephone import international
 
 PROFILE_FILE = "business.toml"
+# Far above any real business.toml (the presets are 5 to 15 KB; thousands of terms stay under 200 KB), and far
+# below what hurts: tomllib's dotted keys cost time and memory quadratic in their depth (an 80 KB file of
+# "a.a.a..." took 6 GB), and nested arrays or inline tables end in a RecursionError.
+MAX_PROFILE_CHARS = 1_000_000
+MAX_KEY_PARTS = 8
+_DEEP_KEY = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:(?:[A-Za-z0-9_-]++|\"[^\"\n]*+\"|'[^'\n]*+')[ \t]*+\.[ \t]*+){%d}" % MAX_KEY_PARTS
+)
 DEFAULT_TIME_ZONE = "UTC"
 # reviews.json requires these business keys; a profile may leave them out, and gets these values.
 BUSINESS_DEFAULTS: dict[str, Any] = {
@@ -49,6 +58,7 @@ class Profile:
     hide_reviews: frozenset[str] = frozenset()
     corrections: tuple[Mapping[str, Any], ...] = ()
     sources: tuple[Mapping[str, Any], ...] = ()  # [[sources]]: what `reviewsd sync` pulls from
+    publish: Mapping[str, Any] = field(default_factory=dict)  # [publish]: people, trend, people_label
 
     def business_block(self, current: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
         """reviews.json's `business`: the profile's, with defaults for what it leaves out; without a
@@ -158,10 +168,25 @@ def _telephone_problems(doc: dict[str, Any]) -> list[str]:
 
 def parse_profile(text: str, source: str = PROFILE_FILE) -> Profile:
     """The Profile that TOML text describes; ProfileError naming every problem."""
+    if len(text) > MAX_PROFILE_CHARS:
+        raise ProfileError(
+            f"{source}: {len(text):,} characters is larger than any business profile needs "
+            f"(at most {MAX_PROFILE_CHARS:,})"
+        )
+    deep = _DEEP_KEY.search(text)
+    if deep:
+        line = text.count("\n", 0, deep.start()) + 1
+        raise ProfileError(
+            f"{source}: line {line}: a key of more than {MAX_KEY_PARTS} dotted parts; none is needed"
+        )
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ProfileError(f"{source}: not valid TOML: {error}") from None
+    except RecursionError:
+        raise ProfileError(
+            f"{source}: arrays or tables nested deeper than any business profile needs"
+        ) from None
     problems = _telephone_problems(doc)
     problems += [problem for problem in schema_problems(doc) if not problem.startswith("business.telephone:")]
     problems += [] if problems else _rule_problems(doc)
@@ -188,6 +213,7 @@ def parse_profile(text: str, source: str = PROFILE_FILE) -> Profile:
         taxonomy_version=doc.get("taxonomy_version", 1),
         sentiment_overrides=dict(doc.get("sentiment_overrides", {})),
         hide_reviews=frozenset(doc.get("hide_reviews", ())),
+        publish=dict(doc.get("publish", {})),
         **lists,
     )
 

@@ -1,202 +1,378 @@
-"""Aspect detection and polarity accuracy of `reviewsd analyze`, beside a plain baseline, in one run.
+"""Accuracy of `reviewsd analyze`: the trained model beside the previous lexicon method and the stars alone,
+against human labels, in one run.
 
-    python bench/analysis_accuracy.py [--corpus sample|semeval|all]
+    python bench/analysis_accuracy.py [--corpus sample|cv|curve|semeval|all] [--folds 5] [--semeval FILE]
 
-Review-level aspect detection: precision, recall and F1 of the set of aspect ids each review mentions;
-polarity accuracy: of the aspects both found and true, the share whose sentiment (positive, neutral,
-negative) agrees. The baseline matches the same preset terms as whole words and labels an aspect with
-VADER's own analyzer (vaderSentiment's SentimentIntensityAnalyzer) over the sentences naming it, the
-usual "keyword + VADER per sentence" method, with no stars, clauses or overrides.
+Needs the `train` extra for `cv` and `curve` (the model is retrained on each fold's training reviews).
 
-Corpora: (a) the bundled sample (data/), whose generator recorded the truth in data/insights.json,
-with the chiropractic preset; (b) SemEval-2014 Task 4 restaurants (test split), human-labelled
-aspect categories, with the restaurant preset, when a copy is found (see semeval_corpus()).
+Figures, each over (review, record) pairs with a record's sentiment in a review given by the stated rule
+(analysis.review.aggregate_mentions: the more frequent of positive and negative mentions, neutral on a
+tie), and, on the corpus, over (sentence, record) pairs too:
+  detection   precision, recall, F1 of the aspects found
+  polarity    of the aspects both found and labelled, the share whose sentiment agrees
+  people      F1 of the staff found, and the share of found, labelled staff whose sentiment agrees
+Methods:
+  model       what `analyze` does: the shipped model (`sample`), or one trained on the other folds (`cv`)
+  lexicon     the previous method (reviewsd-lexicon 1.0): terms and names, the lexicon's clause, then
+              sentence, then stars (never for people)
+  stars       terms and names as the lexicon method; every sentiment from the stars (4-5 positive, 3 neutral)
+Corpora: `sample`: the bundled sample (data/) with the chiropractic preset, against the truth its generator
+wrote in data/insights.json; `cv`: the labelled corpus (corpus/, docs/corpus.md), k-fold by review, the
+model never trained or tuned on the fold it is scored on; `curve`: the learning curve; `semeval`: a file in
+the SemEval-2014 Task 4 XML shape (--semeval or $SEMEVAL2014_RESTAURANTS_TEST), restaurant preset.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
-
-from reviewsd_app.analysis.lexicon import label
-from reviewsd_app.analysis.matcher import Matcher
-from reviewsd_app.analysis.run import analyse_reviews
-from reviewsd_app.analysis.text import fold_sentence, split_sentences
-from reviewsd_app.authoring.presets import render_preset
-from reviewsd_app.authoring.profile import Profile, parse_profile
+from typing import Any, Callable, Mapping, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
 
-Truth = dict[str, dict[str, str]]  # review id -> aspect id -> sentiment
+from reviewsd_app.analysis import features as feature_module  # noqa: E402
+from reviewsd_app.analysis import review as review_module  # noqa: E402
+from reviewsd_app.analysis.features import clause_bounds  # noqa: E402
+from reviewsd_app.analysis.lexicon import Scorer, compound, label  # noqa: E402
+from reviewsd_app.analysis.matcher import Matcher  # noqa: E402
+from reviewsd_app.analysis.model import Model, shipped_model  # noqa: E402
+from reviewsd_app.analysis.review import STAR_LABELS, aggregate_mentions, score_sentence  # noqa: E402
+from reviewsd_app.analysis.run import analyse_reviews  # noqa: E402
+from reviewsd_app.analysis.text import split_sentences  # noqa: E402
+from reviewsd_app.authoring.presets import render_preset  # noqa: E402
+from reviewsd_app.authoring.profile import Profile, parse_profile  # noqa: E402
+
+Labels = dict[str, dict[str, str]]  # unit id -> record id -> sentiment
 
 
-def reviewsd_predictions(reviews: list[Mapping], profile: Profile) -> Truth:
-    return {
-        a.review["id"]: {aspect: d.sentiment for aspect, d in a.mentions.get("aspects", {}).items()}
-        for a in analyse_reviews(reviews, profile)
-    }
+@dataclass
+class Units:
+    """Texts to analyse, each with its stars and its true aspects and people."""
+
+    inputs: list[dict] = field(default_factory=list)  # id, rating, date, text
+    aspects: Labels = field(default_factory=dict)
+    people: Labels = field(default_factory=dict)
+    profiles: dict[str, Profile] = field(default_factory=dict)  # unit id -> the business's profile
 
 
-def baseline_predictions(reviews: list[Mapping], profile: Profile) -> Truth:
-    """Keyword match (the preset's terms, whole words) + VADER's compound over the sentences naming it."""
-    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+# --- the three methods: unit inputs + profile -> (aspects, people) -----------------------------------
 
-    vader = SentimentIntensityAnalyzer()
-    aspects_only = Profile(aspects=profile.aspects)
-    matcher = Matcher(aspects_only)
-    predictions: Truth = {}
+
+def model_method(model: Model) -> Callable:
+    def predict(inputs: list[dict], profile: Profile) -> tuple[Labels, Labels]:
+        aspects, people = {}, {}
+        for a in analyse_reviews(inputs, profile, model):
+            aspects[a.review["id"]] = {k: d.sentiment for k, d in a.mentions.get("aspects", {}).items()}
+            people[a.review["id"]] = {k: d.sentiment for k, d in a.mentions.get("technicians", {}).items()}
+        return aspects, people
+
+    return predict
+
+
+def _lexicon_decide(group: str, evidence: list[tuple[float, float]], rating: int) -> str:
+    """reviewsd-lexicon 1.0's rule: the clause, else the sentence, else the stars (never for people)."""
+    clause = sum(c for c, _ in evidence)
+    if label(clause) != "neutral":
+        return label(clause)
+    sentence = sum(s for _, s in evidence)
+    if label(sentence) != "neutral":
+        return label(sentence)
+    return "neutral" if group == "technicians" else STAR_LABELS[rating]
+
+
+def _term_evidence(review: Mapping, matcher: Matcher, scorer: Scorer) -> dict[tuple[str, str], list]:
+    evidence: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for text in split_sentences(review["text"]):
+        sentence = score_sentence(text, matcher, scorer)
+        tokens = sentence.folded.tokens
+        for match in sentence.matches:
+            start, end = clause_bounds(tokens, match.first, match.last)
+            clause = compound(sum(sentence.values[start:end]), tokens[start:end].count("!"))
+            evidence.setdefault((match.group, match.id), []).append((clause, sentence.score))
+    return evidence
+
+
+def lexicon_method(inputs: list[dict], profile: Profile, stars_only: bool = False) -> tuple[Labels, Labels]:
+    matcher, scorer = Matcher(profile), Scorer.for_overrides(profile.sentiment_overrides)
+    aspects: Labels = {}
+    people: Labels = {}
+    for review in inputs:
+        aspects[review["id"]], people[review["id"]] = {}, {}
+        for (group, record_id), evidence in _term_evidence(review, matcher, scorer).items():
+            if stars_only:
+                sentiment = STAR_LABELS[review["rating"]]
+            else:
+                sentiment = _lexicon_decide(group, evidence, review["rating"])
+            if group == "aspects":
+                aspects[review["id"]][record_id] = sentiment
+            elif group == "technicians":
+                people[review["id"]][record_id] = sentiment
+    return aspects, people
+
+
+def stars_method(inputs: list[dict], profile: Profile) -> tuple[Labels, Labels]:
+    return lexicon_method(inputs, profile, stars_only=True)
+
+
+# --- scoring -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Counts:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    agree: int = 0
+
+    def add(self, truth: Labels, found: Labels) -> None:
+        for unit, true in truth.items():
+            got = found.get(unit, {})
+            hits = set(true) & set(got)
+            self.tp += len(hits)
+            self.fp += len(set(got) - set(true))
+            self.fn += len(set(true) - set(got))
+            self.agree += sum(true[k] == got[k] for k in hits)
+
+    def f1(self) -> float:
+        return 2 * self.tp / (2 * self.tp + self.fp + self.fn) if self.tp else 0.0
+
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp else 0.0
+
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp else 0.0
+
+    def polarity(self) -> float:
+        return self.agree / self.tp if self.tp else 0.0
+
+
+METHODS = ("model", "lexicon", "stars")
+
+
+def run_methods(units: Units, model: Model, results: dict[str, tuple[Counts, Counts]]) -> None:
+    """Add each method's counts over these units (grouped by profile) to `results`."""
+    by_profile: dict[int, list[dict]] = defaultdict(list)
+    profiles = {}
+    for unit in units.inputs:
+        profile = units.profiles[unit["id"]]
+        by_profile[id(profile)].append(unit)
+        profiles[id(profile)] = profile
+    predictors = {"model": model_method(model), "lexicon": lexicon_method, "stars": stars_method}
+    for name in METHODS:
+        aspect_counts, people_counts = results.setdefault(name, (Counts(), Counts()))
+        for key, inputs in by_profile.items():
+            found_aspects, found_people = predictors[name](inputs, profiles[key])
+            ids = [u["id"] for u in inputs]
+            aspect_counts.add({i: units.aspects[i] for i in ids}, found_aspects)
+            people_counts.add({i: units.people[i] for i in ids}, found_people)
+
+
+def print_table(title: str, results: Mapping[str, tuple[Counts, Counts]]) -> None:
+    aspects = results["model"][0]
+    people = results["model"][1]
+    print(
+        f"{title}: {aspects.tp + aspects.fn} labelled aspect pairs, {people.tp + people.fn} labelled people"
+    )
+    heads = ("precision", "recall", "F1", "polarity", "people F1", "people pol")
+    print(f"  {'method':<8} " + " ".join(f"{head:>9}" for head in heads))
+    for name, (a, p) in results.items():
+        print(
+            f"  {name:<8} {a.precision():9.3f} {a.recall():9.3f} {a.f1():9.3f} {a.polarity():9.3f} "
+            f"{p.f1():9.3f} {p.polarity():9.3f}"
+        )
+
+
+# --- the bundled sample ---------------------------------------------------------------------------------
+
+
+def sample_units() -> Units:
+    """The bundled sample: its generator (tools/generate_data.py) wrote the truth it meant into
+    data/insights.json: each review's aspects with their sentiment, and the practitioners it names (whose
+    sentiment the generator takes from the review's stars)."""
+    reviews = json.loads((ROOT / "data" / "reviews.json").read_text("utf-8"))["reviews"]
+    truth = json.loads((ROOT / "data" / "insights.json").read_text("utf-8"))["per_review"]
+    profile = parse_profile(render_preset("chiropractic"))
+    units = Units()
     for review in reviews:
-        totals: dict[str, float] = {}
-        for sentence in split_sentences(review["text"]):
-            named = {m.id for m in matcher.matches(fold_sentence(sentence))}
-            if named:
-                score = vader.polarity_scores(sentence)["compound"]
-                for aspect in named:
-                    totals[aspect] = totals.get(aspect, 0.0) + score
-        predictions[review["id"]] = {aspect: label(total) for aspect, total in totals.items()}
-    return predictions
+        entry = truth[review["id"]]
+        units.inputs.append(review)
+        units.aspects[review["id"]] = {a["id"]: a["sentiment"] for a in entry["aspects"]}
+        units.people[review["id"]] = {t: STAR_LABELS[review["rating"]] for t in entry["technicians"]}
+        units.profiles[review["id"]] = profile
+    return units
 
 
-def score(truth: Truth, predicted: Truth, aspects: Iterable[str] | None = None) -> dict[str, float]:
-    """Detection precision, recall, F1 over (review, aspect) pairs; polarity accuracy on the hits."""
-    keep = set(aspects) if aspects is not None else None
-    tp = fp = fn = agree = 0
-    for review_id, true in truth.items():
-        found = predicted.get(review_id, {})
-        true_ids = {a for a in true if keep is None or a in keep}
-        found_ids = {a for a in found if keep is None or a in keep}
-        tp += len(true_ids & found_ids)
-        fp += len(found_ids - true_ids)
-        fn += len(true_ids - found_ids)
-        agree += sum(true[a] == found[a] for a in true_ids & found_ids)
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {
-        "precision": precision,
-        "recall": recall,
-        "f1": f1,
-        "polarity": agree / tp if tp else 0.0,
-        "pairs": tp + fn,
-    }
+def run_sample(args: argparse.Namespace) -> None:
+    results: dict[str, tuple[Counts, Counts]] = {}
+    run_methods(sample_units(), shipped_model(), results)
+    print_table("bundled sample (320 reviews, chiropractic preset, shipped model)", results)
 
 
-def report(
-    name: str, truth: Truth, reviews: list[Mapping], profile: Profile, aspects: Iterable[str] | None = None
-) -> dict[str, dict[str, float]]:
-    results = {}
-    for method, predict in (("reviewsd", reviewsd_predictions), ("baseline", baseline_predictions)):
-        results[method] = score(truth, predict(reviews, profile), aspects)
-    print(f"{name}: {len(reviews)} reviews, {results['reviewsd']['pairs']} true (review, aspect) pairs")
-    print(f"  {'method':<10} {'precision':>9} {'recall':>7} {'F1':>6} {'polarity':>9}")
-    for method, r in results.items():
-        print(f"  {method:<10} {r['precision']:9.3f} {r['recall']:7.3f} {r['f1']:6.3f} {r['polarity']:9.3f}")
+# --- the corpus, cross-validated ----------------------------------------------------------------------
+
+
+def corpus_units(reviews: Sequence[dict], by_sentence: bool) -> Units:
+    """The corpus reviews as units: whole reviews (labels aggregated by the stated rule) or sentences."""
+    import train_model
+
+    units = Units()
+    profiles: dict[str, Profile] = {}
+    for review in reviews:
+        key = review["trade"] + json.dumps(review.get("staff", []), sort_keys=True)
+        profile = profiles.setdefault(key, train_model.review_profile(review))
+        ids = {p["name"]: train_model.slug(p["name"]) for p in review.get("staff", [])}
+        pieces = (
+            [(f"{review['id']}/{n}", [s]) for n, s in enumerate(review["sentences"])]
+            if by_sentence
+            else [(review["id"], review["sentences"])]
+        )
+        for unit_id, sentences in pieces:
+            text = " ".join(s["text"] for s in sentences)
+            units.inputs.append(
+                {"id": unit_id, "rating": review["rating"], "date": "2026-01-01", "text": text}
+            )
+            aspect_votes: dict[str, list[str]] = defaultdict(list)
+            people_votes: dict[str, list[str]] = defaultdict(list)
+            for s in sentences:
+                for aspect, polarity in s.get("aspects", {}).items():
+                    aspect_votes[aspect].append(polarity)
+                for name, polarity in s.get("people", {}).items():
+                    people_votes[ids[name]].append(polarity)
+            units.aspects[unit_id] = {a: aggregate_mentions(v) for a, v in aspect_votes.items()}
+            units.people[unit_id] = {p: aggregate_mentions(v) for p, v in people_votes.items()}
+            units.profiles[unit_id] = profile
+    return units
+
+
+def folds(reviews: Sequence[dict], k: int) -> list[list[dict]]:
+    ordered = sorted(reviews, key=lambda r: r["id"])
+    return [ordered[i::k] for i in range(k)]
+
+
+def cross_validate(reviews: Sequence[dict], k: int, fraction: float = 1.0, choose: bool = True) -> dict:
+    import train_model
+
+    results: dict[str, dict[str, tuple[Counts, Counts]]] = {"review": {}, "sentence": {}}
+    parts = folds(reviews, k)
+    for held_out in range(k):
+        training = [r for i, part in enumerate(parts) if i != held_out for r in part]
+        training = training[: max(1, round(len(training) * fraction))]
+        model = Model(train_model.train(training, choose=choose))
+        run_methods(corpus_units(parts[held_out], by_sentence=False), model, results["review"])
+        run_methods(corpus_units(parts[held_out], by_sentence=True), model, results["sentence"])
     return results
 
 
-def sample_corpus() -> tuple[list[Mapping], Truth]:
-    reviews = json.loads((ROOT / "data" / "reviews.json").read_text("utf-8"))["reviews"]
-    insights = json.loads((ROOT / "data" / "insights.json").read_text("utf-8"))
-    truth = {
-        rid: {a["id"]: a["sentiment"] for a in entry["aspects"]}
-        for rid, entry in insights["per_review"].items()
-    }
-    return reviews, truth
+def corpus_reviews() -> list[dict]:
+    import train_model
+
+    return train_model.load_corpus(train_model.corpus_paths())
 
 
-RUNNERS: dict[str, Callable[[], None]] = {}
+def run_cv(args: argparse.Namespace) -> None:
+    reviews = corpus_reviews()
+    results = cross_validate(reviews, args.folds)
+    title = f"corpus, {args.folds}-fold cross-validation by review ({len(reviews)} reviews)"
+    print_table(f"{title}, per review", results["review"])
+    print_table(f"{title}, per sentence", results["sentence"])
 
 
-def run_sample() -> None:
-    reviews, truth = sample_corpus()
-    report(
-        "bundled sample (chiropractic preset)", truth, reviews, parse_profile(render_preset("chiropractic"))
+def without_lexicon(function: Callable) -> Callable:
+    """polarity_features without the lexicon's scores: what the model is worth without VADER's lexicon."""
+
+    def stripped(*args: Any, **kwargs: Any) -> dict[str, float]:
+        return {k: v for k, v in function(*args, **kwargs).items() if not k.startswith("lex:")}
+
+    return stripped
+
+
+def run_curve(args: argparse.Namespace) -> None:
+    reviews = corpus_reviews()
+    print(f"learning curve: {args.folds}-fold CV by review on {len(reviews)} reviews, per review")
+    print(f"  {'training share':<22} {'F1':>6} {'polarity':>9} {'people pol':>11}")
+    for fraction in (0.25, 0.5, 1.0):
+        results = cross_validate(reviews, args.folds, fraction, choose=False)["review"]["model"]
+        print(
+            f"  {fraction:>5.0%} of training folds  {results[0].f1():6.3f} {results[0].polarity():9.3f} "
+            f"{results[1].polarity():11.3f}"
+        )
+    import train_model
+
+    original = feature_module.polarity_features
+    patched = without_lexicon(original)
+    train_model.polarity_features = review_module.polarity_features = patched  # the ablation only
+    try:
+        results = cross_validate(reviews, args.folds, 1.0, choose=False)["review"]["model"]
+    finally:
+        train_model.polarity_features = review_module.polarity_features = original
+    print(
+        f"  {'100%, no lexicon':<22} {results[0].f1():6.3f} {results[0].polarity():9.3f} "
+        f"{results[1].polarity():11.3f}"
     )
 
 
-RUNNERS["sample"] = run_sample
+# --- SemEval-2014 XML -----------------------------------------------------------------------------------
 
-# SemEval-2014 Task 4 (restaurants): categories food, service, price, ambience, anecdotes/miscellaneous.
 SEMEVAL_CATEGORIES = ("food", "service", "price", "ambience")  # misc has no counterpart in a preset
-PRESET_TO_SEMEVAL = {"drinks": "food"}  # SemEval's food covers drinks; location has no SemEval category
-SEMEVAL_FILE = "Restaurants_Test_Gold.xml"
+PRESET_TO_SEMEVAL = {"drinks": "food"}  # SemEval's food covers drinks; location has no category
 
 
-def semeval_corpus(path: Path) -> tuple[list[Mapping], Truth, Truth]:
-    """Sentences as rating-3 reviews (no stars: the stars rule then says neutral), truth per sentence, and
-    the conflict-labelled pairs, which count for detection but not for polarity."""
+def run_semeval(args: argparse.Namespace) -> None:
     import xml.etree.ElementTree as ElementTree
 
-    reviews, truth, conflicts = [], {}, {}
+    path = args.semeval or os.environ.get("SEMEVAL2014_RESTAURANTS_TEST")
+    if not path or not Path(path).is_file():
+        print("SemEval XML: not run: pass --semeval FILE (or set SEMEVAL2014_RESTAURANTS_TEST)")
+        return
+    profile = parse_profile(render_preset("restaurant"))
+    units = Units()
     for number, sentence in enumerate(ElementTree.parse(path).getroot().iter("sentence")):
-        rid = f"{number:026d}"
-        reviews.append(
-            {"id": rid, "rating": 3, "date": "2014-01-01", "text": sentence.findtext("text") or None}
+        unit_id = f"s{number}"
+        units.inputs.append(
+            {"id": unit_id, "rating": 3, "date": "2014-01-01", "text": sentence.findtext("text")}
         )
         labels = {c.get("category"): c.get("polarity") for c in sentence.iter("aspectCategory")}
-        truth[rid] = {c: p for c, p in labels.items() if c in SEMEVAL_CATEGORIES}
-        conflicts[rid] = {c: p for c, p in truth[rid].items() if p == "conflict"}
-    return reviews, truth, conflicts
+        units.aspects[unit_id] = {
+            c: p for c, p in labels.items() if c in SEMEVAL_CATEGORIES and p != "conflict"
+        }
+        units.people[unit_id] = {}
+        units.profiles[unit_id] = profile
+    results: dict[str, tuple[Counts, Counts]] = {}
+    original = {"model": model_method(shipped_model()), "lexicon": lexicon_method, "stars": stars_method}
+    for name, predict in original.items():
+        found, _ = predict(units.inputs, profile)
+        mapped = {
+            u: {
+                PRESET_TO_SEMEVAL.get(a, a): s
+                for a, s in got.items()
+                if PRESET_TO_SEMEVAL.get(a, a) in SEMEVAL_CATEGORIES
+            }
+            for u, got in found.items()
+        }
+        counts = Counts()
+        counts.add(units.aspects, mapped)
+        results[name] = (counts, Counts())
+    print_table(f"SemEval XML {Path(path).name} (stars unknown: every sentence rated 3)", results)
 
 
-def _as_semeval(predicted: Truth) -> Truth:
-    mapped: Truth = {}
-    for rid, found in predicted.items():
-        mapped[rid] = {}
-        for aspect, sentiment in found.items():
-            category = PRESET_TO_SEMEVAL.get(aspect, aspect)
-            mapped[rid].setdefault(category, sentiment)  # food named first wins over drinks: preset order
-    return mapped
-
-
-def find_semeval() -> Path | None:
-    """A SemEval-2014 restaurants test file: $SEMEVAL2014_RESTAURANTS_TEST, else none. No package in
-    PyPI, npm or Debian was found to ship it (docs/analysis.md lists what was searched)."""
-    import os
-
-    given = os.environ.get("SEMEVAL2014_RESTAURANTS_TEST")
-    return Path(given) if given and Path(given).is_file() else None
-
-
-def run_semeval() -> None:
-    path = find_semeval()
-    if path is None:
-        print(
-            "SemEval-2014 restaurants: not run: set SEMEVAL2014_RESTAURANTS_TEST to a copy of "
-            f"{SEMEVAL_FILE} (no PyPI, npm or Debian package ships it)"
-        )
-        return
-    reviews, truth, conflicts = semeval_corpus(path)
-    profile = parse_profile(render_preset("restaurant"))
-    print(
-        f"SemEval-2014 restaurants test ({path.name}, restaurant preset; {sum(map(len, conflicts.values()))} "
-        "conflict labels count for detection only)"
-    )
-    print(f"  {'method':<10} {'precision':>9} {'recall':>7} {'F1':>6} {'polarity':>9}")
-    for method, predict in (("reviewsd", reviewsd_predictions), ("baseline", baseline_predictions)):
-        predicted = _as_semeval(predict(reviews, profile))
-        detection = score(truth, predicted, SEMEVAL_CATEGORIES)
-        clear = {rid: {c: p for c, p in t.items() if p != "conflict"} for rid, t in truth.items()}
-        polarity = score(clear, predicted, SEMEVAL_CATEGORIES)["polarity"]
-        print(
-            f"  {method:<10} {detection['precision']:9.3f} {detection['recall']:7.3f} {detection['f1']:6.3f} "
-            f"{polarity:9.3f}"
-        )
-
-
-RUNNERS["semeval"] = run_semeval
+RUNNERS = {"sample": run_sample, "cv": run_cv, "curve": run_curve, "semeval": run_semeval}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", choices=[*RUNNERS, "all"], default="all")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--semeval", type=Path)
     args = parser.parse_args(argv)
     for name, run in RUNNERS.items():
         if args.corpus in (name, "all"):
-            run()
+            run(args)
     return 0
 
 

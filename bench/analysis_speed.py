@@ -6,6 +6,9 @@ Analyze: tools/generate_data.py's reviews (chiropractic preset), build_insights 
 reviews.json to the insights document, then the schema check and the write as analyze_dir does them.
 Import: a CSV of that many rows (written first, not timed) into an empty data directory.
 Targets (2 cores): analyze 10,000 reviews <= 5 s, 100,000 <= 60 s; import 100,000 CSV rows <= 10 s.
+Pathological texts (--pathological): one review of tabs, of "Dr. " repeated, of one aspect term repeated,
+each at 5,000, 10,000 and 20,000 characters: linear time shows as times that double with the length.
+Many terms: 1,000 sample reviews with the preset's aspects and 5,000 extra terms.
 Prints figures; asserts nothing.
 """
 
@@ -19,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from reviewsd_app.analysis.run import analyze_dir
+from reviewsd_app.analysis.run import analyse_reviews, analyze_dir
 from reviewsd_app.authoring.files import read_json
 from reviewsd_app.authoring.presets import render_preset, write_starter
 from reviewsd_app.authoring.profile import load_profile, parse_profile
@@ -92,11 +95,45 @@ def time_import(rows: int, work: Path) -> None:
     )
 
 
+def time_pathological() -> None:
+    profile = parse_profile(render_preset("restaurant"))
+    texts = {"tabs": "\t", "Dr. repeated": "Dr. ", "a term repeated": "wait ", "a word": "x"}
+    for name, unit in texts.items():
+        figures = []
+        for length in (5_000, 10_000, 20_000):
+            review = {
+                "id": "a",
+                "rating": 3,
+                "date": "2026-01-01",
+                "text": "Fine. " + unit * (length // len(unit)),
+            }
+            started = time.perf_counter()
+            analyse_reviews([review], profile)
+            figures.append(f"{length:>6,} chars {time.perf_counter() - started:6.3f} s")
+        print(f"one review of {name:<16} " + "; ".join(figures))
+    sample = read_json(ROOT / "data" / "reviews.json")["reviews"]
+    reviews = [{**r, "id": f"{n:026d}"} for n in range(4) for r in sample][:1000]
+    base = render_preset("chiropractic")
+    extra = (
+        '[[aspects]]\nid = "many"\nlabel = "Many"\nterms = ['
+        + ", ".join(f'"term{n} word{n % 50}"' for n in range(5000))
+        + "]\n"
+    )
+    for label, text in (("preset terms", base), ("+5,000 terms", base + extra)):
+        started = time.perf_counter()
+        analyse_reviews(reviews, parse_profile(text))
+        print(f"1,000 sample reviews, {label:<13} {time.perf_counter() - started:6.2f} s")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000", help="review counts to analyze, comma-separated")
     parser.add_argument("--import-rows", type=int, default=100_000)
+    parser.add_argument("--pathological", action="store_true", help="only the pathological texts and terms")
     args = parser.parse_args(argv)
+    if args.pathological:
+        time_pathological()
+        return 0
     with tempfile.TemporaryDirectory(prefix="reviewsd-speed-") as work:
         for count in (int(size) for size in args.sizes.split(",") if size):
             time_analyze(count, Path(work))

@@ -16,7 +16,18 @@ Starts `python reviewsd.py --no-hub` of this checkout on 127.0.0.1 and prints, s
             request heads (a byte every 80 ms, the next request's first byte sent with the end of
             the last); then the time a normal client on 127.0.0.1 takes to get 3 answers
             (at most 10 s each);
-  blank     feed req/s while 4 connections send CRLF without end, and without them.
+  blank     feed req/s while 4 connections send CRLF without end, and without them;
+  stall-output  (issue 39) --stallers connections from 127.0.0.2 ask /reviews?limit=100&sort=oldest (the
+            oldest 100 reviews are padded to about 19,000 characters: about 2 MB of HTML each) and read
+            nothing; meanwhile a normal client's /healthz and feed latencies (10 probes each) and the feed's
+            wrk rate against the rate without them;
+  stall-cpu (issue 39) 5 clients (127.0.0.2-6) each asking query=e&sort=lowest&limit=100 one after
+            another; meanwhile the same probes and feed rate, and how their searches were answered;
+  sweep     (issue 39) /widget's wrk rate alone, and while 4 clients ask for review pages of ids taken in
+            turn over every review (each page rendered once and evicting another).
+
+--root DIR runs the reviewsd.py of another checkout (a `git worktree` of main) on the same data, so the
+two stalls can be printed before and after a change; run both within minutes on a shared machine.
 
 Everything runs on loopback, bounded in time (each wait has a deadline), and the server is stopped by
 PID. Clients come from 127.0.0.2 and up (per-client caps count addresses).
@@ -36,7 +47,14 @@ import urllib.request
 from pathlib import Path
 
 from compare_support import wrk
-from compare_support.procs import Processes, cpu_seconds, hold_bench_lock, proc_status_kb, start_reviewsd
+from compare_support.procs import (
+    ROOT,
+    Processes,
+    cpu_seconds,
+    hold_bench_lock,
+    proc_status_kb,
+    start_reviewsd,
+)
 
 WAIT = 30.0
 
@@ -215,27 +233,182 @@ def section_blank(base: str, port: int, seconds: int, script: Path) -> None:
     )
 
 
+def padded_copy(data_dir: Path, work: Path, count: int = 100, size: int = 19_000) -> Path:
+    """The data with its `count` oldest reviews' texts repeated to about `size` characters (under the
+    schema's 20,000): what a stalled reader of /reviews?sort=oldest&limit=100 leaves unread is ~2 MB."""
+    out = work / "padded"
+    out.mkdir()
+    for name in ("business.toml", "insights.json"):
+        if (data_dir / name).exists():
+            (out / name).write_bytes((data_dir / name).read_bytes())
+    document = json.loads((data_dir / "reviews.json").read_bytes())
+    oldest = sorted(document["reviews"], key=lambda review: (review["date"], review["id"]))[:count]
+    for review in oldest:
+        text = review.get("text") or "Long review."
+        review["text"] = (text + " ") * (size // (len(text) + 1))
+    (out / "reviews.json").write_text(json.dumps(document))
+    return out
+
+
+PROBE_TIMEOUT = 3.0  # seconds: a probe not answered by then counts as unanswered
+
+
+def probe(port: int, path: str) -> float | None:
+    """Seconds a new connection from 127.0.0.1 takes to get the status line of `path` (None: not in time)."""
+    started = time.monotonic()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=PROBE_TIMEOUT) as sock:
+            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n".encode())
+            if not sock.recv(12).startswith(b"HTTP/1.1 200"):
+                return None
+    except OSError:
+        return None
+    return time.monotonic() - started
+
+
+def probes(port: int, count: int = 10) -> str:
+    """`count` probes of /healthz and of the feed, 0.1 s apart: the median and the slowest."""
+    lines = []
+    for path in ("/healthz", "/api/feed.json"):
+        times = []
+        for _ in range(count):
+            times.append(probe(port, path))
+            time.sleep(0.1)
+        answered = sorted(t for t in times if t is not None)
+        late = (
+            f", {count - len(answered)} not answered in {PROBE_TIMEOUT:g} s" if len(answered) < count else ""
+        )
+        if answered:
+            lines.append(
+                f"{path} median {answered[len(answered) // 2] * 1000:.1f} ms, slowest "
+                f"{answered[-1] * 1000:.0f} ms{late}"
+            )
+        else:
+            lines.append(f"{path}: none of {count} answered in {PROBE_TIMEOUT:g} s")
+    return "; ".join(lines)
+
+
+def section_stall_output(base: str, port: int, seconds: int, script: Path, stallers: int) -> None:
+    quiet = wrk.run(base + "/api/feed.json", connections=16, seconds=seconds, script=script)
+    socks = []
+    try:
+        for _ in range(stallers):
+            socks.append(slow_reader(port, "127.0.0.2", "/reviews?limit=100&sort=oldest"))
+        time.sleep(2.0)  # their answers are made and left unread
+        probed = probes(port)
+        loud = wrk.run(base + "/api/feed.json", connections=16, seconds=seconds, script=script)
+    finally:
+        for sock in socks:
+            sock.close()
+    print(
+        f"stall-output: {stallers} non-readers of /reviews?limit=100&sort=oldest (~2 MB each) from one "
+        f"address: {probed}; feed {loud.rps:,.0f} req/s against {quiet.rps:,.0f} without them "
+        f"({loud.rps / max(1.0, quiet.rps):.0%}), p99 {loud.p99_ms:.1f} ms"
+    )
+
+
+def section_stall_cpu(base: str, port: int, seconds: int, script: Path) -> None:
+    quiet = wrk.run(base + "/api/feed.json", connections=16, seconds=seconds, script=script)
+    stop = threading.Event()
+    statuses: dict[str, int] = {}
+    path = "/api/reviews/search?query=e&sort=lowest&limit=100"
+
+    def search(source: str) -> None:
+        while not stop.is_set():
+            try:
+                with socket.create_connection(
+                    ("127.0.0.1", port), timeout=30, source_address=(source, 0)
+                ) as s:
+                    s.sendall(f"GET {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n".encode())
+                    status = s.recv(12)[9:12].decode() or "closed"
+                    while s.recv(65536):
+                        pass
+            except OSError as exc:
+                status = type(exc).__name__
+            statuses[status] = statuses.get(status, 0) + 1
+
+    threads = [threading.Thread(target=search, args=(f"127.0.0.{2 + i}",), daemon=True) for i in range(5)]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(1.0)
+        probed = probes(port)
+        loud = wrk.run(base + "/api/feed.json", connections=16, seconds=seconds, script=script)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+    print(
+        f"stall-cpu: 5 clients searching query=e&sort=lowest&limit=100 in turn: {probed}; feed "
+        f"{loud.rps:,.0f} req/s against {quiet.rps:,.0f} without them "
+        f"({loud.rps / max(1.0, quiet.rps):.0%}), p99 {loud.p99_ms:.1f} ms; "
+        f"their answers: {dict(sorted(statuses.items()))}"
+    )
+
+
+def section_sweep(base: str, port: int, seconds: int, script: Path) -> None:
+    ids = [review["id"] for review in get_json(base, "/reviews.json")["reviews"]]
+    quiet = wrk.run(base + "/widget?count=3", connections=16, seconds=seconds, script=script)
+    stop = threading.Event()
+    swept = [0]
+
+    def sweep(first: int) -> None:
+        position = first
+        while not stop.is_set():
+            try:
+                with urllib.request.urlopen(f"{base}/reviews/{ids[position % len(ids)]}", timeout=WAIT) as r:
+                    r.read()
+            except OSError:
+                pass
+            swept[0] += 1
+            position += 4
+
+    threads = [threading.Thread(target=sweep, args=(i,), daemon=True) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        loud = wrk.run(base + "/widget?count=3", connections=16, seconds=seconds, script=script)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(WAIT)
+    print(
+        f"sweep: /widget?count=3 {quiet.rps:,.0f} req/s alone; {loud.rps:,.0f} req/s "
+        f"({loud.rps / max(1.0, quiet.rps):.0%}) while 4 clients swept {swept[0]:,} review pages"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", required=True, help="data to serve (100,000 reviews for the figures)")
     parser.add_argument("--readers", type=int, default=1000, help="slow readers per endpoint (at most 1000)")
     parser.add_argument("--seconds", type=int, default=5, help="seconds per wrk run")
-    parser.add_argument("--only", default="since,readers,trickle,blank", help="sections, comma-separated")
+    parser.add_argument(
+        "--only",
+        default="since,readers,trickle,blank,stall-output,stall-cpu,sweep",
+        help="sections, comma-separated",
+    )
+    parser.add_argument("--stallers", type=int, default=60, help="non-reading connections in stall-output")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose reviewsd.py runs")
     args = parser.parse_args()
     readers = min(args.readers, 1000)
     lock = hold_bench_lock(600)
     with tempfile.TemporaryDirectory(prefix="reviewsd-attacks-") as work:
         procs = Processes(Path(work))
         try:
+            sections = args.only.split(",")
+            data_dir = Path(args.data_dir)
+            if "stall-output" in sections:
+                data_dir = padded_copy(data_dir, Path(work))
             child, base, _ = start_reviewsd(
                 procs,
-                ["--no-hub", "--reload-interval", "0", "--data-dir", args.data_dir, "--log-format", "json"],
+                ["--no-hub", "--reload-interval", "0", "--data-dir", str(data_dir), "--log-format", "json"],
+                root=args.root.resolve(),
             )
             port = int(base.rsplit(":", 1)[1])
             script = wrk.write_script(Path(work))
-            dates = oldest_dates(base, readers)
-            print(f"server pid {child.pid}, RSS at start {rss_mb(child.pid):.0f} MB")
-            sections = args.only.split(",")
+            dates = oldest_dates(base, readers) if "readers" in sections else []
+            print(f"server pid {child.pid} ({args.root.resolve()}), RSS at start {rss_mb(child.pid):.0f} MB")
             if "since" in sections:
                 section_since(base, child.pid, args.seconds, script, recent_and_oldest(base))
             if "readers" in sections:
@@ -244,6 +417,12 @@ def main() -> int:
                 section_trickle(port)
             if "blank" in sections:
                 section_blank(base, port, args.seconds, script)
+            if "stall-output" in sections:
+                section_stall_output(base, port, args.seconds, script, args.stallers)
+            if "stall-cpu" in sections:
+                section_stall_cpu(base, port, args.seconds, script)
+            if "sweep" in sections:
+                section_sweep(base, port, args.seconds, script)
             print(f"server RSS at the end {rss_mb(child.pid):.0f} MB")
         finally:
             procs.stop_all()

@@ -152,6 +152,7 @@ class Connection:
             0,
             None,
         )  # its access line's status, size and start
+        self._at_once = False  # serving on the selector thread: no write may wait (server.answers_here)
         self._base_environ = server.environ.copy()
         if self.client:
             self._base_environ.update(REMOTE_ADDR=self.client, REMOTE_PORT=str(client_address[1]))
@@ -183,9 +184,11 @@ class Connection:
             self.refuse(e)
             return None
 
-    def serve(self, request: Request) -> None:
-        """Run the app on one request, write the response, log it."""
+    def serve(self, request: Request, at_once: bool = False) -> None:
+        """Run the app on one request, write the response, log it. `at_once` (the selector thread's own
+        answers): never wait for the client; what the socket does not take now is left in `unsent`."""
         start = time.perf_counter()
+        self._at_once = at_once
         self.command = request.method
         self.environ = self.make_environ(request)
         self.close_connection = not request.keep_alive
@@ -273,11 +276,20 @@ class Connection:
         # socket buffer and this is a single syscall (a timeout socket would
         # poll() before every send).
         sock = self.connection
+        if self._at_once and self.unsent is not None:  # behind what is already waiting, in order
+            self.unsent += [view for view in (memoryview(head), memoryview(data)) if view]
+            self.unsent_own += 0 if isinstance(data, memoryview) else len(data)
+            return
         try:
             try:
                 sent = sock.sendmsg([head, data]) if head else sock.send(data)
             except BlockingIOError:
                 sent = 0
+            if sent < len(head) + len(data) and self._at_once:
+                left = advanced([memoryview(head), memoryview(data)], sent)
+                self.unsent = [view for view in left if view]
+                self.unsent_own = 0 if isinstance(data, memoryview) else len(data)
+                return
             if sent < len(head):
                 self._send_waiting(memoryview(head)[sent:])
                 sent = len(head)
@@ -315,7 +327,7 @@ class Connection:
                 left = [memoryview(part) for part in parts if part]
             if not left:
                 return
-            if not self.server.stopping:
+            if self._at_once or not self.server.stopping:
                 self.unsent, self.unsent_own = left, own
                 return
             for view in left:

@@ -38,6 +38,14 @@ LINGER_BYTES = 1 << 20  # and how many we discard before giving up
 # sending its request at once is never that slow, and a connection just accepted is not closed for another.
 SLOW_REQUEST_SECONDS = 1.0
 REFUSAL_LOG_INTERVAL = 60.0  # seconds: a client's refusals are logged once per interval, not per connection
+# One client may hold this share of the output budget; past it, only its own requests wait. So at least this
+# many clients must stall before the total is reached, where the slowest reader's answer is dropped.
+OUTPUT_SHARES = 4
+MAX_ANSWERED_HERE = 16  # pipelined requests the selector thread answers in a row before a worker takes over
+# Seconds a thread waiting for the GIL waits at most (Python's default: 0.005). The selector thread gives
+# the GIL up at every system call; behind a CPU-bound search (a text search over 100,000 reviews holds it
+# 100 ms and more) it waited up to the interval at each (issue 39). run() sets it for the process.
+SWITCH_INTERVAL = 0.001
 
 # Connection states (who owns it and which deadline applies).
 _HEAD, _BODY, _IDLE, _LINGER, _BUSY, _SEND, _CLOSED = (
@@ -49,7 +57,26 @@ _HEAD, _BODY, _IDLE, _LINGER, _BUSY, _SEND, _CLOSED = (
     "send",
     "closed",
 )
-_PARKED = "parked"  # a complete request waiting for the buffered output to drain below the budget
+_PARKED = "parked"  # a complete request waiting for its client's buffered output to drain below its share
+
+Precomputed = Callable[[str], bool]  # the app's is_precomputed(path): see answers_here
+
+
+def answers_here(request: Request, precomputed: Precomputed | None, stopping: bool) -> bool:
+    """Whether the selector thread answers `request` itself rather than handing it to a worker.
+
+    Only a GET or HEAD without a body whose answer the app has precomputed (`precomputed(path)`, a dictionary
+    lookup: a payload route, a rendered page), so the app's call is a lookup and a few header joins, and its
+    write never waits (what the socket does not take now is queued, as for any slow reader). The hand-off to
+    a worker and back cost two thirds of such a request's CPU (issue 39). The rest goes to the workers.
+    """
+    return (
+        precomputed is not None
+        and not stopping
+        and request.method in ("GET", "HEAD")
+        and not request.body
+        and precomputed(request.path)
+    )
 
 
 def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
@@ -123,11 +150,15 @@ class Server:
         self.header_timeout = options.header_timeout
         self.body_timeout = options.body_timeout
         self.max_body = options.max_body
-        # Bytes of responses made per request that clients have yet to read; past the budget, complete
-        # requests wait (parked) until it drains. Views of shared bodies do not count. 0: no budget.
+        # Bytes of responses made per request that clients have yet to read (views of shared bodies do not
+        # count), in all and by client. Past its share (output_budget / OUTPUT_SHARES) a client's complete
+        # requests wait (parked) until its own output drains; past the budget, the slowest readers' answers
+        # are dropped. 0: no budget.
         self.output_budget = options.output_budget
         self.buffered_output = 0
-        self._parked: collections.deque[tuple[Connection, Request]] = collections.deque()
+        self._output_by_client: collections.Counter[str] = collections.Counter()
+        self._parked: dict[str, collections.deque[tuple[Connection, Request]]] = {}
+        self._precomputed: Precomputed | None = getattr(app, "is_precomputed", None)
         self.max_connections = options.max_connections
         self.max_per_client = options.max_connections_per_client
         self._trusted = tuple(options.trusted_proxies)
@@ -420,22 +451,37 @@ class Server:
             self._examine(conn)
 
     def _examine(self, conn: Connection) -> None:
-        """Dispatch a complete request, answer a refused one, or wait for the rest of it."""
+        """Answer complete precomputed requests here, dispatch any other, answer a refused one, or wait for
+        the rest of it."""
         parser = conn.parser
-        try:
-            request = parser.next_request()
-        except HTTPError as e:
-            self._reject(conn, e)
-            return
-        if request is not None:  # a worker's now, or once the buffered output has drained
+        for answered in range(MAX_ANSWERED_HERE + 1):
+            try:
+                request = parser.next_request()
+            except HTTPError as e:
+                self._reject(conn, e)
+                return
+            if request is None:
+                if conn.state == _BUSY:  # answered here, and the next request has begun to arrive
+                    self._watch(conn, _HEAD, self.header_timeout)
+                break
+            if answered < MAX_ANSWERED_HERE and answers_here(request, self._precomputed, self.stopping):
+                # Its deadline goes, its registration stays: the connection is back in the selector as soon
+                # as it is answered (no epoll_ctl DEL and ADD, and their bookkeeping, per request).
+                self._timers.get(conn.state, {}).pop(conn, None)
+                self._answer_here(conn, request)
+                if conn.unsent is not None or conn.close_connection or not parser.started:
+                    self._take_back(conn)
+                    return
+                continue  # the next pipelined request
             self._unwatch(conn)
-            if self.output_budget and self.buffered_output > self.output_budget:
+            if self._over_share(conn):  # a worker's once this client's output has drained
                 conn.state = _PARKED
-                self._parked.append((conn, request))
+                self._parked.setdefault(conn.group, collections.deque()).append((conn, request))
                 return
             conn.state = _BUSY
             self._jobs.put((conn, request))
-        elif parser.pending is not None and conn.state != _BODY:
+            return
+        if parser.pending is not None and conn.state != _BODY:
             self._watch(
                 conn, _BODY, self.body_timeout
             )  # one deadline for the whole body, this once per request
@@ -444,6 +490,27 @@ class Server:
                     conn.connection.send(b"HTTP/1.1 100 Continue\r\n\r\n")
                 except OSError:
                     self._close(conn)
+
+    def _answer_here(self, conn: Connection, request: Request) -> None:
+        """Serve a precomputed answer on this thread as a worker would (the same call, log line, errors)."""
+        conn.state = _BUSY
+        try:
+            conn.serve(request, at_once=True)
+        except Exception:
+            log.exception("error serving %s", conn.client_address)
+            conn.close_connection, conn.linger = True, False
+            conn.parser.buf.clear()
+        if conn.unsent is None:
+            conn.environ = None
+
+    def _over_share(self, conn: Connection) -> bool:
+        """Whether this connection's client holds more than its share of the output budget (a trusted proxy,
+        many clients in one, is held to the total only)."""
+        return (
+            bool(self.output_budget)
+            and self._output_by_client[conn.group] > self.output_budget // OUTPUT_SHARES
+            and not is_trusted(conn.client, self._trusted)
+        )
 
     def _reject(self, conn: Connection, error: HTTPError) -> None:
         self._note_refusal(conn.group, f"{error.status} {error.message}")
@@ -472,12 +539,31 @@ class Server:
         """Count (or, with 0, stop counting) what this connection holds of responses made for it."""
         held = conn.unsent_own if conn.unsent is not None else 0
         self.buffered_output += held - conn.counted_output
+        self._output_by_client[conn.group] += held - conn.counted_output
         conn.counted_output = held
-        while self._parked and self.buffered_output <= self.output_budget:
-            parked, request = self._parked.popleft()
-            if parked.state == _PARKED:
-                parked.state = _BUSY
-                self._jobs.put((parked, request))
+        if not self._output_by_client[conn.group]:
+            del self._output_by_client[conn.group]
+        parked = self._parked.get(conn.group)
+        while parked and not self._over_share(conn):
+            waiting, request = parked.popleft()
+            if waiting.state == _PARKED:
+                waiting.state = _BUSY
+                self._jobs.put((waiting, request))
+        if parked is not None and not parked:
+            del self._parked[conn.group]
+
+    def _drop_slowest_readers(self) -> None:
+        """Over the output budget: close the connections that read least recently, those holding answers made
+        for them, until back under it. Every client's new requests go on being served; theirs are dropped."""
+        while self.output_budget and self.buffered_output > self.output_budget:
+            slowest = next((c for c in self._timers[_SEND] if c.counted_output), None)
+            if slowest is None:
+                return
+            self._note_refusal(
+                slowest.group,
+                f"output budget of {self.output_budget} bytes full: the answer read least recently dropped",
+            )
+            self._give_up_sending(slowest, TimeoutError("dropped at the output budget"))
 
     def _take_back(self, conn: Connection) -> None:
         """A connection a worker is done with: send the rest of its response, then keep, linger or close."""
@@ -486,6 +572,8 @@ class Server:
         if conn.unsent is not None:
             self._watch(conn, _SEND, self.socket_timeout, selectors.EVENT_WRITE)
             self._on_writable(conn)  # the client may have read some since the worker tried
+            if conn.counted_output:  # the newest in line: the slowest readers are dropped first
+                self._drop_slowest_readers()
         elif not conn.close_connection and not self.stopping:
             if conn.parser.started:  # a partial pipelined request
                 self._watch(conn, _HEAD, self.header_timeout)
@@ -619,6 +707,7 @@ def run(
     logging.basicConfig(
         level=logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )  # to stderr, for journald
+    sys.setswitchinterval(SWITCH_INTERVAL)
     options = (options or ServerOptions()).replaced(**changes)
     try:
         activated = service.activated_socket() if sock is None else None

@@ -299,7 +299,8 @@ def get_service(dataset: Dataset, args: dict[str, Any], base_url: str) -> ToolOu
     "Ratings over time",
     "Returns the monthly series (month, review count, average rating, sentiment score; null for "
     "months without reviews), oldest first, and the fitted trend of the average rating (improving, "
-    "stable or declining, slope per month, window). Use it for 'are reviews getting better?'. "
+    "stable or declining, slope per month, window; null when the business does not publish it). "
+    "Use it for 'are reviews getting better?'. "
     '`months` keeps only the most recent months. Example: {"months": 12}.',
     _object_schema(
         {
@@ -315,7 +316,7 @@ def get_service(dataset: Dataset, args: dict[str, Any], base_url: str) -> ToolOu
         _object_schema(
             {
                 "monthly": {"type": "array", "items": ref(INSIGHTS, "/$defs/month")},
-                "trend": ref(INSIGHTS, "/$defs/trend"),
+                "trend": ref(INSIGHTS, "/properties/temporal/properties/trend"),
             },
             ["monthly", "trend"],
         )

@@ -180,10 +180,9 @@ def monthly_trend(temporal: Mapping[str, Any]) -> Markup:
     body.insert(0, f'<path class="c-line" d="{" ".join(path)}"/>')
     trend = temporal["trend"]
     first, last = month_name(months[0]["month"]), month_name(months[-1]["month"])
-    desc = (
-        f"Average rating and number of reviews per month, {first} to {last}. Over the last "
-        f"{trend['window_months']} months the average rating is {trend['direction']}."
-    )
+    desc = f"Average rating and number of reviews per month, {first} to {last}."
+    if trend is not None:  # null when the business chose not to publish it ([publish] trend = false)
+        desc += f" Over the last {trend['window_months']} months the average rating is {trend['direction']}."
     svg = _svg("chart-trend", volume_top + panel + 22, "Average rating and reviews per month", desc, body)
     rows = [
         (

@@ -20,9 +20,9 @@ from werkzeug.test import Client
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from support.factories import Spec, make_docs, write_docs  # noqa: E402
-
 # The shared fixtures, for every test (tests/support/ defines them): no test module imports one by name.
+from support.events import mailbox  # noqa: E402,F401
+from support.factories import Spec, make_docs, write_docs  # noqa: E402
 from support.https_subscriber import ca, ca_file, subscriber  # noqa: E402,F401
 from support.hub import make_hub  # noqa: E402,F401
 from support.hub_live import hub_env  # noqa: E402,F401

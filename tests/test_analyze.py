@@ -104,33 +104,28 @@ def check(data_dir: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_practitioners_sentiment_comes_from_words_about_them_not_stars():
+def test_a_practitioners_sentiment_comes_from_the_words_about_them_over_the_stars():
     profile = parse_profile(PRACTICE)
-    kind, neutral = (
-        review(1, 2, "Dr. Patel was very kind. The billing was a mess."),
-        review(2, 1, "I saw Lopez."),
-    )
-    doc = build_insights(reviews_doc([kind, neutral], profile), profile, NOW)
+    kind = review(1, 2, "Dr. Patel was very kind. The billing was a mess.")
+    doc = build_insights(reviews_doc([kind], profile), profile, NOW)
     technicians = {t["id"]: t for t in doc["entities"]["technicians"]}
     assert technicians["dr-maya-patel"]["positive_count"] == 1
-    assert (
-        technicians["maya-lopez"]["neutral_count"] == 1 and technicians["maya-lopez"]["negative_count"] == 0
-    )
+    assert doc["per_review"][kind["id"]]["sentiments"] == {"technicians": {"dr-maya-patel": "positive"}}
 
 
-def test_stars_decide_an_aspect_only_where_its_words_are_neutral():
+def test_the_stars_weigh_in_where_the_words_say_little():
     assert aspect_sentiments(mentions("The wait was twenty minutes.", 1)) == {"wait-time": "negative"}
     assert aspect_sentiments(mentions("The wait was twenty minutes.", 5)) == {"wait-time": "positive"}
-    assert aspect_sentiments(mentions("The receptionist was rude.", 5)) == {"front-desk": "negative"}
+    assert aspect_sentiments(mentions("The receptionist was rude.", 2)) == {"front-desk": "negative"}
 
 
-def test_clauses_negation_and_overrides():
-    entry = mentions("The receptionist was lovely, but we waited and it was awful.", 3)
+def test_clauses_and_negation():
+    entry = mentions("The receptionist was lovely, but the wait was awful.", 3)
     assert aspect_sentiments(entry) == {"wait-time": "negative", "front-desk": "positive"}
-    assert aspect_sentiments(mentions("The front desk was not helpful.", 4)) == {"front-desk": "negative"}
+    assert aspect_sentiments(mentions("The front desk was not helpful at all.", 2)) == {
+        "front-desk": "negative"
+    }
     assert aspect_sentiments(mentions("There was no wait.", 3)) == {"wait-time": "positive"}
-    flipped = mentions("There was no wait.", 3, '"there was no wait" = -3.0\n')
-    assert aspect_sentiments(flipped) == {"wait-time": "negative"}
 
 
 def test_names_fold_accents_and_case_and_ambiguous_first_names_count_for_no_one():
@@ -222,8 +217,10 @@ def test_bundled_sample_with_chiropractic_preset_passes_check_and_explains(tmp_p
     explained = explain_review(tmp_path, parse_profile(render_preset("chiropractic")), some_id)
     assert (
         explained.startswith(f"review {some_id}:")
-        and "term '" in explained
+        and "sure (found by " in explained
+        and "because of: " in explained
         and "review sentiment:" in explained
+        and "to correct one: add to business.toml [[corrections]]" in explained
     )
 
 

@@ -44,11 +44,12 @@ def parts_app(environ: dict, start_response: Any) -> list[Any]:
     return parts
 
 
-def slow_reader(srv: server.Server, path: str) -> socket.socket:
+def slow_reader(srv: server.Server, path: str, source: str = "127.0.0.1") -> socket.socket:
     """A client that asks for `path` and reads none of it (a small receive buffer: the rest waits with us)."""
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.settimeout(WAIT)
+    sock.bind((source, 0))
     sock.connect(srv.server_address[:2])
     sock.sendall(f"GET {path} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
     return sock
@@ -91,18 +92,40 @@ def test_a_slow_reader_of_a_body_in_parts_holds_no_worker() -> None:
 # -- the output budget ---------------------------------------------------------------
 
 
-def test_past_the_output_budget_new_requests_wait_until_it_drains() -> None:
-    with serving(parts_app, threads=2, send_buffer=65536, output_budget=BIG) as srv:
-        readers = [slow_reader(srv, "/own") for _ in range(2)]  # 2 x 8 MB left unread: over 8 MB
+def test_past_its_share_of_the_output_budget_only_that_clients_requests_wait() -> None:
+    # A share is a quarter of the budget: BIG. Two unread answers of BIG from 127.0.0.2 put it over.
+    with serving(parts_app, threads=2, send_buffer=65536, output_budget=4 * BIG) as srv:
+        readers = [slow_reader(srv, "/own", "127.0.0.2") for _ in range(2)]
+        assert wait_until(lambda: srv._output_by_client["127.0.0.2"] > BIG, WAIT)
+        waiting = slow_reader(srv, "/small", "127.0.0.2")
         try:
-            assert wait_until(lambda: srv.buffered_output > BIG, WAIT)
-            assert not answered(srv, timeout=0.5)  # parked, not refused
-            readers.pop().close()  # its unread answer is let go of: back under the budget
-            assert wait_until(lambda: srv.buffered_output <= BIG, WAIT)
-            assert answered(srv)
+            assert wait_until(lambda: srv._parked.get("127.0.0.2"), WAIT)  # its third request waits
+            assert answered(srv)  # another client is served meanwhile
+            readers.pop().close()  # its unread answer is let go of: back under its share
+            assert wait_until(lambda: not srv._parked, WAIT)
+            assert read_response(waiting.makefile("rb"))[0] == 200
         finally:
-            for sock in readers:
+            for sock in [*readers, waiting]:
                 sock.close()
+        assert wait_until(lambda: srv.buffered_output == 0, WAIT)
+
+
+def test_past_the_output_budget_the_slowest_readers_answer_is_dropped_and_others_are_served() -> None:
+    # Used to be: past the budget nobody's new request was served until the non-readers went (issue 39).
+    with serving(parts_app, threads=2, send_buffer=65536, output_budget=BIG) as srv:
+        first = slow_reader(srv, "/own", "127.0.0.2")
+        try:
+            assert wait_until(lambda: srv.buffered_output > BIG // 2, WAIT)
+            second = slow_reader(srv, "/own", "127.0.0.3")  # 2 x 8 MB unread: over the budget
+            assert wait_until(lambda: srv._output_by_client.get("127.0.0.3"), WAIT)
+            assert "127.0.0.2" not in srv._output_by_client
+            assert closed_within(first, WAIT)  # the one that read least recently
+            assert srv.buffered_output <= BIG
+            assert answered(srv)
+            assert not closed_within(second, 0.2)
+            second.close()
+        finally:
+            first.close()
         assert wait_until(lambda: srv.buffered_output == 0, WAIT)
 
 
@@ -219,19 +242,19 @@ def test_a_body_in_one_byte_chunks_costs_about_its_size() -> None:
 
 
 def test_stopping_with_parked_requests_ends_promptly() -> None:
-    with serving(parts_app, threads=2, send_buffer=65536, output_budget=1) as srv:
-        reader = slow_reader(srv, "/own")
+    with serving(parts_app, threads=2, send_buffer=65536, output_budget=4 * BIG) as srv:
+        readers = [slow_reader(srv, "/own") for _ in range(2)]  # over the client's share, under the total
         waiting = connect(srv)
         try:
-            assert wait_until(lambda: srv.buffered_output > 1, WAIT)
+            assert wait_until(lambda: srv.buffered_output > BIG, WAIT)
             waiting.sendall(b"GET /x HTTP/1.1\r\nHost: t\r\n\r\n")
             assert wait_until(lambda: srv._parked, WAIT)
             started = time.monotonic()
             srv.shutdown(0.5)
             assert time.monotonic() - started < WAIT
         finally:
-            reader.close()
-            waiting.close()
+            for sock in [*readers, waiting]:
+                sock.close()
 
 
 # -- data files that are not regular files -----------------------------------------------

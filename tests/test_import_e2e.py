@@ -61,7 +61,7 @@ def test_from_exports_to_a_serving_server(tmp_path, live_server_factory):
     assert sorted(review["author"] for review in found["reviews"]) == ["Maria O.", "Sam O."]
 
     insights = get_json(server.url("/insights.json"))
-    assert insights["review_count"] == 9 and insights["model"].startswith("reviewsd-lexicon")
+    assert insights["review_count"] == 9 and insights["model"].startswith("reviewsd-model")
 
     result = call_tool(server.base_url, "get_technician", {"name": "Patel"})
     assert result["isError"] is False

@@ -509,3 +509,14 @@ def test_newest_reviews_ignores_input_order(docs):
     assert [(r["date"], r["id"]) for r in newest] == sorted(
         ((r["date"], r["id"]) for r in shuffled), reverse=True
     )[:5]
+
+
+def test_the_people_heading_follows_the_trade_and_an_unpublished_trend_is_not_described(docs):
+    reviews, insights = copy.deepcopy(docs[0]), copy.deepcopy(docs[1])
+    insights["people_label"] = "Staff"
+    insights["temporal"]["trend"] = None
+    body = pages.render_home(reviews, insights, SITE).decode()
+    assert '<h2 id="practitioners">Staff</h2>' in body and "Practitioners" not in body
+    assert "the average rating is" not in body
+    default = pages.render_home(*docs, SITE).decode()
+    assert '<h2 id="practitioners">Practitioners</h2>' in default and "the average rating is" in default

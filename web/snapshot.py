@@ -61,6 +61,7 @@ class Snapshot:
     review_missing: bytes = b""  # the 404 page of /reviews/{id} for an unknown id
     _since_headers: tuple[tuple[str, str], ...] = ()  # a since answer's, but its ETag and length
     _pages: OrderedDict[object, Payload] = field(default_factory=OrderedDict)  # bounded in entries
+    _widgets: OrderedDict[object, Payload] = field(default_factory=OrderedDict)  # at most 150 variants
     _deflate: SegmentedDeflate | None = None  # the gzip since answers' shared stream, made when first asked
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -112,20 +113,28 @@ class Snapshot:
             ),
         )
 
-    def widget(self, options: WidgetOptions) -> Payload:
-        """/widget with these options, rendered when first asked (150 possible variants)."""
-        return self._page(options, lambda: widget_payload(self, options))
+    def has_review_page(self, review_id: str) -> bool:
+        """Whether that permalink page is rendered already (a lookup; an evicted one is rendered again)."""
+        return ("review", review_id) in self._pages
 
-    def _page(self, key: object, render: Callable[[], Payload]) -> Payload:
+    def widget(self, options: WidgetOptions) -> Payload:
+        """/widget with these options, rendered when first asked (150 possible variants), kept apart from the
+        permalinks so that a sweep over review ids cannot evict them (issue 39: 8,578 to 1,560 req/s)."""
+        return self._page(options, lambda: widget_payload(self, options), self._widgets)
+
+    def _page(
+        self, key: object, render: Callable[[], Payload], pages: OrderedDict[object, Payload] | None = None
+    ) -> Payload:
+        pages = self._pages if pages is None else pages
         with self._lock:
-            if key in self._pages:
-                self._pages.move_to_end(key)
-                return self._pages[key]
+            if key in pages:
+                pages.move_to_end(key)
+                return pages[key]
         payload = render()
         with self._lock:
-            self._pages[key] = payload
-            if len(self._pages) > PAGE_CACHE_ENTRIES:
-                self._pages.popitem(last=False)
+            pages[key] = payload
+            if len(pages) > PAGE_CACHE_ENTRIES:
+                pages.popitem(last=False)
         return payload
 
     def compress_late(self) -> None:

@@ -193,10 +193,10 @@ def remedy_for(exc: BaseException, directory: Path) -> str:
 
 
 class StateLock:
-    """An exclusive flock on STATE_DIR/hub.lock, which names its holder."""
+    """An exclusive flock on STATE_DIR/hub.lock (or `name`: the events' lock), which names its holder."""
 
-    def __init__(self, directory: Path):
-        self.path = directory / LOCK_FILE
+    def __init__(self, directory: Path, name: str = LOCK_FILE):
+        self.path = directory / name
         self._fd: int | None = None
 
     def acquire(self) -> str | None:

@@ -74,6 +74,8 @@ def search_cases(data: Any) -> dict[str, tuple[str, dict[str, Any]]]:
         "substring, no hits": ("worst", {"query": NO_HITS}),
         "broad (min_rating 1)": ("info", {"min_rating": 1}),
         "substring, common word": ("info", {"query": "back"}),
+        # issue 39's expensive search: a letter in nearly every review, a rating sort, the largest page
+        "substring 'e', lowest first, limit 100": ("info", {"query": "e", "sort": "lowest", "limit": 100}),
     }
 
 

@@ -143,7 +143,12 @@ class Processes:
 
 
 def start_reviewsd(
-    procs: Processes, options: Sequence[str], *, name: str = "reviewsd", timeout: float = 300.0
+    procs: Processes,
+    options: Sequence[str],
+    *,
+    name: str = "reviewsd",
+    timeout: float = 300.0,
+    root: Path = ROOT,
 ) -> tuple[Child, str, float]:
     """`python reviewsd.py --host 127.0.0.1 --port 0 OPTIONS`:
     (child, base URL, seconds until its READY line).
@@ -151,9 +156,9 @@ def start_reviewsd(
     Every benchmark starts the server this way, so each measures the same thing: the
     script as the unit runs it, its log in a file (a pipe nobody drains would stall it).
     """
-    argv = [sys.executable, str(ROOT / "reviewsd.py"), "--host", "127.0.0.1", "--port", "0", *options]
+    argv = [sys.executable, str(root / "reviewsd.py"), "--host", "127.0.0.1", "--port", "0", *options]
     started = time.perf_counter()
-    child = procs.start(name, argv, cwd=ROOT)
+    child = procs.start(name, argv, cwd=root)
     try:
         base = child.wait_for_line(LISTENING, timeout).group(1)
     except StartError:

@@ -1,0 +1,154 @@
+"""What the trained model sees of a sentence: tokens, negation scope, clauses, and the feature names of
+aspect detection, mention polarity and staff references (pure; training and `analyze` share it)."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from .lexicon import CONTRASTS, Scorer, compound
+
+NEGATORS = frozenset(
+    {"not", "no", "never", "nothing", "nobody", "none", "neither", "nor", "without", "hardly", "barely"}
+)
+# Where a negation's scope ends: punctuation, a contrast, or a sentence's end.
+SCOPE_ENDS = frozenset({",", ";", "!", "?", *CONTRASTS})
+CLAUSE_ENDS = frozenset({",", ";", *CONTRASTS})
+NEGATION_REACH = 6  # tokens a negation reaches at most
+STARS_WEIGHT = 0.5  # the review's stars: one feature among many (at 0, polarity drops 9 points on the corpus)
+# Emoji carry sentiment that folding (ASCII only) would drop: each becomes a token of its own.
+EMOJI = {
+    **{c: "<emo+>" for c in "😀😃😄😁😊☺🙂😍🥰😘👍👌🙌👏💯❤💕💖💗💙💚💛🔥⭐🌟✨🎉😋🤩😎🙏"},
+    **{c: "<emo->" for c in "😞😠😡🤬😤😒🙄😩😫😢😭👎💩🤮🤢😕☹🙁😬😑😐"},
+}
+POSSESSIVES = frozenset({"my", "our", "his", "her", "their", "your"})
+# Words that make a following first name someone the customer knows, not staff ("my friend Tom").
+RELATIONS = frozenset(
+    """friend friends buddy pal husband wife son daughter kid kids brother sister mom mum mother dad father
+    boyfriend girlfriend partner fiance fiancee cousin uncle aunt nephew niece grandma grandpa grandmother
+    grandfather neighbor neighbour coworker colleague boss roommate baby toddler dog cat named called
+    date team guest guests""".split()
+)
+
+
+def tokens_of(text: str, folded: Sequence[str]) -> list[str]:
+    """The folded tokens with numbers as <n>, and a token for each emoji in the raw text."""
+    tokens = ["<n>" if token.isdigit() else token for token in folded]
+    if not text.isascii():
+        tokens += [EMOJI[c] for c in text if c in EMOJI]
+    return tokens
+
+
+def negation_marked(tokens: Sequence[str]) -> list[str]:
+    """Tokens inside a negation's scope get the prefix "not_" ("not very good" -> not, not_very, not_good)."""
+    marked, left = [], 0
+    for token in tokens:
+        if token in SCOPE_ENDS:
+            left = 0
+            marked.append(token)
+        elif token in NEGATORS or token.endswith("n't"):
+            left = NEGATION_REACH
+            marked.append(token)
+        elif left:
+            left -= 1
+            marked.append("not_" + token)
+        else:
+            marked.append(token)
+    return marked
+
+
+def ngrams(prefix: str, tokens: Sequence[str]) -> list[str]:
+    """Unigrams and bigrams, named with a prefix saying where they come from."""
+    found = [f"{prefix}{t}" for t in tokens]
+    found += [f"{prefix}{a} {b}" for a, b in zip(tokens, tokens[1:])]
+    return found
+
+
+def stem(token: str) -> str:
+    """A crude stem, so that "waited", "waiting" and "waits" share a feature."""
+    for suffix in ("ing", "ed", "es", "s", "ly"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+            return token[: -len(suffix)]
+    return token
+
+
+def detection_features(tokens: Sequence[str], term_hits: Iterable[str]) -> list[str]:
+    """A sentence's features for the aspect heads: its n-grams and stems, and which aspects' terms it
+    matched."""
+    features = ngrams("w:", tokens) + [f"term:{aspect}" for aspect in sorted(set(term_hits))]
+    return features + [f"st:{stem(t)}" for t in tokens]
+
+
+def clause_bounds(tokens: Sequence[str], first: int, last: int) -> tuple[int, int]:
+    """[start, end) of the clause holding tokens first..last (between commas, semicolons, contrasts)."""
+    start = first
+    while start > 0 and tokens[start - 1] not in CLAUSE_ENDS:
+        start -= 1
+    end = last + 1
+    while end < len(tokens) and tokens[end] not in CLAUSE_ENDS:
+        end += 1
+    return start, end
+
+
+def _sign(score: float) -> str:
+    return "+" if score >= 0.05 else ("-" if score <= -0.05 else "0")
+
+
+def polarity_features(
+    tokens: Sequence[str],
+    lexicon: Sequence[float],
+    span: tuple[int, int] | None,
+    kind: str,
+    stars: int,
+) -> dict[str, float]:
+    """A mention's features: the clause around it (or the whole sentence when nothing names it) and the
+    sentence, as n-grams with negation marked; where it stands against a contrast; the lexicon's scores of
+    clause and sentence; the review's stars. `kind` is "aspect" or "person"; `lexicon` is each token's
+    valence (lexicon.Scorer.contributions)."""
+    start, end = clause_bounds(tokens, *span) if span else (0, len(tokens))
+    marked = negation_marked(tokens)
+    features: dict[str, float] = dict.fromkeys(ngrams("c:", marked[start:end]), 1.0)
+    features.update(dict.fromkeys(ngrams("s:", marked), 0.5))
+    if span:
+        before, after = tokens[: span[0]], tokens[span[1] + 1 :]
+        if any(t in CONTRASTS for t in before):
+            features["after-contrast"] = 1.0
+        if any(t in CONTRASTS for t in after):
+            features["before-contrast"] = 1.0
+    else:
+        features["no-span"] = 1.0
+    clause_score = compound(sum(lexicon[start:end]), tokens[start:end].count("!"))
+    sentence_score = compound(sum(lexicon), tokens.count("!"))
+    features["lex:clause"] = clause_score
+    features["lex:sentence"] = sentence_score
+    features[f"lex:clause{_sign(clause_score)}"] = 1.0
+    for value in lexicon[start:end]:  # how many lexicon words lean each way, whichever the words
+        if abs(value) >= 0.5:
+            key = "lex:word+" if value > 0 else "lex:word-"
+            features[key] = features.get(key, 0.0) + 1.0
+    features[f"stars:{stars}"] = STARS_WEIGHT
+    features[f"stars:{stars}|{kind}"] = STARS_WEIGHT
+    features[f"kind:{kind}"] = 1.0
+    if "?" in tokens:
+        features["question"] = 1.0
+    return features
+
+
+def staff_reference_features(tokens: Sequence[str], first: int, last: int, full_name: bool) -> list[str]:
+    """A staff member's name found in a sentence: the words around it, for whether it means them."""
+    features = ["full-name" if full_name else "short-name"]
+    before = tokens[max(0, first - 3) : first]
+    for distance, token in enumerate(reversed(before), 1):
+        features.append(f"b{distance}:{token}")
+        if token in POSSESSIVES:
+            features.append("possessive-before")
+        if token in RELATIONS:
+            features.append("relation-before")
+    for distance, token in enumerate(tokens[last + 1 : last + 3], 1):
+        features.append(f"a{distance}:{token}")
+    if first == 0:
+        features.append("sentence-start")
+    return features
+
+
+def lexicon_values(scorer: Scorer, folded_tokens: Sequence[str]) -> list[float]:
+    return scorer.contributions(folded_tokens)

@@ -1,0 +1,135 @@
+"""The trained model, applied in pure Python: aspect detection heads, mention polarity, staff references.
+
+The weights are data (analysis/model.json.gz, written by tools/train_model.py from corpus/): linear models
+whose scores are a sum of weights over a sentence's features, so each decision can list the features that
+weighed most (what --explain prints)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any, Mapping, Sequence
+
+MODEL_FILE = "model.json.gz"
+CLASSES = ("negative", "neutral", "positive")
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1 / (1 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1 + z)
+
+
+@dataclass(frozen=True)
+class Polarity:
+    """A mention's sentiment, the model's probability for it, and the features that pushed it there."""
+
+    sentiment: str
+    confidence: float
+    reasons: tuple[tuple[str, float, float], ...]  # (feature, its value, its push toward `sentiment`)
+    words_confidence: float = 1.0  # its probability from the words alone, the stars left out
+
+
+class Model:
+    """The weights of one trained model, ready to apply."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.info = data["info"]
+        detect = data["detect"]
+        self.heads: tuple[str, ...] = tuple(detect["heads"])
+        self.head_index = {head: i for i, head in enumerate(self.heads)}
+        self.head_bias: tuple[float, ...] = tuple(detect["bias"])
+        self.threshold: float = detect["threshold"]
+        # feature -> ((head index, weight), ...)
+        self.head_weights = {
+            feature: tuple(zip(pairs[0::2], pairs[1::2])) for feature, pairs in detect["weights"].items()
+        }
+        polarity = data["polarity"]
+        self.classes: tuple[str, ...] = tuple(polarity["classes"])
+        self.polarity_bias: tuple[float, ...] = tuple(polarity["bias"])
+        self.polarity_weights: dict[str, Sequence[float]] = polarity["weights"]
+        self.star_features = frozenset(f for f in self.polarity_weights if f.startswith("stars:"))
+        if self.classes != CLASSES:
+            raise ValueError(f"{MODEL_FILE}: classes {self.classes} are not {CLASSES}")
+        staff = data["staff"]
+        self.staff_bias: float = staff["bias"]
+        self.staff_weights: dict[str, float] = staff["weights"]
+
+    def detect(self, features: Sequence[str], aspects: tuple[str, ...]) -> dict[str, float]:
+        """Probability that the sentence talks about each of `aspects` that has a head."""
+        heads, bias, weights = self._heads_for(aspects)
+        totals = list(bias)
+        for feature in set(features):
+            for index, weight in weights.get(feature, ()):
+                totals[index] += weight
+        return {head: _sigmoid(total) for head, total in zip(heads, totals)}
+
+    @lru_cache(maxsize=8)
+    def _heads_for(self, aspects: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[float, ...], dict]:
+        """The heads of these aspects, their biases, and feature -> ((position, weight), ...) for them only:
+        made once per profile, so that a sentence's features meet only the heads the profile uses."""
+        heads = tuple(a for a in aspects if a in self.head_index)
+        position = {self.head_index[head]: n for n, head in enumerate(heads)}
+        weights = {}
+        for feature, pairs in self.head_weights.items():
+            kept = tuple((position[i], w) for i, w in pairs if i in position)
+            if kept:
+                weights[feature] = kept
+        return heads, tuple(self.head_bias[self.head_index[h]] for h in heads), weights
+
+    def polarity(self, features: Mapping[str, float], reasons: int = 0) -> Polarity:
+        """The most probable sentiment of a mention; with `reasons`, that many strongest features for it."""
+        # three classes, summed in locals: this loop is most of analyze's time
+        negative, neutral, positive = self.polarity_bias
+        weights_of = self.polarity_weights.get
+        for feature, value in features.items():
+            weights = weights_of(feature)
+            if weights is not None:
+                negative += weights[0] * value
+                neutral += weights[1] * value
+                positive += weights[2] * value
+        totals = [negative, neutral, positive]
+        stars = [0.0, 0.0, 0.0]
+        for feature in self.star_features.intersection(features):
+            for k, weight in enumerate(self.polarity_weights[feature]):
+                stars[k] += weight * features[feature]
+        top = max(range(len(totals)), key=lambda k: totals[k])
+        words = [total - star for total, star in zip(totals, stars)]
+        words_peak = max(words)
+        words_confidence = math.exp(words[top] - words_peak) / sum(math.exp(w - words_peak) for w in words)
+        peak = totals[top]
+        exps = [math.exp(t - peak) for t in totals]
+        confidence = exps[top] / sum(exps)
+        pushes: tuple[tuple[str, float, float], ...] = ()
+        if reasons:
+            # a feature's push: its weight for the winner over the mean of its weights for the others
+            def push(weights: Sequence[float], value: float) -> float:
+                others = [w for k, w in enumerate(weights) if k != top]
+                return value * (weights[top] - sum(others) / len(others))
+
+            found = [
+                (f, v, self.polarity_weights[f]) for f, v in features.items() if f in self.polarity_weights
+            ]
+            ranked = sorted(
+                ((feature, value, push(weights, value)) for feature, value, weights in found),
+                key=lambda r: (-abs(r[2]), r[0]),
+            )
+            pushes = tuple(r for r in ranked if abs(r[2]) >= 0.05)[:reasons]
+        return Polarity(self.classes[top], confidence, pushes, words_confidence)
+
+    def staff_reference(self, features: Sequence[str]) -> float:
+        """Probability that a staff member's name found in a sentence means that staff member."""
+        total = self.staff_bias + sum(self.staff_weights.get(f, 0.0) for f in features)
+        return _sigmoid(total)
+
+
+@cache
+def shipped_model() -> Model:
+    """The model shipped in the package (read once)."""
+    raw = resources.files(__package__).joinpath(MODEL_FILE).read_bytes()
+    return Model(json.loads(gzip.decompress(raw)))

@@ -1,0 +1,295 @@
+"""The trained model in `analyze`: the owner's examples from issue 35, publishing with care ([publish], quotes
+above the confidence bar, minimum counts and margins), and the model as shipped data."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reviewsd_app.analysis import compose
+from reviewsd_app.analysis.model import MODEL_FILE, shipped_model
+from reviewsd_app.analysis.run import analyse_reviews, build_insights
+from reviewsd_app.authoring.presets import render_preset
+from reviewsd_app.authoring.profile import parse_profile
+from reviewsd_app.authoring.schemas import schema_errors
+from reviewsd_app.ingest.merge import aggregate_rating
+from reviewsd_app.ingest.records import review_id
+
+ROOT = Path(__file__).resolve().parent.parent
+NOW = "2026-11-20T00:00:00Z"
+STAFF = """
+[[practitioners]]
+id = "maria-santos"
+name = "Maria Santos"
+role = "Server"
+aliases = ["Maria"]
+[[practitioners]]
+id = "tom-becker"
+name = "Tom Becker"
+role = "Chef"
+aliases = ["Tom"]
+"""
+
+
+def restaurant(extra: str = ""):
+    return parse_profile(render_preset("restaurant") + STAFF + extra)
+
+
+def review(number: int, rating: int, text: str, month: int = 5) -> dict:
+    return {
+        "id": review_id("test", str(number)),
+        "author": f"Author {number}",
+        "author_avatar_url": None,
+        "rating": rating,
+        "date": f"2026-{month:02d}-01",
+        "text": text,
+        "source": "google",
+        "source_url": None,
+        "owner_reply": None,
+        "verified": False,
+    }
+
+
+def insights(reviews: list[dict], profile) -> dict:
+    doc = {
+        "business": {**profile.business_block(), "name": "Osteria"},
+        "aggregate_rating": aggregate_rating(reviews),
+        "generated_at": NOW,
+        "reviews": reviews,
+    }
+    result = build_insights(doc, profile, NOW)
+    assert schema_errors("insights.schema.json", result) == []
+    return result
+
+
+def decided(text: str, rating: int) -> dict[str, dict[str, str]]:
+    [analysis] = analyse_reviews([review(1, rating, text)], restaurant())
+    return {group: {k: d.sentiment for k, d in found.items()} for group, found in analysis.mentions.items()}
+
+
+# The owner's examples (issue 35): each came out wrong with the lexicon method.
+def test_a_simile_with_like_and_a_price_are_not_praise():
+    found = decided("$18 for a glass of Barolo that was poured like a tasting sample?", 2)
+    assert found == {"aspects": {"drinks": "negative", "price": "negative"}}
+
+
+def test_a_wait_to_be_greeted_is_a_complaint_about_service():
+    assert decided("Waited 25 minutes to be greeted.", 1) == {"aspects": {"service": "negative"}}
+
+
+def test_contrast_gives_each_aspect_its_own_side():
+    found = decided("Good food but I'm not paying $14 for a cocktail that's mostly ice.", 3)
+    assert found == {"aspects": {"food": "positive", "drinks": "negative", "price": "negative"}}
+
+
+def test_a_party_of_four_says_nothing():
+    assert decided("Came in with a party of 4 on a Friday.", 5) == {}
+
+
+def test_sarcasm_in_a_one_star_review_is_read_as_meant():
+    assert decided("Great service, if you enjoy being ignored.", 1) == {"aspects": {"service": "negative"}}
+
+
+def test_a_friend_who_shares_a_staff_name_is_not_staff():
+    assert "technicians" not in decided("My friend Tom ordered the risotto and loved it.", 4)
+    assert decided("Tom's pasta was the best I've had in years.", 5)["technicians"] == {
+        "tom-becker": "positive"
+    }
+
+
+PRAISE = [
+    "Maria was wonderful all night.",
+    "Our server Maria was lovely and quick.",
+    "Maria remembered our order from last time.",
+    "Maria made great wine suggestions.",
+    "Maria was so friendly to the kids.",
+    "Ask for Maria, she is the best.",
+    "Maria checked on us at just the right moments.",
+]
+
+
+def test_a_server_praised_in_every_mention_is_shown_all_positive():
+    reviews = [review(n, 5 if n % 2 else 3, text) for n, text in enumerate(PRAISE)]
+    [maria] = [
+        t for t in insights(reviews, restaurant())["entities"]["technicians"] if t["id"] == "maria-santos"
+    ]
+    assert (maria["mention_count"], maria["positive_count"]) == (7, 7)
+
+
+VALUE_GOOD = [
+    "Great value for the portion size.",
+    "Very reasonable prices for food this good.",
+    "A fair price for a lovely dinner.",
+    "Cheap and cheerful, we'll be back.",
+    "The prices are a bargain at lunch.",
+]
+VALUE_BAD = [
+    "Way overpriced for what you get.",
+    "$34 for a plate of pasta is too much.",
+    "Too expensive for such small portions.",
+    "The prices have gone up and the portions went down.",
+    "Not worth the money.",
+    "The bill was outrageous.",
+    "Overpriced cocktails.",
+    "Ridiculous prices for frozen fish.",
+    "I can't justify these prices.",
+    "Pricey for what it is.",
+    "$16 for a salad with no dressing is a rip-off.",
+]
+
+
+def test_the_value_faq_counts_the_right_way_round_and_quotes_each_side():
+    reviews = [review(n, 4, text) for n, text in enumerate(VALUE_GOOD)]
+    reviews += [review(100 + n, 2, text) for n, text in enumerate(VALUE_BAD)]
+    faq = {entry["question"]: entry for entry in insights(reviews, restaurant())["faq"]}
+    answer = faq["Is it good value?"]["answer"]
+    assert answer.startswith("16 reviews mention price: 5 positive, 0 neutral, 11 negative.")
+    first, second = answer.split("A negative review said: “")[1].split("” A positive review said: “")
+    assert first in VALUE_BAD and second.rstrip("”") in VALUE_GOOD
+
+
+def test_most_criticised_and_most_praised_need_a_count_and_a_margin():
+    complaints = [
+        "The service was painfully slow.",
+        "Our waiter ignored us for half an hour.",
+        "Service was rude and careless.",
+        "We had to flag someone down for every single thing.",
+    ]
+    reviews = [review(n, 2, text) for n, text in enumerate(complaints)]
+    reviews.append(review(50, 2, "The soup was cold."))
+    summary = insights(reviews, restaurant())["summary"]
+    assert "Most criticised: service (4 negative mentions)." in summary
+    assert "Most criticised" not in insights(reviews[:2] + reviews[-1:], restaurant())["summary"]
+    assert "Most praised" not in summary
+
+
+def test_publish_switches_leave_people_and_trend_out():
+    reviews = [review(n, 5, text, month=1 + n) for n, text in enumerate(PRAISE)]
+    shown = insights(reviews, restaurant())
+    assert shown["entities"]["technicians"] and shown["temporal"]["trend"] is not None
+    assert "Most named: Maria Santos" in shown["summary"] and "Ratings over the last" in shown["summary"]
+    assert shown["people_label"] == "Staff"
+    hidden = insights(reviews, restaurant("[publish]\npeople = false\ntrend = false\n"))
+    assert hidden["entities"]["technicians"] == [] and hidden["temporal"]["trend"] is None
+    assert all(
+        entry["technicians"] == [] and "sentiments" not in entry for entry in hidden["per_review"].values()
+    )
+    assert "Most named" not in hidden["summary"] and "Ratings over" not in hidden["summary"]
+    named = insights(reviews, restaurant('[publish]\npeople_label = "Team"\n'))
+    assert named["people_label"] == "Team"
+
+
+def test_the_model_is_shipped_data_applied_without_training_libraries():
+    assert (ROOT / "analysis" / MODEL_FILE).stat().st_size < 3_000_000
+    assert shipped_model().heads and shipped_model().classes == ("negative", "neutral", "positive")
+    code = (
+        "import sys; from reviewsd_app.analysis.run import analyse_reviews; "
+        "from reviewsd_app.authoring.profile import Profile; "
+        "analyse_reviews([{'id': 'a', 'rating': 5, 'date': '2026-01-01', 'text': 'Great.'}], Profile()); "
+        "print(sorted(m for m in ('sklearn', 'numpy', 'scipy') if m in sys.modules))"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert ran.stdout.strip() == "[]", ran.stderr
+
+
+# Generated reviews for the property: sentences whose sentiment about one aspect is known.
+SENTENCES = {
+    ("price", "positive"): VALUE_GOOD,
+    ("price", "negative"): VALUE_BAD,
+    ("service", "positive"): [
+        "The service was warm and attentive.",
+        "Our waiter was fantastic.",
+        "Service was quick and friendly.",
+    ],
+    ("service", "negative"): [
+        "The service was painfully slow.",
+        "Waited 25 minutes to be greeted.",
+        "Great service, if you enjoy being ignored.",
+    ],
+    ("food", "positive"): ["The lamb was perfect.", "Best tacos in town."],
+    ("food", "negative"): ["The soup was cold.", "The fish tasted old."],
+}
+STARS = {"positive": (4, 5), "negative": (1, 2)}
+SARCASM = {"Great service, if you enjoy being ignored."}
+SENTENCE_KEYS = sorted(SENTENCES)
+
+
+def test_every_generated_sentence_is_read_as_written():
+    for (aspect, sentiment), texts in SENTENCES.items():
+        for text in texts:
+            for rating in STARS[sentiment]:
+                assert decided(text, rating)["aspects"][aspect] == sentiment, (text, rating)
+
+
+@st.composite
+def generated_reviews(draw):
+    reviews = []
+    for number in range(draw(st.integers(1, 12))):
+        picks = draw(st.lists(st.sampled_from(SENTENCE_KEYS), min_size=1, max_size=3))
+        sentiment = picks[0][1]
+        rating = draw(st.sampled_from(STARS[sentiment]))
+        texts = [draw(st.sampled_from(SENTENCES[key])) for key in picks]
+        if sentiment == "positive":  # sarcasm reads as meant only beside the stars that show it
+            texts = [text for text in texts if text not in SARCASM] or [SENTENCES[picks[0]][0]]
+        reviews.append(review(number, rating, " ".join(texts), month=draw(st.integers(1, 12))))
+    return reviews
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(generated_reviews())
+def test_no_faq_or_summary_quote_goes_against_what_the_sentence_says(reviews):
+    written = {text: key for key, texts in SENTENCES.items() for text in texts}
+    doc = insights(reviews, restaurant())
+    for entry in doc["faq"][1:]:
+        for part in entry["answer"].split(" A ")[1:]:
+            sentiment, text = part.split(" review said: “")
+            assert written[text.rstrip("”")][1] == sentiment, entry["answer"]  # its aspect may be another too
+    if doc["pull_quote"]:
+        assert written[doc["pull_quote"]["text"]][1] == "positive"
+
+
+def test_the_confidence_bar_is_stated_and_applied():
+    assert 0.5 < compose.QUOTE_CONFIDENCE < 1
+    analyses = analyse_reviews([review(1, 3, "The prices were fine, I guess.")], restaurant())
+    unsure = [m for m in analyses[0].found if m.polarity.confidence < compose.QUOTE_CONFIDENCE]
+    keys = [(m.group, m.id) for m in unsure]
+    assert all(
+        compose._quote_for(analyses, [key], s) is None for key in keys for s in ("positive", "negative")
+    )
+
+
+def test_a_business_toml_larger_or_deeper_than_any_real_one_is_refused_in_one_line():
+    import pytest
+
+    from reviewsd_app.authoring.profile import ProfileError
+
+    for text, message in (
+        ("# x\n" * 300_000, "larger than any business profile needs"),
+        ("a" + ".a" * 40_000 + " = 1\n", "line 1: a key of more than 8 dotted parts"),
+        ('"a".' * 20 + "b = 1\n", "a key of more than 8 dotted parts"),
+        ("a = " + "[" * 5000 + "]" * 5000, "nested deeper than any business profile needs"),
+        ("a = " + "{b = " * 3000 + "1" + "}" * 3000, "nested deeper than any business profile needs"),
+    ):
+        with pytest.raises(ProfileError, match=message) as raised:
+            parse_profile(text)
+        assert "\n" not in str(raised.value)
+    assert parse_profile(
+        render_preset("restaurant") + '\n[publish]\npeople_label = "Dr. A. B. C. D. E. F."\n'
+    )
+
+
+def test_sentences_split_the_same_way_at_any_length():
+    from reviewsd_app.analysis.text import split_sentences
+
+    assert split_sentences("Dr. Patel was great.\t\tThe wait, short.\n\nNo. Dr. A. Smith?") == [
+        "Dr. Patel was great.",
+        "The wait, short.",
+        "No.",
+        "Dr. A. Smith?",
+    ]
+    assert split_sentences("Dr. " * 5000) == [("Dr. " * 5000).strip()]
+    assert split_sentences("\t" * 20_000 + "ok") == ["ok"]

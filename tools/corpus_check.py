@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Check corpus/*.jsonl against docs/corpus.md: shape, aspect ids per trade, staff names; print counts.
+
+usage: python3 tools/corpus_check.py [FILE...]   (default: every corpus/*.jsonl part file)
+Exit status 1 and one line per problem when a file breaks the guideline's shape.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import sys
+from pathlib import Path
+
+ASPECTS = {
+    "restaurant": {"food", "drinks", "service", "ambience", "price", "location"},
+    "dental": {
+        "pain-comfort",
+        "bedside-manner",
+        "wait-time",
+        "scheduling",
+        "billing-insurance",
+        "explanation-of-treatment",
+        "front-desk",
+        "cleanliness",
+        "hygienist",
+    },
+    "chiropractic": {
+        "pain-relief",
+        "bedside-manner",
+        "wait-time",
+        "scheduling",
+        "billing-insurance",
+        "explanation-of-treatment",
+        "front-desk",
+        "cleanliness",
+    },
+    "home-services": {
+        "punctuality",
+        "quality-of-work",
+        "communication",
+        "price",
+        "professionalism",
+        "cleanliness",
+        "scheduling",
+    },
+    "general": {"quality", "customer-service", "price", "wait-time", "selection", "cleanliness", "location"},
+}
+POLARITIES = {"positive", "negative", "neutral"}
+CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+
+
+def review_problems(review: dict) -> list[str]:
+    """What is wrong with one review record (empty when it follows the guideline)."""
+    problems = []
+    trade = review.get("trade")
+    if trade not in ASPECTS:
+        return [f"trade {trade!r} is not one of {sorted(ASPECTS)}"]
+    if not isinstance(review.get("id"), str):
+        problems.append("id is not a string")
+    if review.get("rating") not in (1, 2, 3, 4, 5):
+        problems.append(f"rating {review.get('rating')!r} is not an integer 1 to 5")
+    staff_names = set()
+    for person in review.get("staff", []):
+        if not isinstance(person, dict) or not isinstance(person.get("name"), str):
+            problems.append(f"staff entry {person!r} has no name")
+            continue
+        staff_names.add(person["name"])
+    sentences = review.get("sentences")
+    if not isinstance(sentences, list) or not sentences:
+        return problems + ["no sentences"]
+    for number, sentence in enumerate(sentences, 1):
+        if not isinstance(sentence.get("text"), str) or not sentence["text"].strip():
+            problems.append(f"sentence {number} has no text")
+        for aspect, polarity in sentence.get("aspects", {}).items():
+            if aspect not in ASPECTS[trade]:
+                problems.append(f"sentence {number}: aspect {aspect!r} is not in the {trade} preset")
+            if polarity not in POLARITIES:
+                problems.append(f"sentence {number}: polarity {polarity!r}")
+        for name, polarity in sentence.get("people", {}).items():
+            if name not in staff_names:
+                problems.append(f"sentence {number}: person {name!r} is not a staff name")
+            if polarity not in POLARITIES:
+                problems.append(f"sentence {number}: polarity {polarity!r}")
+        if not isinstance(sentence.get("not_staff", []), list):
+            problems.append(f"sentence {number}: not_staff is not a list")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    paths = [Path(arg) for arg in argv] or sorted(CORPUS.glob("*.jsonl"))
+    failed = False
+    seen_ids: set[str] = set()
+    for path in paths:
+        reviews = sentences = 0
+        ratings: collections.Counter = collections.Counter()
+        phenomena: collections.Counter = collections.Counter()
+        aspect_labels: collections.Counter = collections.Counter()
+        for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                review = json.loads(line)
+            except ValueError as error:
+                print(f"{path.name}:{line_number}: not JSON: {error}")
+                failed = True
+                continue
+            for problem in review_problems(review):
+                print(f"{path.name}:{line_number} ({review.get('id')}): {problem}")
+                failed = True
+            if review.get("id") in seen_ids:
+                print(f"{path.name}:{line_number}: duplicate id {review.get('id')}")
+                failed = True
+            seen_ids.add(review.get("id"))
+            reviews += 1
+            sentences += len(review.get("sentences") or [])
+            ratings[review.get("rating")] += 1
+            phenomena.update(review.get("phenomena", []))
+            for sentence in review.get("sentences") or []:
+                aspect_labels.update(f"{a}:{p}" for a, p in sentence.get("aspects", {}).items())
+        print(f"{path.name}: {reviews} reviews, {sentences} sentences; stars {dict(sorted(ratings.items()))}")
+        print(f"  phenomena {dict(phenomena.most_common())}")
+        print(f"  labels {dict(sorted(aspect_labels.items()))}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+"""Train the model `reviewsd analyze` applies, from the labelled corpus (docs/corpus.md), and write it as
+analysis/model.json.gz. Needs the `train` extra (scikit-learn, numpy); `analyze` never imports them.
+
+usage: python tools/train_model.py [--out PATH] [PART.jsonl ...]   (default: every corpus/*.jsonl)
+
+Deterministic: the same corpus gives the same file (fixed solver, sorted features, no randomness).
+Three linear models, each a sum of weights over a sentence's features (analysis/features.py):
+  detection  one logistic regression per preset aspect: does the sentence talk about it?
+  polarity   one multinomial logistic regression for every mention, aspect or person: negative,
+             neutral or positive, from the clause around the mention, the sentence, the lexicon, the stars
+  staff      one logistic regression: does a staff member's name found in a sentence mean them?
+Regularisation strengths are chosen by 3-fold cross-validation by review within the training data only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+if __name__ == "__main__" and __package__ is None:  # run as a script from a checkout
+    sys.path.insert(0, str(ROOT.parent))
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "reviewsd_app", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["reviewsd_app"] = module
+    spec.loader.exec_module(module)
+
+from reviewsd_app.analysis.features import (  # noqa: E402
+    detection_features,
+    polarity_features,
+    staff_reference_features,
+)
+from reviewsd_app.analysis.lexicon import Scorer  # noqa: E402
+from reviewsd_app.analysis.matcher import Matcher  # noqa: E402
+from reviewsd_app.analysis.model import CLASSES  # noqa: E402
+from reviewsd_app.analysis.review import is_full_name, score_sentence  # noqa: E402
+from reviewsd_app.authoring.presets import render_preset  # noqa: E402
+from reviewsd_app.authoring.profile import Profile, parse_profile  # noqa: E402
+
+CORPUS = ROOT / "corpus"
+OUT = ROOT / "analysis" / "model.json.gz"
+TRADE_PRESETS = {
+    "restaurant": "restaurant",
+    "dental": "dental",
+    "chiropractic": "chiropractic",
+    "home-services": "home-services",
+    "general": "general",
+}
+DETECTION_C = (1.0, 3.0, 10.0)
+POLARITY_C = (0.1, 0.3, 1.0)
+STAFF_C = 1.0
+MIN_FEATURE_COUNT = 2  # a feature seen once in the training data gets no weight
+THRESHOLDS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
+PRUNE = 0.005  # weights smaller than this are left out of the file (a few per cent of the size)
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+@cache
+def preset_profile(trade: str) -> Profile:
+    """The preset's aspects and sentiment overrides (its people and services are the sample's, not ours)."""
+    profile = parse_profile(render_preset(TRADE_PRESETS[trade]))
+    return Profile(aspects=profile.aspects, sentiment_overrides=profile.sentiment_overrides)
+
+
+def review_profile(review: dict) -> Profile:
+    preset = preset_profile(review["trade"])
+    staff = tuple(
+        {"id": slug(p["name"]), "name": p["name"], "aliases": list(p.get("aliases", []))}
+        for p in review.get("staff", [])
+    )
+    return Profile(
+        aspects=preset.aspects, sentiment_overrides=preset.sentiment_overrides, practitioners=staff
+    )
+
+
+@cache
+def _readers(trade: str, staff_key: str) -> tuple[Matcher, Scorer]:
+    review = {"trade": trade, "staff": json.loads(staff_key)}
+    profile = review_profile(review)
+    return Matcher(profile), Scorer.for_overrides(profile.sentiment_overrides)
+
+
+def readers(review: dict) -> tuple[Matcher, Scorer]:
+    return _readers(review["trade"], json.dumps(review.get("staff", []), sort_keys=True))
+
+
+@dataclass
+class Examples:
+    """The training rows of some reviews, each tagged with its review's index (for folds by review)."""
+
+    detection: list[tuple[int, str, list[str], bool]]  # review, trade, features, {aspect: labelled}
+    detection_labels: list[dict[str, bool]]
+    polarity: list[tuple[int, dict[str, float], str]]
+    staff: list[tuple[int, list[str], bool]]
+
+
+def aspect_span(sentence: Any, aspect: str) -> tuple[int, int] | None:
+    for match in sentence.matches:
+        if match.group == "aspects" and match.id == aspect:
+            return match.first, match.last
+    return None
+
+
+def examples(reviews: Sequence[dict]) -> Examples:
+    found = Examples([], [], [], [])
+    for index, review in enumerate(reviews):
+        matcher, scorer = readers(review)
+        aspects = [a["id"] for a in preset_profile(review["trade"]).aspects]
+        ids = {p["name"]: slug(p["name"]) for p in review.get("staff", [])}
+        for labelled in review["sentences"]:
+            sentence = score_sentence(labelled["text"], matcher, scorer)
+            tokens, values = sentence.tokens, sentence.values
+            hits = [m.id for m in sentence.matches if m.group == "aspects"]
+            found.detection.append((index, review["trade"], detection_features(tokens, hits), True))
+            found.detection_labels.append({a: a in labelled.get("aspects", {}) for a in aspects})
+            for aspect, polarity in labelled.get("aspects", {}).items():
+                span = aspect_span(sentence, aspect)
+                features = polarity_features(tokens, values, span, "aspect", review["rating"])
+                found.polarity.append((index, features, polarity))
+            people = {ids[name]: polarity for name, polarity in labelled.get("people", {}).items()}
+            not_staff = {n.lower() for n in labelled.get("not_staff", [])}
+            seen = set()
+            for match in sentence.matches:
+                if match.group != "technicians" or match.id in seen:
+                    continue
+                seen.add(match.id)
+                features = staff_reference_features(tokens, match.first, match.last, is_full_name(match))
+                if match.id in people:
+                    found.staff.append((index, features, True))
+                    span = (match.first, match.last)
+                    pf = polarity_features(tokens, values, span, "person", review["rating"])
+                    found.polarity.append((index, pf, people[match.id]))
+                elif match.term in not_staff or any(match.term in n.split() for n in not_staff):
+                    found.staff.append((index, features, False))
+            for person_id, polarity in people.items():  # named in a way the matcher missed: whole sentence
+                if person_id not in seen:
+                    pf = polarity_features(tokens, values, None, "person", review["rating"])
+                    found.polarity.append((index, pf, polarity))
+    return found
+
+
+def _vocabulary(rows: Iterable[Iterable[str]]) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for row in rows:
+        counts.update(set(row))
+    kept = sorted(f for f, n in counts.items() if n >= MIN_FEATURE_COUNT)
+    return {f: i for i, f in enumerate(kept)}
+
+
+def _matrix(rows: Sequence[dict[str, float]], vocabulary: dict[str, int]) -> Any:
+    from scipy.sparse import csr_matrix
+
+    data, columns, pointers = [], [], [0]
+    for row in rows:
+        for feature, value in sorted(row.items()):
+            column = vocabulary.get(feature)
+            if column is not None:
+                data.append(value)
+                columns.append(column)
+        pointers.append(len(data))
+    return csr_matrix((data, columns, pointers), shape=(len(rows), len(vocabulary)))
+
+
+def _logistic(c: float, multiclass: bool = False) -> Any:
+    from sklearn.linear_model import LogisticRegression
+
+    if multiclass:
+        return LogisticRegression(C=c, solver="lbfgs", max_iter=1000, tol=1e-4)
+    return LogisticRegression(C=c, solver="liblinear", max_iter=1000, tol=1e-4, random_state=0)
+
+
+def _choose_c(
+    matrix: Any, labels: Sequence, groups: Sequence[int], grid: Sequence[float], multiclass: bool
+) -> tuple[float, list[tuple[float, bool]]]:
+    """The regularisation strength with the best 3-fold accuracy (binary: F1), folds by review, within the
+    training data only; for a binary model also its out-of-fold (probability, label) pairs."""
+    from sklearn.metrics import accuracy_score, f1_score
+
+    if len(grid) == 1:
+        return grid[0], []
+    best: tuple[float, float, list] = (-1.0, grid[len(grid) // 2], [])
+    for c in grid:
+        predicted, truth, scored = [], [], []
+        for fold in range(3):
+            train = [i for i, g in enumerate(groups) if g % 3 != fold]
+            test = [i for i, g in enumerate(groups) if g % 3 == fold]
+            train_labels = [labels[i] for i in train]
+            if len(set(train_labels)) < 2 or not test:
+                continue
+            model = _logistic(c, multiclass).fit(matrix[train], train_labels)
+            predicted += list(model.predict(matrix[test]))
+            truth += [labels[i] for i in test]
+            if not multiclass:
+                column = list(model.classes_).index(True)
+                scored += [(p[column], labels[i], i) for p, i in zip(model.predict_proba(matrix[test]), test)]
+        if not truth:
+            return best[1], []
+        quality = (
+            accuracy_score(truth, predicted) if multiclass else f1_score(truth, predicted, pos_label=True)
+        )
+        if quality > best[0] + 1e-9:
+            best = (quality, c, scored)
+    return best[1], best[2]
+
+
+def _threshold(scored: Sequence[tuple[float, bool, bool]]) -> float:
+    """The detection threshold with the best pooled out-of-fold F1 over every head, where a sentence
+    naming one of the aspect's terms counts as detected whatever the head says (as in `analyze`)."""
+    best = (-1.0, 0.5)
+    for threshold in THRESHOLDS:
+        tp = sum(1 for p, y, term in scored if (p >= threshold or term) and y)
+        fp = sum(1 for p, y, term in scored if (p >= threshold or term) and not y)
+        fn = sum(1 for p, y, term in scored if not (p >= threshold or term) and y)
+        f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+        if f1 > best[0] + 1e-9:
+            best = (f1, threshold)
+    return best[1]
+
+
+def _as_dict(features: Sequence[str]) -> dict[str, float]:
+    return dict.fromkeys(features, 1.0)
+
+
+def _round(value: float) -> float:
+    return round(float(value), 4)
+
+
+def train(reviews: Sequence[dict], choose: bool = True) -> dict[str, Any]:
+    """The model's data (what analysis.model.Model reads) trained on these reviews."""
+    found = examples(reviews)
+    heads = sorted({a for labels in found.detection_labels for a in labels})
+    detection_rows = [_as_dict(features) for _, _, features, _ in found.detection]
+    vocabulary = _vocabulary(detection_rows)
+    features_by_column = sorted(vocabulary, key=vocabulary.get)
+    matrix = _matrix(detection_rows, vocabulary)
+    bias, weights, choices = [], {}, {}
+    out_of_fold: list[tuple[float, bool, bool]] = []
+    for h, head in enumerate(heads):
+        keep = [i for i, labels in enumerate(found.detection_labels) if head in labels]
+        labels = [found.detection_labels[i][head] for i in keep]
+        groups = [found.detection[i][0] for i in keep]
+        if len(set(labels)) < 2:
+            bias.append(-10.0)
+            continue
+        c, scored = _choose_c(matrix[keep], labels, groups, DETECTION_C if choose else (3.0,), False)
+        term = f"term:{head}"
+        out_of_fold += [(p, y, term in detection_rows[keep[i]]) for p, y, i in scored]
+        choices[head] = c
+        model = _logistic(c).fit(matrix[keep], labels)
+        bias.append(_round(model.intercept_[0]))
+        for column, w in enumerate(model.coef_[0]):
+            if abs(w) >= PRUNE:
+                weights.setdefault(features_by_column[column], []).extend([h, _round(w)])
+    polarity_rows = [features for _, features, _ in found.polarity]
+    polarity_labels = [label for _, _, label in found.polarity]
+    polarity_groups = [index for index, _, _ in found.polarity]
+    vocabulary = _vocabulary(polarity_rows)
+    matrix = _matrix(polarity_rows, vocabulary)
+    c, _ = _choose_c(matrix, polarity_labels, polarity_groups, POLARITY_C if choose else (0.3,), True)
+    choices["polarity"] = c
+    model = _logistic(c, multiclass=True).fit(matrix, polarity_labels)
+    order = [list(model.classes_).index(k) for k in CLASSES]
+    polarity_weights = {}
+    for feature, column in vocabulary.items():
+        row = [_round(model.coef_[k][column]) for k in order]
+        if max(abs(w) for w in row) >= PRUNE:
+            polarity_weights[feature] = row
+    staff_rows = [_as_dict(features) for _, features, _ in found.staff]
+    staff_labels = [label for _, _, label in found.staff]
+    staff_vocabulary = _vocabulary(staff_rows)
+    staff: dict[str, Any] = {"bias": 3.0, "weights": {}}  # without both kinds of example: names mean staff
+    if len(set(staff_labels)) == 2:
+        staff_model = _logistic(STAFF_C).fit(_matrix(staff_rows, staff_vocabulary), staff_labels)
+        staff = {
+            "bias": _round(staff_model.intercept_[0]),
+            "weights": {
+                f: _round(staff_model.coef_[0][col])
+                for f, col in staff_vocabulary.items()
+                if abs(staff_model.coef_[0][col]) >= PRUNE
+            },
+        }
+    return {
+        "info": {
+            "reviews": len(reviews),
+            "sentences": len(found.detection),
+            "mentions": len(found.polarity),
+            "staff_names": len(found.staff),
+            "regularisation": choices,
+        },
+        "detect": {
+            "heads": heads,
+            "bias": bias,
+            "threshold": _threshold(out_of_fold) if choose else 0.4,
+            "weights": dict(sorted(weights.items())),
+        },
+        "polarity": {
+            "classes": list(CLASSES),
+            "bias": [_round(model.intercept_[k]) for k in order],
+            "weights": dict(sorted(polarity_weights.items())),
+        },
+        "staff": staff,
+    }
+
+
+def load_corpus(paths: Iterable[Path]) -> list[dict]:
+    reviews = []
+    for path in paths:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                reviews.append(json.loads(line))
+    return reviews
+
+
+def corpus_paths() -> list[Path]:
+    return sorted(CORPUS.glob("*.jsonl"))
+
+
+def write_model(data: dict[str, Any], out: Path) -> None:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    out.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("parts", nargs="*", type=Path)
+    args = parser.parse_args(argv)
+    reviews = load_corpus(args.parts or corpus_paths())
+    data = train(reviews)
+    write_model(data, args.out)
+    info = data["info"]
+    print(
+        f"{args.out}: trained on {info['reviews']} reviews, {info['sentences']} sentences, "
+        f"{info['mentions']} labelled mentions, {info['staff_names']} staff names; "
+        f"{args.out.stat().st_size:,} bytes"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
