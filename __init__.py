@@ -13,9 +13,8 @@ def main() -> int:
     """The `reviewsd` command: `reviewsd [serve] [OPTION ...]`, `reviewsd check`, `reviewsd --version`."""
     from .httpserver.service import install_early_signals  # light: the standard library only
 
-    install_early_signals(
-        keep_hup=sys.argv[1:2] not in (["check"], ["init"], ["import"], ["analyze"], ["notify"])
-    )
+    offline = (["check"], ["init"], ["import"], ["analyze"], ["sync"], ["notify"])
+    install_early_signals(keep_hup=sys.argv[1:2] not in offline)
     from .reviewsd import main as run  # after the signals: the imports take a few tenths of a second
 
     return run()

@@ -228,8 +228,10 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 USAGE = f"""{PROG} [serve] [OPTION ...]                  serve the API (the default; `serve` may be left out)
        {PROG} check [--data-dir DIR]                validate a data directory and exit
        {PROG} init --preset NAME [--data-dir DIR]   write a starter business.toml for your trade
-       {PROG} import [--data-dir DIR] FILE ...      merge review exports into reviews.json
+       {PROG} import --data-dir DIR [--encoding E] [--date-format F] FILE ...
+                                                         merge review exports into reviews.json
        {PROG} analyze [--data-dir DIR] [--explain ID]  derive insights.json from the reviews
+       {PROG} sync --data-dir DIR [--full]          pull new reviews from Google and Trustpilot
        {PROG} notify test [--notify FILE]           send a sample event to every webhook and alert
        {PROG} --version | --help"""
 

@@ -43,7 +43,8 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import BaseConverter, Map, Rule
 from werkzeug.wrappers import Response
 
-from .cli.commands import analyze_main, import_main, init_main
+from .cli.checks import freshness_problems, missing_insights, profile_problems
+from .cli.commands import analyze_main, import_main, init_main, sync_main
 from .config import (
     PROG,
     Config,
@@ -465,11 +466,26 @@ def open_store(config: Config, gzip_later: bool = False) -> DataStore[Snapshot]:
         discovery = partial(discovery_documents, base_url=config.public_base_url)  # MCP's, per business
         return build_snapshot(dataset, config, openapi, gzip_later=later, documents=discovery)
 
+    def derive_insights(reviews_content: bytes) -> bytes | None:
+        from .analysis.derived import derived_insights
+
+        content = derived_insights(reviews_content)
+        if content is not None:
+            log.warning(
+                "%s has no insights.json: serving insights derived from reviews.json alone (counts, "
+                "ratings, trend); run `reviewsd analyze --data-dir %s` for aspects, people and services",
+                config.data_dir,
+                config.data_dir,
+                extra={"event": "insights_derived"},
+            )
+        return content
+
     return DataStore(
         config.data_dir,
         build,
         max_bytes=config.max_data_file_bytes,
         first_build=lambda dataset: build(dataset, later=gzip_later),
+        derive_insights=derive_insights,
     )
 
 
@@ -497,8 +513,9 @@ def check_main(argv: Sequence[str]) -> int:
         prog=f"{PROG} check",
         formatter_class=HelpFormatter,
         description="Validate the data files of a directory (reviews.json and insights.json) as the "
-        "server would, print every problem as `file: JSON path: rule: message`, and exit "
-        "0 when they would be served, 1 when they would be refused.",
+        "server would, and business.toml as import and analyze would; print every problem as `file: "
+        "JSON path: rule: message` (insights that no longer match the reviews too, with the command that "
+        "refreshes them), and exit 0 when there is none, 1 otherwise.",
     )
     parser.add_argument(
         "--data-dir",
@@ -514,6 +531,10 @@ def check_main(argv: Sequence[str]) -> int:
     )
     args = parser.parse_args(argv)
     problems = check_data_dir(args.data_dir, args.max_data_file_bytes)
+    missing = missing_insights(args.data_dir)  # served with derived insights: say so, and what to run
+    if missing and all(problem.file == missing[0].file for problem in problems):
+        problems = [p for p in problems if p.file != missing[0].file] + missing
+    problems += freshness_problems(args.data_dir) if not problems else profile_problems(args.data_dir)
     for name in dict.fromkeys(problem.file for problem in problems):  # a review export in place of our file?
         hint = import_hint(Path(args.data_dir) / name)
         if hint:
@@ -523,7 +544,11 @@ def check_main(argv: Sequence[str]) -> int:
         if problem.hint:
             print(f"  fix: {problem.hint}")
     if problems:
-        print(f"{args.data_dir}: {len(problems)} problem(s); these files would be refused.", file=sys.stderr)
+        refused = [p for p in problems if p.file != "business.toml" and p.rule not in ("stale", "missing")]
+        verdict = (
+            "these files would be refused" if refused else "the server would serve these files as they are"
+        )
+        print(f"{args.data_dir}: {len(problems)} problem(s); {verdict}.", file=sys.stderr)
         return 1
     print(f"{args.data_dir}: OK")
     return 0
@@ -590,6 +615,7 @@ COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "init": init_main,
     "import": import_main,
     "analyze": analyze_main,
+    "sync": sync_main,
     "notify": notify_main,
 }
 

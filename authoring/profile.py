@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import jsonschema_rs
 
 from ..reviews.dataset import SCHEMAS
+from .telephone import international
 
 PROFILE_FILE = "business.toml"
 # Far above any real business.toml (the presets are 5 to 15 KB; thousands of terms stay under 200 KB), and far
@@ -56,6 +57,7 @@ class Profile:
     sentiment_overrides: Mapping[str, float] = field(default_factory=dict)
     hide_reviews: frozenset[str] = frozenset()
     corrections: tuple[Mapping[str, Any], ...] = ()
+    sources: tuple[Mapping[str, Any], ...] = ()  # [[sources]]: what `reviewsd sync` pulls from
     publish: Mapping[str, Any] = field(default_factory=dict)  # [publish]: people, trend, people_label
 
     def business_block(self, current: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
@@ -141,6 +143,29 @@ def _rule_problems(doc: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def _telephone_problems(doc: dict[str, Any]) -> list[str]:
+    """business.telephone as people write it ((812) 555-0142), rewritten in international form in `doc`;
+    a line saying how to write it when it cannot be read."""
+    business = doc.get("business")
+    if not isinstance(business, dict) or "telephone" not in business:
+        return []
+    written = business["telephone"]
+    address = business.get("address")
+    country = address.get("country", "") if isinstance(address, dict) else ""
+    number = (
+        international(written, country if isinstance(country, str) else "")
+        if isinstance(written, str)
+        else None
+    )
+    if number is None:
+        return [
+            f"business.telephone: {str(written)[:40]!r} is not a telephone number reviewsd can read; "
+            'write it with its country code, e.g. "+1 812 555 0142" (or set business.address.country)'
+        ]
+    business["telephone"] = number
+    return []
+
+
 def parse_profile(text: str, source: str = PROFILE_FILE) -> Profile:
     """The Profile that TOML text describes; ProfileError naming every problem."""
     if len(text) > MAX_PROFILE_CHARS:
@@ -162,7 +187,8 @@ def parse_profile(text: str, source: str = PROFILE_FILE) -> Profile:
         raise ProfileError(
             f"{source}: arrays or tables nested deeper than any business profile needs"
         ) from None
-    problems = schema_problems(doc)
+    problems = _telephone_problems(doc)
+    problems += [problem for problem in schema_problems(doc) if not problem.startswith("business.telephone:")]
     problems += [] if problems else _rule_problems(doc)
     if problems:
         raise ProfileError("\n".join(f"{source}: {problem}" for problem in problems))
@@ -177,6 +203,7 @@ def parse_profile(text: str, source: str = PROFILE_FILE) -> Profile:
             "problems",
             "faq",
             "corrections",
+            "sources",
         )
     }
     return Profile(

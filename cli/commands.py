@@ -6,13 +6,16 @@ here points down, and none of those imports a command."""
 from __future__ import annotations
 
 import argparse
+import codecs
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..authoring.presets import PRESETS, write_starter
 from ..authoring.profile import ProfileError, load_profile
+from ..authoring.writelock import LockedError, data_dir_lock
+from ..config import Config, env_value
 
 DATA_DIR_ENV = "REVIEWSD_DATA_DIR"
 
@@ -55,10 +58,34 @@ def init_main(argv: Sequence[str]) -> int:
     return 0
 
 
+def _explicit_data_dir(command: str, argv: Sequence[str]) -> bool:
+    """True when DIR came from --data-dir or REVIEWSD_DATA_DIR: a command that merges into a directory
+    never picks the bundled sample (`data/`) by itself."""
+    given = any(arg == "--data-dir" or arg.startswith("--data-dir=") for arg in argv)
+    return given or bool(os.environ.get(DATA_DIR_ENV))
+
+
+def _no_data_dir(command: str) -> int:
+    return _refuse(
+        command,
+        f"which data directory? Give --data-dir DIR or set {DATA_DIR_ENV}=DIR "
+        "(never the bundled sample data/ by default); nothing written",
+    )
+
+
+def _report_cleanup(command: str, removed: list[Path]) -> None:
+    if removed:
+        names = ", ".join(path.name for path in removed)
+        print(
+            f"reviewsd {command}: removed {len(removed)} temporary file(s) an interrupted write left: {names}"
+        )
+
+
 def import_main(argv: Sequence[str]) -> int:
-    """`reviewsd import [--data-dir DIR] FILE...`: merge exports into DIR/reviews.json."""
+    """`reviewsd import --data-dir DIR [--encoding E] [--date-format F] FILE...`: merge exports into
+    DIR/reviews.json."""
     from ..ingest.records import InputError
-    from ..ingest.run import import_files
+    from ..ingest.run import ReadOptions, import_files
 
     parser = _parser(
         "import",
@@ -71,15 +98,65 @@ def import_main(argv: Sequence[str]) -> int:
         metavar="FILE",
         help="exports to merge; none: only rewrite the business block from business.toml",
     )
+    parser.add_argument(
+        "--encoding", help="the character encoding of CSV files that are not UTF-8 (e.g. cp1252, latin-1)"
+    )
+    parser.add_argument(
+        "--date-format",
+        metavar="FORMAT",
+        help="how CSV dates are written, in strftime codes (e.g. %%m/%%d/%%Y for 03/09/2024)",
+    )
     args = parser.parse_args(argv)
+    if not _explicit_data_dir("import", argv):
+        return _no_data_dir("import")
+    if args.encoding is not None:
+        try:
+            codecs.lookup(args.encoding)
+        except LookupError:
+            parser.error(f"--encoding {args.encoding!r} is not an encoding Python knows (e.g. cp1252)")
+    if args.date_format is not None and "%" not in args.date_format:
+        parser.error(f"--date-format {args.date_format!r} has no %% codes (e.g. %%m/%%d/%%Y)")
+    options = ReadOptions(args.encoding, args.date_format)
+    try:
+        # The server's limit, as its variable sets it: a reviews.json over it would be refused at load.
+        max_bytes = env_value("max_data_file_bytes", Config.max_data_file_bytes)
+    except ValueError as error:
+        parser.error(str(error))
     try:
         profile = load_profile(args.data_dir)
-        result = import_files(args.data_dir, args.files, profile)
+        with data_dir_lock(args.data_dir, "import") as removed:
+            _report_cleanup("import", removed)
+            result = import_files(args.data_dir, args.files, profile, options, max_bytes)
+            for line in result.warnings:
+                print(f"reviewsd import: warning: {line}", file=sys.stderr)
+            print(f"{args.data_dir / 'reviews.json'}: {result.summary()}")
+            if result.business_changed:
+                return _reanalyze_if_stale(args.data_dir, profile)
     except (ProfileError, InputError) as error:
+        return _refuse("import", f"{error}; nothing written")
+    except LockedError as error:
         return _refuse("import", f"{error}; nothing written")
     except OSError as error:
         return _refuse("import", f"cannot write {args.data_dir}: {error}")
-    print(f"{args.data_dir / 'reviews.json'}: {result.summary()}")
+    return 0
+
+
+def _reanalyze_if_stale(data_dir: Path, profile: Any) -> int:
+    """After the business block changed (a service renamed), insights.json may name what is gone and the
+    server would refuse the directory: analyze again then, and say so."""
+    from ..analysis.run import AnalysisError, analyze_dir
+    from ..reviews.dataset import check_data_dir
+
+    if not (data_dir / "insights.json").exists():
+        return 0
+    stale = [problem for problem in check_data_dir(data_dir) if problem.file == "insights.json"]
+    if not stale:
+        return 0
+    print(f"reviewsd import: insights.json no longer matches ({stale[0]}); running `reviewsd analyze`")
+    try:
+        print(analyze_dir(data_dir, profile))
+    except AnalysisError as error:
+        return _refuse("import", f"reviews.json written, but analyze refused: {error}")
     return 0
 
 
@@ -99,10 +176,61 @@ def analyze_main(argv: Sequence[str]) -> int:
         if args.explain:
             print(explain_review(args.data_dir, profile, args.explain), end="")
             return 0
-        line = analyze_dir(args.data_dir, profile)
-    except (ProfileError, AnalysisError) as error:
+        with data_dir_lock(args.data_dir, "analyze") as removed:
+            _report_cleanup("analyze", removed)
+            line = analyze_dir(args.data_dir, profile)
+    except (ProfileError, AnalysisError, LockedError) as error:
         return _refuse("analyze", str(error))
     except OSError as error:
         return _refuse("analyze", f"cannot write {args.data_dir}: {error}")
     print(line)
+    return 0
+
+
+def sync_main(argv: Sequence[str]) -> int:
+    """`reviewsd sync --data-dir DIR [--full]`: pull new and edited reviews from business.toml's [[sources]],
+    merge them into reviews.json, then analyze."""
+    from ..analysis.run import AnalysisError, analyze_dir
+    from ..ingest.fetch import Http
+    from ..ingest.records import InputError
+    from ..ingest.sync import Endpoints, SyncError, sync_dir
+
+    parser = _parser(
+        "sync",
+        "Pull new and edited reviews from the platforms' APIs listed in business.toml's [[sources]], "
+        "merge them into reviews.json and analyze.",
+    )
+    parser.add_argument(
+        "--full", action="store_true", help="read every page, not only what is new since the last sync"
+    )
+    args = parser.parse_args(argv)
+    if not _explicit_data_dir("sync", argv):
+        return _no_data_dir("sync")
+    try:
+        endpoints = Endpoints.from_environ(os.environ)
+        profile = load_profile(args.data_dir, required=True)
+        if not profile.sources:
+            return _refuse(
+                "sync",
+                f"{args.data_dir / 'business.toml'} lists no [[sources]]; see docs/deployment.md; "
+                "nothing written",
+            )
+        with data_dir_lock(args.data_dir, "sync") as removed:
+            _report_cleanup("sync", removed)
+            result = sync_dir(args.data_dir, profile, endpoints, Http(), full=args.full)
+            for pulled in result.pulled:
+                print(f"{pulled.label}: {len(pulled.reviews)} reviews read in {pulled.pages} page(s)")
+            for line in result.merged.warnings:
+                print(f"reviewsd sync: warning: {line}", file=sys.stderr)
+            print(f"{args.data_dir / 'reviews.json'}: {result.merged.summary()}")
+            merged = result.merged
+            stale = merged.new or merged.updated or merged.business_changed
+            if stale or not (args.data_dir / "insights.json").exists():
+                print(analyze_dir(args.data_dir, profile))
+    except (ProfileError, SyncError, InputError, LockedError) as error:
+        return _refuse("sync", f"{error}; nothing written")
+    except AnalysisError as error:
+        return _refuse("sync", f"reviews.json written, but analyze refused: {error}")
+    except OSError as error:
+        return _refuse("sync", f"cannot write {args.data_dir}: {error}")
     return 0

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
-import io
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from .formats import CSV_REQUIRED, csv_columns, sniff_delimiter
+from .sources import folder_review_files, is_review_member, open_regular, read_capped
 
 GOOGLE, TRUSTPILOT, CSV, GOOGLE_TAKEOUT = "google", "trustpilot", "csv", "google-takeout"
 DESCRIPTIONS = {
@@ -40,23 +42,23 @@ def detect_document(doc: Any) -> str | None:
 
 
 def detect_csv(text: str) -> str | None:
-    """ "csv" when the first line is a header with author, rating, date and text."""
+    """ "csv" when the first line is a header (comma, semicolon or tab) naming author, rating, date and
+    text, or their synonyms."""
+    first_line = text.split("\n", 1)[0].rstrip("\r")
     try:
-        header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
+        header = next(csv.reader([first_line], delimiter=sniff_delimiter(first_line)), [])
     except csv.Error:
         return None
-    names = {name.strip().lower() for name in header}
-    return CSV if {"author", "rating", "date", "text"} <= names else None
+    return CSV if set(CSV_REQUIRED) <= set(csv_columns(header).values()) else None
 
 
 def takeout_review_files(path: Path) -> list[str]:
     """Names of the reviews*.json files inside a Takeout folder or .zip (where Business Profile puts them)."""
     if path.is_dir():
-        return sorted(str(p) for p in path.rglob("reviews*.json"))
-    with zipfile.ZipFile(path) as archive:
-        return sorted(
-            n for n in archive.namelist() if Path(n).name.startswith("reviews") and n.endswith(".json")
-        )
+        return [str(p) for p in folder_review_files(path)]
+    stream, _ = open_regular(path)
+    with stream, zipfile.ZipFile(stream) as archive:
+        return sorted(n for n in archive.namelist() if is_review_member(n))
 
 
 def detect_export(path_or_doc: Any) -> str | None:
@@ -67,10 +69,15 @@ def detect_export(path_or_doc: Any) -> str | None:
         return detect_document(path_or_doc)
     path = Path(path_or_doc)
     try:
-        if path.is_dir() or zipfile.is_zipfile(path):
+        if path.is_dir():
             return GOOGLE_TAKEOUT if takeout_review_files(path) else None
-        data = path.read_bytes()
-    except (OSError, zipfile.BadZipFile):
+        stream, size = open_regular(path)
+        with stream:
+            if zipfile.is_zipfile(stream):
+                return GOOGLE_TAKEOUT if takeout_review_files(path) else None
+            stream.seek(0)
+            data = read_capped(stream, str(path))
+    except (OSError, ValueError, zipfile.BadZipFile):  # InputError is a ValueError
         return None
     try:
         return detect_document(orjson.loads(data))

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import orjson
 
-from .records import Imported, Skipped
+from .records import Imported, Skipped, folded
 
 
 @dataclass
@@ -21,6 +21,8 @@ class MergeResult:
     updated: int = 0
     unchanged: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    warnings: list[str] = field(default_factory=list)  # optional fields dropped, columns ignored
+    business_changed: bool = False  # the business block differs from the one reviews.json had
 
     def summary(self) -> str:
         skipped = sum(self.skipped.values())
@@ -30,10 +32,23 @@ class MergeResult:
         )
 
 
-def _rank(updated_at: str, review: Mapping[str, Any]) -> tuple[str, bytes]:
-    """Which version of a review wins: the later edit; for equal edit times, the larger encoding, so the
-    result does not depend on the order of the files."""
-    return updated_at, orjson.dumps(review, option=orjson.OPT_SORT_KEYS)
+def _rank(updated_at: str, review: Mapping[str, Any]) -> tuple[str, int, bytes]:
+    """Which version of a review wins: the later edit; for equal edit times, the one that says more (a
+    source other than the default, a reply, a URL, verified), then the larger encoding, so the result does
+    not depend on the order of the files."""
+    says = sum(
+        (
+            review["source"] != "other",
+            review["owner_reply"] is not None,
+            review["source_url"] is not None,
+            review["verified"],
+        )
+    )
+    return updated_at, says, orjson.dumps(review, option=orjson.OPT_SORT_KEYS)
+
+
+def _same_words(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return a["date"] == b["date"] and folded(a["text"]) == folded(b["text"])
 
 
 def merge(
@@ -50,11 +65,19 @@ def merge(
         if isinstance(record, Skipped):
             result.skipped[record.reason] += 1
             continue
-        rid = record.review["id"]
+        review = record.review
+        rid = review["id"]
+        if rid not in by_id:  # the id an earlier version gave this review, when that review is here
+            for former in record.former_ids:
+                if former in by_id and _same_words(by_id[former], review):
+                    rid, review = former, {**review, "id": former}
+                    break
         touched.add(rid)
         current = by_id.get(rid)
-        if current is None or _rank(record.updated_at, record.review) > _rank(updated_at[rid], current):
-            by_id[rid], updated_at[rid] = record.review, record.updated_at
+        if current is not None and record.unknown:
+            review = {**review, **{name: current[name] for name in record.unknown}}
+        if current is None or _rank(record.updated_at, review) > _rank(updated_at[rid], current):
+            by_id[rid], updated_at[rid] = review, record.updated_at
     original = {review["id"]: review for review in existing}
     for rid in sorted(touched):
         if rid not in original:

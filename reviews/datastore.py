@@ -55,12 +55,14 @@ class DataStore(Generic[S]):
         build: Callable[[Dataset], S],
         max_bytes: int = DEFAULT_MAX_FILE_BYTES,
         first_build: Callable[[Dataset], S] | None = None,
+        derive_insights: Callable[[bytes], bytes | None] | None = None,
     ):
         """Load the files now (DataError if refused); `first_build`, if given, builds the first snapshot
         instead of `build` (the server defers the first snapshot's compression until it serves)."""
         self.data_dir = Path(data_dir)
         self.max_bytes = max_bytes
         self._build = build
+        self._derive_insights = derive_insights  # for a directory without insights.json (read_data_dir)
         self._lock = threading.Lock()
         self._listeners: list[Callable[[S, S], None]] = []
         self._stamp = file_stamp(self.data_dir)
@@ -78,7 +80,7 @@ class DataStore(Generic[S]):
         for name, stamp in zip(DATA_FILES, self._stamp):
             sizes.append(f"{name} ({stamp.size / 1e6:.1f} MB)" if stamp.size >= 0 else f"{name} (missing)")
         log.info("loading %s from %s", " and ".join(sizes), self.data_dir, extra={"event": "load_started"})
-        raws = list(read_data_dir(self.data_dir, self.max_bytes))
+        raws = list(read_data_dir(self.data_dir, self.max_bytes, self._derive_insights))
         hashes = (raws[0].sha256, raws[1].sha256)
         if hashes == self._hashes:
             return None

@@ -11,7 +11,7 @@ import stat
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 
@@ -71,8 +71,23 @@ def _file_kind(mode: int) -> str:
     return next((kind for test, kind in kinds if test(mode)), "a special file") + ", not a regular file"
 
 
-def read_data_dir(data_dir: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[RawFile, RawFile]:
-    return read_file(data_dir, REVIEWS_FILE, max_bytes), read_file(data_dir, INSIGHTS_FILE, max_bytes)
+def read_data_dir(
+    data_dir: Path,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    derive_insights: Callable[[bytes], bytes | None] | None = None,
+) -> tuple[RawFile, RawFile]:
+    """Both files; without insights.json, `derive_insights(reviews.json's bytes)` stands in for it if given
+    (and does not return None)."""
+    reviews = read_file(data_dir, REVIEWS_FILE, max_bytes)
+    try:
+        return reviews, read_file(data_dir, INSIGHTS_FILE, max_bytes)
+    except DataError:
+        if derive_insights is None or os.path.lexists(Path(data_dir) / INSIGHTS_FILE):
+            raise
+        content = derive_insights(reviews.content)
+        if content is None:
+            raise
+        return reviews, RawFile(INSIGHTS_FILE, content, hashlib.sha256(content).hexdigest())
 
 
 def _refuse_constant(name: str) -> Any:

@@ -167,6 +167,7 @@ sentiment = "positive"
 """
     hidden = f'hide_reviews = ["{second["id"]}"]\n'
     profile = parse_profile(hidden + PRACTICE + extra)
+    (tmp_path / "business.toml").write_text(hidden + PRACTICE + extra, "utf-8")  # check reads hide_reviews
     doc = reviews_doc([first, second], profile)
     (tmp_path / "reviews.json").write_bytes(dumps(doc))
     for _ in range(2):

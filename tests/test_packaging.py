@@ -130,6 +130,7 @@ def test_the_wheel_holds_one_package_with_every_module_and_file_the_server_needs
         for path in ROOT.glob(pattern)
     }
     units = {"reviewsd_app/reviewsd.service", "reviewsd_app/reviewsd.socket", "reviewsd_app/LICENSE"}
+    units |= {"reviewsd_app/reviewsd-sync.service", "reviewsd_app/reviewsd-sync.timer"}
     assert modules | files | units <= names
     assert not [
         name

@@ -5,35 +5,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.units import MAX_EXPOSURE, analyze, settings
 
 REPO = Path(__file__).resolve().parents[1]
 SERVICE = REPO / "reviewsd.service"
 SOCKET = REPO / "reviewsd.socket"
-MAX_EXPOSURE = 2.0
 SHUTDOWN_GRACE = 10.0  # server.run()'s default, which TimeoutStopSec must leave room for
-
-
-def systemd_analyze() -> str:
-    path = shutil.which("systemd-analyze") or "/usr/bin/systemd-analyze"
-    if not Path(path).exists():
-        pytest.fail("systemd-analyze not found: install systemd (CI has it at /usr/bin/systemd-analyze)")
-    return path
-
-
-def settings(unit: Path) -> dict[str, list[str]]:
-    """Key -> values (in order) of a unit file, comments dropped."""
-    out: dict[str, list[str]] = {}
-    for line in unit.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith(("#", ";", "[")):
-            key, _, value = line.partition("=")
-            out.setdefault(key.strip(), []).append(value.strip())
-    return out
 
 
 @pytest.fixture
@@ -46,10 +27,6 @@ def unit_dir(tmp_path: Path) -> Path:
     (tmp_path / SERVICE.name).write_text(text.replace(f"ExecStart={exec_start}", local))
     shutil.copy(SOCKET, tmp_path / SOCKET.name)
     return tmp_path
-
-
-def analyze(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([systemd_analyze(), *args], cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
 def test_units_pass_systemd_analyze_verify(unit_dir: Path) -> None:

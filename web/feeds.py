@@ -58,6 +58,11 @@ def _rfc3339(day: date) -> str:
     return f"{day.isoformat()}T00:00:00Z"
 
 
+def _second(timestamp: str) -> str:
+    """An RFC 3339 UTC timestamp to the second (2026-03-02T06:30:00Z), the form the feeds' dates share."""
+    return timestamp[:19] + "Z"
+
+
 def _item(review: Mapping, base_url: str) -> dict:
     """One JSON Feed item; every string taken from the data goes through xml_safe()."""
     rating = int(review["rating"])
@@ -77,12 +82,16 @@ def _item(review: Mapping, base_url: str) -> dict:
         "content_text": text if text.strip() else f"Rated {rating} out of 5. No written review.",
         "date_published": _rfc3339(published),
     }
+    modified = []  # the owner's reply and the source's last edit: the later of them, if after publishing
     reply = review.get("owner_reply")
     if reply and xml_safe(reply["text"]).strip():  # a blank reply is left out
         replied = date.fromisoformat(reply["date"])
         item["content_text"] += f"\n\nReply from the owner ({replied.isoformat()}): {xml_safe(reply['text'])}"
-        if replied > published:
-            item["date_modified"] = _rfc3339(replied)
+        modified.append(_rfc3339(replied))
+    if review.get("updated_at"):
+        modified.append(_second(review["updated_at"]))
+    if modified and max(modified) > item["date_published"]:  # RFC 3339 UTC of one form: text order is time
+        item["date_modified"] = max(modified)
     author_object = {"name": author}
     if review.get("author_avatar_url") is not None:
         author_object["avatar"] = xml_safe(review["author_avatar_url"])
