@@ -1,7 +1,8 @@
 """The MCP App (io.modelcontextprotocol/ui) end to end: a real server on the bundled data, the extension
 negotiated over HTTP, and the app's document in headless Chromium inside a page that plays the host
 (tests/app-host/host.mjs: the ui/initialize handshake, a pushed tool result, a forwarded tools/call),
-checked with axe-core, with no request leaving the page; the screenshots go to docs/img/ (docs/mcp.md).
+checked with axe-core, with no request leaving the page; the screenshots go to the test's folder, or with
+REVIEWSD_UPDATE_SCREENSHOTS=1 to docs/img/ (shown in docs/mcp.md).
 
 The first run installs what it needs, as tests/test_mcp_ts_sdk.py does: Debian's chromium (apt-get) when
 /usr/bin/chromium is missing, and puppeteer-core and axe-core pinned by tests/app-host/package-lock.json
@@ -11,6 +12,7 @@ The first run installs what it needs, as tests/test_mcp_ts_sdk.py does: Debian's
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import urllib.request
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "docs" / "img"  # where REVIEWSD_UPDATE_SCREENSHOTS=1 writes the screenshots docs/mcp.md shows
 HOST = ROOT / "tests" / "app-host"
 CHROMIUM = Path("/usr/bin/chromium")
 APP = "io.modelcontextprotocol/ui"
@@ -124,7 +127,7 @@ def test_the_app_renders_a_result_and_searches_through_the_host(live_server_fact
                 "html": content["text"],
                 "result": pushed,
                 "mcp": server.base_url + "/mcp",
-                "shots": str(ROOT / "docs" / "img"),
+                "shots": str(SHOTS if os.environ.get("REVIEWSD_UPDATE_SCREENSHOTS") else tmp_path),
             }
         )
     )
@@ -142,5 +145,6 @@ def test_the_app_renders_a_result_and_searches_through_the_host(live_server_fact
     assert all(link.startswith(server.base_url + "/reviews/") for link in report["links"])
     assert report["axe"]["violations"] == []
     assert report["requests"] == [] and report["errors"] == [] and report["overflow"] is False
+    shots = SHOTS if os.environ.get("REVIEWSD_UPDATE_SCREENSHOTS") else tmp_path
     for width in (400, 800):
-        assert (ROOT / "docs" / "img" / f"mcp-app-{width}.png").stat().st_size > 10_000
+        assert (shots / f"mcp-app-{width}.png").stat().st_size > 10_000
