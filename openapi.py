@@ -13,6 +13,7 @@ import re
 from typing import Any, Mapping
 
 from . import surface
+from .events.openapi_webhooks import webhooks_section
 from .mcpserver.protocol import HEADER_DEFAULT_VERSION, MODERN_VERSION, SUPPORTED_VERSIONS
 from .reviews.dataset import SCHEMAS
 from .reviews.search import DATE_SCHEMA
@@ -737,57 +738,6 @@ def _discovery_paths() -> dict[str, Any]:
     return paths
 
 
-# What a `standard` webhook receives (events/, docs/events.md): type -> (operationId, $defs entry, summary).
-WEBHOOK_EVENTS = {
-    "review.created": ("reviewCreated", "ReviewCreated", "A review reviewsd had not seen"),
-    "review.updated": ("reviewUpdated", "ReviewUpdated", "A review's rating, text or owner reply changed"),
-    "review.deleted": ("reviewDeleted", "ReviewDeleted", "A review left the data"),
-    "insights.updated": ("insightsUpdated", "InsightsUpdated", "insights.json changed"),
-}
-WEBHOOK_HEADERS = [
-    _header_param("webhook-id", "The event's id: the same on every retry (an idempotency key).", True),
-    _header_param("webhook-timestamp", "When this attempt was made, in Unix seconds.", True),
-    _header_param(
-        "webhook-signature",
-        "`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the "
-        "decoded `whsec_` secret (Standard Webhooks 1.0).",
-        True,
-    ),
-]
-
-
-def _webhooks() -> dict[str, Any]:
-    """OpenAPI's `webhooks`: what a receiver of `standard` webhooks gets, as POST requests to its URL."""
-    return {
-        event: {
-            "post": {
-                "operationId": operation_id,
-                "tags": ["events"],
-                "summary": summary,
-                "description": f"`{event}`, signed as Standard Webhooks 1.0 says; docs/events.md shows "
-                "how to verify it. Sent to the webhooks of the --notify file whose `events` and rating "
-                "filters let it through.",
-                "parameters": WEBHOOK_HEADERS,
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {"allOf": [ref("WebhookEvent"), ref("WebhookEvent", "$defs", name)]}
-                        }
-                    },
-                },
-                "responses": {
-                    "200": {"description": "Received (any 2xx): the delivery is done."},
-                    "410": {"description": "Gone: never sent again; the delivery is recorded as failed."},
-                    "4XX": {"description": "Refused: retried with backoff for [delivery] retry_for."},
-                    "5XX": {"description": "Failed: retried with backoff for [delivery] retry_for."},
-                },
-            }
-        }
-        for event, (operation_id, name, summary) in WEBHOOK_EVENTS.items()
-    }
-
-
 def build_openapi(base_url: str) -> dict[str, Any]:
     """The whole OpenAPI 3.1.0 document for a service published at `base_url`."""
     document = {
@@ -795,7 +745,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "info": {
             "title": "reviewsd: reviews and insights API",
             "version": API_VERSION,
-            "description": "Public, read-only API for one business's verified customer reviews and review "
+            "description": "Public, read-only API for one business's customer reviews and review "
             "insights. No authentication. Every error body is the Error schema. A method the server "
             "does not implement gets a 501 (components/responses/NotImplemented).",
             "license": {"name": "MIT", "identifier": "MIT"},
@@ -805,7 +755,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "security": [],  # public: no operation needs credentials
         "tags": TAGS,
         "paths": {**_paths(), **_discovery_paths()},
-        "webhooks": _webhooks(),
+        "webhooks": webhooks_section(),
         "components": {
             "schemas": {
                 s["title"]: _embed(s, s["title"])
