@@ -548,3 +548,45 @@ def test_import_order_and_repetition_never_change_the_reviews(tmp_path_factory, 
     for index in [*order, *repeat]:
         import_files(data, [files[index]], PROFILE)
     assert reviews_in(data) == reviews_in(once)
+
+
+AUTHORS = ["Chris P.", "chris p.", "Chris  P.", "Dana K."]
+TEXTS = ["Great visit.", "great visit. ", "Slow service.", "Slow  service.", "Fine"]
+DAYS = ["2026-03-01", "2026-03-02"]
+
+
+def folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.lists(
+        st.tuples(st.sampled_from(AUTHORS), st.sampled_from(DAYS), st.sampled_from(TEXTS)), max_size=12
+    ),
+    files=st.integers(1, 3),
+)
+def test_a_row_never_vanishes_unless_the_same_review_is_there(tmp_path_factory, rows, files):
+    # CSV rows without id or source: each distinct (author, day, words), whitespace and case folded, is one
+    # review, whichever files the rows are spread over and however often they repeat; the only other outcome
+    # is a refusal that writes nothing.
+    work = tmp_path_factory.mktemp("rows")
+    data = work / "data"
+    data.mkdir()
+    paths = []
+    for number in range(files):
+        lines = ["author,rating,date,text"]
+        for author, day, text in rows[number::files]:
+            rating = len(folded(text)) % 5 + 1  # the same review always has the same stars: no conflict
+            lines.append(f'"{author}",{rating},{day},"{text}"')
+        paths.append(write(work / f"part{number}.csv", "\n".join(lines) + "\n"))
+    try:
+        import_files(data, paths, PROFILE)
+    except InputError as refused:  # one file holding one review spelt two ways: said, and nothing written
+        assert "the same review as line" in str(refused)
+        assert not (data / "reviews.json").exists()
+        return
+    distinct = {(folded(author), day, folded(text)) for author, day, text in rows}
+    stored = reviews_in(data) if (data / "reviews.json").exists() else []
+    assert len(stored) == len(distinct)
