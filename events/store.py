@@ -13,11 +13,10 @@ import logging
 import os
 import sqlite3
 import threading
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, NamedTuple, Sequence
 
-from ..websub.store import SQLITE_CORRUPT, SQLITE_NOTADB, StateLock, sqlite_code
+from ..websub.store import SQLITE_CORRUPT, SQLITE_NOTADB, StateLock, move_corrupt_database, sqlite_code
 
 log = logging.getLogger("reviewsd.events")
 
@@ -124,11 +123,7 @@ class EventStore:
         return conn
 
     def _move_aside(self, exc: BaseException) -> None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        target = self.path.with_name(f"{DB_FILE}.corrupt-{stamp}")
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(f"{self.path}{suffix}"):
-                os.replace(f"{self.path}{suffix}", f"{target}{suffix}")
+        target = move_corrupt_database(self.path)
         log.error(
             "events database %s is corrupt (%s): moved aside to %s; a new baseline is recorded and "
             "deliveries not yet made are lost",

@@ -29,6 +29,21 @@ DB_FILE = "hub.sqlite3"
 LOCK_FILE = "hub.lock"
 
 
+def move_corrupt_database(path: Path) -> Path:
+    """Rename a corrupt SQLite database (and its -wal and -shm) to PATH.corrupt-<UTC time>, never over an
+    earlier one; the new name. The hub's store and the events' store both keep theirs this way."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 0
+    while target.exists():  # never over an earlier one
+        n += 1
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    for suffix in ("", "-wal", "-shm"):
+        with suppress(FileNotFoundError):
+            os.replace(f"{path}{suffix}", f"{target}{suffix}")
+    return target
+
+
 class Key(NamedTuple):
     """A subscription's identity: one callback's subscription to one topic (equal to the plain tuple)."""
 
@@ -350,15 +365,7 @@ class Store:
 
     def _move_aside(self, exc: BaseException) -> None:
         """Keep a corrupt database under a name that says when and why; the store then starts empty."""
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        target = self.path.with_name(f"{DB_FILE}.corrupt-{stamp}")
-        n = 0
-        while target.exists():  # never over an earlier one
-            n += 1
-            target = self.path.with_name(f"{DB_FILE}.corrupt-{stamp}-{n}")
-        for suffix in ("", "-wal", "-shm"):
-            with suppress(FileNotFoundError):
-                os.replace(f"{self.path}{suffix}", f"{target}{suffix}")
+        target = move_corrupt_database(self.path)
         log.error(
             "hub database %s is corrupt (%s): moved aside to %s; the hub starts with %s; subscribers "
             "come back at their next renewal",
