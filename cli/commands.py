@@ -132,9 +132,7 @@ def import_main(argv: Sequence[str]) -> int:
             print(f"{args.data_dir / 'reviews.json'}: {result.summary()}")
             if result.business_changed:
                 return _reanalyze_if_stale(args.data_dir, profile)
-    except (ProfileError, InputError) as error:
-        return _refuse("import", f"{error}; nothing written")
-    except LockedError as error:
+    except (ProfileError, InputError, LockedError) as error:
         return _refuse("import", f"{error}; nothing written")
     except OSError as error:
         return _refuse("import", f"cannot write {args.data_dir}: {error}")
