@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.factories import Spec, make_docs, write_docs
-from support.mcp import SPECS
+from support.mcp import SPECS, TOOL_NAMES
 from werkzeug.test import Client, EnvironBuilder, run_wsgi_app
 
 from reviewsd_app import reviewsd
@@ -708,20 +708,7 @@ messages = st.one_of(
             "method": st.just("tools/call"),
             "params": st.fixed_dictionaries(
                 {
-                    "name": st.sampled_from(
-                        [
-                            "get_business",
-                            "search_reviews",
-                            "get_review",
-                            "get_reviews_since",
-                            "get_aspect_sentiment",
-                            "get_technician",
-                            "get_service",
-                            "get_rating_trend",
-                            "get_insights_summary",
-                            "nope",
-                        ]
-                    ),
+                    "name": st.sampled_from([*TOOL_NAMES, "nope"]),  # every tool, and one that is not
                     "arguments": json_values,
                 }
             ),
