@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import urllib.request
 from pathlib import Path
 
 import pytest
+from support.node import node_script
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "docs" / "img"  # where REVIEWSD_UPDATE_SCREENSHOTS=1 writes the screenshots docs/mcp.md shows
@@ -41,19 +41,7 @@ def ensure_browser() -> list[str]:
         )
         if install.returncode != 0 or not CHROMIUM.exists():
             pytest.fail(f"`apt-get install -y chromium` failed:\n{install.stderr[-2000:]}")
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.fail("Node.js and npm are needed (Debian: apt-get install nodejs npm)")
-    if not (HOST / "node_modules" / "puppeteer-core").is_dir():
-        install = subprocess.run(
-            [npm, "ci", "--prefix", str(HOST), "--no-audit", "--no-fund"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if install.returncode != 0:
-            pytest.fail(f"`npm ci --prefix tests/app-host` failed:\n{install.stderr[-2000:]}")
-    return [node, str(HOST / "host.mjs")]
+    return node_script(HOST, "puppeteer-core", "host.mjs")
 
 
 class Session:

@@ -9,12 +9,12 @@ for the Python packages); without Node.js or npm, or when that install fails, th
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import urllib.request
 from pathlib import Path
 
 import pytest
+from support.node import node_script
 
 pytestmark = pytest.mark.slow  # the official TypeScript SDK under Node.js (npm ci on first run)
 
@@ -23,24 +23,7 @@ CLIENT = ROOT / "tests" / "ts-client"
 
 
 def node_client() -> list[str]:
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail(
-            "Node.js (node) is not on PATH: install Node.js 18 or later (Debian: apt-get install nodejs npm)"
-        )
-    if not (CLIENT / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.fail("npm is not on PATH: install it with Node.js (Debian: apt-get install nodejs npm)")
-        install = subprocess.run(
-            [npm, "ci", "--prefix", str(CLIENT), "--no-audit", "--no-fund"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if install.returncode != 0:
-            pytest.fail(f"`npm ci --prefix {CLIENT.relative_to(ROOT)}` failed:\n{install.stderr[-2000:]}")
-    return [node, str(CLIENT / "client.mjs")]
+    return node_script(CLIENT, "@modelcontextprotocol/sdk", "client.mjs")
 
 
 @pytest.fixture
