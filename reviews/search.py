@@ -117,7 +117,8 @@ class Filter:
     label: str
     widget: str  # an <input> type ("search", "text", "date") or "select"
     finds: str  # "stars" (ratings), "window" (the date range), "text", "entity", "index" or "flag"
-    prose: str  # what the MCP tool's description calls it (filters sharing a word are named once)
+    prose: str  # what the MCP tool's description calls it (filters sharing a word are named once; {one_person}
+    # is filled with the trade's word, as in every tool description)
     choices: tuple[tuple[str, str], ...] = ()  # (value, label) of a select's options, after "Any"
     attrs: Mapping[str, str] = field(default_factory=dict)  # extra input attributes: min, max, maxlength
     flag: str | None = None  # a "flag" filter: the Dataset's per-review column it tests for true
@@ -146,7 +147,7 @@ FILTERS: tuple[Filter, ...] = (
     Filter("until", "To", "date", "window", "dates"),
     Filter("query", "Words in the review", "search", "text", "text", attrs={"maxlength": "200"}),
     Filter(
-        "mentions_technician", "Practitioner", "text", "entity", "practitioner", attrs={"maxlength": "200"}
+        "mentions_technician", "Person named", "text", "entity", "{one_person}", attrs={"maxlength": "200"}
     ),
     Filter("mentions_service", "Service", "text", "entity", "service", attrs={"maxlength": "200"}),
     Filter("source", "Published on", "text", "index", "platform (source)", attrs={"maxlength": "40"}),

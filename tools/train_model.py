@@ -46,7 +46,7 @@ from reviewsd_app.analysis.features import (  # noqa: E402
 from reviewsd_app.analysis.lexicon import Scorer  # noqa: E402
 from reviewsd_app.analysis.matcher import Matcher  # noqa: E402
 from reviewsd_app.analysis.model import CLASSES  # noqa: E402
-from reviewsd_app.analysis.review import is_full_name, score_sentence  # noqa: E402
+from reviewsd_app.analysis.review import is_full_name, pronoun_at, score_sentence  # noqa: E402
 from reviewsd_app.authoring.presets import render_preset  # noqa: E402
 from reviewsd_app.authoring.profile import Profile, parse_profile  # noqa: E402
 
@@ -123,15 +123,17 @@ def examples(reviews: Sequence[dict]) -> Examples:
         matcher, scorer = readers(review)
         aspects = [a["id"] for a in preset_profile(review["trade"]).aspects]
         ids = {p["name"]: slug(p["name"]) for p in review.get("staff", [])}
+        previous: tuple[str, ...] = ()
         for labelled in review["sentences"]:
             sentence = score_sentence(labelled["text"], matcher, scorer)
             tokens, values = sentence.tokens, sentence.values
             hits = [m.id for m in sentence.matches if m.group == "aspects"]
-            found.detection.append((index, review["trade"], detection_features(tokens, hits), True))
+            found.detection.append((index, review["trade"], detection_features(tokens, hits, previous), True))
+            previous = tokens
             found.detection_labels.append({a: a in labelled.get("aspects", {}) for a in aspects})
             for aspect, polarity in labelled.get("aspects", {}).items():
                 span = aspect_span(sentence, aspect)
-                features = polarity_features(tokens, values, span, "aspect", review["rating"])
+                features = polarity_features(tokens, values, span, "aspect", review["rating"], aspect)
                 found.polarity.append((index, features, polarity))
             people = {ids[name]: polarity for name, polarity in labelled.get("people", {}).items()}
             not_staff = {n.lower() for n in labelled.get("not_staff", [])}
@@ -148,9 +150,11 @@ def examples(reviews: Sequence[dict]) -> Examples:
                     found.polarity.append((index, pf, people[match.id]))
                 elif match.term in not_staff or any(match.term in n.split() for n in not_staff):
                     found.staff.append((index, features, False))
-            for person_id, polarity in people.items():  # named in a way the matcher missed: whole sentence
+            for person_id, polarity in people.items():  # a pronoun, or a name the matcher missed
                 if person_id not in seen:
-                    pf = polarity_features(tokens, values, None, "person", review["rating"])
+                    pronoun = pronoun_at(tokens)
+                    span = (pronoun, pronoun) if pronoun is not None else None
+                    pf = polarity_features(tokens, values, span, "person", review["rating"])
                     found.polarity.append((index, pf, polarity))
     return found
 
