@@ -56,6 +56,7 @@ from .config import (
     env_value,
     parse_config,
     parse_networks,
+    resolve_data_dir,
 )
 from .events.command import notify_main
 from .events.config import NotifyConfigError, load_notify
@@ -519,7 +520,7 @@ def check_main(argv: Sequence[str]) -> int:
     )
     parser.add_argument(
         "--data-dir",
-        default=env_value("data_dir", Config.data_dir),
+        default=str(resolve_data_dir(None, writes=False)),
         help="directory holding reviews.json and insights.json (REVIEWSD_DATA_DIR)",
     )
     parser.add_argument(
