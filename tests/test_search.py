@@ -554,7 +554,10 @@ def test_the_filters_table_is_the_schemas_filters_and_search_params_fields() -> 
                 args = decode_query_args({row.name: [value], **aspect})
                 assert validate_search_args(args) is not None, (row.name, value)
         if row.finds == "flag":
-            assert spec["type"] == "boolean" and len(getattr(dataset, row.flag)) == 1
+            assert spec["type"] == "boolean" and len(getattr(dataset, row.column)) == 1
+        if row.finds == "index":
+            assert len(getattr(dataset, row.column)) == 1
+            assert isinstance(getattr(dataset, f"positions_by_{row.name}"), dict)
 
 
 def _two_values(spec: dict) -> tuple:
