@@ -65,9 +65,9 @@ def init_main(argv: Sequence[str]) -> int:
         )
     except OSError as error:
         return _refuse("init", f"cannot write {args.data_dir / 'business.toml'}: {error}")
-    where = f"--data-dir {args.data_dir}"
     print(
-        f"wrote {path}: edit [business], then `reviewsd import {where} FILE...` and `reviewsd analyze {where}`"
+        f"wrote {path}: edit [business], then `reviewsd import --data-dir {args.data_dir} FILE...` and "
+        f"`reviewsd analyze --data-dir {args.data_dir}`"
     )
     return 0
 
