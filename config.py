@@ -45,9 +45,8 @@ def resolve_data_dir(given: str | Path | None, *, writes: bool) -> Path:
 
 
 def option(default: Any, description: str, low: float | None = None, high: float | None = None) -> Any:
-    """A Config field: its default, its --help text and, for a number, its
-    range (None: unbounded on that side), outside which the server stops at
-    once naming the option, instead of a server that cannot work as asked."""
+    """A Config field: its default, its --help text and, for a number, its range (None: unbounded on that
+    side). Outside the range the server stops at once, naming the option, rather than run not as asked."""
     return field(default=default, metadata={"help": description, "range": (low, high)})
 
 
@@ -168,8 +167,8 @@ class Config:
 
 
 def env_value(name: str, default: Any) -> Any:
-    """REVIEWSD_<NAME> read as the type of the option's default (ValueError naming the variable if it is
-    not)."""
+    """REVIEWSD_<NAME> read as the type of the option's default; ValueError, naming the variable, if it
+    is not that type."""
     variable = f"REVIEWSD_{name.upper()}"
     raw = os.environ.get(variable)
     if raw is None:
@@ -225,8 +224,7 @@ class Parser(argparse.ArgumentParser):
 
 
 class VersionAction(argparse.Action):
-    """--version: prints `reviewsd VERSION` and exits; the version is looked up only then (not at every
-    start)."""
+    """--version: prints `reviewsd VERSION` and exits; the version is looked up then, not at every start."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
         print(f"reviewsd {version()}")

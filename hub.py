@@ -106,8 +106,8 @@ class Hub:
         self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
 
     def start(self) -> None:
-        """Open the store (else the keeper thread retries), start the workers, bring every subscriber up to
-        date."""
+        """Open the store (else the keeper thread retries), start the workers and bring every subscriber
+        up to date."""
         if self.db.open():
             subscriptions, intents, expired = self._schedule_all()
             log.info(
@@ -140,8 +140,8 @@ class Hub:
         return len(subscriptions), len(intents), expired
 
     def _keep_store(self) -> None:
-        """The keeper thread: every --hub-state-check seconds, check the state directory or retry the
-        store."""
+        """The keeper thread: every --hub-state-check seconds, check the state directory, or retry the
+        store if it failed."""
         while not self._stopped.wait(self.config.hub_state_check):
             try:
                 if self.db.maintain():
@@ -478,8 +478,8 @@ def start_hub(
 ) -> Hub:
     """Create and start the hub of `store`'s topics, following its data reloads.
 
-    `clock`, `outbound` (anything with Outbound's three methods) and `resolve`
-    (getaddrinfo's shape) are for tests.
+    `clock`, `outbound` (anything with Outbound's three methods) and `resolve` (getaddrinfo's shape) are
+    for tests.
     """
     hub = Hub(store, config, trusted_proxies, clock=clock, outbound=outbound, resolve=resolve)
     store.subscribe(hub.on_reload)

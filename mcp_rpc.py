@@ -90,8 +90,8 @@ class McpServer:
             "completion/complete": self.complete,
         }
         self.methods = {"initialize": self.initialize, "ping": self.ping, **common}  # a 2025 session's
-        # 2026-07-28 removed initialize and ping (and
-        # logging/setLevel, resources/subscribe: never served here).
+        # 2026-07-28 removed initialize and ping (and logging/setLevel and resources/subscribe, which are
+        # never served here).
         self.modern_methods = {"server/discover": self.discover, **common}
 
     @property
@@ -201,11 +201,11 @@ class McpServer:
         return {"tools": [app.with_app(tool) for tool in tools] if call.apps else tools}
 
     def call_tool(self, call: Call, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
-        """Arguments that fail the tool's inputSchema, and values that name nothing in the
-        data, are tool execution errors: a result with `isError: true` whose text lists every
-        problem and the valid choices, so a model can correct itself (docs/mcp.md; MCP
-        2025-11-25 says the same of input validation errors). A malformed request (params not
-        an object, name missing or unknown, arguments not an object) is -32602."""
+        """Arguments that fail the tool's inputSchema, and values that name nothing in the data, are tool
+        execution errors: a result with `isError: true` whose text lists every problem and the valid
+        choices, so a model can correct itself (docs/mcp.md; MCP 2025-11-25 says the same of input
+        validation errors). A malformed request (params not an object, name missing or unknown, arguments
+        not an object) is -32602."""
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
             raise RpcError(

@@ -81,8 +81,8 @@ def _report_cleanup(command: str, removed: list[Path]) -> None:
 
 
 def import_main(argv: Sequence[str]) -> int:
-    """`reviewsd import --data-dir DIR [--encoding E] [--date-format F] FILE...`: merge exports into
-    DIR/reviews.json."""
+    """`reviewsd import --data-dir DIR [--encoding E] [--date-format F] FILE...`: merge review exports
+    into DIR/reviews.json."""
     from ..ingest.records import InputError
     from ..ingest.run import ReadOptions, import_files
 

@@ -1,9 +1,9 @@
 """MCP prompts (prompts/list, prompts/get) and argument completion (completion/complete), both eras.
 
-Pure functions of the dataset current at call time, like the tools (tools.py), whose
-results the practitioner, service and aspect prompts embed as they are. Errors are
-`PromptError` values, answered as -32602 by `McpServer.handle` (MCP server/prompts and
-server/utilities/completion: unknown prompt, missing or invalid argument).
+Pure functions of the dataset current at call time, like the tools (tools.py), whose results the
+practitioner, service and aspect prompts embed as they are. Errors are `PromptError` values, answered as
+-32602 by `McpServer.handle` (MCP server/prompts and server/utilities/completion: unknown prompt, missing
+or invalid argument).
 """
 
 from __future__ import annotations
@@ -152,8 +152,8 @@ def render_reply(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> li
 def render_entity(
     tool: str, subject: str, key: str
 ) -> Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]:
-    """A prompt over one practitioner, service or aspect (`key` in the result of `tool`, which takes its
-    arguments)."""
+    """A prompt over one practitioner, service or aspect: `key` in the result of `tool`, which takes the
+    prompt's arguments."""
 
     def render(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
         tool_args = {**{name: value for name, value in args.items() if value}, "limit": 20}

@@ -193,16 +193,15 @@ class _Reviews:
 
 @dataclass
 class _Insights:
-    """What insights.json contributes, as bytes: its body, where each per_review entry sits, the mention
-    indexes."""
+    """What insights.json contributes, as bytes: its body, where each per_review entry sits, and the
+    mention indexes."""
 
     head: bytes  # insights.json with per_review empty, encoded
     body: bytes
     starts: array  # per review position, where its per_review entry's value starts in body (-1: none)
     ends: array
     order: array  # the positions in per_review's order
-    # The technician, service and aspect indexes: their keys
-    # encoded, then per key the positions mentioning it.
+    # The technician, service and aspect indexes: the keys encoded, then the positions mentioning each key.
     indexes: list[tuple[bytes, list[array]]]
     tallies: dict[str, dict[str, int]] | None  # see problems.mention_tallies
 
@@ -249,9 +248,8 @@ class _Insights:
             }
         )
         indexes = [_frozen(index) for index in (*entities.values(), aspects)]
-        # The entries go between the braces of the one
-        # "per_review":{} (every other object admits only its named
-        # members, and a string's quotes are escaped).
+        # The entries go between the braces of the one "per_review":{} (every other object admits only its
+        # named members, and a string's quotes are escaped).
         head = encode_json({**doc, "per_review": {}})
         at = head.index(b'"per_review":{}') + len(b'"per_review":{')
         body, offsets = _joined(
@@ -266,14 +264,14 @@ class _Insights:
 
 
 def _frozen(index: Mapping[Any, array]) -> tuple[bytes, list[array]]:
-    """An index's keys encoded, and its positions in ascending order (per_review may list reviews in any
-    order)."""
+    """An index's keys encoded, and its positions in ascending order: per_review may list the reviews in
+    any order."""
     return encode_json(list(index)), [array("i", sorted(positions)) for positions in index.values()]
 
 
 def _thawed(frozen: tuple[bytes, list[array]], numbers: list[int]) -> dict[Any, list[int]]:
-    """The index of `_frozen`, its keys decoded (tuples for aspects) and its positions as `numbers`'
-    objects."""
+    """The index of `_frozen`: its keys decoded (tuples for aspects), its positions as the int objects of
+    `numbers`."""
     keys, positions = frozen
     return {
         key if isinstance(key, str) else tuple(key): list(map(numbers.__getitem__, found))

@@ -74,8 +74,8 @@ class DataStore(Generic[S]):
         self._stop = threading.Event()
 
     def _load(self, build: Callable[[Dataset], S]) -> S | None:
-        """The snapshot of the files the last stamp describes (its sizes are logged); None if already
-        served."""
+        """The snapshot of the files the last stamp describes, their sizes logged; None if that snapshot
+        is served already."""
         sizes = []
         for name, stamp in zip(DATA_FILES, self._stamp):
             sizes.append(f"{name} ({stamp.size / 1e6:.1f} MB)" if stamp.size >= 0 else f"{name} (missing)")

@@ -38,8 +38,8 @@ class SchemaValidator:
         self._validator = jsonschema_rs.Draft202012Validator(schema, registry=REGISTRY, validate_formats=True)
 
     def issues(self, args: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Every problem with `args`, one issue each: unknown names first, then the schema's errors by
-        path."""
+        """Every problem with `args`, one issue each: the unknown names first, then the schema's errors in
+        path order."""
         properties = self.schema.get("properties", {})
         known = ", ".join(properties) or "none (pass {})"
         issues = [
@@ -338,8 +338,8 @@ def decode_query_args(
 ) -> dict[str, Any]:
     """Query-string values to the JSON types the schema declares; repeated names are issues.
 
-    Values that do not look like their type are left as strings, so the schema
-    reports them with the same messages as a wrongly typed MCP argument.
+    Values that do not look like their type are left as strings, so the schema reports them with the same
+    messages as a wrongly typed MCP argument.
     """
     issues, args = [], {}
     for name, values in multi.items():
@@ -409,10 +409,9 @@ _RATING_ORDER = {"highest": (5, 4, 3, 2, 1), "lowest": (1, 2, 3, 4, 5)}
 def find_reviews(dataset: Dataset, params: SearchParams) -> SearchPage:
     """The page of matching reviews `params` asks for, in its sort order.
 
-    Each filter is a source of candidate positions; the smallest one is walked
-    and every other filter is an O(1) test per candidate, so a selective search
-    costs about its smallest filter's size, not the data's. A cursor narrows
-    the window of its rating group to the positions after its key.
+    Each filter is a source of candidate positions; the smallest one is walked and every other filter is
+    an O(1) test per candidate, so a selective search costs about its smallest filter's size, not the
+    data's. A cursor narrows the window of its rating group to the positions after its key.
     """
     lo, hi = dataset.window(params.since, params.until)
     allowed = _allowed_stars(params)
@@ -610,9 +609,9 @@ def _sources(
     if stars != ALL_RATINGS and params.mentions_technician is None and params.mentions_service is None:
         spans = [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
         sources.append(_Source(sum(map(len, spans)), _merged(spans), lambda pos: ratings[pos] in stars))
-    # An entity source is cut from per-rating spans of the
-    # allowed ratings only (so a rating plus an entity walks
-    # only their common reviews), and its test checks the rating too: no rating source is needed beside it.
+    # An entity source is cut from per-rating spans of the allowed ratings only (so a rating plus an entity
+    # walks only their common reviews), and its test checks the rating too: no rating source is needed
+    # beside it.
     for name, (bits, masks), by_rating, lookup in (
         (
             params.mentions_technician,

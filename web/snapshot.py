@@ -138,8 +138,8 @@ class Snapshot:
         return payload
 
     def compress_late(self) -> None:
-        """Make the data files' gzip codings left for later by `gzip_later` (identity is served until
-        then)."""
+        """Make the data files' gzip codings that `gzip_later` left for later; identity is served until
+        they are made."""
         for payload in self.payloads.values():
             if isinstance(payload.gzipped, LateGzip):
                 payload.gzipped.compress()

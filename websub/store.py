@@ -81,8 +81,8 @@ class Caps:
 
 
 class Intent(NamedTuple):
-    """A subscribe or unsubscribe request accepted (202) and waiting for verification: a row of the intents
-    table."""
+    """A subscribe or unsubscribe request accepted (202) and waiting for verification: a row of the
+    intents table."""
 
     id: int
     callback: str
@@ -248,12 +248,12 @@ class StateLock:
 class Store:
     """Subscriptions and intents in memory, written through to STATE_DIR/hub.sqlite3 (module docstring).
 
-    The contract: `add_intent` returns only once SQLite has committed the intent (so the hub's
-    202 comes after it is durable), or raises StoreUnavailable (`problem` says why) or
-    CapReached, and nothing was queued; reading or changing subscriptions raises StoreClosed
-    after `close()`. WAL with synchronous=NORMAL: a commit survives the process being killed
-    at any moment; a power loss may lose the last commits (a delivery is then sent again). One
-    process holds the state directory at a time (a lock file); every method is thread-safe.
+    The contract: `add_intent` returns only once SQLite has committed the intent (so the hub's 202 comes
+    after it is durable), or raises StoreUnavailable (`problem` says why) or CapReached, and nothing was
+    queued; reading or changing subscriptions raises StoreClosed after `close()`. WAL with
+    synchronous=NORMAL: a commit survives the process being killed at any moment; a power loss may lose
+    the last commits (a delivery is then sent again). One process holds the state directory at a time (a
+    lock file); every method is thread-safe.
     """
 
     def __init__(self, state_dir: str, retry_every: float = 5.0):
@@ -392,8 +392,8 @@ class Store:
             conn.executemany(_INSERT_INTENT, self._intents.values())
 
     def _ensure_intact(self) -> bool:
-        """(Lock held.) The database and lock file opened are in place, or (removed, replaced) recreated from
-        memory."""
+        """(Lock held.) The database and lock file opened are in place, or, removed or replaced, are
+        recreated from memory."""
         with suppress(OSError):
             if _file_id(self.path) == self._identity and self._state_lock.intact():
                 return True
@@ -449,11 +449,11 @@ class Store:
             yield
 
     def _write(self, *statements: tuple[str, tuple]) -> bool:
-        """(Lock held.) Run `statements` in one transaction:
-        False, the store unavailable, when they cannot be.
+        """(Lock held.) Run `statements` in one transaction; False, the store unavailable, when they cannot
+        be run.
 
-        A removed or replaced state directory is first recreated from memory, which may already hold the
-        change.
+        A removed or replaced state directory is first recreated from memory, which may already hold
+        the change.
         """
         if self.problem is not None or not self._ensure_intact():
             return False
@@ -471,9 +471,8 @@ class Store:
     def add_intent(self, intent: Intent, caps: Caps) -> bool:
         """Queue a request for verification, durably (it replaces any not yet verified for the pair).
 
-        False when there is nothing to do (unsubscribing a pair the hub does not know);
-        raises CapReached when a new pair would exceed a cap, StoreUnavailable when
-        it cannot be recorded.
+        False when there is nothing to do (unsubscribing a pair the hub does not know); raises CapReached
+        when a new pair would exceed a cap, StoreUnavailable when it cannot be recorded.
         """
         with self._locked():
             if self.problem is not None:
@@ -520,8 +519,8 @@ class Store:
         self._write(*statements, ("DELETE FROM intents WHERE id = ?", (intent_id,)))
 
     def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
-        """The verified subscription: new, or a renewal that changes lease and secret and keeps its
-        progress."""
+        """The verified subscription: a new one, or a renewal, which changes lease and secret and keeps
+        its progress."""
         with self._locked():
             old = self._subs.get(intent.key)
             sub = Subscription(
