@@ -269,6 +269,7 @@ def _csv(path: Path, rows) -> Path:
     return path
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(first=ROWS, second=ROWS)
 def test_import_order_does_not_matter_and_reimport_is_idempotent(tmp_path_factory, first, second):

@@ -608,6 +608,7 @@ def test_query_strings_decode_booleans_and_the_sort() -> None:
 # ---------------------------------------------------------------- ranked search, rating and aspect filters
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(specs=st.lists(specs, max_size=40), params=params)
 def test_a_relevance_page_holds_the_best_of_the_same_matches(specs: list[Spec], params: SearchParams) -> None:
