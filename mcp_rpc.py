@@ -12,9 +12,8 @@ leave room: docs/internals.md ("MCP"), `protocol.valid_id` (which request ids we
 
 from __future__ import annotations
 
+import functools
 import logging
-import threading
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -42,6 +41,7 @@ from .mcpserver.protocol import (
 )
 from .mcpserver.sessions import Session
 from .mcpserver.tools import TOOLS, BusinessWords, ToolError, ToolOutput, resource_link, run_tool
+from .reviews.dataset import Dataset
 from .reviews.datastore import DataStore
 from .reviews.search import InvalidParams
 from .web.snapshot import Snapshot
@@ -317,17 +317,14 @@ class McpServer:
         return prompts.complete(call.dataset, self.review_template, params)
 
 
-_APP_DOCUMENTS: "weakref.WeakKeyDictionary[Any, tuple[str, str]]" = weakref.WeakKeyDictionary()
-_APP_LOCK = threading.Lock()
-
-
-def app_document(dataset: Any, base_url: str) -> str:
+def app_document(dataset: Dataset, base_url: str) -> str:
     """The app's HTML for a dataset, made once per dataset and base URL (its charts are rendered then)."""
-    with _APP_LOCK:
-        made = _APP_DOCUMENTS.get(dataset)
-        if made is None or made[0] != base_url:
-            made = _APP_DOCUMENTS[dataset] = (base_url, app.app_html(dataset, base_url))
-        return made[1]
+    return dataset.derived(_app_maker(base_url))
+
+
+@functools.lru_cache(maxsize=8)  # one per server's base URL: the same function each time, for Dataset.derived
+def _app_maker(base_url: str) -> Callable[[Dataset], str]:
+    return lambda dataset: app.app_html(dataset, base_url)
 
 
 def tool_result(structured: EncodedJson, links: list[dict[str, Any]] = ()) -> EncodedJson:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import json
 import operator
+import threading
 import unicodedata
 from array import array
 from collections import Counter, defaultdict
@@ -81,6 +82,7 @@ def fold_name(text: str) -> str:
 
 Named = TypeVar("Named")
 Built = TypeVar("Built")
+Derived = TypeVar("Derived")
 
 
 def named(name: str, candidates: Sequence[tuple[Named, Sequence[str]]]) -> list[Named]:
@@ -404,6 +406,17 @@ class Dataset:
         # (technician id, rating) -> positions: a rating plus a technician is one slice.
         self.positions_by_technician_rating = _by_rating(self.positions_by_technician, self.ratings)
         self.positions_by_service_rating = _by_rating(self.positions_by_service, self.ratings)
+        self._derived: dict[Callable[[Dataset], Any], Any] = {}  # see derived()
+        self._derived_lock = threading.Lock()
+
+    def derived(self, make: Callable[[Dataset], Derived]) -> Derived:
+        """`make(self)`, made on its first use and kept with this dataset, so that it goes with it on a
+        reload: the ranked search's word index, the gzip since answers' deflate stream. Made once, whatever
+        the threads asking (they wait for the first)."""
+        with self._derived_lock:
+            if make not in self._derived:
+                self._derived[make] = make(self)
+            return self._derived[make]
 
     @classmethod
     def from_documents(
