@@ -179,6 +179,29 @@ class Corrupt(sqlite3.DatabaseError):
     """PRAGMA quick_check found the database file unsound."""
 
 
+def open_database(path: Path, schema: str) -> sqlite3.Connection:
+    """The SQLite database at `path` (made mode 0600: it holds subscribers' secrets, or the reviews and what
+    was sent where), checked sound (Corrupt if not), in WAL with synchronous=NORMAL (a commit survives a
+    kill; a power loss may lose the last ones), `schema` applied. The hub's and the events' stores."""
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    conn = sqlite3.connect(path, check_same_thread=False, timeout=10)
+    try:
+        if (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
+            raise Corrupt(found)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(schema)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def is_corrupt(exc: sqlite3.Error) -> bool:
+    """Whether an error says the database file is unsound (then it is moved aside: move_corrupt_database)."""
+    return isinstance(exc, Corrupt) or sqlite_code(exc) in (SQLITE_CORRUPT, SQLITE_NOTADB)
+
+
 # SQLite's primary result codes (https://sqlite.org/rescode.html) that the store tells apart.
 SQLITE_READONLY = 8
 SQLITE_CORRUPT = 11
@@ -340,28 +363,16 @@ class Store:
         return True
 
     def _connect(self) -> sqlite3.Connection:
-        """Connect to a sound database (a corrupt one is moved aside first). Raises sqlite3.Error, OSError."""
+        """(Lock held.) Connect to a sound database as self._conn (a corrupt one is moved aside first), which
+        a later failure's _disconnect closes. Raises sqlite3.Error, OSError."""
         try:
-            return self._open_database()
+            self._conn = open_database(self.path, SCHEMA)
         except sqlite3.Error as exc:
-            if not isinstance(exc, Corrupt) and sqlite_code(exc) not in (SQLITE_CORRUPT, SQLITE_NOTADB):
+            if not is_corrupt(exc):
                 raise
-            self._disconnect()
             self._move_aside(exc)
-        return self._open_database()
-
-    def _open_database(self) -> sqlite3.Connection:
-        """(Lock held.) Open and check the database as self._conn, which a failure's _disconnect closes."""
-        os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))  # the file holds subscribers' secrets
-        self._conn = conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
-        if (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
-            raise Corrupt(found)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(
-            "PRAGMA synchronous=NORMAL"
-        )  # a commit survives a kill; a power loss may lose the last ones
-        conn.executescript(SCHEMA)
-        return conn
+            self._conn = open_database(self.path, SCHEMA)
+        return self._conn
 
     def _move_aside(self, exc: BaseException) -> None:
         """Keep a corrupt database under a name that says when and why; the store then starts empty."""
