@@ -318,9 +318,7 @@ class Hub:
         query = {"hub.mode": intent.mode, "hub.topic": intent.topic_url, "hub.challenge": challenge}
         if intent.mode == "subscribe":
             query["hub.lease_seconds"] = str(intent.lease_seconds)
-        baseline = self._etags()[
-            intent.topic
-        ]  # before asking: a change during verification is then delivered
+        baseline = self._etags()[intent.topic]  # before asking: a change during verification is delivered
         started = self.clock()
         # Not _request: a quick answer to a verification does not make a host fast (a subscriber could answer
         # those at once and trickle its deliveries); a slow one does make it slow.

@@ -108,9 +108,7 @@ class McpServer:
     ) -> dict[str, Any] | None:
         """The one place where method errors become JSON-RPC error responses; a result may be EncodedJson.
         Every part of the answer reads `snapshot` (the store's current one when none is given)."""
-        if not isinstance(
-            message, RpcRequest
-        ):  # a notification or a client's response: nothing to answer or do
+        if not isinstance(message, RpcRequest):  # a notification or a client's response: nothing to do
             return None
         method = (self.modern_methods if session.modern else self.methods).get(message.method)
         params = {} if message.params is None else message.params

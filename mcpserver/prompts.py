@@ -51,9 +51,8 @@ class Prompt:
     title: str
     description: str
     arguments: tuple[Argument, ...]
-    render: Callable[
-        [Dataset, str, Mapping[str, str]], list[dict[str, Any]]
-    ]  # (dataset, base URL, arguments)
+    # Called with the dataset, the base URL and the arguments.
+    render: Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]
 
     def definition(self, words: BusinessWords) -> dict[str, Any]:
         """The prompts/list entry, its description in the words of the business served."""
@@ -349,10 +348,7 @@ def complete(dataset: Dataset, template_uri: str, params: Mapping[str, Any]) -> 
     kind = argument_kind(ref, argument["name"], template_uri)
     if kind is None:
         return completion([])  # an argument that names nothing in the data (a date) has no completions
-    if kind in (
-        "review",
-        "reply_review",
-    ):  # ids (ULIDs, upper case): a case-insensitive prefix, no words to fold
+    if kind in ("review", "reply_review"):  # ids (ULIDs, upper case): a case-insensitive prefix, no folding
         prefix = argument["value"].strip().upper()
         # Newest first, both: position_of is in position order.
         ids = dataset.position_of if kind == "review" else unanswered_low_rated(dataset)

@@ -209,9 +209,8 @@ class _Insights:
 
     @classmethod
     def build(cls, doc: Mapping[str, Any], position_of: Mapping[str, int]) -> "_Insights":
-        n = (
-            max(position_of.values(), default=-1) + 1
-        )  # the reviews (position_of has one of an id written twice)
+        # The number of reviews (position_of has one entry for an id written twice).
+        n = max(position_of.values(), default=-1) + 1
         starts, ends, order = array("q", [-1]) * n, array("q", [-1]) * n, array("i")
         positions = partial(array, "i")
         entities: dict[str, dict[str, array]] = {
@@ -298,9 +297,7 @@ class EncodedReviews(Sequence[Mapping[str, Any]]):
         return len(self._offsets) - 1
 
     def __getitem__(self, index: Any) -> Any:
-        positions = range(len(self))[
-            index
-        ]  # a position (IndexError out of range), or a slice's clipped range
+        positions = range(len(self))[index]  # a position (IndexError out of range), or a slice clipped
         if isinstance(positions, range):
             return tuple(map(self.__getitem__, positions))
         return json.loads(self._body[self._offsets[positions] : self._offsets[positions + 1] - 1])
@@ -615,11 +612,7 @@ def _built(
     """build(doc, *args), or None with why `doc` cannot be encoded added to `problems`."""
     try:
         return build(doc, *args)
-    except (
-        UnicodeEncodeError,
-        ValueError,
-        TypeError,
-    ):  # a lone surrogate (orjson: TypeError), a number beyond a float
+    except (UnicodeEncodeError, ValueError, TypeError):  # a lone surrogate (orjson: TypeError), a huge number
         problems += unencodable_problems(file, doc) or [
             Problem(file, "$", "json", "cannot be encoded as JSON")
         ]
@@ -637,9 +630,8 @@ def check_data_dir(data_dir: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
     for name in DATA_FILES:
         try:
             raws.append(read_file(Path(data_dir), name, max_bytes))
-            parse_json(
-                raws[-1]
-            )  # a file that is not JSON is reported with the other's read or parse problems only
+            # A file that is not JSON is reported with the other's read or parse problems only.
+            parse_json(raws[-1])
         except DataError as exc:
             problems += exc.problems
     if not problems:

@@ -85,9 +85,8 @@ class DataStore(Generic[S]):
         if hashes == self._hashes:
             return None
         started = time.monotonic()
-        dataset = dataset_from_files(
-            raws.pop(0), raws.pop(0)
-        )  # taken out of `raws`: the load frees them as it goes
+        # Taken out of `raws`: the load frees them as it goes.
+        dataset = dataset_from_files(raws.pop(0), raws.pop(0))
         took = time.monotonic() - started
         log.info(
             "loaded %d reviews in %.2f s",

@@ -336,9 +336,8 @@ class Outbound:
             )
             conn = http.client.HTTPSConnection(callback.host, callback.port, context=self._context)
             conn.sock = _connect_any(addresses, self.connect_timeout, deadline)
-            watch = (
-                conn.sock.dup()
-            )  # shutdown() on a duplicate ends the connection even after ssl takes it over
+            # shutdown() on a duplicate ends the connection even after ssl takes it over.
+            watch = conn.sock.dup()
             with self._lock:
                 self._inflight[watch] = deadline
             conn.sock.settimeout(self.read_timeout)

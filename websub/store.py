@@ -503,9 +503,8 @@ class Store:
             return True
 
     def _check_caps(self, intent: Intent, caps: Caps) -> None:
-        hosts = {
-            key: sub.host for key, sub in self._subs.items()
-        }  # of every pair held or waiting for verification
+        # The host of every pair held or waiting for verification.
+        hosts = {key: sub.host for key, sub in self._subs.items()}
         hosts.update((key, i.host) for key, i in self._intents.items() if i.mode == "subscribe")
         for what, count, limit in (
             ("in total", len(hosts), caps.total),
