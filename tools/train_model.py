@@ -46,7 +46,7 @@ from reviewsd_app.analysis.features import (  # noqa: E402
 from reviewsd_app.analysis.lexicon import Scorer  # noqa: E402
 from reviewsd_app.analysis.matcher import Matcher  # noqa: E402
 from reviewsd_app.analysis.model import CLASSES  # noqa: E402
-from reviewsd_app.analysis.review import is_full_name, pronoun_at, score_sentence  # noqa: E402
+from reviewsd_app.analysis.review import is_full_name, score_sentence  # noqa: E402
 from reviewsd_app.authoring.presets import render_preset  # noqa: E402
 from reviewsd_app.authoring.profile import Profile, parse_profile  # noqa: E402
 
@@ -150,11 +150,9 @@ def examples(reviews: Sequence[dict]) -> Examples:
                     found.polarity.append((index, pf, people[match.id]))
                 elif match.term in not_staff or any(match.term in n.split() for n in not_staff):
                     found.staff.append((index, features, False))
-            for person_id, polarity in people.items():  # a pronoun, or a name the matcher missed
+            for person_id, polarity in people.items():  # named in a way the matcher missed: whole sentence
                 if person_id not in seen:
-                    pronoun = pronoun_at(tokens)
-                    span = (pronoun, pronoun) if pronoun is not None else None
-                    pf = polarity_features(tokens, values, span, "person", review["rating"])
+                    pf = polarity_features(tokens, values, None, "person", review["rating"])
                     found.polarity.append((index, pf, polarity))
     return found
 
