@@ -71,21 +71,11 @@ def stem(token: str) -> str:
     return token
 
 
-def detection_features(
-    tokens: Sequence[str], term_hits: Iterable[str], previous: Sequence[str] = ()
-) -> list[str]:
+def detection_features(tokens: Sequence[str], term_hits: Iterable[str]) -> list[str]:
     """A sentence's features for the aspect heads: its n-grams and stems, and the aspects whose terms
     it holds."""
     features = ngrams("w:", tokens) + [f"term:{aspect}" for aspect in sorted(set(term_hits))]
-    features += [f"st:{stem(t)}" for t in tokens]
-    import os
-
-    exp = os.environ.get("EXP", "")
-    if "E3" in exp:
-        features += [f"p5:{t[:5]}" for t in tokens if len(t) > 5]
-    if "E4" in exp:
-        features += [f"prev:{t}" for t in previous]
-    return features
+    return features + [f"st:{stem(t)}" for t in tokens]
 
 
 def clause_bounds(tokens: Sequence[str], first: int, last: int) -> tuple[int, int]:
@@ -109,7 +99,6 @@ def polarity_features(
     span: tuple[int, int] | None,
     kind: str,
     stars: int,
-    aspect: str | None = None,
 ) -> dict[str, float]:
     """A mention's features: the clause around it (or the whole sentence when nothing names it) and the
     sentence, as n-grams with negation marked; where it stands against a contrast; the lexicon's scores of
@@ -141,14 +130,6 @@ def polarity_features(
     features[f"kind:{kind}"] = 1.0
     if "?" in tokens:
         features["question"] = 1.0
-    import os
-
-    exp = os.environ.get("EXP", "")
-    if "E1" in exp and aspect:
-        features[f"aspect:{aspect}"] = 1.0
-        features[f"aspect:{aspect}|stars:{stars}"] = 1.0
-    if "E2" in exp:
-        features[f"stars:{stars}|lex{_sign(clause_score)}"] = 1.0
     return features
 
 

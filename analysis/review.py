@@ -9,7 +9,7 @@ comes from the polarity model over the clause around it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from .features import detection_features, polarity_features, staff_reference_features, tokens_of
 from .lexicon import Scorer, compound, label
@@ -23,9 +23,6 @@ OWN_VALENCE_GROUPS = frozenset({"aspects"})
 STAFF_GROUP = "technicians"
 STAFF_REFERENCE_BAR = 0.5  # a staff name means that staff member when the model says so above this
 TERMS_DETECT = True
-# "He explained everything." right after "I saw Dr. Lee.": the pronoun is Dr. Lee, counted only when the
-# sentence judges them (the corpus guideline's rule for pronouns).
-PRONOUNS = frozenset({"he", "she", "him", "her", "he's", "she's", "he'd", "she'd", "he'll", "she'll"})
 
 
 @dataclass(frozen=True)
@@ -147,11 +144,8 @@ def sentence_mentions(
     model: Model,
     stars: int,
     reasons: int = 0,
-    antecedent: str | None = None,
-    previous: tuple[str, ...] = (),
 ) -> tuple[list[Mention], list[tuple[int, Match, float]]]:
-    """The mentions in one sentence, each with its polarity; and the staff names read as someone else.
-    `antecedent` is the one staff member the sentence before named, whom a pronoun here may mean."""
+    """The mentions in one sentence, each with its polarity; and the staff names read as someone else."""
     tokens, values = sentence.tokens, sentence.values
     found: list[Mention] = []
     rejected = []
@@ -159,12 +153,11 @@ def sentence_mentions(
     for match in sentence.matches:
         first_match.setdefault((match.group, match.id), match)
     term_hits = [m.id for m in sentence.matches if m.group == "aspects"]
-    heads = model.detect(detection_features(tokens, term_hits, previous), aspect_ids)
+    heads = model.detect(detection_features(tokens, term_hits), aspect_ids)
 
     def add(group: str, record_id: str, found_by: str, match: Match | None, kind: str) -> None:
         span = (match.first, match.last) if match else None
-        aspect = record_id if group == "aspects" else None
-        polarity = model.polarity(polarity_features(tokens, values, span, kind, stars, aspect), reasons)
+        polarity = model.polarity(polarity_features(tokens, values, span, kind, stars), reasons)
         found.append(Mention(group, record_id, number, found_by, span, polarity))
 
     for aspect_id in aspect_ids:
@@ -189,36 +182,7 @@ def sentence_mentions(
             add(group, record_id, f"name '{match.term}'", match, "person")
         else:
             add(group, record_id, f"term '{match.term}'", match, "aspect")
-    named = any(m.group == STAFF_GROUP for m in found) or rejected
-    pronoun = pronoun_at(tokens) if antecedent and not named else None
-    if pronoun is not None:
-        features = polarity_features(tokens, values, (pronoun, pronoun), "person", stars)
-        polarity = model.polarity(features, reasons)
-        if polarity.sentiment != "neutral":
-            found_by = f"pronoun '{tokens[pronoun]}' after their name"
-            found.append(Mention(STAFF_GROUP, antecedent, number, found_by, (pronoun, pronoun), polarity))
     return found, rejected
-
-
-def next_antecedent(
-    antecedent: str | None, sentence: ScoredSentence, found: list[Mention], rejected: list
-) -> str | None:
-    """Whom a pronoun in the next sentence may mean: the one staff member this sentence names; the same
-    one again when it names nobody but goes on with a pronoun ("He ... He ..."); else nobody."""
-    if rejected:
-        return None
-    staff = {m.id for m in found if m.group == STAFF_GROUP and not m.found_by.startswith("pronoun")}
-    if staff:
-        return staff.pop() if len(staff) == 1 else None
-    return antecedent if pronoun_at(sentence.tokens) is not None else None
-
-
-def pronoun_at(tokens: Sequence[str]) -> int | None:
-    """The first he/she/him/her in a sentence's tokens."""
-    for index, token in enumerate(tokens):
-        if token in PRONOUNS:
-            return index
-    return None
 
 
 def analyse_review(
@@ -235,21 +199,10 @@ def analyse_review(
     text_score = sum(s.score for s in sentences) / len(sentences) if sentences else 0.0
     score, sentiment = review_sentiment(review["rating"], text_score, bool(sentences))
     result = ReviewAnalysis(review, sentences, text_score, score, sentiment)
-    antecedent = None
     for number, sentence in enumerate(sentences):
-        found, rejected = sentence_mentions(
-            number,
-            sentence,
-            aspect_ids,
-            model,
-            review["rating"],
-            reasons,
-            antecedent,
-            sentences[number - 1].tokens if number else (),
-        )
+        found, rejected = sentence_mentions(number, sentence, aspect_ids, model, review["rating"], reasons)
         result.found += found
         result.rejected += rejected
-        antecedent = next_antecedent(antecedent, sentence, found, rejected)
         for match in sentence.matches:
             if match.group == "aspects" and any(m.id == match.id and m.sentence == number for m in found):
                 result.phrases.setdefault(match.id, []).append(_phrase(sentence, match))

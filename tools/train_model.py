@@ -123,17 +123,15 @@ def examples(reviews: Sequence[dict]) -> Examples:
         matcher, scorer = readers(review)
         aspects = [a["id"] for a in preset_profile(review["trade"]).aspects]
         ids = {p["name"]: slug(p["name"]) for p in review.get("staff", [])}
-        previous: tuple[str, ...] = ()
         for labelled in review["sentences"]:
             sentence = score_sentence(labelled["text"], matcher, scorer)
             tokens, values = sentence.tokens, sentence.values
             hits = [m.id for m in sentence.matches if m.group == "aspects"]
-            found.detection.append((index, review["trade"], detection_features(tokens, hits, previous), True))
-            previous = tokens
+            found.detection.append((index, review["trade"], detection_features(tokens, hits), True))
             found.detection_labels.append({a: a in labelled.get("aspects", {}) for a in aspects})
             for aspect, polarity in labelled.get("aspects", {}).items():
                 span = aspect_span(sentence, aspect)
-                features = polarity_features(tokens, values, span, "aspect", review["rating"], aspect)
+                features = polarity_features(tokens, values, span, "aspect", review["rating"])
                 found.polarity.append((index, features, polarity))
             people = {ids[name]: polarity for name, polarity in labelled.get("people", {}).items()}
             not_staff = {n.lower() for n in labelled.get("not_staff", [])}
