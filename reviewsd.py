@@ -181,12 +181,12 @@ class ReviewsApp:
 
     def is_precomputed(self, path: str) -> bool:
         """Whether a GET of `path` (as sent) is answered from bytes already made: a payload route or a review
-        page already rendered. The server answers those on the thread that read them (server.answers_here)."""
-        snapshot = self.store.current
-        if path in snapshot.payloads:
+        page already rendered. The server answers those on the thread that read them (server.answers_here).
+        The same rule as __call__'s fast path: `payload` (a trailing slash too) and `review_id_of_page`."""
+        if self.payload(path) is not None:
             return True
         review_id = review_id_of_page(path)
-        return review_id is not None and snapshot.has_review_page(review_id)
+        return review_id is not None and self.store.current.has_review_page(review_id)
 
     def compress_late(self) -> None:
         """Compress the first snapshot's data files on a background thread (see __init__)."""
