@@ -16,8 +16,7 @@ from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from functools import cached_property, partial
-import itertools
-from itertools import compress
+from itertools import compress, repeat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence, TypeVar
 
@@ -504,9 +503,7 @@ class Dataset:
             last = min(first + _TEXT_CHUNK, len(starts) - 1)
             before = len(found)
             if dense:  # blob.find over each text of the chunk, in C: -1 where it does not hold the needle
-                found_at = map(
-                    blob.find, itertools.repeat(encoded), starts[first:last], starts[first + 1 : last + 1]
-                )
+                found_at = map(blob.find, repeat(encoded), starts[first:last], starts[first + 1 : last + 1])
                 found += compress(range(first, last), map((-1).__ne__, found_at))
             else:
                 stop = starts[last]
