@@ -286,10 +286,11 @@ class ReviewsApp:
         """`run()` now if the search is cheap; if expensive, once the cost gate gives its client a turn, or a
         503 with Retry-After if none comes soon (web/admission.py)."""
         priced = {name: values[0] for name, values in args.items() if values}  # as run_search takes them
-        expensive = is_expensive(priced, len(self.store.current.dataset.reviews))
+        if not is_expensive(priced, len(self.store.current.dataset.reviews)):
+            return run()
         address = environ.get("reviewsd.client") or environ.get("REMOTE_ADDR") or ""
         try:
-            return self.gate.run(client_group(address, self.config.client_prefix_v6), expensive, run)
+            return self.gate.run(client_group(address, self.config.client_prefix_v6), run)
         except Busy:
             return json_error(503, "busy", BUSY_MESSAGE, headers=[("Retry-After", RETRY_AFTER)])
 

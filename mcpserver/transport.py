@@ -353,9 +353,11 @@ class McpEndpoint:
                 len(self.server.store.current.dataset.reviews),
             )
         )
+        if not expensive:
+            return handle()
         address = environ.get("reviewsd.client") or environ.get("REMOTE_ADDR") or ""
         try:
-            return self.gate.run(client_group(address, self.client_prefix_v6), expensive, handle)
+            return self.gate.run(client_group(address, self.client_prefix_v6), handle)
         except Busy:
             request_id = message.id if isinstance(message, RpcRequest) else None
             raise HttpRefusal(503, BUSY_MESSAGE, request_id, headers=[("Retry-After", RETRY_AFTER)]) from None

@@ -68,8 +68,8 @@ BUSY_MESSAGE = "too many text searches at once; try again in a second"
 
 
 class CostGate:
-    """How many expensive requests run now, in all and by client, and when the next may start; `run` takes a
-    turn, waiting briefly for one."""
+    """How many expensive requests run now, in all and by client, and when the next may start; `run` runs one
+    in a turn, waiting briefly for it."""
 
     def __init__(
         self,
@@ -116,10 +116,8 @@ class CostGate:
             self._next_start = max(self._next_start, self._clock() + pause)
             self._turn.notify_all()
 
-    def run(self, client: str, expensive: bool, work: Callable[[], T]) -> T:
-        """`work()` now if it is cheap; if expensive, in a turn of `client`'s (or Busy if none comes soon)."""
-        if not expensive:
-            return work()
+    def run(self, client: str, work: Callable[[], T]) -> T:
+        """`work()`, an expensive request's, in a turn of `client`'s (or Busy if none comes soon)."""
         if not self.enter(client):
             raise Busy()
         started = time.thread_time()
