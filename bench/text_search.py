@@ -4,8 +4,9 @@
     .venv/bin/python bench/text_search.py [--reviews 10000,100000] [--root DIR]
 
 Generates the data with tools/generate_data.py (deterministic) in a temporary folder and loads it. The
-GIL column is the longest gap a thread that wakes every 0.5 ms saw while the searches ran: what one search
-costs every other request of the server (its selector thread answers the feed between such gaps). --root
+GIL column is the longest gap a thread that wakes every 0.5 ms saw while the searches ran, with the
+server's switch interval: the longest a search keeps every other request of the server waiting (its
+selector thread answers the feed between such gaps; a C call longer than the interval holds on). --root
 loads the package of another checkout (a `git worktree` of main), so before and after print the same rows.
 """
 
@@ -66,10 +67,12 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
     args = parser.parse_args()
     load_package(args.root.resolve())
+    from reviewsd_app.httpserver.server import SWITCH_INTERVAL
     from reviewsd_app.reviews import dataset as ds
     from reviewsd_app.reviews import search
 
-    print(f"package: {args.root.resolve()}")
+    sys.setswitchinterval(SWITCH_INTERVAL)  # as the server runs: a thread waits at most this for the GIL
+    print(f"package: {args.root.resolve()}; GIL switch interval {SWITCH_INTERVAL * 1000:g} ms")
     for size in map(int, args.reviews.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             generate(size, Path(tmp))
