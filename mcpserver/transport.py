@@ -301,7 +301,10 @@ class McpEndpoint:
                 "Unknown or ended session: send initialize (without Mcp-Session-Id) to start a new one",
                 request_id,
             )
-        reply = self.metered(environ, message, lambda: self.server.handle(session, message))
+        snapshot = self.server.store.current  # once: priced and answered on one version
+        reply = self.metered(
+            environ, message, snapshot, lambda: self.server.handle(session, message, snapshot)
+        )
         return json_response(reply, 200) if reply is not None else empty_response(202)
 
     def initialize(self, environ: dict, message: RpcRequest) -> Triple:
@@ -332,6 +335,7 @@ class McpEndpoint:
         reply = self.metered(
             environ,
             message,
+            snapshot,
             lambda: self.server.handle(Session(protocol_version=MODERN_VERSION), message, snapshot),
         )
         if reply is not None and "result" in reply:
@@ -340,9 +344,11 @@ class McpEndpoint:
             reply["result"] = modern_result(message.method, reply["result"], info, info_json)
         return json_response(reply, 200)
 
-    def metered(self, environ: Mapping[str, Any], message: Message, handle: Callable[[], T]) -> T:
-        """`handle()` now, or for a search tool priced expensive (web/admission.py, as HTTP's search) in a
-        turn of the cost gate's; 503 with Retry-After if none comes soon."""
+    def metered(
+        self, environ: Mapping[str, Any], message: Message, snapshot: Any, handle: Callable[[], T]
+    ) -> T:
+        """`handle()` now, or for a search tool priced expensive on `snapshot` (web/admission.py, as HTTP's
+        search) in a turn of the cost gate's; 503 with Retry-After if none comes soon."""
         expensive = (
             isinstance(message, RpcRequest)
             and message.method == "tools/call"
@@ -350,7 +356,7 @@ class McpEndpoint:
             and tool_is_expensive(
                 message.params.get("name"),
                 message.params.get("arguments"),
-                len(self.server.store.current.dataset.reviews),
+                len(snapshot.dataset.reviews),
             )
         )
         if not expensive:
