@@ -16,6 +16,8 @@ from typing import Any, Mapping, NoReturn, Sequence
 from urllib.parse import urlsplit
 
 HERE = Path(__file__).resolve().parent
+BUNDLED_DATA_DIR = HERE / "data"  # the sample served out of the box (installed: the copy in the package)
+DATA_DIR_ENV = "REVIEWSD_DATA_DIR"
 # The command's name as the user typed it: `reviewsd` when installed, `reviewsd.py` in a checkout.
 PROG = "reviewsd" if Path(sys.argv[0]).name == "reviewsd" else "reviewsd.py"
 
@@ -27,10 +29,24 @@ def default_state_dir() -> Path:
     return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "reviewsd"
 
 
+def resolve_data_dir(given: str | Path | None, *, writes: bool) -> Path:
+    """The data directory of every command, by one rule: --data-dir DIR, else $REVIEWSD_DATA_DIR, else the
+    bundled sample. A command that writes takes the sample only when it is named: without either, it
+    refuses (ValueError, one line saying what to pass) rather than overwrite the sample."""
+    named = given or os.environ.get(DATA_DIR_ENV)
+    if named:
+        return Path(named)
+    if writes:
+        raise ValueError(
+            f"which data directory? Give --data-dir DIR or set {DATA_DIR_ENV}=DIR (the bundled sample "
+            "is written only when named)"
+        )
+    return BUNDLED_DATA_DIR
+
+
 def option(default: Any, description: str, low: float | None = None, high: float | None = None) -> Any:
-    """A Config field: its default, its --help text and, for a number, its
-    range (None: unbounded on that side), outside which the server stops at
-    once naming the option, instead of a server that cannot work as asked."""
+    """A Config field: its default, its --help text and, for a number, its range (None: unbounded on that
+    side). Outside the range the server stops at once, naming the option, rather than run not as asked."""
     return field(default=default, metadata={"help": description, "range": (low, high)})
 
 
@@ -40,7 +56,7 @@ class Config:
 
     host: str = option("127.0.0.1", "address to listen on")
     port: int = option(8080, "port to listen on", 0, 65535)
-    data_dir: str = option(str(HERE / "data"), "directory holding reviews.json and insights.json")
+    data_dir: str = option(str(BUNDLED_DATA_DIR), "directory holding reviews.json and insights.json")
     state_dir: str = option(
         str(default_state_dir()), "directory for the hub's and the events' SQLite databases"
     )
@@ -151,8 +167,8 @@ class Config:
 
 
 def env_value(name: str, default: Any) -> Any:
-    """REVIEWSD_<NAME> read as the type of the option's default (ValueError naming the variable if it is
-    not)."""
+    """REVIEWSD_<NAME> read as the type of the option's default; ValueError, naming the variable, if it
+    is not that type."""
     variable = f"REVIEWSD_{name.upper()}"
     raw = os.environ.get(variable)
     if raw is None:
@@ -208,8 +224,7 @@ class Parser(argparse.ArgumentParser):
 
 
 class VersionAction(argparse.Action):
-    """--version: prints `reviewsd VERSION` and exits; the version is looked up only then (not at every
-    start)."""
+    """--version: prints `reviewsd VERSION` and exits; the version is looked up then, not at every start."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
         print(f"reviewsd {version()}")
@@ -227,10 +242,10 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 USAGE = f"""{PROG} [serve] [OPTION ...]                  serve the API (the default; `serve` may be left out)
        {PROG} check [--data-dir DIR]                validate a data directory and exit
-       {PROG} init --preset NAME [--data-dir DIR]   write a starter business.toml for your trade
+       {PROG} init --preset NAME --data-dir DIR     write a starter business.toml for your trade
        {PROG} import --data-dir DIR [--encoding E] [--date-format F] FILE ...
                                                          merge review exports into reviews.json
-       {PROG} analyze [--data-dir DIR] [--explain ID]  derive insights.json from the reviews
+       {PROG} analyze --data-dir DIR [--explain ID]  derive insights.json from the reviews
        {PROG} sync --data-dir DIR [--full]          pull new reviews from Google and Trustpilot
        {PROG} notify test [--notify FILE]           send a sample event to every webhook and alert
        {PROG} --version | --help"""
@@ -255,7 +270,10 @@ def parse_config(argv: Sequence[str]) -> Config:
     )
     for f in fields(Config):
         try:
-            default = env_value(f.name, f.default)
+            if f.name == "data_dir":
+                default = str(resolve_data_dir(None, writes=False))
+            else:
+                default = env_value(f.name, f.default)
         except ValueError as exc:
             parser.error(str(exc))
         kind: dict[str, Any] = (

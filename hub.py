@@ -106,8 +106,8 @@ class Hub:
         self._keeper = threading.Thread(target=self._keep_store, name="hub-store", daemon=True)
 
     def start(self) -> None:
-        """Open the store (else the keeper thread retries), start the workers, bring every subscriber up to
-        date."""
+        """Open the store (else the keeper thread retries), start the workers and bring every subscriber
+        up to date."""
         if self.db.open():
             subscriptions, intents, expired = self._schedule_all()
             log.info(
@@ -140,8 +140,8 @@ class Hub:
         return len(subscriptions), len(intents), expired
 
     def _keep_store(self) -> None:
-        """The keeper thread: every --hub-state-check seconds, check the state directory or retry the
-        store."""
+        """The keeper thread: every --hub-state-check seconds, check the state directory, or retry the
+        store if it failed."""
         while not self._stopped.wait(self.config.hub_state_check):
             try:
                 if self.db.maintain():
@@ -318,9 +318,7 @@ class Hub:
         query = {"hub.mode": intent.mode, "hub.topic": intent.topic_url, "hub.challenge": challenge}
         if intent.mode == "subscribe":
             query["hub.lease_seconds"] = str(intent.lease_seconds)
-        baseline = self._etags()[
-            intent.topic
-        ]  # before asking: a change during verification is then delivered
+        baseline = self._etags()[intent.topic]  # before asking: a change during verification is delivered
         started = self.clock()
         # Not _request: a quick answer to a verification does not make a host fast (a subscriber could answer
         # those at once and trickle its deliveries); a slow one does make it slow.
@@ -478,8 +476,8 @@ def start_hub(
 ) -> Hub:
     """Create and start the hub of `store`'s topics, following its data reloads.
 
-    `clock`, `outbound` (anything with Outbound's three methods) and `resolve`
-    (getaddrinfo's shape) are for tests.
+    `clock`, `outbound` (anything with Outbound's three methods) and `resolve` (getaddrinfo's shape) are
+    for tests.
     """
     hub = Hub(store, config, trusted_proxies, clock=clock, outbound=outbound, resolve=resolve)
     store.subscribe(hub.on_reload)

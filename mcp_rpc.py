@@ -12,9 +12,8 @@ leave room: docs/internals.md ("MCP"), `protocol.valid_id` (which request ids we
 
 from __future__ import annotations
 
+import functools
 import logging
-import threading
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -42,6 +41,7 @@ from .mcpserver.protocol import (
 )
 from .mcpserver.sessions import Session
 from .mcpserver.tools import TOOLS, BusinessWords, ToolError, ToolOutput, resource_link, run_tool
+from .reviews.dataset import Dataset
 from .reviews.datastore import DataStore
 from .reviews.search import InvalidParams
 from .web.snapshot import Snapshot
@@ -90,8 +90,8 @@ class McpServer:
             "completion/complete": self.complete,
         }
         self.methods = {"initialize": self.initialize, "ping": self.ping, **common}  # a 2025 session's
-        # 2026-07-28 removed initialize and ping (and
-        # logging/setLevel, resources/subscribe: never served here).
+        # 2026-07-28 removed initialize and ping (and logging/setLevel and resources/subscribe, which are
+        # never served here).
         self.modern_methods = {"server/discover": self.discover, **common}
 
     @property
@@ -108,9 +108,7 @@ class McpServer:
     ) -> dict[str, Any] | None:
         """The one place where method errors become JSON-RPC error responses; a result may be EncodedJson.
         Every part of the answer reads `snapshot` (the store's current one when none is given)."""
-        if not isinstance(
-            message, RpcRequest
-        ):  # a notification or a client's response: nothing to answer or do
+        if not isinstance(message, RpcRequest):  # a notification or a client's response: nothing to do
             return None
         method = (self.modern_methods if session.modern else self.methods).get(message.method)
         params = {} if message.params is None else message.params
@@ -201,11 +199,11 @@ class McpServer:
         return {"tools": [app.with_app(tool) for tool in tools] if call.apps else tools}
 
     def call_tool(self, call: Call, params: dict[str, Any]) -> dict[str, Any] | EncodedJson:
-        """Arguments that fail the tool's inputSchema, and values that name nothing in the
-        data, are tool execution errors: a result with `isError: true` whose text lists every
-        problem and the valid choices, so a model can correct itself (docs/mcp.md; MCP
-        2025-11-25 says the same of input validation errors). A malformed request (params not
-        an object, name missing or unknown, arguments not an object) is -32602."""
+        """Arguments that fail the tool's inputSchema, and values that name nothing in the data, are tool
+        execution errors: a result with `isError: true` whose text lists every problem and the valid
+        choices, so a model can correct itself (docs/mcp.md; MCP 2025-11-25 says the same of input
+        validation errors). A malformed request (params not an object, name missing or unknown, arguments
+        not an object) is -32602."""
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
             raise RpcError(
@@ -317,17 +315,14 @@ class McpServer:
         return prompts.complete(call.dataset, self.review_template, params)
 
 
-_APP_DOCUMENTS: "weakref.WeakKeyDictionary[Any, tuple[str, str]]" = weakref.WeakKeyDictionary()
-_APP_LOCK = threading.Lock()
-
-
-def app_document(dataset: Any, base_url: str) -> str:
+def app_document(dataset: Dataset, base_url: str) -> str:
     """The app's HTML for a dataset, made once per dataset and base URL (its charts are rendered then)."""
-    with _APP_LOCK:
-        made = _APP_DOCUMENTS.get(dataset)
-        if made is None or made[0] != base_url:
-            made = _APP_DOCUMENTS[dataset] = (base_url, app.app_html(dataset, base_url))
-        return made[1]
+    return dataset.derived(_app_maker(base_url))
+
+
+@functools.lru_cache(maxsize=8)  # one per server's base URL: the same function each time, for Dataset.derived
+def _app_maker(base_url: str) -> Callable[[Dataset], str]:
+    return lambda dataset: app.app_html(dataset, base_url)
 
 
 def tool_result(structured: EncodedJson, links: list[dict[str, Any]] = ()) -> EncodedJson:

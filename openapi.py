@@ -1,9 +1,8 @@
 """The OpenAPI 3.1.0 document, assembled from the same JSON Schemas that validate the data.
 
-Each file in schemas/ becomes one entry of `components.schemas`; its `$ref`s
-(to its own `$defs` or to other files) are rewritten to point inside the
-document, so that the data files, the search parameters, the MCP tools and the
-published contract share one definition.
+Each file in schemas/ becomes one entry of `components.schemas`; its `$ref`s (to its own `$defs` or to other
+files) are rewritten to point inside the document, so that the data files, the search parameters, the MCP
+tools and the published contract share one definition.
 """
 
 from __future__ import annotations
@@ -165,8 +164,8 @@ def _operation(
     parameters: list[dict[str, Any]] | None = CONDITIONAL_PARAMS,
     body: tuple[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """An operation, its `responses` completed with SERVER_REFUSALS; `body` is its request's media type and
-    schema."""
+    """An operation, its `responses` completed with SERVER_REFUSALS; `body` is the media type and schema
+    of its request."""
     operation = {"operationId": operation_id, "tags": [tag], "summary": summary, "description": description}
     if parameters is not None:
         operation["parameters"] = parameters

@@ -1,8 +1,8 @@
 """reviewsd: a read-only API for one business's verified reviews and review insights.
 
-Entry point and WSGI application. `create_app(config)` returns the WSGI app, so
-any WSGI server can host it; `python reviewsd.py` serves it with the production
-server in server.py, and `python reviewsd.py check --data-dir DIR` validates data.
+Entry point and WSGI application. `create_app(config)` returns the WSGI app, so any WSGI server can host
+it; `python reviewsd.py` serves it with the production server in httpserver/, and `python reviewsd.py check
+--data-dir DIR` validates data.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from .config import (
     env_value,
     parse_config,
     parse_networks,
+    resolve_data_dir,
 )
 from .events.command import notify_main
 from .events.config import NotifyConfigError, load_notify
@@ -365,7 +366,7 @@ class ReviewsApp:
 
     def on_healthz(self, environ: Mapping[str, Any]) -> Triple:
         """200 while reads are served ("degraded" when the hub's store is unavailable); 503 once the hub
-        stopped."""
+        has stopped."""
         dataset = self.store.current.dataset
         hub_status = self.hub.status() if self.hub is not None else {"enabled": False}
         events_status = self.notifier.status() if self.notifier is not None else {"enabled": False}
@@ -438,9 +439,9 @@ def wsgi_body(body: Body, buffers: bool) -> list[Any]:
 def query_args(environ: Mapping[str, Any]) -> dict[str, list[str]]:
     """The query string's parameters, each with every value given, as werkzeug's `Request.args` reads them.
 
-    Bytes that are not UTF-8 stay percent-encoded (werkzeug's "werkzeug.url_quote"
-    error handler, registered when werkzeug.urls is imported), whether they came
-    percent-encoded or raw; werkzeug itself fails on raw ones.
+    Bytes that are not UTF-8 stay percent-encoded, whether they came percent-encoded or raw (werkzeug's
+    "werkzeug.url_quote" error handler, registered when werkzeug.urls is imported; werkzeug itself fails
+    on raw ones).
     """
     text = environ.get("QUERY_STRING", "")
     if not text.isascii():  # WSGI carries the raw bytes as latin-1
@@ -514,7 +515,7 @@ def check_main(argv: Sequence[str]) -> int:
     )
     parser.add_argument(
         "--data-dir",
-        default=env_value("data_dir", Config.data_dir),
+        default=str(resolve_data_dir(None, writes=False)),
         help="directory holding reviews.json and insights.json (REVIEWSD_DATA_DIR)",
     )
     parser.add_argument(

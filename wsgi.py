@@ -11,8 +11,7 @@ directory is held by one process at a time: host it in one worker (gunicorn's th
 requests: `--workers 1 --threads 8`), or set REVIEWSD_HUB=false. Don't preload (`--preload` builds the app
 in the master, whose threads a fork does not copy). REVIEWSD_BASE_URL must be the URL clients reach (the
 default names REVIEWSD_HOST and REVIEWSD_PORT, which the WSGI server's own bind does not change).
-docs/configuration.md ("Hosting the app elsewhere") says what such a server does not do that `reviewsd`
-does.
+docs/configuration.md ("Hosting the app elsewhere") lists what `reviewsd` does and such a server does not.
 """
 
 from __future__ import annotations

@@ -72,8 +72,8 @@ def stem(token: str) -> str:
 
 
 def detection_features(tokens: Sequence[str], term_hits: Iterable[str]) -> list[str]:
-    """A sentence's features for the aspect heads: its n-grams and stems, and which aspects' terms it
-    matched."""
+    """A sentence's features for the aspect heads: its n-grams and stems, and the aspects whose terms
+    it holds."""
     features = ngrams("w:", tokens) + [f"term:{aspect}" for aspect in sorted(set(term_hits))]
     return features + [f"st:{stem(t)}" for t in tokens]
 

@@ -52,18 +52,12 @@ def split_sentences(text: str | None) -> list[str]:
 
 @dataclass(frozen=True)
 class Folded:
-    """One sentence folded: the folded string, its tokens, and where each token starts in the string."""
+    """One sentence folded: the folded string and its tokens."""
 
     text: str
     tokens: tuple[str, ...]
-    starts: tuple[int, ...]
 
 
 def fold_sentence(sentence: str) -> Folded:
     folded = fold(sentence)
-    tokens = tuple(folded.split(" ")) if folded else ()
-    starts, offset = [], 0
-    for token in tokens:
-        starts.append(offset)
-        offset += len(token) + 1
-    return Folded(folded, tokens, tuple(starts))
+    return Folded(folded, tuple(folded.split(" ")) if folded else ())

@@ -17,8 +17,8 @@ def _validator(name: str) -> jsonschema_rs.Validator:
 
 
 def schema_errors(name: str, doc: Any, limit: int = 5) -> list[str]:
-    """Up to `limit` `$.path: message` lines for a document against schemas/NAME (as `reviewsd check` says
-    them)."""
+    """Up to `limit` `$.path: message` lines for a document against schemas/NAME, as `reviewsd check`
+    says them."""
     errors = []
     for error in _validator(name).iter_errors(doc):
         errors.append(f"{json_path(error.instance_path)}: {error.message}")

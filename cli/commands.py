@@ -15,9 +15,7 @@ from typing import Any, Sequence
 from ..authoring.presets import PRESETS, write_starter
 from ..authoring.profile import ProfileError, load_profile
 from ..authoring.writelock import LockedError, data_dir_lock
-from ..config import Config, env_value
-
-DATA_DIR_ENV = "REVIEWSD_DATA_DIR"
+from ..config import DATA_DIR_ENV, Config, env_value, resolve_data_dir
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,10 +28,21 @@ def _parser(command: str, description: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--data-dir",
         type=Path,
-        default=Path(os.environ.get(DATA_DIR_ENV) or "data"),
-        help=f"the data directory (default: ${DATA_DIR_ENV} or data)",
+        help=f"the data directory (default: ${DATA_DIR_ENV}, else the bundled sample, which a command "
+        "writes only when named)",
     )
     return parser
+
+
+def _resolve_data_dir(command: str, args: argparse.Namespace, *, writes: bool = True) -> bool:
+    """Set args.data_dir by config.resolve_data_dir's rule; False, once the refusal is printed, when a
+    command that writes was given neither --data-dir nor REVIEWSD_DATA_DIR."""
+    try:
+        args.data_dir = resolve_data_dir(args.data_dir, writes=writes)
+    except ValueError as error:
+        _refuse(command, f"{error}; nothing written")
+        return False
+    return True
 
 
 def _refuse(command: str, message: str) -> int:
@@ -42,10 +51,12 @@ def _refuse(command: str, message: str) -> int:
 
 
 def init_main(argv: Sequence[str]) -> int:
-    """`reviewsd init --preset NAME [--data-dir DIR]`: write a commented starter business.toml."""
+    """`reviewsd init --preset NAME --data-dir DIR`: write a commented starter business.toml."""
     parser = _parser("init", "Write a starter business.toml for your trade into the data directory.")
     parser.add_argument("--preset", required=True, choices=sorted(PRESETS))
     args = parser.parse_args(argv)
+    if not _resolve_data_dir("init", args):
+        return 1
     try:
         path = write_starter(args.data_dir, args.preset)
     except FileExistsError:
@@ -54,23 +65,11 @@ def init_main(argv: Sequence[str]) -> int:
         )
     except OSError as error:
         return _refuse("init", f"cannot write {args.data_dir / 'business.toml'}: {error}")
-    print(f"wrote {path}: edit [business], then run `reviewsd import FILE...` and `reviewsd analyze`")
-    return 0
-
-
-def _explicit_data_dir(command: str, argv: Sequence[str]) -> bool:
-    """True when DIR came from --data-dir or REVIEWSD_DATA_DIR: a command that merges into a directory
-    never picks the bundled sample (`data/`) by itself."""
-    given = any(arg == "--data-dir" or arg.startswith("--data-dir=") for arg in argv)
-    return given or bool(os.environ.get(DATA_DIR_ENV))
-
-
-def _no_data_dir(command: str) -> int:
-    return _refuse(
-        command,
-        f"which data directory? Give --data-dir DIR or set {DATA_DIR_ENV}=DIR "
-        "(never the bundled sample data/ by default); nothing written",
+    print(
+        f"wrote {path}: edit [business], then `reviewsd import --data-dir {args.data_dir} FILE...` and "
+        f"`reviewsd analyze --data-dir {args.data_dir}`"
     )
+    return 0
 
 
 def _report_cleanup(command: str, removed: list[Path]) -> None:
@@ -82,8 +81,8 @@ def _report_cleanup(command: str, removed: list[Path]) -> None:
 
 
 def import_main(argv: Sequence[str]) -> int:
-    """`reviewsd import --data-dir DIR [--encoding E] [--date-format F] FILE...`: merge exports into
-    DIR/reviews.json."""
+    """`reviewsd import --data-dir DIR [--encoding E] [--date-format F] FILE...`: merge review exports
+    into DIR/reviews.json."""
     from ..ingest.records import InputError
     from ..ingest.run import ReadOptions, import_files
 
@@ -107,8 +106,8 @@ def import_main(argv: Sequence[str]) -> int:
         help="how CSV dates are written, in strftime codes (e.g. %%m/%%d/%%Y for 03/09/2024)",
     )
     args = parser.parse_args(argv)
-    if not _explicit_data_dir("import", argv):
-        return _no_data_dir("import")
+    if not _resolve_data_dir("import", args):
+        return 1
     if args.encoding is not None:
         try:
             codecs.lookup(args.encoding)
@@ -159,7 +158,7 @@ def _reanalyze_if_stale(data_dir: Path, profile: Any) -> int:
 
 
 def analyze_main(argv: Sequence[str]) -> int:
-    """`reviewsd analyze [--data-dir DIR] [--explain REVIEW_ID]`: derive insights.json from reviews.json."""
+    """`reviewsd analyze --data-dir DIR [--explain REVIEW_ID]`: derive insights.json from reviews.json."""
     from ..analysis.run import AnalysisError, analyze_dir, explain_review
 
     parser = _parser("analyze", "Derive insights.json from reviews.json and business.toml.")
@@ -169,6 +168,8 @@ def analyze_main(argv: Sequence[str]) -> int:
         help="print why one review got its mentions and sentiments; write nothing",
     )
     args = parser.parse_args(argv)
+    if not _resolve_data_dir("analyze", args, writes=not args.explain):
+        return 1
     try:
         profile = load_profile(args.data_dir)
         if args.explain:
@@ -202,8 +203,8 @@ def sync_main(argv: Sequence[str]) -> int:
         "--full", action="store_true", help="read every page, not only what is new since the last sync"
     )
     args = parser.parse_args(argv)
-    if not _explicit_data_dir("sync", argv):
-        return _no_data_dir("sync")
+    if not _resolve_data_dir("sync", args):
+        return 1
     try:
         endpoints = Endpoints.from_environ(os.environ)
         profile = load_profile(args.data_dir, required=True)

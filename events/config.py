@@ -1,8 +1,8 @@
 """The --notify file (TOML): webhooks, SMTP and email alerts, and how long deliveries are retried.
 
-Read once at start; every mistake is one line naming the file, the entry and the key
-(`NotifyConfigError`). Secrets (webhook secrets, the SMTP password) live in files of their own,
-readable by the service alone (mode 0600), named relative to the --notify file.
+Read once at start; every mistake is one line naming the file, the entry and the key (`NotifyConfigError`).
+Secrets (webhook secrets, the SMTP password) live in files of their own, readable by the service alone (mode
+0600), named relative to the --notify file.
 """
 
 from __future__ import annotations

@@ -332,16 +332,12 @@ class Notifier:
             "type": pending.type,
             "attempts": attempts,
         }
+        # What each of the three log lines below says, in this order.
+        said = (pending.type, pending.event_id, target.name, outcome.description, attempts)
         if outcome.ok:
             self.db.finish(pending.seq, key, DELIVERED, attempts, outcome.description, now)
             log.info(
-                "%s %s delivered to %s (%s, attempt %d)",
-                pending.type,
-                pending.event_id,
-                target.name,
-                outcome.description,
-                attempts,
-                extra={"event": "event_delivered", **extra},
+                "%s %s delivered to %s (%s, attempt %d)", *said, extra={"event": "event_delivered", **extra}
             )
             return now
         if self._stopped.is_set():
@@ -351,22 +347,14 @@ class Notifier:
             self.db.finish(pending.seq, key, FAILED, attempts, outcome.description, now)
             log.warning(
                 "%s %s not delivered to %s: %s; given up after %d attempts",
-                pending.type,
-                pending.event_id,
-                target.name,
-                outcome.description,
-                attempts,
+                *said,
                 extra={"event": "event_failed", **extra},
             )
             return now
         self.db.retry(pending.seq, key, attempts, now + delay, outcome.description, now)
         log.debug(
-            "%s %s to %s: attempt %d failed (%s); next in %.1f s",
-            pending.type,
-            pending.event_id,
-            target.name,
-            attempts,
-            outcome.description,
+            "%s %s to %s: %s (attempt %d); next in %.1f s",
+            *said,
             delay,
             extra={"event": "event_attempt_failed", **extra},
         )

@@ -10,13 +10,12 @@ is written after its attempt: a crash between the two sends it again, with the s
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Iterable, NamedTuple, Sequence
 
-from ..websub.store import SQLITE_CORRUPT, SQLITE_NOTADB, StateLock, move_corrupt_database, sqlite_code
+from ..websub.store import StateLock, is_corrupt, move_corrupt_database, open_database
 
 log = logging.getLogger("reviewsd.events")
 
@@ -100,27 +99,13 @@ class EventStore:
             if holder is not None:
                 raise LockHeld(f"another reviewsd announces the changes of {self.directory} ({holder})")
             try:
-                self._conn = self._connect()
+                self._conn = open_database(self.path, SCHEMA)
             except sqlite3.Error as exc:
-                if sqlite_code(exc) not in (SQLITE_CORRUPT, SQLITE_NOTADB) and "malformed" not in str(exc):
+                if not is_corrupt(exc):
                     self._state_lock.release()
                     raise
                 self._move_aside(exc)
-                self._conn = self._connect()
-
-    def _connect(self) -> sqlite3.Connection:
-        os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))  # reviews, and what was sent where
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
-        try:
-            if (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
-                raise sqlite3.DatabaseError(f"database disk image is malformed: {found}")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(SCHEMA)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+                self._conn = open_database(self.path, SCHEMA)
 
     def _move_aside(self, exc: BaseException) -> None:
         target = move_corrupt_database(self.path)

@@ -249,8 +249,7 @@ class Connection:
         return True
 
     def drop(self, error: BaseException) -> None:
-        """The client went away or stopped reading mid-response:
-        close without lingering, nothing left to say."""
+        """The client left or stopped reading mid-response: close without lingering, nothing left to say."""
         self.close_connection = True
         self.linger = False
         self.parser.buf.clear()
@@ -337,8 +336,8 @@ class Connection:
             raise
 
     def send_unsent(self) -> int:
-        """Send what the socket takes now of `unsent`, without waiting; the bytes sent (logged once all
-        went)."""
+        """Send what the socket takes now of `unsent`, without waiting; the bytes sent. The access line is
+        logged once all of it went."""
         unsent = self.unsent
         total = unsent_size(unsent)
         try:
@@ -360,8 +359,8 @@ class Connection:
         return total - unsent_size(unsent)
 
     def log_unsent(self) -> None:
-        """The access line of a response whose end the selector thread sent (size: the body's bytes that
-        went)."""
+        """The access line of a response whose end the selector thread sent; its size is the body's bytes
+        that went."""
         code, size, start = self._unsent_log
         self.log_request(code, max(0, size - unsent_size(self.unsent or [])), start)
         self.environ = None

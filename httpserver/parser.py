@@ -1,11 +1,10 @@
 """A sans-IO HTTP/1.1 request parser (RFC 9112): bytes in, complete requests or an HTTPError out.
 
-No sockets, no threads, no clock: the server feeds what it reads and takes each
-request once its head *and* its body are complete, so the WSGI app never reads
-from a client.  Every refusal is one exception type, HTTPError, carrying the
-status to answer; after one the connection must close (the parser is spent).
-Where RFC 9112 leaves a choice, the parser takes the strict one: the clause is
-beside each check, and docs/security.md lists every refusal.
+No sockets, no threads, no clock: the server feeds what it reads and takes each request once its head *and*
+its body are complete, so the WSGI app never reads from a client. Every refusal is one exception type,
+HTTPError, carrying the status to answer; after one the connection must close (the parser is spent). Where
+RFC 9112 leaves a choice, the parser takes the strict one: the clause is beside each check, and
+docs/security.md lists every refusal.
 """
 
 from __future__ import annotations
@@ -89,8 +88,8 @@ _Head = tuple[
 
 
 class RequestParser:
-    """One connection's stream of requests: feed() it the bytes read, take each complete one from
-    next_request()."""
+    """One connection's stream of requests: feed() it the bytes read, and take each complete request
+    from next_request()."""
 
     def __init__(self, max_body: int = 1 << 20) -> None:
         self.max_body = max_body

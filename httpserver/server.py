@@ -198,8 +198,8 @@ class Server:
         )  # the part of the WSGI environ every request shares
 
     def start(self) -> Server:
-        """Start the workers and the selector thread, which accepts and serves until shutdown() has drained
-        all."""
+        """Start the workers and the selector thread, which accepts and serves until shutdown() has
+        drained every connection."""
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._resume_accept()
         for i in range(self.threads):
@@ -669,8 +669,8 @@ class Server:
             obj.close()
 
     def _settle(self, deadline: float) -> bool:
-        """On a stop: serve the connections left as the loop does, until `deadline`; True once none is
-        left."""
+        """On a stop: serve the connections left as the loop does, until `deadline`; True once they are
+        all gone."""
         while self._conns and (now := time.monotonic()) < deadline:
             self._poll(min(self._next_timeout(now), deadline - now))
         return not self._conns
@@ -696,13 +696,12 @@ def run(
 ) -> int:
     """Serve `app` as a systemd service until SIGTERM/SIGINT (graceful), reloading on SIGHUP; the exit code.
 
-    Call it from the main thread (signal handling).  `sock` is a listening socket
-    from `listen()` (so the caller can learn the port first); without it, run()
-    takes the socket-activated one or binds options' host:port; `changes` replace some of `options`.
-    `on_ready` runs once on this thread right after READY=1: work that serving need
-    not wait for.  `reload_pending`, set by the caller's own SIGHUP handler before
-    this took over, reloads after it.  0 after a clean stop; 130 after SIGINT
-    (Ctrl-C); 1 if it could not listen, the serve loop died or on_stop raised.
+    Call it from the main thread (signal handling). `sock` is a listening socket from `listen()` (so the
+    caller can learn the port first); without it, run() takes the socket-activated one or binds options'
+    host:port; `changes` replace some of `options`. `on_ready` runs once on this thread right after READY=1:
+    work that serving need not wait for. `reload_pending`, set by the caller's own SIGHUP handler before
+    this took over, reloads after it. 0 after a clean stop; 130 after SIGINT (Ctrl-C); 1 if it could not
+    listen, the serve loop died or on_stop raised.
     """
     logging.basicConfig(
         level=logging.INFO, format="%(levelname)s %(name)s: %(message)s"

@@ -1,5 +1,4 @@
-"""The systemd glue server.run() uses: socket activation, the notify protocol, the watchdog, signals,
-stopping.
+"""The systemd glue of server.run(): socket activation, the notify protocol, the watchdog, signals, stopping.
 
 run() serves the way a systemd service runs: READY=1 once it accepts, RELOADING=1/READY=1 around a reload on
 SIGHUP, STOPPING=1 and a graceful drain on SIGTERM/SIGINT, WATCHDOG=1 while the server is healthy.  Every
@@ -65,8 +64,8 @@ def notify(message: str) -> bool:
 
 
 def log_listening(url: str, threads: int, activated: bool = False) -> None:
-    """The READY line, written at once: INFO lines wait up to logs.FLUSH_INTERVAL, which is for the access
-    log."""
+    """The READY line, written at once (INFO lines wait up to logs.FLUSH_INTERVAL, which is meant for the
+    access log)."""
     log.info("listening on %s (%d threads)%s", url, threads, " (socket activation)" if activated else "")
     for handler in logging.getLogger().handlers:
         with contextlib.suppress(
@@ -90,8 +89,8 @@ def watchdog_interval() -> float | None:
 
 
 def start_watchdog(healthy: Callable[[float], bool]) -> threading.Event:
-    """Ping WATCHDOG=1 every WATCHDOG_USEC/2 (if systemd asks) while healthy(timeout) holds; set the Event to
-    stop."""
+    """Ping WATCHDOG=1 every WATCHDOG_USEC/2 (if systemd asks) while healthy(timeout) holds; setting the
+    Event returned stops it."""
     interval = watchdog_interval()
     stop = threading.Event()
 
@@ -132,8 +131,7 @@ def stop(shutdown: Callable[[float], Any], grace: float, on_stop: Callable[[], A
 
 
 def call_hook(hook: Callable[[], Any] | None, failure: str) -> bool:
-    """Call the caller's hook if there is one; False if it raised (logged as `failure`, with the
-    traceback)."""
+    """Call the caller's hook, if any; False if it raised (logged as `failure`, traceback included)."""
     try:
         if hook is not None:
             hook()
@@ -147,9 +145,8 @@ def call_hook(hook: Callable[[], Any] | None, failure: str) -> bool:
 def signal_socket(signums: tuple[int, ...]) -> Iterator[socket.socket]:
     """A socket on which `signums` arrive as bytes (signal.set_wakeup_fd) while the block runs.
 
-    The Python-level handlers do nothing: the work (reload, drain, on_stop)
-    runs in the main thread's normal frame, never inside a signal handler
-    frame where taking a lock the interrupted code holds would deadlock.
+    The Python-level handlers do nothing: the work (reload, drain, on_stop) runs in the main thread's normal
+    frame, never in a signal handler's, where taking a lock that the interrupted code holds would deadlock.
     """
     r, w = socket.socketpair()
     w.setblocking(False)

@@ -50,9 +50,7 @@ class Skipped:
 def review_id(source: str, source_key: str) -> str:
     """The reviewsd id of a source's review: a ULID-shaped hash: the same review, the same id."""
     number = int.from_bytes(hashlib.sha256(f"{source}\x1f{source_key}".encode()).digest()[:16], "big")
-    return "".join(
-        _CROCKFORD[(number >> shift) & 31] for shift in range(125, -1, -5)
-    )  # 128 bits: first char 0-7
+    return "".join(_CROCKFORD[(number >> shift) & 31] for shift in range(125, -1, -5))  # 128 bits: 0-7 first
 
 
 def display_author(name: str | None, style: str) -> str:

@@ -1,9 +1,9 @@
 """MCP prompts (prompts/list, prompts/get) and argument completion (completion/complete), both eras.
 
-Pure functions of the dataset current at call time, like the tools (tools.py), whose
-results the practitioner, service and aspect prompts embed as they are. Errors are
-`PromptError` values, answered as -32602 by `McpServer.handle` (MCP server/prompts and
-server/utilities/completion: unknown prompt, missing or invalid argument).
+Pure functions of the dataset current at call time, like the tools (tools.py), whose results the
+practitioner, service and aspect prompts embed as they are. Errors are `PromptError` values, answered as
+-32602 by `McpServer.handle` (MCP server/prompts and server/utilities/completion: unknown prompt, missing
+or invalid argument).
 """
 
 from __future__ import annotations
@@ -51,9 +51,8 @@ class Prompt:
     title: str
     description: str
     arguments: tuple[Argument, ...]
-    render: Callable[
-        [Dataset, str, Mapping[str, str]], list[dict[str, Any]]
-    ]  # (dataset, base URL, arguments)
+    # Called with the dataset, the base URL and the arguments.
+    render: Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]
 
     def definition(self, words: BusinessWords) -> dict[str, Any]:
         """The prompts/list entry, its description in the words of the business served."""
@@ -152,8 +151,8 @@ def render_reply(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> li
 def render_entity(
     tool: str, subject: str, key: str
 ) -> Callable[[Dataset, str, Mapping[str, str]], list[dict[str, Any]]]:
-    """A prompt over one practitioner, service or aspect (`key` in the result of `tool`, which takes its
-    arguments)."""
+    """A prompt over one practitioner, service or aspect: `key` in the result of `tool`, which takes the
+    prompt's arguments."""
 
     def render(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> list[dict[str, Any]]:
         tool_args = {**{name: value for name, value in args.items() if value}, "limit": 20}
@@ -349,10 +348,7 @@ def complete(dataset: Dataset, template_uri: str, params: Mapping[str, Any]) -> 
     kind = argument_kind(ref, argument["name"], template_uri)
     if kind is None:
         return completion([])  # an argument that names nothing in the data (a date) has no completions
-    if kind in (
-        "review",
-        "reply_review",
-    ):  # ids (ULIDs, upper case): a case-insensitive prefix, no words to fold
+    if kind in ("review", "reply_review"):  # ids (ULIDs, upper case): a case-insensitive prefix, no folding
         prefix = argument["value"].strip().upper()
         # Newest first, both: position_of is in position order.
         ids = dataset.position_of if kind == "review" else unanswered_low_rated(dataset)

@@ -70,9 +70,9 @@ def encode_message(message: Any) -> bytes:
 class EncodedJson(bytes):
     """A JSON value already encoded (compact UTF-8), spliced into a message as is.
 
-    A tool result's reviews are cut from the pre-encoded /reviews.json body, and the
-    result is written once as bytes instead of being encoded for structuredContent,
-    again for the text block and a third time for the envelope.
+    A tool result's reviews are cut from the pre-encoded /reviews.json body, and the result is written once
+    as bytes instead of being encoded for structuredContent, again for the text block and a third time for
+    the envelope.
     """
 
 
@@ -86,9 +86,9 @@ _CONTROL_CHARACTERS = bytes(range(0x20))
 def json_string(text: bytes) -> bytes:
     """The JSON string literal whose content is the UTF-8 `text` (a text block carrying JSON).
 
-    Text without raw control characters (JSON written by `json` has none: it escapes
-    them inside strings) needs only backslashes and quotes escaped: two `bytes.replace`
-    passes, several times faster than decoding the text and encoding it as a string.
+    Text without raw control characters (JSON written by `json` has none: it escapes them inside strings)
+    needs only backslashes and quotes escaped: two `bytes.replace` passes, several times faster than
+    decoding the text and encoding it as a string.
     """
     if len(text.translate(None, _CONTROL_CHARACTERS)) != len(text):
         return encode_message(text.decode("utf-8"))

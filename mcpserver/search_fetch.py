@@ -16,6 +16,7 @@ from ..reviews.search import (
 from ..web.feeds import review_page_url
 from .toolkit import (
     RESULT_BUDGET,
+    REVIEW_ID_ARGS,
     Registry,
     ToolOutput,
     _object_schema,
@@ -225,17 +226,7 @@ def search(dataset: Dataset, args: dict[str, Any], base_url: str) -> ToolOutput:
     "then the owner's reply if any), url (its public address: cite it), metadata (rating, date, "
     "author, source, source_url, verified, replied, business, and what the analysis found in it)}. "
     'Example: {"id": "01HV6Z9M8Q2W3E4R5T6Y7U8I9O"}.',
-    _object_schema(
-        {
-            "id": {
-                "description": "Review id from search (26-character ULID).",
-                "type": "string",
-                "minLength": 1,
-                "maxLength": 64,
-            }
-        },
-        ["id"],
-    ),
+    REVIEW_ID_ARGS,
     bundle_schema(
         _object_schema(
             {

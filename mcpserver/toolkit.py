@@ -403,6 +403,20 @@ def _period_summary_schema() -> dict[str, Any]:
     }
 
 
+# The arguments of get_review and fetch: one review's id.
+REVIEW_ID_ARGS = _object_schema(
+    {
+        "id": {
+            "description": "Review id (26-character ULID), as the search tools and the others give it.",
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 64,
+        }
+    },
+    ["id"],
+)
+
+
 def _review_id(dataset: Dataset, given: str) -> int:
     """The position of the review `given` names (ULIDs are case-insensitive), else a ToolError."""
     position = dataset.position_of.get(given.strip().upper())

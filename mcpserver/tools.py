@@ -39,6 +39,7 @@ from .toolkit import (  # noqa: F401 (the names callers import from here)
     READ_ONLY,
     RESULT_BUDGET,
     REVIEW,
+    REVIEW_ID_ARGS,
     REVIEWS,
     SENTIMENTS,
     SUMMARY_KEYS,
@@ -161,17 +162,7 @@ def _with_cursor(structured: EncodedJson, cursor: str | None) -> EncodedJson:
     "null if not analysed). Use it when you have a review id from another tool, a feed or a pull "
     "quote. A text too long for an assistant's context is cut with a marker. "
     'Example: {"id": "01HV6Z9M8Q2W3E4R5T6Y7U8I9O"}.',
-    _object_schema(
-        {
-            "id": {
-                "description": "Review id (26-character ULID).",
-                "type": "string",
-                "minLength": 1,
-                "maxLength": 64,
-            }
-        },
-        ["id"],
-    ),
+    REVIEW_ID_ARGS,
     bundle_schema(
         _object_schema(
             {

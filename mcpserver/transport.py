@@ -369,9 +369,8 @@ class McpEndpoint:
             raise HttpRefusal(503, BUSY_MESSAGE, request_id, headers=[("Retry-After", RETRY_AFTER)]) from None
 
     def read_body(self, environ: dict) -> bytes:
-        """At most max_body bytes: Content-Length is checked first, and the
-        read itself is bounded (to Content-Length, or to max_body + 1 on a
-        stream the server terminates itself, as for chunked bodies)."""
+        """At most max_body bytes: Content-Length is checked first, and the read itself is bounded, to
+        Content-Length or, on a stream the server terminates itself (a chunked body), to max_body + 1."""
         try:
             return read_body(environ, self.max_body)
         except BodyTooLarge:
@@ -386,8 +385,8 @@ class McpEndpoint:
 
 
 def session_header(environ: dict, request_id: Any, missing: str) -> str:
-    """A 2025 message's Mcp-Session-Id, once its MCP-Protocol-Version (if any) is one initialize
-    negotiates."""
+    """A 2025 message's Mcp-Session-Id, once its MCP-Protocol-Version, if it has one, is a version that
+    initialize negotiates."""
     version = header_version(environ)
     if version is not None and version not in LEGACY_VERSIONS:
         raise HttpRefusal(
@@ -428,8 +427,8 @@ def check_accept(value: str) -> None:
 MCP_HEADERS = list(surface.MCP_HEADERS)
 
 
-# Plain WSGI answers, not werkzeug Responses: an MCP call is small, and building and
-# serialising a Response object cost a measurable share of it.
+# Plain WSGI answers, not werkzeug Responses: an MCP call is small, and building and serialising a Response
+# object cost a measurable share of it.
 def json_response(
     message: Mapping[str, Any] | None, status: int, headers: Sequence[tuple[str, str]] = ()
 ) -> Triple:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import json
 import operator
+import threading
 import unicodedata
 from array import array
 from collections import Counter, defaultdict
@@ -81,6 +82,7 @@ def fold_name(text: str) -> str:
 
 Named = TypeVar("Named")
 Built = TypeVar("Built")
+Derived = TypeVar("Derived")
 
 
 def named(name: str, candidates: Sequence[tuple[Named, Sequence[str]]]) -> list[Named]:
@@ -200,24 +202,22 @@ class _Reviews:
 
 @dataclass
 class _Insights:
-    """What insights.json contributes, as bytes: its body, where each per_review entry sits, the mention
-    indexes."""
+    """What insights.json contributes, as bytes: its body, where each per_review entry sits, and the
+    mention indexes."""
 
     head: bytes  # insights.json with per_review empty, encoded
     body: bytes
     starts: array  # per review position, where its per_review entry's value starts in body (-1: none)
     ends: array
     order: array  # the positions in per_review's order
-    # The technician, service and aspect indexes: their keys
-    # encoded, then per key the positions mentioning it.
+    # The technician, service and aspect indexes: the keys encoded, then the positions mentioning each key.
     indexes: list[tuple[bytes, list[array]]]
     tallies: dict[str, dict[str, int]] | None  # see problems.mention_tallies
 
     @classmethod
     def build(cls, doc: Mapping[str, Any], position_of: Mapping[str, int]) -> "_Insights":
-        n = (
-            max(position_of.values(), default=-1) + 1
-        )  # the reviews (position_of has one of an id written twice)
+        # The number of reviews (position_of has one entry for an id written twice).
+        n = max(position_of.values(), default=-1) + 1
         starts, ends, order = array("q", [-1]) * n, array("q", [-1]) * n, array("i")
         positions = partial(array, "i")
         entities: dict[str, dict[str, array]] = {
@@ -256,9 +256,8 @@ class _Insights:
             }
         )
         indexes = [_frozen(index) for index in (*entities.values(), aspects)]
-        # The entries go between the braces of the one
-        # "per_review":{} (every other object admits only its named
-        # members, and a string's quotes are escaped).
+        # The entries go between the braces of the one "per_review":{} (every other object admits only its
+        # named members, and a string's quotes are escaped).
         head = encode_json({**doc, "per_review": {}})
         at = head.index(b'"per_review":{}') + len(b'"per_review":{')
         body, offsets = _joined(
@@ -273,14 +272,14 @@ class _Insights:
 
 
 def _frozen(index: Mapping[Any, array]) -> tuple[bytes, list[array]]:
-    """An index's keys encoded, and its positions in ascending order (per_review may list reviews in any
-    order)."""
+    """An index's keys encoded, and its positions in ascending order: per_review may list the reviews in
+    any order."""
     return encode_json(list(index)), [array("i", sorted(positions)) for positions in index.values()]
 
 
 def _thawed(frozen: tuple[bytes, list[array]], numbers: list[int]) -> dict[Any, list[int]]:
-    """The index of `_frozen`, its keys decoded (tuples for aspects) and its positions as `numbers`'
-    objects."""
+    """The index of `_frozen`: its keys decoded (tuples for aspects), its positions as the int objects of
+    `numbers`."""
     keys, positions = frozen
     return {
         key if isinstance(key, str) else tuple(key): list(map(numbers.__getitem__, found))
@@ -305,9 +304,7 @@ class EncodedReviews(Sequence[Mapping[str, Any]]):
         return len(self._offsets) - 1
 
     def __getitem__(self, index: Any) -> Any:
-        positions = range(len(self))[
-            index
-        ]  # a position (IndexError out of range), or a slice's clipped range
+        positions = range(len(self))[index]  # a position (IndexError out of range), or a slice clipped
         if isinstance(positions, range):
             return tuple(map(self.__getitem__, positions))
         return json.loads(self._body[self._offsets[positions] : self._offsets[positions + 1] - 1])
@@ -413,6 +410,17 @@ class Dataset:
         # (technician id, rating) -> positions: a rating plus a technician is one slice.
         self.positions_by_technician_rating = _by_rating(self.positions_by_technician, self.ratings)
         self.positions_by_service_rating = _by_rating(self.positions_by_service, self.ratings)
+        self._derived: dict[Callable[[Dataset], Any], Any] = {}  # see derived()
+        self._derived_lock = threading.Lock()
+
+    def derived(self, make: Callable[[Dataset], Derived]) -> Derived:
+        """`make(self)`, made on its first use and kept with this dataset, so that it goes with it on a
+        reload: the ranked search's word index, the gzip since answers' deflate stream. Made once, whatever
+        the threads asking (they wait for the first)."""
+        with self._derived_lock:
+            if make not in self._derived:
+                self._derived[make] = make(self)
+            return self._derived[make]
 
     @classmethod
     def from_documents(
@@ -627,11 +635,7 @@ def _built(
     """build(doc, *args), or None with why `doc` cannot be encoded added to `problems`."""
     try:
         return build(doc, *args)
-    except (
-        UnicodeEncodeError,
-        ValueError,
-        TypeError,
-    ):  # a lone surrogate (orjson: TypeError), a number beyond a float
+    except (UnicodeEncodeError, ValueError, TypeError):  # a lone surrogate (orjson: TypeError), a huge number
         problems += unencodable_problems(file, doc) or [
             Problem(file, "$", "json", "cannot be encoded as JSON")
         ]
@@ -649,9 +653,8 @@ def check_data_dir(data_dir: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES
     for name in DATA_FILES:
         try:
             raws.append(read_file(Path(data_dir), name, max_bytes))
-            parse_json(
-                raws[-1]
-            )  # a file that is not JSON is reported with the other's read or parse problems only
+            # A file that is not JSON is reported with the other's read or parse problems only.
+            parse_json(raws[-1])
         except DataError as exc:
             problems += exc.problems
     if not problems:

@@ -74,8 +74,8 @@ class DataStore(Generic[S]):
         self._stop = threading.Event()
 
     def _load(self, build: Callable[[Dataset], S]) -> S | None:
-        """The snapshot of the files the last stamp describes (its sizes are logged); None if already
-        served."""
+        """The snapshot of the files the last stamp describes, their sizes logged; None if that snapshot
+        is served already."""
         sizes = []
         for name, stamp in zip(DATA_FILES, self._stamp):
             sizes.append(f"{name} ({stamp.size / 1e6:.1f} MB)" if stamp.size >= 0 else f"{name} (missing)")
@@ -85,9 +85,8 @@ class DataStore(Generic[S]):
         if hashes == self._hashes:
             return None
         started = time.monotonic()
-        dataset = dataset_from_files(
-            raws.pop(0), raws.pop(0)
-        )  # taken out of `raws`: the load frees them as it goes
+        # Taken out of `raws`: the load frees them as it goes.
+        dataset = dataset_from_files(raws.pop(0), raws.pop(0))
         took = time.monotonic() - started
         log.info(
             "loaded %d reviews in %.2f s",

@@ -149,8 +149,8 @@ def parse_json(raw: RawFile) -> Any:
         ) from None
 
 
-# Built once (json.dumps builds one per call). Bodies are trees (parsed JSON, documents
-# built here), so the cycle check that costs a dict insert per container is skipped.
+# Built once (json.dumps builds one per call). Bodies are trees (parsed JSON, documents built here), so the
+# cycle check that costs a dict insert per container is skipped.
 # allow_nan=False: a number too large for a float (1e400 reads as inf) must not go out as Infinity.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False)
 

@@ -2,16 +2,14 @@
 folds them, common words left out; an aspect, practitioner or service the words name counts more, and words
 of complaint ("complain", "problems") favour the reviews with negative aspect mentions.
 
-The index is built on a dataset's first ranked search and kept beside it (a weak map: it goes with the
-dataset). Pure otherwise: the same words on the same data always rank the same way.
+The index is built on a dataset's first ranked search and kept with it (`Dataset.derived`). Pure otherwise:
+the same words on the same data always rank the same way.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-import threading
-import weakref
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -103,17 +101,13 @@ class WordIndex:
         return found
 
 
-_INDEXES: "weakref.WeakKeyDictionary[Dataset, WordIndex]" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
-
-
 def word_index(dataset: Dataset) -> WordIndex:
-    """The dataset's index, built on first use (once, whatever the threads asking)."""
-    with _LOCK:
-        index = _INDEXES.get(dataset)
-        if index is None:
-            index = _INDEXES[dataset] = WordIndex.build(_searchable(dataset))
-        return index
+    """The dataset's index, built on its first ranked search."""
+    return dataset.derived(_build_word_index)
+
+
+def _build_word_index(dataset: Dataset) -> WordIndex:
+    return WordIndex.build(_searchable(dataset))
 
 
 def _searchable(dataset: Dataset) -> Iterator[str]:

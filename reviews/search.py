@@ -10,7 +10,7 @@ import heapq
 import itertools
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import jsonschema_rs
@@ -38,8 +38,8 @@ class SchemaValidator:
         self._validator = jsonschema_rs.Draft202012Validator(schema, registry=REGISTRY, validate_formats=True)
 
     def issues(self, args: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Every problem with `args`, one issue each: unknown names first, then the schema's errors by
-        path."""
+        """Every problem with `args`, one issue each: the unknown names first, then the schema's errors in
+        path order."""
         properties = self.schema.get("properties", {})
         known = ", ".join(properties) or "none (pass {})"
         issues = [
@@ -116,11 +116,15 @@ class Filter:
     name: str
     label: str
     widget: str  # an <input> type ("search", "text", "date") or "select"
-    finds: str  # "stars" (ratings), "window" (the date range), "text", "entity", "index" or "flag"
+    # How it finds its reviews: "stars" (ratings), "window" (the date range), "text", "ranked", "entity",
+    # "aspect" (each read by its own code in this module), or, needing no code, "flag" and "index" (column).
+    finds: str
     prose: str  # what the MCP tool's description calls it (filters sharing a word are named once)
     choices: tuple[tuple[str, str], ...] = ()  # (value, label) of a select's options, after "Any"
     attrs: Mapping[str, str] = field(default_factory=dict)  # extra input attributes: min, max, maxlength
-    flag: str | None = None  # a "flag" filter: the Dataset's per-review column it tests for true
+    # A "flag" filter: the Dataset's per-review column it tests for true. An "index" filter: the per-review
+    # column it tests for equality, whose positions by value are the Dataset's `positions_by_<name>`.
+    column: str | None = None
 
 
 # The filters, in the order a cursor's digest lists them (a new filter goes last: earlier cursors stay valid).
@@ -149,7 +153,15 @@ FILTERS: tuple[Filter, ...] = (
         "mentions_technician", "Practitioner", "text", "entity", "practitioner", attrs={"maxlength": "200"}
     ),
     Filter("mentions_service", "Service", "text", "entity", "service", attrs={"maxlength": "200"}),
-    Filter("source", "Published on", "text", "index", "platform (source)", attrs={"maxlength": "40"}),
+    Filter(
+        "source",
+        "Published on",
+        "text",
+        "index",
+        "platform (source)",
+        attrs={"maxlength": "40"},
+        column="sources",
+    ),
     Filter(
         "has_text",
         "Written review",
@@ -157,7 +169,7 @@ FILTERS: tuple[Filter, ...] = (
         "flag",
         "has_text",
         (("true", "With text"), ("false", "Rating only")),
-        flag="texted",
+        column="texted",
     ),
     Filter(
         "has_reply",
@@ -166,7 +178,7 @@ FILTERS: tuple[Filter, ...] = (
         "flag",
         "has_reply (false: unanswered)",
         (("true", "Replied"), ("false", "Not replied")),
-        flag="replied",
+        column="replied",
     ),
     Filter(
         "max_rating",
@@ -191,31 +203,8 @@ FILTERS: tuple[Filter, ...] = (
 )
 FILTER_NAMES = tuple(row.name for row in FILTERS)
 
-
-@dataclass(frozen=True)
-class SearchParams:
-    """Validated search parameters: every filter of FILTERS (None: not given), then sort, limit and cursor."""
-
-    rating: int | None = None
-    min_rating: float | None = None
-    since: str | None = None
-    until: str | None = None
-    query: str | None = None
-    mentions_technician: str | None = None
-    mentions_service: str | None = None
-    source: str | None = None
-    has_text: bool | None = None
-    has_reply: bool | None = None
-    max_rating: float | None = None
-    q: str | None = None
-    aspect: str | None = None
-    aspect_sentiment: str | None = None
-    sort: str = "newest"
-    limit: int = DEFAULT_LIMIT
-    after: CursorKey | None = None  # the decoded cursor: the previous page's last review
-
-
-# --------------------------------------------------------------------------- cursors
+# The Python type of each JSON Schema type a filter may have.
+_PYTHON_TYPES: dict[str, type] = {"integer": int, "number": float, "string": str, "boolean": bool}
 
 
 @dataclass(frozen=True)
@@ -226,6 +215,29 @@ class CursorKey:
     rating: int
     date: str
     id: str
+
+
+# Made from the table, so that a new filter is a schema entry and a row: one field per row of FILTERS, in its
+# order, of the type its schema entry gives (None: not given), then sort, limit and `after`, the decoded
+# cursor (the previous page's last review).
+SearchParams = make_dataclass(
+    "SearchParams",
+    [
+        *(
+            (row.name, _PYTHON_TYPES[SEARCH_PARAMS_SCHEMA["properties"][row.name]["type"]] | None, None)
+            for row in FILTERS
+        ),
+        ("sort", str, "newest"),
+        ("limit", int, DEFAULT_LIMIT),
+        ("after", CursorKey | None, None),
+    ],
+    frozen=True,
+)
+SearchParams.__module__ = __name__  # make_dataclass's own `module=` is Python 3.12's
+SearchParams.__doc__ = "Validated search parameters: a field per filter of FILTERS, then sort, limit, after."
+
+
+# --------------------------------------------------------------------------- cursors
 
 
 _CURSOR_VERSION = "1"
@@ -326,8 +338,8 @@ def decode_query_args(
 ) -> dict[str, Any]:
     """Query-string values to the JSON types the schema declares; repeated names are issues.
 
-    Values that do not look like their type are left as strings, so the schema
-    reports them with the same messages as a wrongly typed MCP argument.
+    Values that do not look like their type are left as strings, so the schema reports them with the same
+    messages as a wrongly typed MCP argument.
     """
     issues, args = [], {}
     for name, values in multi.items():
@@ -397,10 +409,9 @@ _RATING_ORDER = {"highest": (5, 4, 3, 2, 1), "lowest": (1, 2, 3, 4, 5)}
 def find_reviews(dataset: Dataset, params: SearchParams) -> SearchPage:
     """The page of matching reviews `params` asks for, in its sort order.
 
-    Each filter is a source of candidate positions; the smallest one is walked
-    and every other filter is an O(1) test per candidate, so a selective search
-    costs about its smallest filter's size, not the data's. A cursor narrows
-    the window of its rating group to the positions after its key.
+    Each filter is a source of candidate positions; the smallest one is walked and every other filter is
+    an O(1) test per candidate, so a selective search costs about its smallest filter's size, not the
+    data's. A cursor narrows the window of its rating group to the positions after its key.
     """
     lo, hi = dataset.window(params.since, params.until)
     allowed = _allowed_stars(params)
@@ -598,9 +609,9 @@ def _sources(
     if stars != ALL_RATINGS and params.mentions_technician is None and params.mentions_service is None:
         spans = [_windowed(dataset.positions_by_rating[star], lo, hi) for star in sorted(stars)]
         sources.append(_Source(sum(map(len, spans)), _merged(spans), lambda pos: ratings[pos] in stars))
-    # An entity source is cut from per-rating spans of the
-    # allowed ratings only (so a rating plus an entity walks
-    # only their common reviews), and its test checks the rating too: no rating source is needed beside it.
+    # An entity source is cut from per-rating spans of the allowed ratings only (so a rating plus an entity
+    # walks only their common reviews), and its test checks the rating too: no rating source is needed
+    # beside it.
     for name, (bits, masks), by_rating, lookup in (
         (
             params.mentions_technician,
@@ -634,22 +645,25 @@ def _sources(
     return sources
 
 
+_INDEX_FILTERS = tuple(row for row in FILTERS if row.finds == "index")
 _FLAG_FILTERS = tuple(row for row in FILTERS if row.finds == "flag")
 
 
 def _plain_sources(dataset: Dataset, params: SearchParams, lo: int, hi: int) -> list[_Source]:
-    """The platform filter (an index) and the flags, has_text and has_reply (a test per review: seldom
-    selective)."""
+    """The filters that need no code of their own: an index (source: the reviews of one value, walked from
+    `positions_by_<name>`) and the flags (has_text, has_reply: a test per review, seldom selective)."""
     sources = []
-    if params.source is not None:
-        name, names = params.source, dataset.sources
-        span = _windowed(dataset.positions_by_source.get(name, []), lo, hi)
-        sources.append(_Source(len(span), iter(span), lambda pos: names[pos] == name))
+    for row in _INDEX_FILTERS:
+        value = getattr(params, row.name)
+        if value is not None:
+            column = getattr(dataset, row.column)
+            span = _windowed(getattr(dataset, f"positions_by_{row.name}").get(value, []), lo, hi)
+            sources.append(_Source(len(span), iter(span), lambda pos, v=value, c=column: c[pos] == v))
     flags = []
     for row in _FLAG_FILTERS:
         want = getattr(params, row.name)
         if want is not None:
-            column = getattr(dataset, row.flag)
+            column = getattr(dataset, row.column)
             flags.append(lambda pos, want=want, column=column: bool(column[pos]) == want)
     for passes in flags:
         sources.append(_Source(hi - lo + 1, filter(passes, range(lo, hi)), passes, exact=False))

@@ -32,8 +32,8 @@ REGISTRY = jsonschema_rs.Registry([(schema["$id"], schema) for schema in SCHEMAS
 
 
 def validator(schema_file: str) -> jsonschema_rs.Validator:
-    """A draft 2020-12 validator (formats checked, schemas/ resolvable by $id) of one of the files in
-    schemas/."""
+    """A draft 2020-12 validator of one of the files in schemas/, formats checked, every file of schemas/
+    resolvable by its $id."""
     return jsonschema_rs.Draft202012Validator(SCHEMAS[schema_file], registry=REGISTRY, validate_formats=True)
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import check
 
 from reviewsd_app.analysis.run import analyze_dir, build_insights, explain_review
 from reviewsd_app.authoring.files import dumps
@@ -93,15 +92,6 @@ def mentions(text: str | None, rating: int, extra: str = "") -> dict:
 
 def aspect_sentiments(entry: dict) -> dict[str, str]:
     return {a["id"]: a["sentiment"] for a in entry["aspects"]}
-
-
-def check(data_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_a_practitioners_sentiment_comes_from_the_words_about_them_over_the_stars():

@@ -5,27 +5,17 @@ from __future__ import annotations
 import http.client
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, LiveServer
 from polling import wait_until
+from support.cli import check
 
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.cli.commands import analyze_main, import_main
 
 FIXTURES = ROOT / "tests" / "fixtures" / "import"
-
-
-def check(data_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def imported(tmp_path: Path, *files: Path) -> Path:

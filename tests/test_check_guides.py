@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+from support.cli import check
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def check(data_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_an_export_in_place_of_reviews_json_is_named_with_the_import_command(tmp_path: Path) -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import http.client
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
+from conftest import LiveServer
 from jsonschema import Draft202012Validator
 
 from reviewsd_app.mcpserver.protocol import SUPPORTED_VERSIONS
@@ -18,17 +19,22 @@ ROOT = Path(__file__).resolve().parent.parent
 CARD_PATHS = ("/mcp/server-card", "/.well-known/mcp/server-card")
 
 
-@pytest.fixture
-def live(live_server_factory, tmp_path):
-    return live_server_factory(
-        "--data-dir",
-        str(ROOT / "data"),
-        "--state-dir",
-        str(tmp_path / "state"),
-        "--reload-interval",
-        "0",
-        "--no-hub",
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One server for the module: the tests only read (the bundled sample, no hub, no reloads)."""
+    server = LiveServer(
+        [
+            "--data-dir",
+            str(ROOT / "data"),
+            "--state-dir",
+            str(tmp_path_factory.mktemp("state")),
+            "--reload-interval",
+            "0",
+            "--no-hub",
+        ]
     )
+    yield server
+    server.stop()
 
 
 def request(live, method: str, path: str, headers: dict[str, str] | None = None, body: Any = None):

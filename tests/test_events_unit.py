@@ -4,6 +4,7 @@ renderings, `reviewsd notify test`, and a review deleted and insights changed in
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import time
@@ -345,6 +346,35 @@ def test_one_store_per_state_directory(tmp_path: Path) -> None:
     assert second.seen() is None  # no baseline yet
     second.close()
     assert (tmp_path / "events.sqlite3").stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize("damage", ["garbage", "pages"])
+def test_a_corrupt_events_database_is_moved_aside_and_a_new_one_opened(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from reviewsd_app.events.store import DB_FILE, EventStore
+
+    path = tmp_path / DB_FILE
+    store = EventStore(str(tmp_path))
+    store.open()
+    store.close()
+    data = bytearray(path.read_bytes())
+    if damage == "garbage":  # not a database at all: SQLITE_NOTADB
+        data = bytearray(b"garbage " * 1000)
+    else:  # every page after the first: the header survives, PRAGMA quick_check does not pass
+        assert len(data) >= 2 * 4096
+        data[4096:] = b"\xa5" * (len(data) - 4096)
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.ERROR):
+        store.open()
+    try:
+        assert store.seen() is None
+    finally:
+        store.close()
+    (moved,) = tmp_path.glob(DB_FILE + ".corrupt-*")
+    assert moved.read_bytes() == bytes(data)
+    (record,) = [r for r in caplog.records if getattr(r, "event", "") == "events_store_corrupt"]
+    assert moved.name in record.getMessage()
 
 
 def test_an_unusable_state_directory_is_degraded_not_a_crash(tmp_path: Path, small_data_dir: Path) -> None:

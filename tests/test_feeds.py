@@ -674,6 +674,7 @@ def reviews_strategy(draw: st.DrawFn) -> list[dict]:
     ]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reviews_strategy())
 def test_property_both_feeds_valid_and_text_round_trips(reviews: list[dict]) -> None:

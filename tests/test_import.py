@@ -5,14 +5,13 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import check
 
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.authoring.profile import parse_profile
@@ -44,15 +43,6 @@ def reviews_in(data_dir: Path) -> dict[str, dict]:
 
 def google(review_key: str) -> str:
     return review_id("google", review_key)
-
-
-def check(data_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_google_api_response_edge_cases(tmp_path):
@@ -269,6 +259,7 @@ def _csv(path: Path, rows) -> Path:
     return path
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(first=ROWS, second=ROWS)
 def test_import_order_does_not_matter_and_reimport_is_idempotent(tmp_path_factory, first, second):

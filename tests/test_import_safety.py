@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import check
 from support.malformed import (
     CSV_CELLS,
     CSV_HEADERS,
@@ -201,12 +202,7 @@ def test_import_after_a_service_is_renamed_leaves_a_directory_the_server_loads(t
     (data / "business.toml").write_text(toml.replace(f'"{first_service}"', '"renamed-service"'), "utf-8")
     assert import_main(["--data-dir", str(data)]) == 0
     assert "insights.json no longer matches" in capsys.readouterr().out
-    checked = subprocess.run(
-        [sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    checked = check(data)
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import subprocess
 import sys
 import threading
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, SMALL_SPECS
+from support.cli import check
 from support.factories import Spec, make_docs, write_docs
 from support.payloads import GatedCompression
 from werkzeug.test import Client
@@ -194,22 +194,13 @@ def test_start_refuses_bad_data_naming_file_path_and_rule(small_data_dir: Path) 
     )
 
 
-def run_check(data_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def test_check_accepts_good_data(small_data_dir: Path) -> None:
-    result = run_check(small_data_dir)
+    result = check(small_data_dir)
     assert result.returncode == 0 and "OK" in result.stdout
 
 
 def test_check_accepts_the_bundled_sample() -> None:
-    result = run_check(ROOT / "data")
+    result = check(ROOT / "data")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -220,7 +211,7 @@ def test_check_lists_every_problem_and_fails(small_data_dir: Path) -> None:
     reviews_doc["aggregate_rating"]["review_count"] = 99
     del insights_doc["summary"]
     write_docs(small_data_dir, reviews_doc, insights_doc)
-    result = run_check(small_data_dir)
+    result = check(small_data_dir)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert 'reviews.json: $.reviews[0].rating: schema:type: "five" is not of type "integer"' in lines
@@ -324,7 +315,7 @@ def test_a_value_nested_too_deeply_for_the_validator_is_refused_not_a_crash(smal
 
 def test_check_reports_missing_and_unparsable_files(tmp_path: Path) -> None:
     (tmp_path / "reviews.json").write_text('{"business": ', "utf-8")
-    result = run_check(tmp_path)
+    result = check(tmp_path)
     assert result.returncode == 1
     assert "reviews.json: $: json: not valid JSON" in result.stdout
     assert "insights.json: $: readable: cannot read" in result.stdout
@@ -383,7 +374,7 @@ def test_check_suggests_the_fix_for_the_usual_mistakes(small_data_dir: Path) -> 
         {"question": "Q?", "answer": "A.", "review_ids": ["01ZZZZZZZZZZZZZZZZZZZZZZZZ"]}
     )
     write_docs(small_data_dir, reviews_doc, insights_doc)
-    lines = run_check(small_data_dir).stdout.splitlines()
+    lines = check(small_data_dir).stdout.splitlines()
     for rule, fix in (
         ("aggregate-agrees", "recount: aggregate_rating"),
         ("counts-agree", "recount from per_review"),
@@ -394,7 +385,7 @@ def test_check_suggests_the_fix_for_the_usual_mistakes(small_data_dir: Path) -> 
     reviews_doc, insights_doc = make_docs(SMALL_SPECS)
     reviews_doc["reviews"][0]["date"] = "07/03/2025"
     write_docs(small_data_dir, reviews_doc, insights_doc)
-    lines = run_check(small_data_dir).stdout.splitlines()
+    lines = check(small_data_dir).stdout.splitlines()
     at = lines.index('reviews.json: $.reviews[0].date: schema:format: "07/03/2025" is not a "date"')
     assert (
         lines[at + 1]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import math
+import threading
 import unicodedata
+import weakref
 from datetime import date, timedelta
 
 import pytest
@@ -554,7 +557,10 @@ def test_the_filters_table_is_the_schemas_filters_and_search_params_fields() -> 
                 args = decode_query_args({row.name: [value], **aspect})
                 assert validate_search_args(args) is not None, (row.name, value)
         if row.finds == "flag":
-            assert spec["type"] == "boolean" and len(getattr(dataset, row.flag)) == 1
+            assert spec["type"] == "boolean" and len(getattr(dataset, row.column)) == 1
+        if row.finds == "index":
+            assert len(getattr(dataset, row.column)) == 1
+            assert isinstance(getattr(dataset, f"positions_by_{row.name}"), dict)
 
 
 def _two_values(spec: dict) -> tuple:
@@ -605,6 +611,7 @@ def test_query_strings_decode_booleans_and_the_sort() -> None:
 # ---------------------------------------------------------------- ranked search, rating and aspect filters
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(specs=st.lists(specs, max_size=40), params=params)
 def test_a_relevance_page_holds_the_best_of_the_same_matches(specs: list[Spec], params: SearchParams) -> None:
@@ -706,3 +713,41 @@ def test_every_issued_cursor_fits_the_schema_and_reads_back(key) -> None:
 def test_a_cursor_of_the_wrong_shape_is_invalid_cursor(cursor: str) -> None:
     issues = search_module.SEARCH_PARAMS_VALIDATOR.issues({"cursor": cursor})
     assert issues == [search_module.invalid_cursor()]
+
+
+class _Made:
+    """What a derived value stands for here: an object a weak reference can follow."""
+
+
+def _made_once_by_eight_threads(dataset: Dataset) -> _Made:
+    made: list[_Made] = []
+    got: list[_Made] = []
+    start = threading.Barrier(8)
+
+    def make(data: Dataset) -> _Made:
+        assert data is dataset
+        made.append(_Made())
+        return made[-1]
+
+    def ask() -> None:
+        start.wait(timeout=10)
+        got.append(dataset.derived(make))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert len(made) == 1 and len(got) == 8 and all(value is made[0] for value in got)
+    return made[0]
+
+
+def test_a_derived_value_is_made_once_whatever_the_threads_and_goes_with_its_dataset() -> None:
+    """Dataset.derived, which keeps the ranked search's word index and the since answers' deflate stream."""
+    dataset, *_ = dataset_of([Spec(rating=5)])
+    kept = weakref.ref(_made_once_by_eight_threads(dataset))
+    assert search_module.ranked.word_index(dataset) is search_module.ranked.word_index(dataset)
+    assert kept() is not None
+    del dataset
+    gc.collect()
+    assert kept() is None

@@ -450,6 +450,7 @@ def open_many(srv: server.Server, n: int) -> list[socket.socket]:
     return [socket.create_connection(srv.server_address[:2], timeout=WAIT) for _ in range(n)]
 
 
+@pytest.mark.slow
 def test_slow_clients_do_not_stop_a_normal_client() -> None:
     baseline = threading.active_count()
     with serving(threads=4, max_connections_per_client=0) as srv:
@@ -600,6 +601,7 @@ def test_graceful_shutdown_finishes_in_flight_and_refuses_new() -> None:
     assert result == {"status": 200, "connection": "close", "body": b"done"}
 
 
+@pytest.mark.slow
 def test_shutdown_closes_requests_that_outlive_the_grace() -> None:
     gate = Gate()
     srv = server.make_server(gate, "127.0.0.1", 0, threads=2)
@@ -741,6 +743,7 @@ def test_a_client_that_stops_reading_is_dropped_after_the_socket_timeout(
         assert closed_within(sock, WAIT)
 
 
+@pytest.mark.slow
 def test_a_slow_but_steady_reader_gets_a_body_that_takes_longer_than_the_socket_timeout() -> None:
     # socket_timeout bounds each wait for the client to read, not the whole download.
     with serving(BigApp(), send_buffer=SMALL_BUFFER, socket_timeout=1.0) as srv, slow_reader(srv) as sock:
@@ -978,6 +981,7 @@ def test_notify_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         assert sock.recv(4096) == b"STOPPING=1"
 
 
+@pytest.mark.slow
 def test_health_follows_the_selector_loop() -> None:
     with serving() as srv:
         assert srv.healthy(5.0)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, LiveServer
 from polling import wait_until
+from support.cli import check
 from support.platform_api import (
     ACCOUNT,
     BUSINESS_UNIT,
@@ -118,12 +119,7 @@ def test_sync_twice_brings_123_reviews_then_5_new_and_one_edit_in_one_page(
     review = reviews[review_id("google", "r7")]
     assert review["text"] == "Edited: much better now." and review["rating"] == 5
     assert review["updated_at"] == stamp(200)[:19] + "Z"
-    checked = subprocess.run(
-        [sys.executable, str(ROOT / "reviewsd.py"), "check", "--data-dir", str(data)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    checked = check(data)
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 

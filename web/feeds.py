@@ -21,8 +21,8 @@ JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
 JSON_FEED_PATH, ATOM_FEED_PATH, HUB_PATH, OPENAPI_PATH = JSON_FEED, ATOM_FEED, HUB, OPENAPI
 ATOM_NS = "http://www.w3.org/2005/Atom"
 LANGUAGE = "en"
-# Atom requires feed-level <updated>; with no reviews there is no date in the
-# data, so an empty feed uses the Unix epoch (fixed, so output stays stable).
+# Atom requires feed-level <updated>; with no reviews there is no date in the data, so an empty feed uses the
+# Unix epoch (fixed, so output stays stable).
 EMPTY_FEED_UPDATED = "1970-01-01T00:00:00Z"
 
 # Anything outside the XML 1.0 Char production (W3C XML 1.0, section 2.2: #x9 | #xA | #xD |
@@ -143,8 +143,8 @@ def render_atom_feed(reviews: Sequence[Mapping], site: FeedSite) -> bytes:
     """Atom (RFC 4287) feed document (UTF-8) with one entry per review, in input order."""
     doc = _json_feed(reviews, site)
     atom_url = xml_safe(site.base_url.rstrip("/")) + ATOM_FEED_PATH
-    # Unqualified tags under an explicit default xmlns: no "ns0:" prefixes and
-    # no change to ElementTree's process-wide prefix registry.
+    # Unqualified tags under an explicit default xmlns: no "ns0:" prefixes and no change to ElementTree's
+    # process-wide prefix registry.
     feed = ET.Element("feed", {"xmlns": ATOM_NS, "xml:lang": LANGUAGE})
     _sub(feed, "id", atom_url)
     _sub(feed, "title", doc["title"], type="text")
@@ -180,6 +180,6 @@ def render_atom_feed(reviews: Sequence[Mapping], site: FeedSite) -> bytes:
         _sub(entry, "category", term=f"rating-{item['_reviewsd']['rating']}")
         _sub(entry, "content", item["content_text"], type="text")
     body = ET.tostring(feed, encoding="unicode")
-    # ElementTree leaves CR raw in text, which parsers would read back as LF;
-    # it never writes a CR of its own, so every raw CR here comes from the data.
+    # ElementTree leaves CR raw in text, which parsers would read back as LF; it never writes a CR of its own,
+    # so every raw CR here comes from the data.
     return ('<?xml version="1.0" encoding="utf-8"?>\n' + body.replace("\r", "&#13;")).encode("utf-8")

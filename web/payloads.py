@@ -54,8 +54,8 @@ class Payload:
 class LateGzip:
     """A gzip variant made later (`compress()`, on a first start after READY); until then, identity is served.
 
-    Identity, with its own ETag and `Vary: Accept-Encoding`, answers a gzip request just as well (RFC 9110
-    12.5.3).
+    Identity, with its own ETag and `Vary: Accept-Encoding`, answers a gzip request just as well
+    (RFC 9110 12.5.3).
     """
 
     body: bytes  # the identity body, to compress
@@ -151,8 +151,8 @@ def _variant(body: bytes, etag: str, headers: Headers) -> Variant:
 def accepts_gzip(accept_encoding: str) -> bool:
     """Whether an Accept-Encoding value allows gzip (q > 0).
 
-    RFC 9110 12.5.3: "x-gzip" is "gzip", and "*" stands only for codings not listed: `gzip;q=0, *` refuses
-    gzip.
+    RFC 9110 12.5.3: "x-gzip" is "gzip", and "*" stands only for the codings not listed, so
+    `gzip;q=0, *` refuses gzip.
     """
     accept = parse_accept_header(accept_encoding, Accept)
     listed = [quality for coding, quality in accept if coding.lower() in ("gzip", "x-gzip")]

@@ -47,6 +47,12 @@ def last_modified(generated_at: str, now: datetime) -> datetime:
     return min(datetime.fromisoformat(generated_at.replace("Z", "+00:00")), now)
 
 
+def _deflate_stream(dataset: Dataset) -> SegmentedDeflate:
+    """The reviews' shared deflate stream, made by the first gzip since answer of a data version (0.1 s at
+    10,000 reviews) and kept with its dataset."""
+    return segment(dataset.reviews_document, dataset.review_offsets)
+
+
 def link_header(config: Config, topic_path: str) -> str:
     return f'<{config.url(HUB)}>; rel="hub", <{config.url(topic_path)}>; rel="self"'
 
@@ -62,7 +68,6 @@ class Snapshot:
     _since_headers: tuple[tuple[str, str], ...] = ()  # a since answer's, but its ETag and length
     _pages: OrderedDict[object, Payload] = field(default_factory=OrderedDict)  # bounded in entries
     _widgets: OrderedDict[object, Payload] = field(default_factory=OrderedDict)  # at most 150 variants
-    _deflate: SegmentedDeflate | None = None  # the gzip since answers' shared stream, made when first asked
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def topic(self, path: str) -> Payload:
@@ -82,19 +87,10 @@ class Snapshot:
             return sliced_payload((prefix, view, suffix), etag, self._since_headers, reviews.last_modified)
         offsets = self.dataset.review_offsets
         start, stop = (offsets[page.start], offsets[page.stop] - 1) if page.stop > page.start else (0, 0)
-        gzipped = gzip_slice(prefix, start, stop, suffix, self._deflate_stream())
+        gzipped = gzip_slice(prefix, start, stop, suffix, self.dataset.derived(_deflate_stream))
         return sliced_payload(
             (prefix, view, suffix), etag, self._since_headers, reviews.last_modified, gzipped_parts=gzipped
         )
-
-    def _deflate_stream(self) -> SegmentedDeflate:
-        """The reviews' shared deflate stream, made by the first gzip since answer of this data version
-        (0.1 s at 10,000 reviews) and kept with it."""
-        with self._lock:
-            if self._deflate is None:
-                stream = segment(self.dataset.reviews_document, self.dataset.review_offsets)
-                object.__setattr__(self, "_deflate", stream)  # frozen: set once, under the lock
-            return self._deflate
 
     def review_page(self, review_id: str) -> Payload | None:
         """The permalink page of one review (None if there is no such review), rendered when first asked.
@@ -138,8 +134,8 @@ class Snapshot:
         return payload
 
     def compress_late(self) -> None:
-        """Make the data files' gzip codings left for later by `gzip_later` (identity is served until
-        then)."""
+        """Make the data files' gzip codings that `gzip_later` left for later; identity is served until
+        they are made."""
         for payload in self.payloads.values():
             if isinstance(payload.gzipped, LateGzip):
                 payload.gzipped.compress()

@@ -72,9 +72,8 @@ def normalise_url(url: str) -> str | None:
 def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """The address a host string stands for without DNS, as the C resolver reads it.
 
-    Besides the standard forms this covers the legacy IPv4 spellings inet_aton
-    accepts (2130706433, 0x7f000001, 0177.0.0.1, 127.1), which getaddrinfo
-    turns into addresses without any DNS query.
+    Besides the standard forms this covers the legacy IPv4 spellings inet_aton accepts (2130706433,
+    0x7f000001, 0177.0.0.1, 127.1), which getaddrinfo turns into addresses without any DNS query.
     """
     with contextlib.suppress(ValueError):
         return ipaddress.ip_address(host)
@@ -187,8 +186,7 @@ def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
 
 
 def address_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """Why this address must not be contacted ("loopback", "private", ...), or None for a public unicast
-    address."""
+    """Why this address must not be contacted ("loopback", "private", ...); None for a public unicast one."""
     inner = embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
     if inner is not None and (problem := address_problem(inner)):
         return f"embeds {inner}: {problem}"
@@ -338,9 +336,8 @@ class Outbound:
             )
             conn = http.client.HTTPSConnection(callback.host, callback.port, context=self._context)
             conn.sock = _connect_any(addresses, self.connect_timeout, deadline)
-            watch = (
-                conn.sock.dup()
-            )  # shutdown() on a duplicate ends the connection even after ssl takes it over
+            # shutdown() on a duplicate ends the connection even after ssl takes it over.
+            watch = conn.sock.dup()
             with self._lock:
                 self._inflight[watch] = deadline
             conn.sock.settimeout(self.read_timeout)

@@ -21,8 +21,8 @@ MAX_SECRET_BYTES = 199  # "MUST be less than 200 bytes"
 def parse_subscription(
     pairs: Iterable[tuple[str, str]], topics: Mapping[str, str], leases: tuple[int, int, int], now: float
 ) -> tuple[Callback, Intent]:
-    """Validate a form: its callback, parsed, and the intent to store (the store gives its id). Raises
-    Refusal.
+    """Validate a form: its callback, parsed, and the intent to store (the store gives its id); Refusal if
+    the form is refused.
 
     `topics` maps each normalised topic URL to its path; `leases` are (minimum, default, maximum).
     """
@@ -52,8 +52,8 @@ def parse_subscription(
 
 
 def _lease(raw: str | None, bounds: tuple[int, int, int]) -> int:
-    """The lease granted: the one asked for (any positive whole number, however many digits) within the
-    bounds."""
+    """The lease granted: the one asked for (any positive whole number, however many digits), brought
+    within the bounds."""
     minimum, asked, maximum = bounds  # none asked for: the default
     if raw:
         digits = raw.lstrip("0")

@@ -44,9 +44,8 @@ class RateLimiter:
 class Scheduler:
     """Runs `work(key)` on a pool of threads when each key falls due, never twice at once for one key.
 
-    `work` returns when it wants to run again for that key (a clock time) or None.
-    A key poked while it runs is run again right after. Times come from `clock`;
-    after moving a test clock, call `wake()`.
+    `work` returns when it wants to run again for that key (a clock time) or None. A key poked while it
+    runs is run again right after. Times come from `clock`; after moving a test clock, call `wake()`.
     """
 
     MAX_WAIT = 30.0  # re-read the clock at least this often

@@ -81,8 +81,8 @@ class Caps:
 
 
 class Intent(NamedTuple):
-    """A subscribe or unsubscribe request accepted (202) and waiting for verification: a row of the intents
-    table."""
+    """A subscribe or unsubscribe request accepted (202) and waiting for verification: a row of the
+    intents table."""
 
     id: int
     callback: str
@@ -179,6 +179,29 @@ class Corrupt(sqlite3.DatabaseError):
     """PRAGMA quick_check found the database file unsound."""
 
 
+def open_database(path: Path, schema: str) -> sqlite3.Connection:
+    """The SQLite database at `path` (made mode 0600: it holds subscribers' secrets, or the reviews and what
+    was sent where), checked sound (Corrupt if not), in WAL with synchronous=NORMAL (a commit survives a
+    kill; a power loss may lose the last ones), `schema` applied. The hub's and the events' stores."""
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    conn = sqlite3.connect(path, check_same_thread=False, timeout=10)
+    try:
+        if (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
+            raise Corrupt(found)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(schema)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def is_corrupt(exc: sqlite3.Error) -> bool:
+    """Whether an error says the database file is unsound (then it is moved aside: move_corrupt_database)."""
+    return isinstance(exc, Corrupt) or sqlite_code(exc) in (SQLITE_CORRUPT, SQLITE_NOTADB)
+
+
 # SQLite's primary result codes (https://sqlite.org/rescode.html) that the store tells apart.
 SQLITE_READONLY = 8
 SQLITE_CORRUPT = 11
@@ -248,12 +271,12 @@ class StateLock:
 class Store:
     """Subscriptions and intents in memory, written through to STATE_DIR/hub.sqlite3 (module docstring).
 
-    The contract: `add_intent` returns only once SQLite has committed the intent (so the hub's
-    202 comes after it is durable), or raises StoreUnavailable (`problem` says why) or
-    CapReached, and nothing was queued; reading or changing subscriptions raises StoreClosed
-    after `close()`. WAL with synchronous=NORMAL: a commit survives the process being killed
-    at any moment; a power loss may lose the last commits (a delivery is then sent again). One
-    process holds the state directory at a time (a lock file); every method is thread-safe.
+    The contract: `add_intent` returns only once SQLite has committed the intent (so the hub's 202 comes
+    after it is durable), or raises StoreUnavailable (`problem` says why) or CapReached, and nothing was
+    queued; reading or changing subscriptions raises StoreClosed after `close()`. WAL with
+    synchronous=NORMAL: a commit survives the process being killed at any moment; a power loss may lose
+    the last commits (a delivery is then sent again). One process holds the state directory at a time (a
+    lock file); every method is thread-safe.
     """
 
     def __init__(self, state_dir: str, retry_every: float = 5.0):
@@ -340,28 +363,16 @@ class Store:
         return True
 
     def _connect(self) -> sqlite3.Connection:
-        """Connect to a sound database (a corrupt one is moved aside first). Raises sqlite3.Error, OSError."""
+        """(Lock held.) Connect to a sound database as self._conn (a corrupt one is moved aside first), which
+        a later failure's _disconnect closes. Raises sqlite3.Error, OSError."""
         try:
-            return self._open_database()
+            self._conn = open_database(self.path, SCHEMA)
         except sqlite3.Error as exc:
-            if not isinstance(exc, Corrupt) and sqlite_code(exc) not in (SQLITE_CORRUPT, SQLITE_NOTADB):
+            if not is_corrupt(exc):
                 raise
-            self._disconnect()
             self._move_aside(exc)
-        return self._open_database()
-
-    def _open_database(self) -> sqlite3.Connection:
-        """(Lock held.) Open and check the database as self._conn, which a failure's _disconnect closes."""
-        os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))  # the file holds subscribers' secrets
-        self._conn = conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
-        if (found := conn.execute("PRAGMA quick_check").fetchone()[0]) != "ok":
-            raise Corrupt(found)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(
-            "PRAGMA synchronous=NORMAL"
-        )  # a commit survives a kill; a power loss may lose the last ones
-        conn.executescript(SCHEMA)
-        return conn
+            self._conn = open_database(self.path, SCHEMA)
+        return self._conn
 
     def _move_aside(self, exc: BaseException) -> None:
         """Keep a corrupt database under a name that says when and why; the store then starts empty."""
@@ -392,8 +403,8 @@ class Store:
             conn.executemany(_INSERT_INTENT, self._intents.values())
 
     def _ensure_intact(self) -> bool:
-        """(Lock held.) The database and lock file opened are in place, or (removed, replaced) recreated from
-        memory."""
+        """(Lock held.) The database and lock file opened are in place, or, removed or replaced, are
+        recreated from memory."""
         with suppress(OSError):
             if _file_id(self.path) == self._identity and self._state_lock.intact():
                 return True
@@ -449,11 +460,11 @@ class Store:
             yield
 
     def _write(self, *statements: tuple[str, tuple]) -> bool:
-        """(Lock held.) Run `statements` in one transaction:
-        False, the store unavailable, when they cannot be.
+        """(Lock held.) Run `statements` in one transaction; False, the store unavailable, when they cannot
+        be run.
 
-        A removed or replaced state directory is first recreated from memory, which may already hold the
-        change.
+        A removed or replaced state directory is first recreated from memory, which may already hold
+        the change.
         """
         if self.problem is not None or not self._ensure_intact():
             return False
@@ -471,9 +482,8 @@ class Store:
     def add_intent(self, intent: Intent, caps: Caps) -> bool:
         """Queue a request for verification, durably (it replaces any not yet verified for the pair).
 
-        False when there is nothing to do (unsubscribing a pair the hub does not know);
-        raises CapReached when a new pair would exceed a cap, StoreUnavailable when
-        it cannot be recorded.
+        False when there is nothing to do (unsubscribing a pair the hub does not know); raises CapReached
+        when a new pair would exceed a cap, StoreUnavailable when it cannot be recorded.
         """
         with self._locked():
             if self.problem is not None:
@@ -493,9 +503,8 @@ class Store:
             return True
 
     def _check_caps(self, intent: Intent, caps: Caps) -> None:
-        hosts = {
-            key: sub.host for key, sub in self._subs.items()
-        }  # of every pair held or waiting for verification
+        # The host of every pair held or waiting for verification.
+        hosts = {key: sub.host for key, sub in self._subs.items()}
         hosts.update((key, i.host) for key, i in self._intents.items() if i.mode == "subscribe")
         for what, count, limit in (
             ("in total", len(hosts), caps.total),
@@ -520,8 +529,8 @@ class Store:
         self._write(*statements, ("DELETE FROM intents WHERE id = ?", (intent_id,)))
 
     def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
-        """The verified subscription: new, or a renewal that changes lease and secret and keeps its
-        progress."""
+        """The verified subscription: a new one, or a renewal, which changes lease and secret and keeps
+        its progress."""
         with self._locked():
             old = self._subs.get(intent.key)
             sub = Subscription(

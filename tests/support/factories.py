@@ -211,8 +211,8 @@ def plain(value: Any) -> Any:
 
 
 def dataset_state(dataset: Any) -> dict[str, Any]:
-    """Everything a Dataset holds, as plain values."""
-    return {name: plain(value) for name, value in vars(dataset).items()}
+    """Everything a Dataset holds, as plain values (but what Dataset.derived made from it, and its lock)."""
+    return {name: plain(value) for name, value in vars(dataset).items() if not name.startswith("_derived")}
 
 
 # Any small valid review, for the property tests.
