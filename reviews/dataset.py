@@ -502,7 +502,7 @@ class Dataset:
         between chunks: one find over 100,000 texts held it 6 ms, one C test of each 15-30 ms). A chunk
         where few texts match is scanned from match to match in the blob (a bisect and a find per match,
         in Python); after one where many do, each text of the next is tested in one C loop. For "e", which
-        89% of the texts hold, that took 50 ms to about 15 at 100,000 reviews (bench/text_search.py)."""
+        89% of the texts hold, that took 43 ms to 16-19 at 100,000 reviews (bench/text_search.py)."""
         blob, starts = self.text_blob
         encoded = utf8(needle)
         found: list[int] = []

@@ -12,9 +12,9 @@ stall-cpu: the feed kept 39% of its rate with 1, 19-32% with 2). Back to back, o
 feed at 35-39%: while a search runs, the selector thread waits up to the interpreter's switch interval for
 the GIL every time it comes back from select. So after each expensive request the gate pauses twice as long
 as it took (its thread's CPU time, `share` 1/3): expensive requests take at most a third of the time, and the
-feed runs unhindered in the rest. Measured in one alternating run (stall-cpu, 100,000 reviews): with a share
-of 1/2 the feed kept 69-83% of its rate, with 1/3 all of it, and as many searches were answered as before
-the pause (each one is cheaper now: Dataset.positions_with_text's chunked scan).
+feed runs unhindered in the rest. Measured (stall-cpu, 100,000 reviews, alternating runs on a shared
+machine; docs/performance.md): the feed kept a median 66% of its rate with a share of 1/3 (33% before the
+pause), and about as many searches were answered (each is cheaper: Dataset.positions_with_text's chunks).
 
 One price for every way in: GET /api/reviews/search, the /reviews page and the MCP tools that search
 (SEARCH_TOOLS) ask `is_expensive` with the arguments run_search takes.
