@@ -114,14 +114,21 @@ class BatchingStreamHandler(logging.StreamHandler):
             self._flusher.start()
 
     def flush(self) -> None:
-        """Write what is queued, on this thread (the flusher's, or a caller's such as close)."""
-        with self._writing:
-            with self.lock:  # type: ignore[union-attr]
-                text = self._take_queued()
+        """Write what is queued, on this thread (the flusher's, or a caller's such as close).
+
+        A batch and its turn to write are taken together under the lock, so batches reach the stream in
+        order; the lock is let go before writing and never taken while holding the turn (logging.shutdown
+        calls flush holding the lock: the other order deadlocked at exit)."""
+        with self.lock:  # type: ignore[union-attr]
+            text = self._take_queued()
+            self._writing.acquire()
+        try:
             if text:
                 self.stream.write(text)
             if self.stream and hasattr(self.stream, "flush"):
                 self.stream.flush()
+        finally:
+            self._writing.release()
 
     def close(self) -> None:
         self._stop_flusher.set()
