@@ -77,6 +77,17 @@ def test_after_an_expensive_request_the_gate_pauses_as_long_as_it_took() -> None
     assert quarter.enter("a")
 
 
+def test_the_pause_after_a_long_one_is_at_most_max_pause() -> None:
+    now = [100.0]
+    gate = CostGate(total=1, per_client=1, wait=0.0, share=1 / 3, clock=lambda: now[0])
+    assert gate.enter("a")
+    gate.leave("a", cost=6.0)  # a word index built on the first ranked search: not 12 s of refusals
+    now[0] = 100.0 + admission.MAX_PAUSE - 0.01
+    assert not gate.enter("b")
+    now[0] = 100.0 + admission.MAX_PAUSE
+    assert gate.enter("b")
+
+
 def test_a_request_waiting_out_the_pause_gets_its_turn() -> None:
     gate = CostGate(total=1, per_client=1, wait=10.0)
     assert gate.enter("a")

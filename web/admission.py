@@ -59,6 +59,12 @@ def tool_is_expensive(name: str, arguments: Any, reviews: int) -> bool:
     )
 
 
+# The longest pause after one expensive request: the first ranked search of a data version builds its word
+# index (5.8 s at 100,000 reviews, bench/ranked_search.py), which would otherwise refuse every text search for
+# 12 s after it. A search itself takes tens of milliseconds: its pause is never cut.
+MAX_PAUSE = 1.0
+
+
 class Busy(Exception):
     """No turn came within the gate's wait: answer 503 with Retry-After (RETRY_AFTER seconds)."""
 
@@ -112,7 +118,7 @@ class CostGate:
             self._by_client[client] -= 1
             if not self._by_client[client]:
                 del self._by_client[client]
-            pause = cost * (1 - self.share) / self.share
+            pause = min(cost * (1 - self.share) / self.share, MAX_PAUSE)
             self._next_start = max(self._next_start, self._clock() + pause)
             self._turn.notify_all()
 
