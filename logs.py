@@ -2,8 +2,12 @@
 
 A `write` + `flush` per access line (a system call per request) was the largest per-request cost after
 the app itself: INFO lines are queued and a flusher thread writes the queue every FLUSH_INTERVAL. WARNING
-and above, and a full queue, are written at once, after what was queued, so lines keep their order and
-problems are never held back.
+and above, and a full queue, wake the flusher at once, so lines keep their order and problems are never held
+back. Only the flusher (or an explicit flush) writes, and the lock a logging thread takes is never held
+while writing: the server's selector thread logs the answers it gives itself, and a stream that blocks
+(a stalled journald or pipe) must not stop it (issue 39). While the stream blocks, lines wait up to
+MAX_BUFFERED; INFO lines beyond are dropped, and a WARNING line says how many once the stream takes lines
+again.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import time
 from typing import IO, cast
 
 FLUSH_INTERVAL = 0.05  # seconds an INFO line may wait before it reaches stderr
-MAX_QUEUED = 512  # lines; a burst beyond this is written at once
+MAX_QUEUED = 512  # lines; a burst beyond this wakes the flusher at once
+MAX_BUFFERED = 16_384  # lines waiting while the stream blocks (a few MB); INFO lines beyond are dropped
 
 
 class _CachedTime(logging.Formatter):
@@ -68,12 +73,15 @@ class JsonFormatter(_CachedTime):
 
 
 class BatchingStreamHandler(logging.StreamHandler):
-    """A StreamHandler that writes INFO lines in batches (see the module docstring)."""
+    """A StreamHandler that writes INFO lines in batches, on its flusher thread (see the module docstring)."""
 
     def __init__(self, stream: IO[str] | None = None, interval: float = FLUSH_INTERVAL) -> None:
         super().__init__(stream)
-        self._queued: list[str] = []
+        self._queued: list[str] = []  # under self.lock, which is never held while writing
+        self._dropped = 0  # INFO lines dropped since the last write (the stream blocked)
         self._interval = interval
+        self._writing = threading.Lock()  # held while writing: batches reach the stream in order
+        self._wake = threading.Event()
         self._stop_flusher = threading.Event()
         self._flusher: threading.Thread | None = None
 
@@ -94,33 +102,62 @@ class BatchingStreamHandler(logging.StreamHandler):
             self._enqueue(line, at_once=False)
 
     def _enqueue(self, line: str, at_once: bool) -> None:
-        """Queue a line (with the lock held); write the queue now if asked or full."""
+        """Queue a line (with the lock held); wake the flusher if asked or the queue is full. Never writes."""
+        if not at_once and len(self._queued) >= MAX_BUFFERED:
+            self._dropped += 1
+            return
         self._queued.append(line)
-        if at_once or len(self._queued) >= MAX_QUEUED:
-            self._write_queued()
-        elif self._flusher is None:
+        if at_once or len(self._queued) == MAX_QUEUED:  # once: an Event.set per line after it cost 0.4 us
+            self._wake.set()
+        if self._flusher is None:
             self._flusher = threading.Thread(target=self._flush_periodically, name="log-flusher", daemon=True)
             self._flusher.start()
 
     def flush(self) -> None:
+        """Write what is queued, on this thread (the flusher's, or a caller's such as close).
+
+        A batch and its turn to write are taken together under the lock, so batches reach the stream in
+        order; the lock is let go before writing and never taken while holding the turn (logging.shutdown
+        calls flush holding the lock: the other order deadlocked at exit)."""
         with self.lock:  # type: ignore[union-attr]
-            self._write_queued()
+            text = self._take_queued()
+            self._writing.acquire()
+        try:
+            if text:
+                self.stream.write(text)
+            if self.stream and hasattr(self.stream, "flush"):
+                self.stream.flush()
+        finally:
+            self._writing.release()
 
     def close(self) -> None:
         self._stop_flusher.set()
+        self._wake.set()
         self.flush()
         super().close()
 
-    def _write_queued(self) -> None:
-        if self._queued:
-            text = "".join(self._queued)
-            self._queued.clear()
-            self.stream.write(text)
-        if self.stream and hasattr(self.stream, "flush"):
-            self.stream.flush()
+    def _take_queued(self) -> str:
+        """The queued lines as one text (the lock held), and a line counting those dropped, if any."""
+        if self._dropped:
+            notice = logging.LogRecord(
+                "reviewsd.logs",
+                logging.WARNING,
+                __file__,
+                0,
+                "%d log lines dropped: the log stream took none for a while",
+                (self._dropped,),
+                None,
+            )
+            self._queued.append(self.format(notice) + self.terminator)
+            self._dropped = 0
+        text = "".join(self._queued)
+        self._queued.clear()
+        return text
 
     def _flush_periodically(self) -> None:
-        while not self._stop_flusher.wait(self._interval):
+        while not self._stop_flusher.is_set():
+            self._wake.wait(self._interval)
+            self._wake.clear()
             try:
                 self.flush()
             except (OSError, ValueError):  # stderr closed or broken: nothing left to write to

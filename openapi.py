@@ -293,7 +293,7 @@ NO_STORE = {"Cache-Control": _header("`no-store`: never cached.")}
 # A text search waits briefly for a turn among the expensive ones (web/admission.py), then is refused.
 BUSY = _json(
     ref("Error"),
-    "`busy`: a text search (`query`) while another has run for 0.25 s; see Retry-After.",
+    "`busy`: a text search (`query` or `q`) that got no turn within 0.25 s; see Retry-After.",
     headers={"Retry-After": _header("Seconds to wait before asking again: `1`.")},
 )
 HUB_ANSWERS = {  # each with a plain-text body (hub.py)

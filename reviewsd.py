@@ -97,7 +97,7 @@ from .surface import (
     SINCE_PREFIX,
     review_id_of_page,
 )
-from .web.admission import CostGate, is_expensive
+from .web.admission import BUSY_MESSAGE, RETRY_AFTER, Busy, CostGate, is_expensive
 from .web.payloads import JSON, Payload, accepts_gzip, answer, error_document, make_payload
 from .web.responses import Body, Triple, error_code, status_line, with_common_headers
 from .web.snapshot import Snapshot, build_snapshot, pages_document
@@ -171,23 +171,24 @@ class ReviewsApp:
         mcp: McpEndpoint | None = None,
         hub: Hub | None = None,
         notifier: Notifier | None = None,
+        gate: CostGate | None = None,
     ):
         self.config = config
         self.store = store
         self.trusted_proxies = trusted_proxies
         self.mcp = mcp  # POST/DELETE /mcp; 404 without
         self.hub = hub  # POST /api/websub/hub; 404 without (--no-hub)
-        self.gate = CostGate()  # the expensive searches running now (web/admission.py)
+        self.gate = gate if gate is not None else CostGate()  # the expensive searches now (web/admission.py)
         self.notifier = notifier  # events out (--notify); /healthz shows its counts
 
     def is_precomputed(self, path: str) -> bool:
         """Whether a GET of `path` (as sent) is answered from bytes already made: a payload route or a review
-        page already rendered. The server answers those on the thread that read them (server.answers_here)."""
-        snapshot = self.store.current
-        if path in snapshot.payloads:
+        page already rendered. The server answers those on the thread that read them (server.answers_here).
+        The same rule as __call__'s fast path: `payload` (a trailing slash too) and `review_id_of_page`."""
+        if self.payload(path) is not None:
             return True
         review_id = review_id_of_page(path)
-        return review_id is not None and snapshot.has_review_page(review_id)
+        return review_id is not None and self.store.current.has_review_page(review_id)
 
     def compress_late(self) -> None:
         """Compress the first snapshot's data files on a background thread (see __init__)."""
@@ -285,21 +286,14 @@ class ReviewsApp:
     ) -> Triple:
         """`run()` now if the search is cheap; if expensive, once the cost gate gives its client a turn, or a
         503 with Retry-After if none comes soon (web/admission.py)."""
-        if not is_expensive(args, len(self.store.current.dataset.reviews)):
+        priced = {name: values[0] for name, values in args.items() if values}  # as run_search takes them
+        if not is_expensive(priced, len(self.store.current.dataset.reviews)):
             return run()
         address = environ.get("reviewsd.client") or environ.get("REMOTE_ADDR") or ""
-        client = client_group(address, self.config.client_prefix_v6)
-        if not self.gate.enter(client):
-            return json_error(
-                503,
-                "busy",
-                "too many text searches at once; try again in a second",
-                headers=[("Retry-After", "1")],
-            )
         try:
-            return run()
-        finally:
-            self.gate.leave(client)
+            return self.gate.run(client_group(address, self.config.client_prefix_v6), run)
+        except Busy:
+            return json_error(503, "busy", BUSY_MESSAGE, headers=[("Retry-After", RETRY_AFTER)])
 
     def on_search(self, environ: Mapping[str, Any]) -> Triple:
         args = query_args(environ)
@@ -503,10 +497,11 @@ def create_app(
     notify = load_notify(config.notify) if config.notify else None
     store = open_store(config, gzip_later)
     trusted = parse_networks(config.trusted_proxies)
-    mcp = McpEndpoint(McpServer(store, config), config, mcp_clock)
+    gate = CostGate()  # one for the HTTP searches and the MCP tools that search
+    mcp = McpEndpoint(McpServer(store, config), config, mcp_clock, gate)
     hub = start_hub(store, config, trusted) if config.hub else None
     notifier = start_notifier(store, config, notify) if notify is not None else None
-    return ReviewsApp(config, store, trusted, mcp=mcp, hub=hub, notifier=notifier)
+    return ReviewsApp(config, store, trusted, mcp=mcp, hub=hub, notifier=notifier, gate=gate)
 
 
 def check_main(argv: Sequence[str]) -> int:

@@ -10,7 +10,7 @@ import base64
 import binascii
 import functools
 import time
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 from werkzeug.datastructures import MIMEAccept
@@ -18,6 +18,7 @@ from werkzeug.http import parse_accept_header, parse_options_header
 
 from .. import surface
 from ..config import Config, client_group
+from ..web.admission import BUSY_MESSAGE, RETRY_AFTER, Busy, CostGate, tool_is_expensive
 from ..web.request_rules import BodyCut, BodyTooLarge, is_utf8_charset, origin, read_body
 from ..web.responses import Triple, status_line
 from .protocol import (
@@ -38,6 +39,8 @@ from .protocol import (
     rpc_error,
 )
 from .sessions import Session, SessionStore
+
+T = TypeVar("T")
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -222,8 +225,15 @@ class Dispatcher(Protocol):
 class McpEndpoint:
     """POST/DELETE /mcp: the transport rules around a Dispatcher (mcp_rpc.McpServer)."""
 
-    def __init__(self, server: Dispatcher, config: Config, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        server: Dispatcher,
+        config: Config,
+        clock: Callable[[], float] = time.monotonic,
+        gate: CostGate | None = None,
+    ):
         self.server = server
+        self.gate = gate if gate is not None else CostGate()  # the app's: one gate for HTTP and MCP searches
         self.sessions = SessionStore(config.mcp_max_sessions, config.mcp_session_idle, clock)
         self.max_body = config.max_body
         self.client_prefix_v6 = config.client_prefix_v6
@@ -291,7 +301,10 @@ class McpEndpoint:
                 "Unknown or ended session: send initialize (without Mcp-Session-Id) to start a new one",
                 request_id,
             )
-        reply = self.server.handle(session, message)
+        snapshot = self.server.store.current  # once: priced and answered on one version
+        reply = self.metered(
+            environ, message, snapshot, lambda: self.server.handle(session, message, snapshot)
+        )
         return json_response(reply, 200) if reply is not None else empty_response(202)
 
     def initialize(self, environ: dict, message: RpcRequest) -> Triple:
@@ -319,12 +332,41 @@ class McpEndpoint:
             return empty_response(202)  # 2026-07-28 defines none over HTTP; accepted and ignored
         check_modern_request(environ, message, self.server.modern_methods)
         snapshot = self.server.store.current  # once: the result and the serverInfo beside it are one version
-        reply = self.server.handle(Session(protocol_version=MODERN_VERSION), message, snapshot)
+        reply = self.metered(
+            environ,
+            message,
+            snapshot,
+            lambda: self.server.handle(Session(protocol_version=MODERN_VERSION), message, snapshot),
+        )
         if reply is not None and "result" in reply:
             info = self.server.server_info(MODERN_VERSION, snapshot)
             info_json = self.server.server_info_json(snapshot)
             reply["result"] = modern_result(message.method, reply["result"], info, info_json)
         return json_response(reply, 200)
+
+    def metered(
+        self, environ: Mapping[str, Any], message: Message, snapshot: Any, handle: Callable[[], T]
+    ) -> T:
+        """`handle()` now, or for a search tool priced expensive on `snapshot` (web/admission.py, as HTTP's
+        search) in a turn of the cost gate's; 503 with Retry-After if none comes soon."""
+        expensive = (
+            isinstance(message, RpcRequest)
+            and message.method == "tools/call"
+            and isinstance(message.params, dict)
+            and tool_is_expensive(
+                message.params.get("name"),
+                message.params.get("arguments"),
+                len(snapshot.dataset.reviews),
+            )
+        )
+        if not expensive:
+            return handle()
+        address = environ.get("reviewsd.client") or environ.get("REMOTE_ADDR") or ""
+        try:
+            return self.gate.run(client_group(address, self.client_prefix_v6), handle)
+        except Busy:
+            request_id = message.id if isinstance(message, RpcRequest) else None
+            raise HttpRefusal(503, BUSY_MESSAGE, request_id, headers=[("Retry-After", RETRY_AFTER)]) from None
 
     def read_body(self, environ: dict) -> bytes:
         """At most max_body bytes: Content-Length is checked first, and the read itself is bounded, to

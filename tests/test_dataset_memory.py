@@ -10,6 +10,7 @@ import gc
 import json
 import weakref
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -437,3 +438,23 @@ def test_a_parse_pauses_the_collector_and_leaves_it_as_it_was(monkeypatch: pytes
         assert not gc.isenabled()  # off before, off after: not turned on behind its owner's back
     finally:
         gc.enable()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text(alphabet="abeé ", max_size=6), max_size=30),
+    st.text(alphabet="abeé", min_size=1, max_size=2),
+    st.integers(1, 5),
+)
+def test_positions_with_text_in_chunks_equal_a_plain_scan(texts: list[str], needle: str, chunk: int) -> None:
+    """Chunks of a few texts, so that sparse and dense chunks (a walk of the blob, a test of each text)
+    follow each other at every boundary."""
+    holder = SimpleNamespace(text_blob=dataset_module._text_blob(texts))
+    saved = dataset_module._TEXT_CHUNK
+    dataset_module._TEXT_CHUNK = chunk
+    try:
+        found = dataset_module.Dataset.positions_with_text(holder, needle)  # type: ignore[arg-type]
+    finally:
+        dataset_module._TEXT_CHUNK = saved
+    folded = dataset_module.fold_text(needle)
+    assert found == [pos for pos, text in enumerate(texts) if folded in dataset_module.fold_text(text)]

@@ -5,10 +5,12 @@ from __future__ import annotations
 import io
 import json
 import logging
+import threading
 from collections.abc import Iterator
 
 import pytest
 from polling import wait_until
+from support.http import WAIT, connect, read_response, serving
 
 from reviewsd_app import logs
 
@@ -46,11 +48,16 @@ def test_info_lines_wait_for_the_flush(handler: logs.BatchingStreamHandler, stre
     assert [line.rsplit(": ", 1)[1] for line in lines] == ["first", "second"]
 
 
+# A warning and a full queue wake the flusher (the handler's interval is an hour: only the wake writes them);
+# it writes them, not the thread that logged them (issue 39: that thread may be the server's selector).
+
+
 def test_a_warning_is_written_at_once_after_what_was_queued(
     handler: logs.BatchingStreamHandler, stream: io.StringIO
 ) -> None:
     handler.handle(record("queued"))
     handler.handle(record("problem", logging.WARNING))
+    assert wait_until(lambda: stream.getvalue().count("\n") == 2)
     lines = stream.getvalue().splitlines()
     assert [line.rsplit(": ", 1)[1] for line in lines] == ["queued", "problem"]
     assert " WARNING " in lines[1]
@@ -59,9 +66,78 @@ def test_a_warning_is_written_at_once_after_what_was_queued(
 def test_a_full_queue_is_written_at_once(handler: logs.BatchingStreamHandler, stream: io.StringIO) -> None:
     for n in range(logs.MAX_QUEUED - 1):
         handler.handle(record(f"line {n}"))
-    assert stream.getvalue() == ""
+    assert not handler._wake.is_set() and stream.getvalue() == ""
     handler.handle(record("the last that fits"))
-    assert len(stream.getvalue().splitlines()) == logs.MAX_QUEUED
+    assert wait_until(lambda: len(stream.getvalue().splitlines()) == logs.MAX_QUEUED)
+
+
+def test_logging_shutdown_while_the_flusher_is_woken_ends() -> None:
+    """logging.shutdown holds the handler's lock and calls flush; the flusher, woken by a warning just
+    before, must not hold the turn to write while waiting for that lock (they deadlocked at exit: a
+    server refused its port and never exited, once in a full test run)."""
+    for _ in range(200):
+        stream = io.StringIO()
+        batching = logs.BatchingStreamHandler(stream, interval=3600)
+        batching.setFormatter(logs.TextFormatter())
+        batching.handle(record("cannot listen", logging.ERROR))  # wakes the flusher
+
+        def shutdown(handler: logs.BatchingStreamHandler = batching) -> None:
+            handler.acquire()  # as logging.shutdown does
+            try:
+                handler.flush()
+                handler.close()
+            finally:
+                handler.release()
+
+        closing = threading.Thread(target=shutdown, daemon=True)
+        closing.start()
+        closing.join(WAIT)
+        assert not closing.is_alive()
+        assert stream.getvalue().endswith("cannot listen\n")
+
+
+class BlockingStream(io.StringIO):
+    """A log stream whose writes wait until `release` is set (a stalled journald or pipe); `entered` says one
+    is waiting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def write(self, text: str) -> int:
+        self.entered.set()
+        self.release.wait(WAIT)
+        return super().write(text)
+
+
+def test_a_blocked_stream_never_blocks_a_logging_thread_and_the_lines_dropped_are_counted() -> None:
+    stream = BlockingStream()
+    batching = logs.BatchingStreamHandler(stream, interval=0.01)
+    batching.setFormatter(logs.TextFormatter())
+    try:
+        batching.handle(record("first"))
+        assert wait_until(stream.entered.is_set)  # the flusher is stuck writing it
+        extra = 100
+        done = threading.Event()
+
+        def log_many() -> None:
+            for n in range(logs.MAX_BUFFERED + extra):
+                batching.write_info("reviewsd.access", f"line {n}", 1_700_000_000.0)
+                batching.handle(record(f"record {n}"))
+            done.set()
+
+        threading.Thread(target=log_many, daemon=True).start()
+        assert done.wait(WAIT)  # without waiting on the stream
+        stream.release.set()
+        assert wait_until(lambda: "log lines dropped" in stream.getvalue())
+        lines = stream.getvalue().splitlines()
+        assert len(lines) == 1 + logs.MAX_BUFFERED + 1
+        assert lines[-1].endswith(
+            f": {logs.MAX_BUFFERED + 2 * extra} log lines dropped: the log stream took none for a while"
+        )
+    finally:
+        stream.release.set()
+        batching.close()
 
 
 def test_close_writes_what_is_queued(handler: logs.BatchingStreamHandler, stream: io.StringIO) -> None:
@@ -107,6 +183,7 @@ def test_configure_logging_sends_every_logger_through_one_handler(stream: io.Str
         handler = logs.configure_logging("json", stream)
         logging.getLogger("reviewsd.anything").warning("careful")
         assert root.handlers == [handler]
+        assert wait_until(lambda: stream.getvalue().endswith("\n"))  # the flusher writes it, woken at once
         assert json.loads(stream.getvalue())["message"] == "careful"
     finally:
         root.handlers[:], level, logging.logThreads, logging.logProcesses, logging.logMultiprocessing = saved
@@ -205,3 +282,29 @@ def test_a_broken_stderr_does_not_stop_the_ready_line(
     stream.write = broken  # type: ignore[method-assign]
     service.log_listening("http://127.0.0.1:8080", 8)  # does not raise
     assert any("listening on http://127.0.0.1:8080 (8 threads)" in text for text in attempts)
+
+
+def test_the_server_answers_the_feed_while_the_log_stream_blocks(app: object) -> None:
+    """The selector thread answers the feed itself and logs each answer: a stalled log stream must not stop
+    it (before, the flusher wrote while holding the lock every access line takes)."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, logging.logThreads, logging.logProcesses, logging.logMultiprocessing
+    stream = BlockingStream()
+    handler = logs.configure_logging("text", stream)
+    handler._interval = 0.01  # type: ignore[attr-defined]
+    try:
+        with serving(app) as srv, connect(srv) as sock:
+            f = sock.makefile("rb")
+            sock.sendall(b"GET /api/feed.json HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert read_response(f)[0] == 200
+            assert wait_until(stream.entered.is_set)  # the flusher is stuck writing its line
+            for _ in range(3):
+                sock.sendall(b"GET /api/feed.json HTTP/1.1\r\nHost: t\r\n\r\n" * 100)
+                assert all(read_response(f)[0] == 200 for _ in range(100))
+            stream.release.set()
+            assert wait_until(lambda: stream.getvalue().count('"GET /api/feed.json') == 301)
+    finally:
+        stream.release.set()
+        root.handlers[:], level, logging.logThreads, logging.logProcesses, logging.logMultiprocessing = saved
+        root.setLevel(level)
+        handler.close()

@@ -7,6 +7,7 @@ parent (which drives wrk) stays small and its timings stay undisturbed.
     python inprocess.py startup  --data-dir DIR
     python inprocess.py memory   --data-dir DIR
     python inprocess.py mcp      --data-dir DIR --call JSON [--seconds 1]
+    python inprocess.py --root CHECKOUT search ...   # another checkout's package (bench/compare --before)
 
 Each prints one JSON document on stdout.
 
@@ -314,8 +315,24 @@ def cmd_mcp(args: argparse.Namespace) -> dict[str, Any]:
 BASE_URL_FOR_PROFILES = "https://reviews.example.com"
 
 
+def load_package(root: Path) -> None:
+    """Import `root` as the package reviewsd_app (as its `python reviewsd.py` does), not the installed one."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "reviewsd_app", root / "__init__.py", submodule_search_locations=[str(root)]
+    )
+    assert spec is not None and spec.loader is not None
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["reviewsd_app"] = package
+    spec.loader.exec_module(package)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--root", type=Path, help="measure the package of this checkout (bench/compare --before)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("search")
     p.add_argument("--data-dir", required=True)
@@ -338,6 +355,8 @@ def main() -> None:
     p.add_argument("--call", required=True, help="the JSON-RPC tools/call message")
     p.add_argument("--seconds", type=float, default=1.0)
     args = parser.parse_args()
+    if args.root is not None:
+        load_package(args.root.resolve())
     import logging
 
     logging.disable(logging.CRITICAL)  # the access log would only add noise to these numbers
