@@ -21,16 +21,16 @@ from reviewsd_app.mcpserver.sessions import Session
 from reviewsd_app.reviews.dataset import fold_name
 
 
-@pytest.fixture
-def server(mcp_data_dir: Path, tmp_path: Path):
+def server_for(data_dir: Path, state_dir: Path):
     config = reviewsd.Config(
-        data_dir=str(mcp_data_dir),
-        state_dir=str(tmp_path / "state"),
-        reload_interval=0,
-        base_url=BASE,
-        hub=False,
+        data_dir=str(data_dir), state_dir=str(state_dir), reload_interval=0, base_url=BASE, hub=False
     )
     return reviewsd.create_app(config).mcp.server
+
+
+@pytest.fixture
+def server(mcp_data_dir: Path, tmp_path: Path):
+    return server_for(mcp_data_dir, tmp_path / "state")
 
 
 @pytest.fixture(params=["2025", "2026"])
@@ -317,10 +317,7 @@ def test_tools_and_prompts_call_people_what_the_trade_does(mcp_data_dir: Path, t
     insights_doc = json.loads((mcp_data_dir / "insights.json").read_text("utf-8"))
     insights_doc["people_label"] = "Staff"
     write_docs(data_dir, reviews_doc, insights_doc)
-    config = reviewsd.Config(
-        data_dir=str(data_dir), state_dir=str(tmp_path / "state"), reload_interval=0, base_url=BASE, hub=False
-    )
-    server = reviewsd.create_app(config).mcp.server
+    server = server_for(data_dir, tmp_path / "state")
     state = Session(protocol_version="2026-07-28")
     tools = {t["name"]: t for t in result(call(server, state, "tools/list"))["tools"]}
     prompts = {p["name"]: p for p in result(call(server, state, "prompts/list"))["prompts"]}
@@ -335,14 +332,3 @@ def test_tools_and_prompts_call_people_what_the_trade_does(mcp_data_dir: Path, t
         t["name"]: t for t in result(call(server_for(mcp_data_dir, tmp_path), state, "tools/list"))["tools"]
     }
     assert default["get_technician"]["title"] == "One practitioner"
-
-
-def server_for(data_dir: Path, tmp_path: Path):
-    config = reviewsd.Config(
-        data_dir=str(data_dir),
-        state_dir=str(tmp_path / "state2"),
-        reload_interval=0,
-        base_url=BASE,
-        hub=False,
-    )
-    return reviewsd.create_app(config).mcp.server
