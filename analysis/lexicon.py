@@ -18,7 +18,7 @@ from vaderSentiment.vaderSentiment import (  # module constants; importing reads
     NEGATE,
 )
 
-from .text import fold
+from ..reviews.words import fold
 
 LEXICON_PACKAGE = "vaderSentiment"
 LEXICON_FILE = "vader_lexicon.txt"

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
 
 from ..authoring.profile import Profile
-from .text import Folded, fold
+from ..reviews.words import fold
+from .text import Folded
 
 HONORIFICS = frozenset({"dr", "dra", "doctor", "doc", "mr", "mrs", "ms", "miss", "prof"})
 # per_review's groups, and the profile list each is read from

@@ -21,8 +21,8 @@ STAR_LABELS = {1: "negative", 2: "negative", 3: "neutral", 4: "positive", 5: "po
 # Their terms' own words count for the lexicon ("dirty"); names and problems count 0.
 OWN_VALENCE_GROUPS = frozenset({"aspects"})
 STAFF_GROUP = "technicians"
-STAFF_REFERENCE_BAR = 0.5
-TERMS_DETECT = True  # a staff name means that staff member when the model says so above this
+STAFF_REFERENCE_BAR = 0.5  # a staff name means that staff member when the model says so above this
+TERMS_DETECT = True
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,10 @@ Methods:
   lexicon     the previous method (reviewsd-lexicon 1.0): terms and names, the lexicon's clause, then
               sentence, then stars (never for people)
   stars       terms and names as the lexicon method; every sentiment from the stars (4-5 positive, 3 neutral)
-Corpora: `sample`: the bundled sample (data/) with the chiropractic preset, against the truth its generator
-wrote in data/insights.json; `cv`: the labelled corpus (corpus/, docs/corpus.md), k-fold by review, the
-model never trained or tuned on the fold it is scored on; `curve`: the learning curve; `semeval`: a file in
+Corpora: `sample`: the bundled sample (data/) with the chiropractic preset, against its held-out labels
+(corpus/held-out/, labelled by the guideline like the corpus, never trained on); `cv`: the labelled corpus
+(corpus/, docs/corpus.md), k-fold by review, the model never trained or tuned on the fold it is scored on;
+`curve`: the learning curve; `semeval`: a file in
 the SemEval-2014 Task 4 XML shape (--semeval or $SEMEVAL2014_RESTAURANTS_TEST), restaurant preset.
 """
 
@@ -192,26 +193,38 @@ def print_table(title: str, results: Mapping[str, tuple[Counts, Counts]]) -> Non
 
 
 def sample_units() -> Units:
-    """The bundled sample: its generator (tools/generate_data.py) wrote the truth it meant into
-    data/insights.json: each review's aspects with their sentiment, and the practitioners it names (whose
-    sentiment the generator takes from the review's stars)."""
-    reviews = json.loads((ROOT / "data" / "reviews.json").read_text("utf-8"))["reviews"]
-    truth = json.loads((ROOT / "data" / "insights.json").read_text("utf-8"))["per_review"]
+    """The bundled sample (data/reviews.json) against its held-out labels (corpus/held-out/sample-*.jsonl:
+    labelled twice by the guideline and adjudicated, never trained on), chiropractic preset."""
+    import train_model
+
     profile = parse_profile(render_preset("chiropractic"))
+    person_ids = {p["name"]: p["id"] for p in profile.practitioners}
+    labelled = train_model.load_corpus(sorted((ROOT / "corpus" / "held-out").glob("sample-*.jsonl")))
+    truth = {review["id"]: review for review in labelled}
+    reviews = json.loads((ROOT / "data" / "reviews.json").read_text("utf-8"))["reviews"]
     units = Units()
     for review in reviews:
-        entry = truth[review["id"]]
+        sentences = truth[review["id"]]["sentences"] if review["id"] in truth else []
         units.inputs.append(review)
-        units.aspects[review["id"]] = {a["id"]: a["sentiment"] for a in entry["aspects"]}
-        units.people[review["id"]] = {t: STAR_LABELS[review["rating"]] for t in entry["technicians"]}
+        units.aspects[review["id"]] = _aggregated(sentences, "aspects", {})
+        units.people[review["id"]] = _aggregated(sentences, "people", person_ids)
         units.profiles[review["id"]] = profile
     return units
+
+
+def _aggregated(sentences: Sequence[dict], group: str, ids: Mapping[str, str]) -> dict[str, str]:
+    """A review's labels for one group: each record's sentence labels by the stated rule."""
+    votes: dict[str, list[str]] = defaultdict(list)
+    for sentence in sentences:
+        for key, polarity in sentence.get(group, {}).items():
+            votes[ids.get(key, key)].append(polarity)
+    return {key: aggregate_mentions(found) for key, found in votes.items()}
 
 
 def run_sample(args: argparse.Namespace) -> None:
     results: dict[str, tuple[Counts, Counts]] = {}
     run_methods(sample_units(), shipped_model(), results)
-    print_table("bundled sample (320 reviews, chiropractic preset, shipped model)", results)
+    print_table("bundled sample (320 reviews, held-out labels, chiropractic preset, shipped model)", results)
 
 
 # --- the corpus, cross-validated ----------------------------------------------------------------------

@@ -90,7 +90,7 @@ def server_info(words: BusinessWords, website: str | None, version: str) -> dict
     if version in RICH_INFO_VERSIONS:
         info["description"] = (
             f"Customer reviews of {words.name} ({words.category}; {words.sources}) and their analysis: "
-            "search, sentiment by aspect, practitioners and services, rating trend. Read-only."
+            f"search, sentiment by aspect, {words.people} and services, rating trend. Read-only."
         )
         if website:
             info["websiteUrl"] = website

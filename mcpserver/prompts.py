@@ -36,11 +36,11 @@ class Argument:
     required: bool = False
     completes: str | None = None  # the kind of thing it names (see `candidates`), if any
 
-    def definition(self) -> dict[str, Any]:
+    def definition(self, words: BusinessWords) -> dict[str, Any]:
         return {
             "name": self.name,
-            "title": self.title,
-            "description": self.description,
+            "title": words.fill(self.title),
+            "description": words.fill(self.description),
             "required": self.required,
         }
 
@@ -58,9 +58,9 @@ class Prompt:
         """The prompts/list entry, its description in the words of the business served."""
         return {
             "name": self.name,
-            "title": self.title,
+            "title": words.fill(self.title),
             "description": words.fill(self.description),
-            "arguments": [a.definition() for a in self.arguments],
+            "arguments": [a.definition(words) for a in self.arguments],
         }
 
 
@@ -109,7 +109,8 @@ def render_digest(dataset: Dataset, base_url: str, args: Mapping[str, str]) -> l
             f"for the owner and staff. {matched} reviews fall in this period; the newest "
             f"{min(matched, DIGEST_REVIEWS)} are attached as JSON (newest first). Give: the number of "
             "reviews and the average rating, what customers praised most, every complaint or problem "
-            "(quote briefly, with the review date), which practitioners and services were mentioned and "
+            f"(quote briefly, with the review date), which {BusinessWords.of(dataset).people} and services "
+            "were mentioned and "
             "how, and two or three concrete next steps. Use only the attached reviews; say so if there "
             "are none."
         ),
@@ -165,7 +166,8 @@ def render_entity(
         record = json.loads(data)[key]
         return [
             user_text(
-                f"Review how customers of {business_line(dataset)} experience {subject} "
+                f"Review how customers of {business_line(dataset)} experience "
+                f"{BusinessWords.of(dataset).fill(subject)} "
                 f"{record.get('name') or record['label']}, from the data below (the result of the {tool} "
                 "tool: the record with its mention counts and sentiment score, and the newest reviews "
                 "mentioning it). Summarise "
@@ -195,7 +197,7 @@ PROMPTS = {
             "review_digest",
             "Digest of recent reviews",
             "A digest of the reviews for a period (default: the last 30 days of reviews): praise, "
-            "complaints, practitioners and services mentioned, next steps. Embeds the period's reviews.",
+            "complaints, {people} and services mentioned, next steps. Embeds the period's reviews.",
             (
                 Argument("since", "From", "First day, YYYY-MM-DD (default: 30 days before `until`)."),
                 Argument("until", "To", "Last day, YYYY-MM-DD (default: the newest review's date)."),
@@ -212,19 +214,19 @@ PROMPTS = {
         ),
         Prompt(
             "practitioner_review",
-            "Practitioner review",
-            "What customers of {business} say about one practitioner: strengths, weaknesses, recent trend. "
+            "{One_person} review",
+            "What customers of {business} say about one {one_person}: strengths, weaknesses, recent trend. "
             "Embeds their record and newest reviews.",
             (
                 Argument(
                     "name",
-                    "Practitioner",
-                    "Name or id, case- and accent-insensitive (e.g. Dr. Maya Patel).",
+                    "{One_person}",
+                    "Name or id, case- and accent-insensitive (e.g. {person}).",
                     True,
                     "technician",
                 ),
             ),
-            render_entity("get_technician", "the practitioner", "technician"),
+            render_entity("get_technician", "the {one_person}", "technician"),
         ),
         Prompt(
             "service_review",

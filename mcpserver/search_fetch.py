@@ -172,7 +172,7 @@ def review_title(review: Mapping[str, Any]) -> str:
     "text; returns the best matches as {results: [{id, title, url}]}, best first: the title gives "
     "stars, author, date, platform and first words; url is the review's public address (cite it). "
     "Understands a star count ('1-star'), a platform ('google'), 'unanswered' or 'replied', an order "
-    "('worst', 'oldest'), a practitioner or service named by one word, and a period ('in the last 3 "
+    "('worst', 'oldest'), a {one_person} or service named by one word, and a period ('in the last 3 "
     "months'); the other words are ranked (BM25; words of complaint favour the negative mentions of "
     "the most criticised aspects). fetch gives a whole review, search_reviews exact filters. "
     'Example: {"query": "what do people complain about in the last 3 months"}.',

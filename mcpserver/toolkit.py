@@ -104,11 +104,11 @@ class Tool:
         """The tools/list entry, its description in the words of the business served."""
         return {
             "name": self.name,
-            "title": self.title,
+            "title": words.fill(self.title),
             "description": words.fill(self.description),
             "inputSchema": self.input_schema,
             "outputSchema": self.output_schema,
-            "annotations": {"title": self.title, **READ_ONLY},
+            "annotations": {"title": words.fill(self.title), **READ_ONLY},
         }
 
 
@@ -124,6 +124,8 @@ class BusinessWords:
     aspects: tuple[str, ...] = ()  # the analysis's aspect labels, most mentioned first
     person: str = ""
     service: str = ""
+    people: str = "practitioners"  # what the trade calls the people reviews name ([publish] people_label)
+    one_person: str = "practitioner"
 
     @classmethod
     def of(cls, dataset: Dataset) -> "BusinessWords":
@@ -146,6 +148,7 @@ class BusinessWords:
         services = business.get("services") or []
         # The served body holds the key as written (a text holding it has its quotes escaped): one scan.
         every_verified = bool(dataset.reviews) and b'"verified":false' not in dataset.reviews_document
+        people = (dataset.insights_doc.get("people_label") or "Practitioners").lower()
         return cls(
             business["name"],
             (business.get("category") or "local business").lower(),
@@ -154,6 +157,8 @@ class BusinessWords:
             tuple(a["label"] for a in aspects),
             technicians[0]["name"] if technicians else "",
             services[0]["label"] if services else "",
+            people,
+            SINGULAR_PEOPLE.get(people, people.removesuffix("s")),
         )
 
     def fill(self, text: str) -> str:
@@ -167,12 +172,17 @@ class BusinessWords:
             "{aspect}": aspects[0],
             "{person}": self.person or "a name",
             "{service}": self.service or "a service",
+            "{people}": self.people,
+            "{one_person}": self.one_person,
+            "{One_person}": self.one_person[:1].upper() + self.one_person[1:],
         }
         for key, value in replacements.items():
             text = text.replace(key, value)
         return text
 
 
+# The plural analyze writes as people_label -> one of them ("staff" is no plural of "staf").
+SINGULAR_PEOPLE = {"staff": "staff member", "people": "person", "team": "team member"}
 _WORDS: "weakref.WeakKeyDictionary[Dataset, BusinessWords]" = weakref.WeakKeyDictionary()
 _WORDS_LOCK = threading.Lock()
 _PLATFORM_NAMES = {"google": "Google", "yelp": "Yelp", "trustpilot": "Trustpilot", "facebook": "Facebook"}

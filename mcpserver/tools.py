@@ -260,8 +260,8 @@ def get_aspect_sentiment(dataset: Dataset, args: dict[str, Any], base_url: str) 
 
 @TOOLS.tool(
     "get_technician",
-    "One practitioner",
-    "Returns what reviews say about one person working at {business} (a practitioner, as the "
+    "One {one_person}",
+    "Returns what reviews say about one person working at {business} (a {one_person}, as the "
     "insights name them): role, mention counts per sentiment, score from -1 to 1, plus the newest "
     "reviews mentioning them; since and/or until give `period` (that range's figures, with the "
     "review ids) and list reviews from it. "
@@ -270,7 +270,7 @@ def get_aspect_sentiment(dataset: Dataset, args: dict[str, Any], base_url: str) 
     _object_schema(
         {
             "name": {
-                "description": "Practitioner id, name or label (e.g. Dr. Maya Patel).",
+                "description": "Id, name or label of a person the insights name (get_insights_summary).",
                 "type": "string",
                 "minLength": 1,
                 "maxLength": 200,
@@ -372,10 +372,10 @@ def get_rating_trend(dataset: Dataset, args: dict[str, Any], base_url: str) -> T
     "Insights summary",
     "Returns the analysis of all reviews in one object: overall sentiment (score, positive/neutral/"
     "negative shares), an editorial summary, a pull quote, topics, an FAQ answered from reviews, "
-    "and the aspect, practitioner and service records with their sentiment. Start here for 'what do "
-    "customers think of {business}?' and to learn valid aspect, practitioner and service names. "
+    "and the aspect, {one_person} and service records with their sentiment. Start here for 'what do "
+    "customers think of {business}?' and to learn valid aspect, {one_person} and service names. "
     "With since and/or until, `period` adds that range's figures, recounted from the reviews dated "
-    "in it: review count, average rating, count per star, and each aspect, practitioner and service "
+    "in it: review count, average rating, count per star, and each aspect, {one_person} and service "
     "mentioned, with its mention and sentiment counts and the ids of the reviews they rest on "
     "(the other members stay all-time). "
     'Example: {} or {"since": "2026-08-01"}.',

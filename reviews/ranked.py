@@ -15,8 +15,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
-from ..analysis.text import fold
 from .dataset import Dataset, fold_name
+from .words import fold
 
 # Words that say nothing about a review's content (English function words and the words of a question).
 STOP_WORDS = frozenset(

@@ -119,7 +119,8 @@ class Filter:
     # How it finds its reviews: "stars" (ratings), "window" (the date range), "text", "ranked", "entity",
     # "aspect" (each read by its own code in this module), or, needing no code, "flag" and "index" (column).
     finds: str
-    prose: str  # what the MCP tool's description calls it (filters sharing a word are named once)
+    prose: str  # what the MCP tool's description calls it (filters sharing a word are named once); its
+    # {one_person} is filled with the trade's word, as in every tool description
     choices: tuple[tuple[str, str], ...] = ()  # (value, label) of a select's options, after "Any"
     attrs: Mapping[str, str] = field(default_factory=dict)  # extra input attributes: min, max, maxlength
     # A "flag" filter: the Dataset's per-review column it tests for true. An "index" filter: the per-review
@@ -150,7 +151,7 @@ FILTERS: tuple[Filter, ...] = (
     Filter("until", "To", "date", "window", "dates"),
     Filter("query", "Words in the review", "search", "text", "text", attrs={"maxlength": "200"}),
     Filter(
-        "mentions_technician", "Practitioner", "text", "entity", "practitioner", attrs={"maxlength": "200"}
+        "mentions_technician", "Person named", "text", "entity", "{one_person}", attrs={"maxlength": "200"}
     ),
     Filter("mentions_service", "Service", "text", "entity", "service", attrs={"maxlength": "200"}),
     Filter(

@@ -21,16 +21,16 @@ from reviewsd_app.mcpserver.sessions import Session
 from reviewsd_app.reviews.dataset import fold_name
 
 
-@pytest.fixture
-def server(mcp_data_dir: Path, tmp_path: Path):
+def server_for(data_dir: Path, state_dir: Path):
     config = reviewsd.Config(
-        data_dir=str(mcp_data_dir),
-        state_dir=str(tmp_path / "state"),
-        reload_interval=0,
-        base_url=BASE,
-        hub=False,
+        data_dir=str(data_dir), state_dir=str(state_dir), reload_interval=0, base_url=BASE, hub=False
     )
     return reviewsd.create_app(config).mcp.server
+
+
+@pytest.fixture
+def server(mcp_data_dir: Path, tmp_path: Path):
+    return server_for(mcp_data_dir, tmp_path / "state")
 
 
 @pytest.fixture(params=["2025", "2026"])
@@ -306,3 +306,29 @@ def test_modern_result_splices_pre_encoded_results():
     listed = mcp_http.modern_result("tools/list", {"tools": []}, info, info_json)
     assert listed["_meta"] == meta
     assert listed["ttlMs"] == mcp_http.STATIC_TTL_MS and listed["cacheScope"] == "public"
+
+
+def test_tools_and_prompts_call_people_what_the_trade_does(mcp_data_dir: Path, tmp_path: Path):
+    """insights.json's people_label (a restaurant's "Staff") is the word in tool and prompt texts; the API
+    names stay as the spec has them."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    reviews_doc = json.loads((mcp_data_dir / "reviews.json").read_text("utf-8"))
+    insights_doc = json.loads((mcp_data_dir / "insights.json").read_text("utf-8"))
+    insights_doc["people_label"] = "Staff"
+    write_docs(data_dir, reviews_doc, insights_doc)
+    server = server_for(data_dir, tmp_path / "state")
+    state = Session(protocol_version="2026-07-28")
+    tools = {t["name"]: t for t in result(call(server, state, "tools/list"))["tools"]}
+    prompts = {p["name"]: p for p in result(call(server, state, "prompts/list"))["prompts"]}
+    assert tools["get_technician"]["title"] == "One staff member"
+    assert "a staff member, as the insights name them" in tools["get_technician"]["description"]
+    assert prompts["practitioner_review"]["title"] == "Staff member review"
+    assert "staff and services mentioned" in prompts["review_digest"]["description"]
+    words = [(t["title"], t["description"]) for t in tools.values()]
+    words += [(p["title"], p["description"], p["arguments"]) for p in prompts.values()]
+    assert "ractitioner" not in json.dumps(words)
+    default = {
+        t["name"]: t for t in result(call(server_for(mcp_data_dir, tmp_path), state, "tools/list"))["tools"]
+    }
+    assert default["get_technician"]["title"] == "One practitioner"

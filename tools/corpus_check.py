@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check corpus/*.jsonl against docs/corpus.md: shape, aspect ids per trade, staff names; print counts.
 
-usage: python3 tools/corpus_check.py [FILE...]   (default: every corpus/*.jsonl part file)
+usage: python3 tools/corpus_check.py [FILE...]   (default: corpus/*.jsonl and corpus/held-out/*.jsonl)
 Exit status 1 and one line per problem when a file breaks the guideline's shape.
 """
 
@@ -88,7 +88,9 @@ def review_problems(review: dict) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(arg) for arg in argv] or sorted(CORPUS.glob("*.jsonl"))
+    paths = [Path(arg) for arg in argv] or sorted(CORPUS.glob("*.jsonl")) + sorted(
+        CORPUS.glob("held-out/*.jsonl")
+    )
     failed = False
     seen_ids: set[str] = set()
     for path in paths:

@@ -12,7 +12,7 @@ usage:
   corpus_passes.py apply PART FILE     corpus/PART.jsonl rewritten from pass 1 with the decisions in FILE
                                        (lines of the diff's shape plus "final": a polarity, or null to drop
                                        the label; for not_staff, true to keep the name, false to drop it)
-PART is a part file's name without .jsonl (restaurant-a, dental, ...).
+PART is a part file's name without .jsonl (restaurant-a, dental, ...; sample-a in corpus/held-out/).
 """
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ PASSES = CORPUS / "passes"
 LABEL_FIELDS = ("aspects", "people")
 
 
+def part_file(part: str) -> Path:
+    """corpus/PART.jsonl, or corpus/held-out/PART.jsonl for a part kept out of training."""
+    held_out = CORPUS / "held-out" / f"{part}.jsonl"
+    return held_out if held_out.exists() else CORPUS / f"{part}.jsonl"
+
+
 def read_lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -37,7 +43,7 @@ def write_lines(path: Path, reviews: list[dict]) -> None:
 
 def strip(part: str) -> None:
     PASSES.mkdir(exist_ok=True)
-    reviews = read_lines(CORPUS / f"{part}.jsonl")
+    reviews = read_lines(part_file(part))
     write_lines(PASSES / f"{part}.pass1.jsonl", reviews)
     unlabelled = []
     for review in reviews:
@@ -131,8 +137,9 @@ def apply(part: str, decisions_path: Path) -> None:
             sentence.get(field, {}).pop(key, None)
         else:
             sentence.setdefault(field, {})[key] = final
-    write_lines(CORPUS / f"{part}.jsonl", reviews)
-    print(f"{CORPUS / (part + '.jsonl')}: {len(reviews)} reviews with the adjudicated labels")
+    target = part_file(part)
+    write_lines(target, reviews)
+    print(f"{target}: {len(reviews)} reviews with the adjudicated labels")
 
 
 def main(argv: list[str]) -> int:

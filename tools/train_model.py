@@ -64,7 +64,9 @@ POLARITY_C = (0.1, 0.3, 1.0)
 STAFF_C = 1.0
 MIN_FEATURE_COUNT = 2  # a feature seen once in the training data gets no weight
 THRESHOLDS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
-PRUNE = 0.005  # weights smaller than this are left out of the file (a few per cent of the size)
+# Weights smaller than this are left out of the file: at 0.005 it was 1.5 MB and analyze up to a fifth
+# slower; at 0.05, 0.84 MB and as fast as before, with the same figures on the bundled sample.
+PRUNE = 0.05
 
 
 def slug(name: str) -> str:
