@@ -18,6 +18,7 @@ from .model import Model, Polarity
 from .text import Folded, fold_sentence, split_sentences
 
 STAR_LABELS = {1: "negative", 2: "negative", 3: "neutral", 4: "positive", 5: "positive"}
+OPPOSITES = {"positive": "negative", "negative": "positive"}
 # Their terms' own words count for the lexicon ("dirty"); names and problems count 0.
 OWN_VALENCE_GROUPS = frozenset({"aspects"})
 STAFF_GROUP = "technicians"
@@ -76,11 +77,17 @@ class ReviewAnalysis:
     def quotes(self, group: str, record_id: str, sentiment: str) -> list[tuple[str, float]]:
         """(sentence, confidence) of each mention of a record the model rates `sentiment`; the confidence is
         the smaller of the model's and of its words' alone (a sentence that says it only with the review's
-        stars is no quote for it)."""
+        stars is no quote for it). A sentence whose lexicon score leans the other way is none either: the
+        model can be sure and wrong ("The prices are a bargain at lunch." read as a complaint), and a
+        public quote needs both readers."""
+        opposite = OPPOSITES.get(sentiment)
         return [
             (self.sentences[m.sentence].text, min(m.polarity.confidence, m.polarity.words_confidence))
             for m in self.found
-            if m.group == group and m.id == record_id and m.polarity.sentiment == sentiment
+            if m.group == group
+            and m.id == record_id
+            and m.polarity.sentiment == sentiment
+            and label(self.sentences[m.sentence].score) != opposite
         ]
 
 

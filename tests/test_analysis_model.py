@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reviewsd_app.analysis import compose
-from reviewsd_app.analysis.model import MODEL_FILE, shipped_model
+from reviewsd_app.analysis.model import MODEL_FILE, Polarity, shipped_model
+from reviewsd_app.analysis.review import Mention
 from reviewsd_app.analysis.run import analyse_reviews, build_insights
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.authoring.profile import parse_profile
@@ -128,7 +129,7 @@ VALUE_GOOD = [
     "Cheap and cheerful, we'll be back.",
     "The prices are a bargain at lunch.",
 ]
-# Read against what they say by the model trained on corpus rounds 1 to 5 (docs/analysis.md, known failure
+# Read against what they say by the model trained on corpus rounds 1 to 6 (docs/analysis.md, known failure
 # modes: in the corpus "the prices" mostly opens a complaint and "what a bargain" is sarcastic; the
 # sarcasm is read as meant beside 1 star, not beside 2). The property test below still generates them.
 MISREAD = {"The prices are a bargain at lunch.", "Great service, if you enjoy being ignored."}
@@ -308,3 +309,16 @@ def test_sentences_split_the_same_way_at_any_length():
     ]
     assert split_sentences("Dr. " * 5000) == [("Dr. " * 5000).strip()]
     assert split_sentences("\t" * 20_000 + "ok") == ["ok"]
+
+
+def test_a_sentence_the_lexicon_reads_the_other_way_is_no_quote():
+    """The model can be sure and wrong; a public quote needs the lexicon not to lean the other way."""
+    profile = restaurant()
+    [analysis] = analyse_reviews([review(1, 4, "The prices are a bargain at lunch.")], profile)
+    [sentence] = analysis.sentences
+    assert sentence.score > 0.05  # VADER reads "bargain" as praise
+    sure_and_wrong = Polarity("negative", 0.99, (), 0.99)
+    analysis.found = [Mention("aspects", "price", 0, "model", None, sure_and_wrong)]
+    assert analysis.quotes("aspects", "price", "negative") == []
+    analysis.found = [Mention("aspects", "price", 0, "model", None, Polarity("positive", 0.99, (), 0.99))]
+    assert analysis.quotes("aspects", "price", "positive") == [(sentence.text, 0.99)]
