@@ -23,7 +23,6 @@ OPPOSITES = {"positive": "negative", "negative": "positive"}
 OWN_VALENCE_GROUPS = frozenset({"aspects"})
 STAFF_GROUP = "technicians"
 STAFF_REFERENCE_BAR = 0.5  # a staff name means that staff member when the model says so above this
-TERMS_DETECT = True
 
 
 @dataclass(frozen=True)
@@ -173,7 +172,7 @@ def sentence_mentions(
             probability = heads[aspect_id]
             if probability >= model.threshold:
                 add("aspects", aspect_id, f"model, {probability:.0%} sure", match, "aspect")
-            elif match is not None and TERMS_DETECT:
+            elif match is not None:
                 add("aspects", aspect_id, f"term '{match.term}'", match, "aspect")
         elif match is not None:
             add("aspects", aspect_id, f"term '{match.term}'", match, "aspect")

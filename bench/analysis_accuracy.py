@@ -250,15 +250,8 @@ def corpus_units(reviews: Sequence[dict], by_sentence: bool) -> Units:
             units.inputs.append(
                 {"id": unit_id, "rating": review["rating"], "date": "2026-01-01", "text": text}
             )
-            aspect_votes: dict[str, list[str]] = defaultdict(list)
-            people_votes: dict[str, list[str]] = defaultdict(list)
-            for s in sentences:
-                for aspect, polarity in s.get("aspects", {}).items():
-                    aspect_votes[aspect].append(polarity)
-                for name, polarity in s.get("people", {}).items():
-                    people_votes[ids[name]].append(polarity)
-            units.aspects[unit_id] = {a: aggregate_mentions(v) for a, v in aspect_votes.items()}
-            units.people[unit_id] = {p: aggregate_mentions(v) for p, v in people_votes.items()}
+            units.aspects[unit_id] = _aggregated(sentences, "aspects", {})
+            units.people[unit_id] = _aggregated(sentences, "people", ids)
             units.profiles[unit_id] = profile
     return units
 

@@ -11,6 +11,7 @@ from typing import Any, Iterator
 import pytest
 from conftest import LiveServer
 from jsonschema import Draft202012Validator
+from support.mcp import initialize_body
 
 from reviewsd_app.mcpserver.protocol import SUPPORTED_VERSIONS
 from reviewsd_app.reviews.dataset import SCHEMAS
@@ -95,16 +96,7 @@ def test_server_info_names_the_business_with_what_the_revision_allows(live):
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     infos = {}
     for version in ("2025-11-25", "2025-06-18"):
-        body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": version,
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
+        body = initialize_body(version)
         infos[version] = json.loads(request(live, "POST", "/mcp", headers, body)[2])["result"]["serverInfo"]
     assert infos["2025-11-25"]["websiteUrl"] == "https://riverbend-spine.example/"
     assert infos["2025-11-25"]["icons"][0]["src"].startswith("data:image/svg+xml;base64,")

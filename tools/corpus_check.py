@@ -10,44 +10,18 @@ from __future__ import annotations
 import collections
 import json
 import sys
+import tomllib
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+# Each trade's aspect ids, read from its preset (the TOML `init` writes from): the standard library only, so
+# the check runs with any Python 3.11, without the project installed.
 ASPECTS = {
-    "restaurant": {"food", "drinks", "service", "ambience", "price", "location"},
-    "dental": {
-        "pain-comfort",
-        "bedside-manner",
-        "wait-time",
-        "scheduling",
-        "billing-insurance",
-        "explanation-of-treatment",
-        "front-desk",
-        "cleanliness",
-        "hygienist",
-    },
-    "chiropractic": {
-        "pain-relief",
-        "bedside-manner",
-        "wait-time",
-        "scheduling",
-        "billing-insurance",
-        "explanation-of-treatment",
-        "front-desk",
-        "cleanliness",
-    },
-    "home-services": {
-        "punctuality",
-        "quality-of-work",
-        "communication",
-        "price",
-        "professionalism",
-        "cleanliness",
-        "scheduling",
-    },
-    "general": {"quality", "customer-service", "price", "wait-time", "selection", "cleanliness", "location"},
+    preset.stem: {aspect["id"] for aspect in tomllib.loads(preset.read_text("utf-8"))["aspects"]}
+    for preset in sorted((ROOT / "authoring" / "presets").glob("*.toml"))
 }
 POLARITIES = {"positive", "negative", "neutral"}
-CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+CORPUS = ROOT / "corpus"
 
 
 def review_problems(review: dict) -> list[str]:

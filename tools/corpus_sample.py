@@ -21,7 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 import corpus_passes  # noqa: E402
-import train_model  # noqa: E402  (puts the package on the path when run from a checkout)
 
 from reviewsd_app.analysis.text import split_sentences  # noqa: E402
 from reviewsd_app.authoring.presets import render_preset  # noqa: E402
@@ -92,5 +91,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    assert train_model  # imported for its path set-up
     sys.exit(main(sys.argv[1:]))
