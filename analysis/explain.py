@@ -33,8 +33,8 @@ def describe(feature: str, value: float) -> str:
     """One feature, in words a business owner can check against the sentence."""
     if feature in NAMED:
         return NAMED[feature]
-    if feature.startswith("c:"):
-        return f"{_words(feature[2:])} near it"
+    if feature.startswith(("ac:", "pc:")):  # the clause's words, for an aspect or for a person
+        return f"{_words(feature[3:])} near it"
     if feature.startswith("s:"):
         return f"{_words(feature[2:])} in the sentence"
     if feature in ("lex:clause", "lex:sentence"):
@@ -96,8 +96,8 @@ def format_explanation(analysis: ReviewAnalysis) -> str:
         f"review sentiment: {analysis.sentiment} (score {analysis.score:+.3f}: stars "
         f"{(review['rating'] - 3) / 2:+.2f}, text {analysis.text_score:+.3f})"
     )
-    lines.append("counted in insights.json (a record's mentions in one review: the more frequent of positive")
-    lines.append("and negative, neutral on a tie):")
+    lines.append("counted in insights.json (a record's mentions in one review: the heavier of positive and")
+    lines.append("negative, each as sure as the model is it is there; neutral on a tie):")
     for group, decisions in analysis.mentions.items():
         for record_id, decision in decisions.items():
             lines.append(f"  {group} {record_id}: {decision.sentiment} ({decision.rule})")

@@ -106,7 +106,11 @@ def polarity_features(
     valence (lexicon.Scorer.contributions)."""
     start, end = clause_bounds(tokens, *span) if span else (0, len(tokens))
     marked = negation_marked(tokens)
-    features: dict[str, float] = dict.fromkeys(ngrams("c:", marked[start:end]), 1.0)
+    # The clause's n-grams are named by the kind of mention: the same words can judge an aspect and only
+    # narrate about a person ("Dr. Kim handled my care."). People polarity on the bundled sample: 0.821
+    # shared, 0.845 apart; on the corpus within 0.004 either way.
+    clause_prefix = "pc:" if kind == "person" else "ac:"
+    features: dict[str, float] = dict.fromkeys(ngrams(clause_prefix, marked[start:end]), 1.0)
     features.update(dict.fromkeys(ngrams("s:", marked), 0.5))
     if span:
         before, after = tokens[: span[0]], tokens[span[1] + 1 :]

@@ -6,8 +6,8 @@ against human labels, in one run.
 Needs the `train` extra for `cv` and `curve` (the model is retrained on each fold's training reviews).
 
 Figures, each over (review, record) pairs with a record's sentiment in a review given by the stated rule
-(analysis.review.aggregate_mentions: the more frequent of positive and negative mentions, neutral on a
-tie), and, on the corpus, over (sentence, record) pairs too:
+(analysis.review.aggregate_mentions: the heavier of positive and negative mentions, each label weighing 1,
+neutral on a tie), and, on the corpus, over (sentence, record) pairs too:
   detection   precision, recall, F1 of the aspects found
   polarity    of the aspects both found and labelled, the share whose sentiment agrees
   people      F1 of the staff found, and the share of found, labelled staff whose sentiment agrees

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from reviewsd_app.analysis import compose
 from reviewsd_app.analysis.model import MODEL_FILE, Polarity, shipped_model
-from reviewsd_app.analysis.review import Mention
+from reviewsd_app.analysis.review import Mention, aggregate_mentions
 from reviewsd_app.analysis.run import analyse_reviews, build_insights
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.authoring.profile import parse_profile
@@ -322,3 +322,13 @@ def test_a_sentence_the_lexicon_reads_the_other_way_is_no_quote():
     assert analysis.quotes("aspects", "price", "negative") == []
     analysis.found = [Mention("aspects", "price", 0, "model", None, Polarity("positive", 0.99, (), 0.99))]
     assert analysis.quotes("aspects", "price", "positive") == [(sentence.text, 0.99)]
+
+
+def test_a_mention_the_model_is_unsure_of_weighs_less_than_one_it_is_sure_of():
+    """A record's mentions in a review are weighed by how sure the model is they are there: a sentence it
+    barely reads as about the record no longer ties with one it is sure of (which made it neutral)."""
+    assert aggregate_mentions(["positive", "negative"], [0.9, 0.5]) == "positive"
+    assert aggregate_mentions(["positive", "negative"], [0.35, 0.8]) == "negative"
+    assert aggregate_mentions(["positive", "negative"]) == "neutral"  # labels: each weighs 1
+    assert aggregate_mentions(["positive", "neutral", "negative"], [0.5, 1.0, 0.5]) == "neutral"
+    assert aggregate_mentions(["neutral", "neutral"], [0.9, 0.9]) == "neutral"
