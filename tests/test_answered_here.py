@@ -182,7 +182,7 @@ def test_healthz_answers_at_once_while_the_hub_store_is_held_and_every_worker_wa
                 b"POST /api/websub/hub HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-www-form-urlencoded"
                 b"\r\nContent-Length: %d\r\n\r\n%s" % (len(subscription), subscription)
             )
-            prober.settimeout(5.0)  # a tenth of what it waited without the change: the lock is held until then
+            prober.settimeout(5.0)  # the lock is held until the answer comes, or this runs out
             prober.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
             code, headers, body = read_response(prober.makefile("rb"))
         assert code == 200 and headers["cache-control"] == "no-store"
