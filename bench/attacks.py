@@ -19,8 +19,8 @@ Starts `python reviewsd.py --no-hub` of this checkout on 127.0.0.1 and prints, s
   blank     feed req/s while 4 connections send CRLF without end, and without them;
   stall-output  (issue 39) --stallers connections from 127.0.0.2 ask /reviews?limit=100&sort=oldest (the
             oldest 100 reviews are padded to about 19,000 characters: about 2 MB of HTML each) and read
-            nothing; meanwhile a normal client's /healthz and feed latencies (10 probes each) and the feed's
-            wrk rate against the rate without them;
+            nothing; meanwhile a normal client's /healthz and feed latencies (--probes each, 10) and the
+            feed's wrk rate against the rate without them;
   stall-cpu (issue 39) 5 clients (127.0.0.2-6) each asking query=e&sort=lowest&limit=100 one after
             another; meanwhile the same probes and feed rate, and how their searches were answered;
   sweep     (issue 39) /widget's wrk rate alone, and while 4 clients ask for review pages of ids taken in
@@ -266,8 +266,13 @@ def probe(port: int, path: str) -> float | None:
     return time.monotonic() - started
 
 
-def probes(port: int, count: int = 10) -> str:
-    """`count` probes of /healthz and of the feed, 0.1 s apart: the median and the slowest."""
+PROBES = [10]  # probes of each path per section (--probes)
+
+
+def probes(port: int) -> str:
+    """--probes probes of /healthz and of the feed, 0.1 s apart: the median and the slowest (with 100 or
+    fewer, the slowest is the p99)."""
+    count = PROBES[0]
     lines = []
     for path in ("/healthz", "/api/feed.json"):
         times = []
@@ -388,10 +393,12 @@ def main() -> int:
         default="since,readers,trickle,blank,stall-output,stall-cpu,sweep",
         help="sections, comma-separated",
     )
+    parser.add_argument("--probes", type=int, default=10, help="probes of /healthz and the feed per stall")
     parser.add_argument("--stallers", type=int, default=60, help="non-reading connections in stall-output")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose reviewsd.py runs")
     args = parser.parse_args()
     readers = min(args.readers, 1000)
+    PROBES[0] = args.probes
     lock = hold_bench_lock(600)
     with tempfile.TemporaryDirectory(prefix="reviewsd-attacks-") as work:
         procs = Processes(Path(work))
