@@ -184,14 +184,12 @@ class ReviewsApp:
 
     def is_precomputed(self, path: str) -> bool:
         """Whether a GET of `path` (as sent) is answered from memory at once: a payload route, a review page
-        already rendered, or /healthz (built from what the store and the hub hold in memory; the events'
-        counts are read from SQLite, so not with --notify). The server answers those on the thread that read
-        them (server.answers_here), so /healthz never waits behind a queue of requests (issue 39). The same
-        rule as __call__'s fast path: `payload` (a trailing slash too) and `review_id_of_page`."""
-        if self.payload(path) is not None:
+        already rendered, or /healthz (built from what the store, the hub and the events hold in memory:
+        never a wait for SQLite or a lock). The server answers those on the thread that read them
+        (server.answers_here), so /healthz never waits behind a queue of requests (issue 39). The same rule
+        as __call__'s fast path: `payload` (a trailing slash too) and `review_id_of_page`."""
+        if self.payload(path) is not None or path == HEALTHZ:
             return True
-        if path == HEALTHZ:
-            return self.notifier is None
         review_id = review_id_of_page(path)
         return review_id is not None and self.store.current.has_review_page(review_id)
 

@@ -189,3 +189,35 @@ def test_healthz_answers_at_once_while_the_hub_store_is_held_and_every_worker_wa
         document = json.loads(body)
         assert document["status"] == "ok" and document["hub"]["subscriptions"] == 0
         assert read_response(hub_client.makefile("rb"))[0] == 202  # served once the lock was let go
+
+
+def test_healthz_answers_at_once_while_the_events_store_is_held(tmp_path: Any) -> None:
+    """With --notify too: the events' counts come from memory, not from SQLite behind the store's lock."""
+    from support.factories import Spec, make_docs, write_docs
+
+    from reviewsd_app import reviewsd
+
+    write_docs(tmp_path / "data", *make_docs([Spec(rating=5, date="2025-03-01")]))
+    (tmp_path / "secret").write_text("whsec_" + "A" * 32)
+    (tmp_path / "secret").chmod(0o600)
+    notify = tmp_path / "notify.toml"
+    notify.write_text('[[webhooks]]\nurl = "https://hooks.example.com/r"\nsecret_file = "secret"\n')
+    config = reviewsd.Config(
+        data_dir=str(tmp_path / "data"),
+        state_dir=str(tmp_path / "state"),
+        reload_interval=0,
+        hub=False,
+        notify=str(notify),
+    )
+    app = reviewsd.create_app(config)
+    try:
+        assert wait_until(lambda: app.notifier.problem is None and app.notifier.db.seen() is not None, WAIT)
+        with serving(app) as srv, connect(srv) as prober:
+            with app.notifier.db._lock:  # as a write to a locked database holds it
+                prober.settimeout(5.0)
+                prober.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+                code, _, body = read_response(prober.makefile("rb"))
+        events = json.loads(body)["events"]
+        assert code == 200 and events["available"] and events["pending_deliveries"] == 0
+    finally:
+        app.notifier.stop(2.0)
