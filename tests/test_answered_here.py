@@ -221,3 +221,35 @@ def test_healthz_answers_at_once_while_the_events_store_is_held(tmp_path: Any) -
         assert code == 200 and events["available"] and events["pending_deliveries"] == 0
     finally:
         app.notifier.stop(2.0)
+
+
+def test_one_answer_gets_the_head_each_request_needs_though_heads_are_kept() -> None:
+    """The same status and headers, asked in turn as GET, HEAD, HTTP/1.0 and with Connection: close: each
+    head frames and closes as that request needs (a head once made is kept, but for its Date line)."""
+
+    def app(environ: dict, start_response: Any) -> list[bytes]:
+        start_response("200 OK", [("Content-Type", "text/plain"), ("ETag", '"same"')])
+        return [b"hello"]
+
+    with serving(app) as srv, connect(srv) as sock:
+        f = sock.makefile("rb")
+        for _ in range(2):  # made, then kept
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            code, headers, body = read_response(f)
+            assert (code, body, headers["content-length"], headers["server"]) == (
+                200,
+                b"hello",
+                "5",
+                "reviewsd",
+            )
+            assert "connection" not in headers and headers["date"].endswith(" GMT")
+            sock.sendall(b"HEAD / HTTP/1.1\r\nHost: t\r\n\r\n")
+            code, headers, _ = read_response(f, head=True)
+            assert code == 200 and "content-length" not in headers and "transfer-encoding" not in headers
+        sock.sendall(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        code, headers, body = read_response(f)
+        assert body == b"hello" and headers["connection"] == "keep-alive"
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        code, headers, body = read_response(f)
+        assert body == b"hello" and headers["connection"] == "close"
+        assert f.read() == b""  # and closed
