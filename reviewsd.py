@@ -90,6 +90,7 @@ from .surface import (
     CORS_REQUEST_HEADERS,
     CORS_RESPONSE_HEADERS,
     GZIP_MIN_BYTES,
+    HEALTHZ,
     READ_HEADERS,
     REVIEWS_JSON,
     ROUTES,
@@ -182,10 +183,12 @@ class ReviewsApp:
         self.notifier = notifier  # events out (--notify); /healthz shows its counts
 
     def is_precomputed(self, path: str) -> bool:
-        """Whether a GET of `path` (as sent) is answered from bytes already made: a payload route or a review
-        page already rendered. The server answers those on the thread that read them (server.answers_here).
-        The same rule as __call__'s fast path: `payload` (a trailing slash too) and `review_id_of_page`."""
-        if self.payload(path) is not None:
+        """Whether a GET of `path` (as sent) is answered from memory at once: a payload route, a review page
+        already rendered, or /healthz (built from what the store, the hub and the events hold in memory:
+        never a wait for SQLite or a lock). The server answers those on the thread that read them
+        (server.answers_here), so /healthz never waits behind a queue of requests (issue 39). The same rule
+        as __call__'s fast path: `payload` (a trailing slash too) and `review_id_of_page`."""
+        if self.payload(path) is not None or path == HEALTHZ:
             return True
         review_id = review_id_of_page(path)
         return review_id is not None and self.store.current.has_review_page(review_id)

@@ -89,6 +89,10 @@ class EventStore:
         self._state_lock = StateLock(self.directory, LOCK_FILE)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        # (pending, failed) deliveries, kept by the thread that changes them (counted at open and after a
+        # prune, added to at each change): /healthz reads them from memory (it is answered on the server's
+        # selector thread, which must never wait for SQLite).
+        self._counts: tuple[int, int] | None = None
 
     def open(self) -> None:
         """Take the lock and open the database. Raises LockHeld, OSError or sqlite3.Error."""
@@ -106,6 +110,7 @@ class EventStore:
                     raise
                 self._move_aside(exc)
                 self._conn = open_database(self.path, SCHEMA)
+            self._recount()
 
     def _move_aside(self, exc: BaseException) -> None:
         target = move_corrupt_database(self.path)
@@ -123,6 +128,7 @@ class EventStore:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            self._counts = None
             self._state_lock.release()
 
     def _db(self) -> sqlite3.Connection:
@@ -181,6 +187,7 @@ class EventStore:
                         "VALUES (?, ?, 'pending', ?, ?)",
                         [(cursor.lastrowid, target, at, at) for target in event.targets],
                     )
+            self._add(pending=sum(len(event.targets) for event in events))
 
     # ----------------------------------------------------------------- deliveries
 
@@ -200,12 +207,14 @@ class EventStore:
             return Pending(*row) if row else None
 
     def finish(self, seq: int, target: str, state: str, attempts: int, outcome: str, at: float) -> None:
-        """Record a delivery's end: DELIVERED or FAILED."""
-        self._set(
+        """Record a pending delivery's end: DELIVERED or FAILED."""
+        ended = self._set(
             "UPDATE deliveries SET state = ?, attempts = ?, outcome = ?, updated_at = ? "
             "WHERE seq = ? AND target = ?",
             (state, attempts, outcome, at, seq, target),
         )
+        with self._lock:
+            self._add(pending=-ended, failed=ended if state == FAILED else 0)
 
     def retry(
         self, seq: int, target: str, attempts: int, next_attempt: float, outcome: str, at: float
@@ -216,11 +225,12 @@ class EventStore:
             (attempts, next_attempt, outcome, at, seq, target),
         )
 
-    def _set(self, sql: str, args: tuple) -> None:
+    def _set(self, sql: str, args: tuple) -> int:
+        """Run one change; the rows it changed."""
         with self._lock:
             conn = self._db()
             with conn:
-                conn.execute(sql, args)
+                return conn.execute(sql, args).rowcount
 
     def pending_targets(self) -> set[str]:
         with self._lock:
@@ -234,22 +244,40 @@ class EventStore:
             with self._lock:
                 conn = self._db()
                 with conn:
-                    total += conn.execute(
+                    failed = conn.execute(
                         "UPDATE deliveries SET state = 'failed', outcome = 'target no longer in the --notify "
                         "file', updated_at = ? WHERE target = ? AND state = 'pending'",
                         (at, target),
                     ).rowcount
+                self._add(pending=-failed, failed=failed)
+                total += failed
         return total
 
     def counts(self) -> tuple[int, int]:
-        """(pending, failed) deliveries; failed ones count for KEEP_FINISHED."""
-        with self._lock:
+        """(pending, failed) deliveries as of the last change (failed ones count for KEEP_FINISHED), from
+        memory; sqlite3.Error if the store could not count them."""
+        counts = self._counts
+        if counts is None:
+            raise sqlite3.OperationalError("the events store could not count its deliveries")
+        return counts
+
+    def _add(self, pending: int = 0, failed: int = 0) -> None:
+        """(Lock held, after a change.) What the change added to `counts`."""
+        if self._counts is not None:
+            self._counts = self._counts[0] + pending, self._counts[1] + failed
+
+    def _recount(self) -> None:
+        """(Lock held.) Count the deliveries for `counts`; None if SQLite cannot."""
+        try:
             rows = dict(
                 self._db().execute(
                     "SELECT state, count(*) FROM deliveries WHERE state != 'delivered' GROUP BY state"
                 )
             )
-            return rows.get(PENDING, 0), rows.get(FAILED, 0)
+        except sqlite3.Error:
+            self._counts = None
+            return
+        self._counts = rows.get(PENDING, 0), rows.get(FAILED, 0)
 
     def prune(self, before: float) -> None:
         """Forget deliveries finished before `before`, and events left without a delivery."""
@@ -258,3 +286,4 @@ class EventStore:
             with conn:
                 conn.execute("DELETE FROM deliveries WHERE state != 'pending' AND updated_at < ?", (before,))
                 conn.execute("DELETE FROM events WHERE seq NOT IN (SELECT seq FROM deliveries)")
+            self._recount()

@@ -63,7 +63,7 @@ def test_after_an_expensive_request_the_gate_pauses_as_long_as_it_took() -> None
     now = [100.0]
     gate = CostGate(total=1, per_client=1, wait=0.0, share=0.5, clock=lambda: now[0])
     assert gate.enter("a")
-    gate.leave("a", cost=0.2)  # 0.2 s of CPU: the next starts 0.2 s later (half of the time)
+    gate.leave("a", cost=0.2)  # it ran 0.2 s: the next starts 0.2 s later (half of the time)
     now[0] = 100.19
     assert not gate.enter("b")
     now[0] = 100.2
@@ -95,11 +95,28 @@ def test_a_request_waiting_out_the_pause_gets_its_turn() -> None:
     assert gate.enter("b")  # waited about 0.05 s, well within its 10
 
 
-def test_run_prices_by_the_cpu_time_taken_and_refuses_when_busy() -> None:
+def test_run_prices_by_the_time_taken_and_refuses_when_busy() -> None:
     gate = CostGate(total=1, per_client=1, wait=0.0)
     assert gate.run("a", lambda: sum(range(2_000_000))) > 0
     with pytest.raises(admission.Busy):  # its pause: twice as long as its sum took (milliseconds)
         gate.run("b", lambda: None)
+
+
+def test_run_prices_by_the_time_a_request_ran_not_its_cpu_time() -> None:
+    """A search waiting for the GIL (behind the feed, or other processes) holds the feed back for as long as
+    it runs, not only for its CPU time: priced by its CPU time, searches took over half of a busy machine's
+    time (issue 39)."""
+    now = [100.0]
+    gate = CostGate(total=1, per_client=1, wait=0.0, share=1 / 3, clock=lambda: now[0])
+
+    def waits_for_the_gil() -> None:
+        now[0] += 0.3  # 0.3 s go by, hardly any CPU time of its own
+
+    gate.run("a", waits_for_the_gil)
+    now[0] = 100.3 + 0.59
+    assert not gate.enter("b")  # twice as long as it ran: 0.6 s
+    now[0] = 100.3 + 0.6
+    assert gate.enter("b")
 
 
 def test_past_the_gate_a_text_search_is_503_with_retry_after_and_cheap_answers_flow(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from typing import Any
+from urllib.parse import urlencode
 
 from polling import wait_until
 from support.http import WAIT, connect, read_response, serving
+from support.hub import FakeOutbound, form
 
 from reviewsd_app.httpserver import server
 from reviewsd_app.httpserver.parser import Request
@@ -119,7 +122,8 @@ def test_the_app_names_its_payloads_and_the_review_pages_already_rendered(app: A
 
     review_id = next(iter(app.store.current.dataset.position_of))
     assert app.is_precomputed("/api/feed.json") and app.is_precomputed("/")
-    assert not app.is_precomputed("/api/reviews/search") and not app.is_precomputed("/healthz")
+    assert not app.is_precomputed("/api/reviews/search")
+    assert app.is_precomputed("/healthz")  # built from memory
     assert not app.is_precomputed(f"/reviews/{review_id}")  # rendered by a worker when first asked
     assert Client(app).get(f"/reviews/{review_id}").status_code == 200
     assert app.is_precomputed(f"/reviews/{review_id}")
@@ -164,3 +168,88 @@ def test_a_request_begun_behind_one_answered_here_has_the_head_deadline() -> Non
         assert read_response(f)[2] == b"reviewsd-selector"
         code, _, body = read_response(f)
         assert code == 408 and b"request_timeout" in body
+
+
+def test_healthz_answers_at_once_while_the_hub_store_is_held_and_every_worker_waits(make_hub: Any) -> None:
+    """/healthz is answered on the selector thread from what the hub holds in memory: not behind a worker
+    (it waited 2.3-2.6 s under bench/attacks.py stall-output), nor behind the hub store's lock, which a write
+    to a locked database holds for up to SQLite's timeout (10 s)."""
+    app = make_hub(FakeOutbound())
+    subscription = urlencode(form()).encode()
+    with serving(app, threads=1) as srv, connect(srv) as hub_client, connect(srv) as prober:
+        with app.hub.db._lock:  # as a write to a locked database holds it
+            hub_client.sendall(  # the one worker takes it, then waits for the store's lock
+                b"POST /api/websub/hub HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-www-form-urlencoded"
+                b"\r\nContent-Length: %d\r\n\r\n%s" % (len(subscription), subscription)
+            )
+            prober.settimeout(5.0)  # the lock is held until the answer comes, or this runs out
+            prober.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            code, headers, body = read_response(prober.makefile("rb"))
+        assert code == 200 and headers["cache-control"] == "no-store"
+        document = json.loads(body)
+        assert document["status"] == "ok" and document["hub"]["subscriptions"] == 0
+        assert read_response(hub_client.makefile("rb"))[0] == 202  # served once the lock was let go
+
+
+def test_healthz_answers_at_once_while_the_events_store_is_held(tmp_path: Any) -> None:
+    """With --notify too: the events' counts come from memory, not from SQLite behind the store's lock."""
+    from support.factories import Spec, make_docs, write_docs
+
+    from reviewsd_app import reviewsd
+
+    write_docs(tmp_path / "data", *make_docs([Spec(rating=5, date="2025-03-01")]))
+    (tmp_path / "secret").write_text("whsec_" + "A" * 32)
+    (tmp_path / "secret").chmod(0o600)
+    notify = tmp_path / "notify.toml"
+    notify.write_text('[[webhooks]]\nurl = "https://hooks.example.com/r"\nsecret_file = "secret"\n')
+    config = reviewsd.Config(
+        data_dir=str(tmp_path / "data"),
+        state_dir=str(tmp_path / "state"),
+        reload_interval=0,
+        hub=False,
+        notify=str(notify),
+    )
+    app = reviewsd.create_app(config)
+    try:
+        assert wait_until(lambda: app.notifier.problem is None and app.notifier.db.seen() is not None, WAIT)
+        with serving(app) as srv, connect(srv) as prober:
+            with app.notifier.db._lock:  # as a write to a locked database holds it
+                prober.settimeout(5.0)
+                prober.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+                code, _, body = read_response(prober.makefile("rb"))
+        events = json.loads(body)["events"]
+        assert code == 200 and events["available"] and events["pending_deliveries"] == 0
+    finally:
+        app.notifier.stop(2.0)
+
+
+def test_one_answer_gets_the_head_each_request_needs_though_heads_are_kept() -> None:
+    """The same status and headers, asked in turn as GET, HEAD, HTTP/1.0 and with Connection: close: each
+    head frames and closes as that request needs (a head once made is kept, but for its Date line)."""
+
+    def app(environ: dict, start_response: Any) -> list[bytes]:
+        start_response("200 OK", [("Content-Type", "text/plain"), ("ETag", '"same"')])
+        return [b"hello"]
+
+    with serving(app) as srv, connect(srv) as sock:
+        f = sock.makefile("rb")
+        for _ in range(2):  # made, then kept
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            code, headers, body = read_response(f)
+            assert (code, body, headers["content-length"], headers["server"]) == (
+                200,
+                b"hello",
+                "5",
+                "reviewsd",
+            )
+            assert "connection" not in headers and headers["date"].endswith(" GMT")
+            sock.sendall(b"HEAD / HTTP/1.1\r\nHost: t\r\n\r\n")
+            code, headers, _ = read_response(f, head=True)
+            assert code == 200 and "content-length" not in headers and "transfer-encoding" not in headers
+        sock.sendall(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        code, headers, body = read_response(f)
+        assert body == b"hello" and headers["connection"] == "keep-alive"
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        code, headers, body = read_response(f)
+        assert body == b"hello" and headers["connection"] == "close"
+        assert f.read() == b""  # and closed

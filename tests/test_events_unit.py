@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import subprocess
 import sys
 import time
@@ -346,6 +347,41 @@ def test_one_store_per_state_directory(tmp_path: Path) -> None:
     assert second.seen() is None  # no baseline yet
     second.close()
     assert (tmp_path / "events.sqlite3").stat().st_mode & 0o077 == 0
+
+
+def test_the_counts_kept_in_memory_are_what_the_database_holds(tmp_path: Path) -> None:
+    """/healthz reads the deliveries' counts from memory (issue 39): added to at each change, counted again at
+    open and after a prune; each step compared with a count in SQLite."""
+    from reviewsd_app.events.store import DELIVERED, FAILED, EventStore, NewEvent
+
+    store = EventStore(str(tmp_path))
+    store.open()
+
+    def counted() -> tuple[int, int]:
+        with store._lock:
+            rows = dict(store._db().execute("SELECT state, count(*) FROM deliveries GROUP BY state"))
+        return rows.get("pending", 0), rows.get("failed", 0)
+
+    try:
+        assert store.counts() == counted() == (0, 0)
+        events = [NewEvent(f"e{i}", "review.created", 1.0, b"{}", ("a", "b", "c")) for i in range(4)]
+        store.commit([], [], "sha", events, at=1.0)
+        assert store.counts() == counted() == (12, 0)
+        first = store.next_delivery("a")
+        store.retry(first.seq, "a", 1, 5.0, "timed out", at=2.0)
+        assert store.counts() == counted()
+        store.finish(first.seq, "a", DELIVERED, 2, "200", at=3.0)
+        second = store.next_delivery("a")
+        store.finish(second.seq, "a", FAILED, 5, "given up", at=3.0)
+        assert store.counts() == counted() == (10, 1)
+        assert store.abandon(["b"], at=4.0) == 4
+        assert store.counts() == counted() == (6, 5)
+        store.prune(before=10.0)  # every finished delivery
+        assert store.counts() == counted() == (6, 0)
+    finally:
+        store.close()
+    with pytest.raises(sqlite3.Error):  # closed: unknown, as SQLite said before
+        store.counts()
 
 
 @pytest.mark.parametrize("damage", ["garbage", "pages"])

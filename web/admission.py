@@ -11,10 +11,12 @@ each one running takes a share of the GIL from the thread answering everyone els
 stall-cpu: the feed kept 39% of its rate with 1, 19-32% with 2). Back to back, one at a time still kept the
 feed at 35-39%: while a search runs, the selector thread waits up to the interpreter's switch interval for
 the GIL every time it comes back from select. So after each expensive request the gate pauses twice as long
-as it took (its thread's CPU time, `share` 1/3): expensive requests take at most a third of the time, and the
-feed runs unhindered in the rest. Measured (stall-cpu, 100,000 reviews, alternating runs on a shared
-machine; docs/performance.md): the feed kept a median 66% of its rate with a share of 1/3 (33% before the
-pause), and about as many searches were answered (each is cheaper: Dataset.positions_with_text's chunks).
+as it took (`share` 1/3): expensive requests take at most a third of the time, and the feed runs unhindered
+in the rest. "As long as it took" is the time it ran, not its thread's CPU time: the feed is held back for as
+long as a search runs, and a search waiting for the GIL (behind the feed, or other processes on the machine)
+runs longer than its CPU time says. Priced by CPU time, searches ran 40% of the time on a quiet machine (30%
+in CPU time), more on a busy one, where the feed kept under 50% of its rate in 2 runs of 6 (issue 39; the
+figures: docs/performance.md).
 
 One price for every way in: GET /api/reviews/search, the /reviews page and the MCP tools that search
 (SEARCH_TOOLS) ask `is_expensive` with the arguments run_search takes.
@@ -111,8 +113,8 @@ class CostGate:
             return True
 
     def leave(self, client: str, cost: float = 0.0) -> None:
-        """End `client`'s turn, which took `cost` seconds of CPU: the next starts no sooner than the pause
-        that keeps expensive requests within `share` of the time."""
+        """End `client`'s turn, which ran `cost` seconds: the next starts no sooner than the pause that keeps
+        expensive requests within `share` of the time."""
         with self._turn:
             self._running -= 1
             self._by_client[client] -= 1
@@ -123,11 +125,12 @@ class CostGate:
             self._turn.notify_all()
 
     def run(self, client: str, work: Callable[[], T]) -> T:
-        """`work()`, an expensive request's, in a turn of `client`'s (or Busy if none comes soon)."""
+        """`work()`, an expensive request's, in a turn of `client`'s (or Busy if none comes soon), priced by
+        the time it ran."""
         if not self.enter(client):
             raise Busy()
-        started = time.thread_time()
+        started = self._clock()
         try:
             return work()
         finally:
-            self.leave(client, time.thread_time() - started)
+            self.leave(client, self._clock() - started)

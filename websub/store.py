@@ -268,6 +268,13 @@ class StateLock:
             self._fd = None
 
 
+class Counts(NamedTuple):
+    """(topic, last ETag, count) groups of subscriptions, and the number of pending intents."""
+
+    groups: tuple[tuple[str, str | None, int], ...]
+    intents: int
+
+
 class Store:
     """Subscriptions and intents in memory, written through to STATE_DIR/hub.sqlite3 (module docstring).
 
@@ -290,6 +297,11 @@ class Store:
         self._subs: dict[Key, Subscription] = {}
         self._intents: dict[Key, Intent] = {}  # a pair's one pending intent (a new one replaces it)
         self._next_id = 1
+        # Subscriptions by (topic, last ETag), kept as they change, and published with the intents' number as
+        # one immutable Counts: /healthz reads it without the lock, which a write to a locked database holds
+        # for up to SQLite's timeout (issue 39).
+        self._groups: Counter[tuple[str, str | None]] = Counter()
+        self._counts = Counts((), 0)
         self._loaded = False  # memory holds the database's content (else it is read at the next open)
         self._closed = False
         self.problem: StoreProblem | None = StoreProblem(
@@ -393,6 +405,28 @@ class Store:
         self._subs = {sub.key: sub for sub in subs}
         self._intents = {intent.key: intent for intent in intents}
         self._next_id = max((intent.id for intent in intents), default=0) + 1
+        self._groups = Counter((sub.topic, sub.last_etag) for sub in subs)
+        self._publish()
+
+    def _put(self, sub: Subscription) -> None:
+        """(Lock held.) Hold `sub` in memory, in place of its pair's subscription if any."""
+        self._forget(sub.key)
+        self._subs[sub.key] = sub
+        self._groups[sub.topic, sub.last_etag] += 1
+
+    def _forget(self, key: Key) -> Subscription | None:
+        """(Lock held.) Forget the pair's subscription in memory; the one it was, if any."""
+        sub = self._subs.pop(key, None)
+        if sub is not None:
+            self._groups[sub.topic, sub.last_etag] -= 1
+            if not self._groups[sub.topic, sub.last_etag]:
+                del self._groups[sub.topic, sub.last_etag]
+        return sub
+
+    def _publish(self) -> None:
+        """(Lock held, after a change.) The counts `counts()` returns from now on."""
+        groups = tuple((topic, etag, n) for (topic, etag), n in self._groups.items())
+        self._counts = Counts(groups, len(self._intents))
 
     def _write_back(self, conn: sqlite3.Connection) -> None:
         """Make the database hold exactly what memory holds (one transaction)."""
@@ -500,6 +534,7 @@ class Store:
                 raise StoreUnavailable(self.problem.reason)  # type: ignore[union-attr]
             self._intents[intent.key] = intent
             self._next_id += 1
+            self._publish()
             return True
 
     def _check_caps(self, intent: Intent, caps: Caps) -> None:
@@ -526,6 +561,7 @@ class Store:
         """(Lock held.) Forget a verified or dropped intent (not a newer one for its pair) and write
         `statements`."""
         self._intents = {key: i for key, i in self._intents.items() if i.id != intent_id}
+        self._publish()
         self._write(*statements, ("DELETE FROM intents WHERE id = ?", (intent_id,)))
 
     def apply_subscribe(self, intent: Intent, verified_at: float, baseline_etag: str) -> None:
@@ -545,12 +581,12 @@ class Store:
                 verified_at,
                 old.last_etag if old else baseline_etag,
             )
-            self._subs[sub.key] = sub
+            self._put(sub)
             self._settle(intent.id, (_INSERT_SUB, sub))
 
     def apply_unsubscribe(self, intent: Intent) -> None:
         with self._locked():
-            self._subs.pop(intent.key, None)
+            self._forget(intent.key)
             self._settle(intent.id, (_DELETE_SUB, intent.key))
 
     def subscription(self, key: Key) -> Subscription | None:
@@ -561,7 +597,8 @@ class Store:
         with self._locked():
             sub = self._subs.get(key)
             if sub is not None:
-                self._subs[key] = sub = sub._replace(**changes)
+                self._put(sub := sub._replace(**changes))
+                self._publish()
                 self._write((_INSERT_SUB, sub))
 
     def record_delivery(self, key: Key, etag: str) -> None:
@@ -572,15 +609,17 @@ class Store:
 
     def remove(self, key: Key) -> None:
         with self._locked():
-            if self._subs.pop(key, None) is not None:
+            if self._forget(key) is not None:
+                self._publish()
                 self._write((_DELETE_SUB, key))
 
     def expire(self, now: float) -> int:
         with self._locked():
             ended = [key for key, sub in self._subs.items() if sub.expires_at <= now]
             for key in ended:
-                del self._subs[key]
+                self._forget(key)
             if ended:
+                self._publish()
                 self._write(("DELETE FROM subscriptions WHERE expires_at <= ?", (now,)))
             return len(ended)
 
@@ -594,8 +633,9 @@ class Store:
             subs = [Work(key, s.last_etag, s.next_attempt, s.expires_at) for key, s in self._subs.items()]
             return subs, list(self._intents)
 
-    def counts(self) -> tuple[list[tuple[str, str | None, int]], int]:
-        """(topic, last ETag, count) groups of subscriptions, and the number of pending intents."""
-        with self._locked():
-            groups = Counter((sub.topic, sub.last_etag) for sub in self._subs.values())
-            return [(topic, etag, n) for (topic, etag), n in groups.items()], len(self._intents)
+    def counts(self) -> Counts:
+        """The subscriptions by topic and last ETag, and the pending intents, as of the last change: read
+        without waiting for the lock (a write can hold it for seconds), so always at once."""
+        if self._closed:
+            raise StoreClosed()
+        return self._counts
