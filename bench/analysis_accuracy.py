@@ -1,7 +1,8 @@
 """Accuracy of `reviewsd analyze`: the trained model beside the previous lexicon method and the stars alone,
 against human labels, in one run.
 
-    python bench/analysis_accuracy.py [--corpus sample|cv|curve|semeval|all] [--folds 5] [--semeval FILE]
+    python bench/analysis_accuracy.py [--corpus sample|cv|curve|passes|semeval|all] [--folds 5]
+                                      [--semeval FILE]
 
 Needs the `train` extra for `cv` and `curve` (the model is retrained on each fold's training reviews).
 
@@ -19,7 +20,8 @@ Methods:
 Corpora: `sample`: the bundled sample (data/) with the chiropractic preset, against its held-out labels
 (corpus/held-out/, labelled by the guideline like the corpus, never trained on); `cv`: the labelled corpus
 (corpus/, docs/corpus.md), k-fold by review, the model never trained or tuned on the fold it is scored on;
-`curve`: the learning curve; `semeval`: a file in
+`curve`: the learning curve; `passes`: each of the two labelling passes scored the same way against the
+settled labels (what one careful human reader scores); `semeval`: a file in
 the SemEval-2014 Task 4 XML shape (--semeval or $SEMEVAL2014_RESTAURANTS_TEST), restaurant preset.
 """
 
@@ -175,8 +177,7 @@ def run_methods(units: Units, model: Model, results: dict[str, tuple[Counts, Cou
 
 
 def print_table(title: str, results: Mapping[str, tuple[Counts, Counts]]) -> None:
-    aspects = results["model"][0]
-    people = results["model"][1]
+    aspects, people = next(iter(results.values()))  # every row counts the same labels
     print(
         f"{title}: {aspects.tp + aspects.fn} labelled aspect pairs, {people.tp + people.fn} labelled people"
     )
@@ -367,7 +368,42 @@ def run_semeval(args: argparse.Namespace) -> None:
     print_table(f"SemEval XML {Path(path).name} (stars unknown: every sentence rated 3)", results)
 
 
-RUNNERS = {"sample": run_sample, "cv": run_cv, "curve": run_curve, "semeval": run_semeval}
+def run_passes(args: argparse.Namespace) -> None:
+    """Each labelling pass scored like a method against the settled labels: how far one careful human
+    reader is from them, the ceiling to read the model's figures against."""
+    import train_model
+
+    settled = {review["id"]: review for review in corpus_reviews()}
+    results: dict[str, tuple[Counts, Counts]] = {}
+    for number in (1, 2):
+        aspect_counts, people_counts = results.setdefault(f"pass {number}", (Counts(), Counts()))
+        for path in sorted((train_model.CORPUS / "passes").glob(f"*.pass{number}.jsonl")):
+            for review in train_model.load_corpus([path]):
+                final = settled.get(review["id"])
+                if final is None:  # a held-out part's pass: not the corpus
+                    continue
+                ids = {p["name"]: train_model.slug(p["name"]) for p in final.get("staff", [])}
+                unit = review["id"]
+                aspect_counts.add(
+                    {unit: _aggregated(final["sentences"], "aspects", {})},
+                    {unit: _aggregated(review["sentences"], "aspects", {})},
+                )
+                people_counts.add(
+                    {unit: _aggregated(final["sentences"], "people", ids)},
+                    {unit: _aggregated(review["sentences"], "people", ids)},
+                )
+    print_table(
+        f"each labelling pass against the settled labels ({len(settled)} reviews), per review", results
+    )
+
+
+RUNNERS = {
+    "sample": run_sample,
+    "cv": run_cv,
+    "curve": run_curve,
+    "passes": run_passes,
+    "semeval": run_semeval,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
