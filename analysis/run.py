@@ -14,6 +14,7 @@ from ..authoring.files import (
 )
 from ..authoring.profile import Profile
 from ..authoring.schemas import schema_errors
+from ..reviews.files import collector_paused
 from ..reviews.problems import INSIGHTS_FILE, REVIEWS_FILE
 from . import aggregate, compose
 from .explain import format_explanation
@@ -22,7 +23,7 @@ from .matcher import Matcher, labels_by_group
 from .model import Model, shipped_model
 from .review import ReviewAnalysis, analyse_review, apply_corrections
 
-METHOD_VERSION = "2.0"
+METHOD_VERSION = "2.1"  # 2.1: mentions weighed by the model's certainty; clause words apart for people
 EXPLAIN_REASONS = 4  # features --explain lists per decision
 MODEL = (
     f"reviewsd-model {METHOD_VERSION}: linear models trained on reviewsd's own labelled corpus (aspect "
@@ -149,7 +150,11 @@ def analyze_dir(data_dir: Path, profile: Profile) -> str:
             f"{Path(data_dir) / REVIEWS_FILE}: its business lacks {', '.join(missing)} from "
             "business.toml; run `reviewsd import` (with no files it rewrites the business block)"
         )
-    insights = build_insights(reviews_doc, profile, utc_timestamp())
+    # Analysing makes no reference cycles (a collection after build_insights frees nothing), but each pass
+    # of the collector walks every analysis made so far: 10,000 reviews in 4.45 s with it, 3.55 s without
+    # (alternating runs). Only the offline command pauses it: the server builds insights beside other threads.
+    with collector_paused():
+        insights = build_insights(reviews_doc, profile, utc_timestamp())
     problems = schema_errors("insights.schema.json", insights)
     if problems:  # our bug, not the user's: say so rather than write a file the server refuses
         raise AnalysisError(f"internal error: the insights do not match the schema: {'; '.join(problems)}")

@@ -303,3 +303,26 @@ def test_check_passes_on_what_analyze_writes(tmp_path_factory, generated):
     (data / "insights.json").write_bytes(dumps(insights))
     checked = check(data)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_analyze_pauses_the_garbage_collector_and_gives_it_back(tmp_path):
+    """analyze runs with the cyclic collector paused (a speed-up: docs/analysis.md) and leaves it on."""
+    import gc
+
+    from reviewsd_app.analysis import run as run_module
+
+    seen = []
+    real = run_module.build_insights
+
+    def watching(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    (tmp_path / "reviews.json").write_bytes((ROOT / "data" / "reviews.json").read_bytes())
+    run_module.build_insights = watching
+    try:
+        analyze_dir(tmp_path, parse_profile(render_preset("chiropractic")))
+    finally:
+        run_module.build_insights = real
+    assert seen == [False]
+    assert gc.isenabled()
