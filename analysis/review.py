@@ -52,9 +52,8 @@ class Mention:
     found_by: str  # "model" (with its probability), "term 'x'", "name 'x'"
     span: tuple[int, int] | None  # the tokens that name it; None when only the model found it
     polarity: Polarity
-    weight: float = (
-        1.0  # how much it counts in its record's decision: the model's probability, if it found it
-    )
+    # How much it counts in its record's decision: the model's probability, if the model found it.
+    weight: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -267,13 +267,9 @@ def probe(port: int, path: str) -> float | None:
     return time.monotonic() - started
 
 
-PROBES = [10]  # probes of each path per section (--probes)
-
-
-def probes(port: int) -> str:
-    """--probes probes of /healthz and of the feed, 0.1 s apart: the median and the slowest (with 100 or
-    fewer, the slowest is the p99)."""
-    count = PROBES[0]
+def probes(port: int, count: int) -> str:
+    """`count` probes (--probes) of /healthz and of the feed, 0.1 s apart: the median and the slowest (with
+    100 or fewer, the slowest is the p99)."""
     lines = []
     for path in ("/healthz", "/api/feed.json"):
         times = []
@@ -294,14 +290,16 @@ def probes(port: int) -> str:
     return "; ".join(lines)
 
 
-def section_stall_output(base: str, port: int, seconds: int, script: Path, stallers: int) -> None:
+def section_stall_output(
+    base: str, port: int, seconds: int, script: Path, stallers: int, probe_count: int
+) -> None:
     quiet = wrk.run(base + "/api/feed.json", connections=16, seconds=seconds, script=script)
     socks = []
     try:
         for _ in range(stallers):
             socks.append(slow_reader(port, "127.0.0.2", "/reviews?limit=100&sort=oldest"))
         time.sleep(2.0)  # their answers are made and left unread
-        probed = probes(port)
+        probed = probes(port, probe_count)
         loud = wrk.run(base + "/api/feed.json", connections=16, seconds=seconds, script=script)
     finally:
         for sock in socks:
@@ -313,7 +311,7 @@ def section_stall_output(base: str, port: int, seconds: int, script: Path, stall
     )
 
 
-def section_stall_cpu(base: str, port: int, seconds: int, script: Path) -> None:
+def section_stall_cpu(base: str, port: int, seconds: int, script: Path, probe_count: int) -> None:
     quiet = wrk.run(base + "/api/feed.json", connections=16, seconds=seconds, script=script)
     stop = threading.Event()
     statuses: dict[str, int] = {}
@@ -338,7 +336,7 @@ def section_stall_cpu(base: str, port: int, seconds: int, script: Path) -> None:
         thread.start()
     try:
         time.sleep(1.0)
-        probed = probes(port)
+        probed = probes(port, probe_count)
         loud = wrk.run(base + "/api/feed.json", connections=16, seconds=seconds, script=script)
     finally:
         stop.set()
@@ -403,7 +401,6 @@ def main() -> int:
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose reviewsd.py runs")
     args = parser.parse_args()
     readers = min(args.readers, 1000)
-    PROBES[0] = args.probes
     lock = hold_bench_lock(600)
     with tempfile.TemporaryDirectory(prefix="reviewsd-attacks-") as work:
         procs = Processes(Path(work))
@@ -430,9 +427,9 @@ def main() -> int:
             if "blank" in sections:
                 section_blank(base, port, args.seconds, script)
             if "stall-output" in sections:
-                section_stall_output(base, port, args.seconds, script, args.stallers)
+                section_stall_output(base, port, args.seconds, script, args.stallers, args.probes)
             if "stall-cpu" in sections:
-                section_stall_cpu(base, port, args.seconds, script)
+                section_stall_cpu(base, port, args.seconds, script, args.probes)
             if "sweep" in sections:
                 section_sweep(base, port, args.seconds, script)
             print(f"server RSS at the end {rss_mb(child.pid):.0f} MB")

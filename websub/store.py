@@ -597,7 +597,8 @@ class Store:
         with self._locked():
             sub = self._subs.get(key)
             if sub is not None:
-                self._put(sub := sub._replace(**changes))
+                sub = sub._replace(**changes)
+                self._put(sub)
                 self._publish()
                 self._write((_INSERT_SUB, sub))
 
