@@ -3,8 +3,8 @@ sentiment and how sure, and the features that weighed most, in plain words (pure
 
 from __future__ import annotations
 
-from .features import clause_bounds
-from .review import Mention, ReviewAnalysis, ScoredSentence
+from .features import mention_clause
+from .review import Mention, ReviewAnalysis, ScoredSentence, other_names
 
 NAMED = {
     "after-contrast": 'it comes after a "but" (or although, though, however)',
@@ -35,6 +35,8 @@ def describe(feature: str, value: float) -> str:
         return NAMED[feature]
     if feature.startswith(("ac:", "pc:")):  # the clause's words, for an aspect or for a person
         return f"{_words(feature[3:])} near it"
+    if feature.startswith("aw:"):  # the clause's words for one aspect ("aw:food:cold"): the same reason
+        return f"{_words(feature.split(':', 2)[2])} near it"
     if feature.startswith("s:"):
         return f"{_words(feature[2:])} in the sentence"
     if feature in ("lex:clause", "lex:sentence"):
@@ -66,7 +68,7 @@ def _clause(sentence: ScoredSentence, mention: Mention) -> str:
     if mention.span is None:
         return "the whole sentence"
     tokens = sentence.folded.tokens
-    start, end = clause_bounds(tokens, *mention.span)
+    start, end = mention_clause(tokens, mention.span, other_names(sentence, mention.id))
     return repr(" ".join(tokens[start:end]))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from ..reviews.words import fold
 from .lexicon import CONTRASTS, Scorer, compound
 
 NEGATORS = frozenset(
@@ -14,12 +15,15 @@ NEGATORS = frozenset(
 SCOPE_ENDS = frozenset({",", ";", "!", "?", *CONTRASTS})
 CLAUSE_ENDS = frozenset({",", ";", *CONTRASTS})
 NEGATION_REACH = 6  # tokens a negation reaches at most
+SENTENCE_WEIGHT = 0.5  # the sentence's n-grams beside the clause's, for a mention's polarity
+OTHER_CLAUSES_WEIGHT = 0.25  # ... for an aspect whose clause is not the whole sentence
 STARS_WEIGHT = 0.5  # the review's stars: one feature among many (at 0, polarity drops 9 points on the corpus)
 # Emoji carry sentiment that folding (ASCII only) would drop: each becomes a token of its own.
 EMOJI = {
     **{c: "<emo+>" for c in "😀😃😄😁😊☺🙂😍🥰😘👍👌🙌👏💯❤💕💖💗💙💚💛🔥⭐🌟✨🎉😋🤩😎🙏"},
     **{c: "<emo->" for c in "😞😠😡🤬😤😒🙄😩😫😢😭👎💩🤮🤢😕☹🙁😬😑😐"},
 }
+PRONOUNS = frozenset({"he", "she", "him", "her", "his", "hers"})
 POSSESSIVES = frozenset({"my", "our", "his", "her", "their", "your"})
 # Words that make a following first name someone the customer knows, not staff ("my friend Tom").
 RELATIONS = frozenset(
@@ -71,11 +75,39 @@ def stem(token: str) -> str:
     return token
 
 
-def detection_features(tokens: Sequence[str], term_hits: Iterable[str]) -> list[str]:
-    """A sentence's features for the aspect heads: its n-grams and stems, and the aspects whose terms
-    it holds."""
+def detection_features(
+    tokens: Sequence[str], term_hits: Iterable[str], context: Sequence[str] = ()
+) -> list[str]:
+    """A sentence's features for the aspect heads: its n-grams and stems, the aspects whose terms it
+    holds, and `context` (staff_context)."""
     features = ngrams("w:", tokens) + [f"term:{aspect}" for aspect in sorted(set(term_hits))]
-    return features + [f"st:{stem(t)}" for t in tokens]
+    return features + [f"st:{stem(t)}" for t in tokens] + list(context)
+
+
+def pronoun_index(tokens: Sequence[str]) -> int | None:
+    """Where a sentence first says "he", "she" (or him, her, his, hers); None if it does not."""
+    for index, token in enumerate(tokens):
+        if token in PRONOUNS:
+            return index
+    return None
+
+
+def role_words(role: str) -> tuple[str, ...]:
+    """The words of a staff member's role as features name them ("Dental Hygienist": dental, hygienist)."""
+    return tuple(w for w in fold(role).split() if len(w) > 2 and w.isalpha())
+
+
+def staff_context(
+    named: Sequence[Sequence[str]], earlier: Sequence[Sequence[str]], tokens: Sequence[str]
+) -> list[str]:
+    """What a sentence's staff say about its aspect: the role words of the staff it names ("Bree mixed up
+    my appointment": Bree is the receptionist), else, when it says "he" or "she", of the staff the last
+    sentence naming any named (`earlier`)."""
+    if named:
+        return sorted({f"role:{w}" for words in named for w in words})
+    if earlier and any(t in PRONOUNS for t in tokens):
+        return sorted({f"prole:{w}" for words in earlier for w in words})
+    return []
 
 
 def clause_bounds(tokens: Sequence[str], first: int, last: int) -> tuple[int, int]:
@@ -89,6 +121,29 @@ def clause_bounds(tokens: Sequence[str], first: int, last: int) -> tuple[int, in
     return start, end
 
 
+def _through_contrast(tokens: Sequence[str], end: int, others: frozenset[int]) -> int:
+    """Where a mention's clause ends: through a contrast when the clause after it names nothing else ("kind
+    but rushed": the clause after "but" decides, and it is about the same aspect or person). On the bundled
+    sample, aspect polarity 0.920 without, 0.928 with, people 0.851 and 0.863; on the corpus 0.883 and
+    0.884, people 0.867 both."""
+    if end + 1 < len(tokens) and tokens[end] in CONTRASTS:
+        next_start, next_end = clause_bounds(tokens, end + 1, end + 1)
+        if not any(next_start <= i < next_end for i in others):
+            return next_end
+    return end
+
+
+def mention_clause(
+    tokens: Sequence[str], span: tuple[int, int] | None, others: frozenset[int] = frozenset()
+) -> tuple[int, int]:
+    """[start, end) of the words read for a mention: its clause, through a contrast when the next clause
+    names nothing else; the whole sentence when no word names it."""
+    if span is None:
+        return 0, len(tokens)
+    start, end = clause_bounds(tokens, *span)
+    return start, _through_contrast(tokens, end, others)
+
+
 def _sign(score: float) -> str:
     return "+" if score >= 0.05 else ("-" if score <= -0.05 else "0")
 
@@ -99,19 +154,34 @@ def polarity_features(
     span: tuple[int, int] | None,
     kind: str,
     stars: int,
+    about: str = "",
+    others: frozenset[int] = frozenset(),
 ) -> dict[str, float]:
     """A mention's features: the clause around it (or the whole sentence when nothing names it) and the
     sentence, as n-grams with negation marked; where it stands against a contrast; the lexicon's scores of
     clause and sentence; the review's stars. `kind` is "aspect" or "person"; `lexicon` is each token's
-    valence (lexicon.Scorer.contributions)."""
-    start, end = clause_bounds(tokens, *span) if span else (0, len(tokens))
+    valence (lexicon.Scorer.contributions); `about` is the preset aspect's id, if it is one; `others`, the
+    positions of the first words of the other records the sentence names."""
+    start, end = mention_clause(tokens, span, others)
     marked = negation_marked(tokens)
     # The clause's n-grams are named by the kind of mention: the same words can judge an aspect and only
     # narrate about a person ("Dr. Kim handled my care."). People polarity on the bundled sample: 0.821
     # shared, 0.845 apart; on the corpus within 0.004 either way.
     clause_prefix = "pc:" if kind == "person" else "ac:"
     features: dict[str, float] = dict.fromkeys(ngrams(clause_prefix, marked[start:end]), 1.0)
-    features.update(dict.fromkeys(ngrams("s:", marked), 0.5))
+    # The rest of the sentence counts less for an aspect named in a clause of its own: "The croissants are
+    # gorgeous but the line is a joke." praises the food (aspect polarity on the corpus 0.874 at 0.5, 0.875 at
+    # 0.25; a person's sentence keeps 0.5: "Marcus was sweet but forgot us." is about Marcus throughout).
+    sentence_weight = SENTENCE_WEIGHT
+    if kind == "aspect" and span and (start > 0 or end < len(tokens)):
+        sentence_weight = OTHER_CLAUSES_WEIGHT
+    features.update(dict.fromkeys(ngrams("s:", marked), sentence_weight))
+    # The same word can praise one aspect and fault another ("cheap" prices, "cheap" chairs; "hot" food, a
+    # "hot" room): the clause's words once more, named by the aspect (aspect polarity on the corpus 0.875
+    # without, 0.881 with).
+    if about and kind == "aspect":
+        for token in marked[start:end]:
+            features[f"aw:{about}:{token}"] = 1.0
     if span:
         before, after = tokens[: span[0]], tokens[span[1] + 1 :]
         if any(t in CONTRASTS for t in before):

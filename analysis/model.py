@@ -45,6 +45,8 @@ class Model:
         self.head_index = {head: i for i, head in enumerate(self.heads)}
         self.head_bias: tuple[float, ...] = tuple(detect["bias"])
         self.threshold: float = detect["threshold"]
+        # a preset term counts while the head's probability reaches this (models before 2.2: any)
+        self.term_bar: float = detect.get("term_bar", 0.0)
         # feature -> ((head index, weight), ...)
         self.head_weights = {
             feature: tuple(zip(pairs[0::2], pairs[1::2])) for feature, pairs in detect["weights"].items()

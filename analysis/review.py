@@ -11,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .features import detection_features, polarity_features, staff_reference_features, tokens_of
+from .features import (
+    detection_features,
+    polarity_features,
+    pronoun_index,
+    staff_context,
+    staff_reference_features,
+    tokens_of,
+)
 from .lexicon import Scorer, compound, label
 from .matcher import Match, Matcher
 from .model import Model, Polarity
@@ -27,6 +34,10 @@ STAFF_REFERENCE_BAR = 0.5  # a staff name means that staff member when the model
 # against mentions the head is sure of (aspect polarity on the corpus: 0.856 counting every mention as
 # one, 0.864 weighting each by the head's probability and these by a half; 0.860 with them at 1).
 TERM_ONLY_WEIGHT = 0.5
+# A sentence that says "he" or "she" after a sentence naming one staff member only: a mention of them, at
+# half weight (it may be about someone else). The labels count such a sentence for them when it judges them
+# (docs/corpus.md): people polarity on the corpus 0.857 without, 0.869 with (the same at 1).
+PRONOUN_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,15 @@ class Mention:
     polarity: Polarity
     # How much it counts in its record's decision: the model's probability, if the model found it.
     weight: float = 1.0
+    by_pronoun: bool = False  # a staff member's "he"/"she" after a sentence naming them: never quoted
+
+
+@dataclass(frozen=True)
+class StaffBefore:
+    """The staff the last sentence naming any named: their role words, and who, when it named one only."""
+
+    roles: tuple[tuple[str, ...], ...] = ()
+    only: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +112,7 @@ class ReviewAnalysis:
             if m.group == group
             and m.id == record_id
             and m.polarity.sentiment == sentiment
+            and not m.by_pronoun
             and label(self.sentences[m.sentence].score) != opposite
         ]
 
@@ -162,47 +183,82 @@ def sentence_mentions(
     model: Model,
     stars: int,
     reasons: int = 0,
+    roles: Mapping[str, tuple[str, ...]] | None = None,
+    before: StaffBefore = StaffBefore(),
 ) -> tuple[list[Mention], list[tuple[int, Match, float]]]:
-    """The mentions in one sentence, each with its polarity; and the staff names read as someone else."""
+    """The mentions in one sentence, each with its polarity; and the staff names read as someone else.
+    `roles`: each staff member's role words; `before`: the staff the sentences before it named."""
     tokens, values = sentence.tokens, sentence.values
     found: list[Mention] = []
     rejected = []
     first_match: dict[tuple[str, str], Match] = {}
     for match in sentence.matches:
         first_match.setdefault((match.group, match.id), match)
+    staff: list[tuple[Match, str]] = []
+    for (group, record_id), match in first_match.items():
+        if group == STAFF_GROUP:
+            features = staff_reference_features(tokens, match.first, match.last, is_full_name(match))
+            probability = model.staff_reference(features)
+            if probability < STAFF_REFERENCE_BAR:
+                rejected.append((number, match, probability))
+            else:
+                staff.append((match, record_id))
+    named = [roles[record_id] for _, record_id in staff if roles and record_id in roles]
     term_hits = [m.id for m in sentence.matches if m.group == "aspects"]
-    heads = model.detect(detection_features(tokens, term_hits), aspect_ids)
+    context = staff_context(named, before.roles, tokens)
+    heads = model.detect(detection_features(tokens, term_hits, context), aspect_ids)
 
     def add(
-        group: str, record_id: str, found_by: str, match: Match | None, kind: str, weight: float = 1.0
+        group: str,
+        record_id: str,
+        found_by: str,
+        span: tuple[int, int] | None,
+        kind: str,
+        weight: float = 1.0,
+        by_pronoun: bool = False,
     ) -> None:
-        span = (match.first, match.last) if match else None
-        polarity = model.polarity(polarity_features(tokens, values, span, kind, stars), reasons)
-        found.append(Mention(group, record_id, number, found_by, span, polarity, weight))
+        about = record_id if group == "aspects" else ""
+        others = other_names(sentence, record_id) if span else frozenset()
+        features = polarity_features(tokens, values, span, kind, stars, about, others)
+        polarity = model.polarity(features, reasons)
+        found.append(Mention(group, record_id, number, found_by, span, polarity, weight, by_pronoun))
 
     for aspect_id in aspect_ids:
         match = first_match.get(("aspects", aspect_id))
         if aspect_id in heads:
             probability = heads[aspect_id]
             if probability >= model.threshold:
-                add("aspects", aspect_id, f"model, {probability:.0%} sure", match, "aspect", probability)
-            elif match is not None:
-                add("aspects", aspect_id, f"term '{match.term}'", match, "aspect", TERM_ONLY_WEIGHT)
+                found_by = f"model, {probability:.0%} sure"
+                add("aspects", aspect_id, found_by, _span(match), "aspect", probability)
+            elif match is not None and probability >= model.term_bar:
+                add("aspects", aspect_id, f"term '{match.term}'", _span(match), "aspect", TERM_ONLY_WEIGHT)
         elif match is not None:
-            add("aspects", aspect_id, f"term '{match.term}'", match, "aspect")
+            add("aspects", aspect_id, f"term '{match.term}'", _span(match), "aspect")
+    accepted = {record_id for _, record_id in staff}
     for (group, record_id), match in first_match.items():
         if group == "aspects":
             continue
         if group == STAFF_GROUP:
-            features = staff_reference_features(tokens, match.first, match.last, is_full_name(match))
-            probability = model.staff_reference(features)
-            if probability < STAFF_REFERENCE_BAR:
-                rejected.append((number, match, probability))
-                continue
-            add(group, record_id, f"name '{match.term}'", match, "person")
+            if record_id in accepted:
+                add(group, record_id, f"name '{match.term}'", _span(match), "person")
         else:
-            add(group, record_id, f"term '{match.term}'", match, "aspect")
+            add(group, record_id, f"term '{match.term}'", _span(match), "aspect")
+    names_staff = any(group == STAFF_GROUP for group, _ in first_match)
+    pronoun_at = pronoun_index(tokens)
+    if not names_staff and before.only is not None and pronoun_at is not None:
+        found_by = f"'{tokens[pronoun_at]}' after the sentence naming them"
+        span = (pronoun_at, pronoun_at)
+        add(STAFF_GROUP, before.only, found_by, span, "person", PRONOUN_WEIGHT, by_pronoun=True)
     return found, rejected
+
+
+def other_names(sentence: ScoredSentence, record_id: str) -> frozenset[int]:
+    """Where the sentence names records other than this one (their first words)."""
+    return frozenset(m.first for m in sentence.matches if m.id != record_id)
+
+
+def _span(match: Match | None) -> tuple[int, int] | None:
+    return (match.first, match.last) if match else None
 
 
 def analyse_review(
@@ -212,6 +268,7 @@ def analyse_review(
     model: Model,
     aspect_ids: tuple[str, ...],
     reasons: int = 0,
+    roles: Mapping[str, tuple[str, ...]] | None = None,
 ) -> ReviewAnalysis:
     """One review's sentences, mentions and decisions; with `reasons`, that many features behind each
     mention's polarity (for --explain)."""
@@ -219,8 +276,15 @@ def analyse_review(
     text_score = sum(s.score for s in sentences) / len(sentences) if sentences else 0.0
     score, sentiment = review_sentiment(review["rating"], text_score, bool(sentences))
     result = ReviewAnalysis(review, sentences, text_score, score, sentiment)
+    before = StaffBefore()
     for number, sentence in enumerate(sentences):
-        found, rejected = sentence_mentions(number, sentence, aspect_ids, model, review["rating"], reasons)
+        found, rejected = sentence_mentions(
+            number, sentence, aspect_ids, model, review["rating"], reasons, roles, before
+        )
+        named_ids = [m.id for m in found if m.group == STAFF_GROUP and not m.by_pronoun]
+        if named_ids:
+            named_roles = tuple(roles[i] for i in named_ids if roles and i in roles)
+            before = StaffBefore(named_roles, named_ids[0] if len(named_ids) == 1 else None)
         result.found += found
         result.rejected += rejected
         for match in sentence.matches:

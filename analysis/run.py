@@ -18,12 +18,13 @@ from ..reviews.files import collector_paused
 from ..reviews.problems import INSIGHTS_FILE, REVIEWS_FILE
 from . import aggregate, compose
 from .explain import format_explanation
+from .features import role_words
 from .lexicon import Scorer
 from .matcher import Matcher, labels_by_group
 from .model import Model, shipped_model
 from .review import ReviewAnalysis, analyse_review, apply_corrections
 
-METHOD_VERSION = "2.1"  # 2.1: mentions weighed by the model's certainty; clause words apart for people
+METHOD_VERSION = "2.2"  # 2.2: staff roles and "he"/"she"; the term bar; clause words by aspect
 EXPLAIN_REASONS = 4  # features --explain lists per decision
 MODEL = (
     f"reviewsd-model {METHOD_VERSION}: linear models trained on reviewsd's own labelled corpus (aspect "
@@ -46,6 +47,11 @@ def _check_corrections(profile: Profile) -> None:
             )
 
 
+def staff_roles(profile: Profile) -> dict[str, tuple[str, ...]]:
+    """Each practitioner's role words, for the aspect heads ("Receptionist": front desk)."""
+    return {p["id"]: role_words(p.get("role") or "") for p in profile.practitioners}
+
+
 def analyse_reviews(
     reviews: list[Mapping[str, Any]], profile: Profile, model: Model | None = None, reasons: int = 0
 ) -> list[ReviewAnalysis]:
@@ -54,6 +60,7 @@ def analyse_reviews(
     matcher, scorer = Matcher(profile), Scorer.for_overrides(profile.sentiment_overrides)
     model = model or shipped_model()
     aspect_ids = tuple(aspect["id"] for aspect in profile.aspects)
+    roles = staff_roles(profile)
     corrections: dict[str, list] = defaultdict(list)
     for correction in profile.corrections:
         corrections[correction["review_id"]].append(correction)
@@ -61,7 +68,7 @@ def analyse_reviews(
     for review in reviews:
         if review["id"] in profile.hide_reviews:
             continue
-        analysis = analyse_review(review, matcher, scorer, model, aspect_ids, reasons)
+        analysis = analyse_review(review, matcher, scorer, model, aspect_ids, reasons, roles)
         apply_corrections(analysis, corrections.get(review["id"], []))
         analyses.append(analysis)
     return aggregate.newest_first(analyses)

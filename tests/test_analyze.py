@@ -105,7 +105,8 @@ def test_a_practitioners_sentiment_comes_from_the_words_about_them_over_the_star
 
 def test_the_stars_weigh_in_where_the_words_say_little():
     assert aspect_sentiments(mentions("The wait was twenty minutes.", 1)) == {"wait-time": "negative"}
-    assert aspect_sentiments(mentions("The wait was twenty minutes.", 5)) == {"wait-time": "positive"}
+    # a wait the customer accepts without complaint is neutral (docs/corpus.md), not a complaint
+    assert aspect_sentiments(mentions("The wait was twenty minutes.", 5)) == {"wait-time": "neutral"}
     assert aspect_sentiments(mentions("The receptionist was rude.", 2)) == {"front-desk": "negative"}
 
 

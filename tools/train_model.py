@@ -41,12 +41,20 @@ if __name__ == "__main__" and __package__ is None:  # run as a script from a che
 from reviewsd_app.analysis.features import (  # noqa: E402
     detection_features,
     polarity_features,
+    pronoun_index,
+    role_words,
+    staff_context,
     staff_reference_features,
 )
 from reviewsd_app.analysis.lexicon import Scorer  # noqa: E402
 from reviewsd_app.analysis.matcher import Matcher  # noqa: E402
 from reviewsd_app.analysis.model import CLASSES  # noqa: E402
-from reviewsd_app.analysis.review import is_full_name, score_sentence  # noqa: E402
+from reviewsd_app.analysis.review import (  # noqa: E402
+    StaffBefore,
+    is_full_name,
+    other_names,
+    score_sentence,
+)
 from reviewsd_app.authoring.presets import render_preset  # noqa: E402
 from reviewsd_app.authoring.profile import Profile, parse_profile  # noqa: E402
 
@@ -64,6 +72,9 @@ POLARITY_C = (0.1, 0.3, 1.0)
 STAFF_C = 1.0
 MIN_FEATURE_COUNT = 2  # a feature seen once in the training data gets no weight
 THRESHOLDS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
+# Below the threshold, a preset term still counts while the head gives it at least this much: 0 lets every
+# term count ("Nobody refilled our drinks." is a drinks mention), higher lets the head overrule the term.
+TERM_BARS = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2)
 # Weights smaller than this are left out of the file: at 0.005 it was 1.5 MB and analyze up to a fifth
 # slower; at 0.05, 0.84 MB and as fast as before, with the same figures on the bundled sample.
 PRUNE = 0.05
@@ -83,7 +94,12 @@ def preset_profile(trade: str) -> Profile:
 def review_profile(review: dict) -> Profile:
     preset = preset_profile(review["trade"])
     staff = tuple(
-        {"id": slug(p["name"]), "name": p["name"], "aliases": list(p.get("aliases", []))}
+        {
+            "id": slug(p["name"]),
+            "name": p["name"],
+            "aliases": list(p.get("aliases", [])),
+            "role": p.get("role", ""),
+        }
         for p in review.get("staff", [])
     )
     return Profile(
@@ -119,40 +135,60 @@ def aspect_span(sentence: Any, aspect: str) -> tuple[int, int] | None:
     return None
 
 
+def _someone_else(match: Any, not_staff: set[str]) -> bool:
+    """Whether a staff name found in a sentence is labelled as someone else there ("my friend Tom")."""
+    return match.term in not_staff or any(match.term in name.split() for name in not_staff)
+
+
 def examples(reviews: Sequence[dict]) -> Examples:
     found = Examples([], [], [], [])
     for index, review in enumerate(reviews):
         matcher, scorer = readers(review)
         aspects = [a["id"] for a in preset_profile(review["trade"]).aspects]
         ids = {p["name"]: slug(p["name"]) for p in review.get("staff", [])}
+        roles = {slug(p["name"]): role_words(p.get("role", "")) for p in review.get("staff", [])}
+        before = StaffBefore()  # as analyze keeps it (analysis/review.py)
         for labelled in review["sentences"]:
             sentence = score_sentence(labelled["text"], matcher, scorer)
             tokens, values = sentence.tokens, sentence.values
             hits = [m.id for m in sentence.matches if m.group == "aspects"]
-            found.detection.append((index, review["trade"], detection_features(tokens, hits), True))
+            not_staff = {n.lower() for n in labelled.get("not_staff", [])}
+            staff_matches = [m for m in sentence.matches if m.group == "technicians"]
+            # the staff it names, as analyze takes them: every name but those labelled someone else
+            named_ids = list(dict.fromkeys(m.id for m in staff_matches if not _someone_else(m, not_staff)))
+            named_roles = tuple(roles[i] for i in named_ids if i in roles)
+            context = staff_context(named_roles, before.roles, tokens)
+            pronoun_at = pronoun_index(tokens)
+            referred = before.only if not staff_matches and pronoun_at is not None else None
+            if named_ids:
+                before = StaffBefore(named_roles, named_ids[0] if len(named_ids) == 1 else None)
+            found.detection.append((index, review["trade"], detection_features(tokens, hits, context), True))
             found.detection_labels.append({a: a in labelled.get("aspects", {}) for a in aspects})
             for aspect, polarity in labelled.get("aspects", {}).items():
                 span = aspect_span(sentence, aspect)
-                features = polarity_features(tokens, values, span, "aspect", review["rating"])
+                others = other_names(sentence, aspect)
+                features = polarity_features(tokens, values, span, "aspect", review["rating"], aspect, others)
                 found.polarity.append((index, features, polarity))
             people = {ids[name]: polarity for name, polarity in labelled.get("people", {}).items()}
-            not_staff = {n.lower() for n in labelled.get("not_staff", [])}
             seen = set()
-            for match in sentence.matches:
-                if match.group != "technicians" or match.id in seen:
+            for match in staff_matches:
+                if match.id in seen:
                     continue
                 seen.add(match.id)
                 features = staff_reference_features(tokens, match.first, match.last, is_full_name(match))
                 if match.id in people:
                     found.staff.append((index, features, True))
                     span = (match.first, match.last)
-                    pf = polarity_features(tokens, values, span, "person", review["rating"])
+                    others = other_names(sentence, match.id)
+                    pf = polarity_features(tokens, values, span, "person", review["rating"], "", others)
                     found.polarity.append((index, pf, people[match.id]))
-                elif match.term in not_staff or any(match.term in n.split() for n in not_staff):
+                elif _someone_else(match, not_staff):
                     found.staff.append((index, features, False))
-            for person_id, polarity in people.items():  # named in a way the matcher missed: whole sentence
+            # named in a way the matcher missed: the whole sentence; by "he" or "she": from the pronoun
+            for person_id, polarity in people.items():
                 if person_id not in seen:
-                    pf = polarity_features(tokens, values, None, "person", review["rating"])
+                    span = (pronoun_at, pronoun_at) if person_id == referred else None
+                    pf = polarity_features(tokens, values, span, "person", review["rating"])
                     found.polarity.append((index, pf, polarity))
     return found
 
@@ -194,7 +230,7 @@ def _choose_c(
     training data only; for a binary model also its out-of-fold (probability, label) pairs."""
     from sklearn.metrics import accuracy_score, f1_score
 
-    if len(grid) == 1:
+    if len(grid) == 1 and multiclass:
         return grid[0], []
     best: tuple[float, float, list] = (-1.0, grid[len(grid) // 2], [])
     for c in grid:
@@ -221,18 +257,26 @@ def _choose_c(
     return best[1], best[2]
 
 
-def _threshold(scored: Sequence[tuple[float, bool, bool]]) -> float:
-    """The detection threshold with the best pooled out-of-fold F1 over every head, where a sentence
-    naming one of the aspect's terms counts as detected whatever the head says (as in `analyze`)."""
-    best = (-1.0, 0.5)
+def _detection_bars(scored: Sequence[tuple[float, bool, bool]]) -> tuple[float, float]:
+    """The detection threshold and the term bar with the best pooled out-of-fold F1 over every head: a
+    sentence counts as detected when the head's probability reaches the threshold, or when it names one of
+    the aspect's terms and the probability reaches the term bar (as in `analyze`)."""
+    best = (-1.0, 0.5, 0.0)
     for threshold in THRESHOLDS:
-        tp = sum(1 for p, y, term in scored if (p >= threshold or term) and y)
-        fp = sum(1 for p, y, term in scored if (p >= threshold or term) and not y)
-        fn = sum(1 for p, y, term in scored if not (p >= threshold or term) and y)
-        f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-        if f1 > best[0] + 1e-9:
-            best = (f1, threshold)
-    return best[1]
+        for term_bar in TERM_BARS:
+            tp = fp = fn = 0
+            for probability, labelled, term in scored:
+                detected = probability >= threshold or (term and probability >= term_bar)
+                if detected and labelled:
+                    tp += 1
+                elif detected:
+                    fp += 1
+                elif labelled:
+                    fn += 1
+            f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+            if f1 > best[0] + 1e-9:
+                best = (f1, threshold, term_bar)
+    return best[1], best[2]
 
 
 def _as_dict(features: Sequence[str]) -> dict[str, float]:
@@ -269,6 +313,7 @@ def train(reviews: Sequence[dict], choose: bool = True) -> dict[str, Any]:
         for column, w in enumerate(model.coef_[0]):
             if abs(w) >= PRUNE:
                 weights.setdefault(features_by_column[column], []).extend([h, _round(w)])
+    threshold, term_bar = _detection_bars(out_of_fold) if choose else (0.4, 0.0)
     polarity_rows = [features for _, features, _ in found.polarity]
     polarity_labels = [label for _, _, label in found.polarity]
     polarity_groups = [index for index, _, _ in found.polarity]
@@ -308,7 +353,8 @@ def train(reviews: Sequence[dict], choose: bool = True) -> dict[str, Any]:
         "detect": {
             "heads": heads,
             "bias": bias,
-            "threshold": _threshold(out_of_fold) if choose else 0.4,
+            "threshold": threshold,
+            "term_bar": term_bar,
             "weights": dict(sorted(weights.items())),
         },
         "polarity": {

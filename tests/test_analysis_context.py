@@ -1,0 +1,169 @@
+"""What the model reads beyond a sentence's own words: the roles of the staff it names (or that "he" or
+"she" refers to), a staff member's "he"/"she" in the next sentence, the term bar below which a head
+overrules a preset term, and the clause's words named by their aspect."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from test_analysis_model import restaurant, review
+
+from reviewsd_app.analysis.explain import describe
+from reviewsd_app.analysis.features import polarity_features, role_words, staff_context
+from reviewsd_app.analysis.model import CLASSES, Model
+from reviewsd_app.analysis.run import analyse_reviews, staff_roles
+from reviewsd_app.authoring.presets import render_preset
+from reviewsd_app.authoring.profile import parse_profile
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import train_model  # noqa: E402
+
+DENTAL_STAFF = """
+[[practitioners]]
+id = "bree-tolliver"
+name = "Bree Tolliver"
+role = "Receptionist"
+aliases = ["Bree"]
+[[practitioners]]
+id = "dr-kim"
+name = "Dr. Ana Kim"
+role = "Dentist"
+"""
+
+
+def dental():
+    return parse_profile(render_preset("dental") + DENTAL_STAFF)
+
+
+def tiny_model(detect_weights: dict, heads=("drinks", "front-desk"), term_bar: float | None = None) -> Model:
+    """A model whose heads say no unless a listed feature says yes; polarity always neutral; staff names
+    always mean staff."""
+    detect = {
+        "heads": list(heads),
+        "bias": [-8.0] * len(heads),
+        "threshold": 0.5,
+        "weights": {f: [heads.index(h), w] for f, (h, w) in detect_weights.items()},
+    }
+    if term_bar is not None:
+        detect["term_bar"] = term_bar
+    return Model(
+        {
+            "info": {},
+            "detect": detect,
+            "polarity": {"classes": list(CLASSES), "bias": [0.0, 1.0, 0.0], "weights": {}},
+            "staff": {"bias": 3.0, "weights": {}},
+        }
+    )
+
+
+def found(analysis, group: str = "aspects") -> list[tuple[int, str]]:
+    return [(m.sentence, m.id) for m in analysis.found if m.group == group]
+
+
+def test_role_words_and_the_context_they_give():
+    assert role_words("Dental Hygienist") == ("dental", "hygienist")
+    assert role_words("Chiropractor (clinic director)") == ("chiropractor", "clinic", "director")
+    assert role_words("") == ()
+    named = [("receptionist",)]
+    assert staff_context(named, [], ["bree", "mixed", "it", "up"]) == ["role:receptionist"]
+    # no name: "she" or "he" points at the staff the last sentence naming any named
+    assert staff_context([], named, ["she", "sighed"]) == ["prole:receptionist"]
+    assert staff_context([], named, ["the", "crown", "fits"]) == []
+    assert staff_context([], [], ["she", "sighed"]) == []
+
+
+def test_a_staff_members_role_tells_the_heads_what_the_sentence_is_about():
+    """ "Bree mixed up my appointment." is about the front desk because Bree is the receptionist: the head
+    reads the role of the staff a sentence names, and of the staff its "she" refers to."""
+    says_front_desk = ("front-desk", 16.0)
+    model = tiny_model({"role:receptionist": says_front_desk, "prole:receptionist": says_front_desk})
+    text = "Bree mixed up my appointment. She sighed at me. The crown fits well."
+    [analysis] = analyse_reviews([review(1, 2, text)], dental(), model)
+    assert (0, "front-desk") in found(analysis)
+    assert (1, "front-desk") in found(analysis)
+    assert (2, "front-desk") not in found(analysis)
+    # a dentist named: no receptionist role, no front-desk
+    [analysis] = analyse_reviews([review(2, 2, "Dr. Kim mixed up my appointment.")], dental(), model)
+    assert (0, "front-desk") not in found(analysis)
+    roles = staff_roles(dental())
+    assert roles["bree-tolliver"] == ("receptionist",) and roles["dr-kim"] == ("dentist",)
+
+
+def test_a_preset_term_the_head_overrules_is_no_mention():
+    """ "Nobody refilled our drinks." names a drinks term but judges the service: below the term bar the
+    head overrules the term. A model file from before the bar (no "term_bar") keeps every term."""
+    text = "Nobody refilled our drinks."
+    [analysis] = analyse_reviews([review(1, 2, text)], restaurant(), tiny_model({}, term_bar=0.05))
+    assert (0, "drinks") not in found(analysis)
+    [analysis] = analyse_reviews([review(1, 2, text)], restaurant(), tiny_model({}))
+    assert [(m.id, m.found_by) for m in analysis.found] == [("drinks", "term 'drinks'")]
+    # a head that is sure enough keeps it, found by the model
+    sure = tiny_model({"w:refilled": ("drinks", 16.0)}, term_bar=0.05)
+    [analysis] = analyse_reviews([review(1, 2, text)], restaurant(), sure)
+    assert [m.found_by for m in analysis.found if m.id == "drinks"] == ["model, 100% sure"]
+
+
+def test_he_or_she_after_a_named_staff_member_counts_for_them_at_half_weight_and_is_never_quoted():
+    text = "Maria brought our menus. She was wonderful, so warm and attentive all night."
+    [analysis] = analyse_reviews([review(1, 5, text)], restaurant())
+    people = [m for m in analysis.found if m.group == "technicians"]
+    assert [(m.sentence, m.id, m.by_pronoun) for m in people] == [
+        (0, "maria-santos", False),
+        (1, "maria-santos", True),
+    ]
+    assert people[1].weight == 0.5 and people[1].span == (0, 0)
+    assert "'she' after the sentence naming them" in people[1].found_by
+    assert analysis.mentions["technicians"]["maria-santos"].sentiment == "positive"
+    quoted = [text for text, _ in analysis.quotes("technicians", "maria-santos", "positive")]
+    assert "She was wonderful, so warm and attentive all night." not in quoted
+
+
+def test_he_or_she_after_two_staff_members_counts_for_neither():
+    text = "Maria and Tom looked after us. She was rude to my mother."
+    [analysis] = analyse_reviews([review(1, 2, text)], restaurant())
+    assert not [m for m in analysis.found if m.by_pronoun]
+
+
+def test_a_pronoun_sentence_is_trained_on_the_pronoun_as_the_staff_members_span():
+    staff = [{"name": "Maria Santos", "role": "Server", "aliases": ["Maria"]}]
+    sentences = [
+        {"text": "Maria brought our menus.", "aspects": {}, "people": {"Maria Santos": "neutral"}},
+        {"text": "She was wonderful.", "aspects": {}, "people": {"Maria Santos": "positive"}},
+    ]
+    corpus_review = {"trade": "restaurant", "staff": staff, "rating": 5, "sentences": sentences}
+    found_examples = train_model.examples([corpus_review])
+    person_rows = [features for _, features, _ in found_examples.polarity if "kind:person" in features]
+    assert "pc:she" in person_rows[1] and "no-span" not in person_rows[1]
+    role_rows = [features for _, _, features, _ in found_examples.detection]
+    assert "role:server" in role_rows[0] and "prole:server" in role_rows[1]
+
+
+def test_the_trainer_lets_heads_overrule_terms_only_when_that_scores_better():
+    noisy_terms = [(0.01, False, True)] * 30 + [(0.9, True, True)] * 10 + [(0.9, True, False)] * 10
+    assert train_model._detection_bars(noisy_terms)[1] > 0
+    reliable_terms = [(0.01, True, True)] * 30 + [(0.9, True, False)] * 10 + [(0.01, False, False)] * 10
+    assert train_model._detection_bars(reliable_terms)[1] == 0
+
+
+def test_the_clause_words_are_named_by_their_aspect_and_explained_as_plain_words():
+    tokens = ["the", "soup", "was", "cold"]
+    features = polarity_features(tokens, [0.0] * 4, (1, 1), "aspect", 2, "food")
+    assert features["aw:food:cold"] == 1.0 and features["ac:cold"] == 1.0
+    assert not any(f.startswith("aw:") for f in polarity_features(tokens, [0.0] * 4, (1, 1), "person", 2))
+    assert describe("aw:food:cold", 1.0) == describe("ac:cold", 1.0) == '"cold" near it'
+
+
+def test_a_mentions_clause_runs_through_a_but_when_the_next_clause_names_nothing_else():
+    """ "The practitioners were professional but brief": the clause after "but" decides, and it is about the
+    same aspect; in "the food was good but the wait was long" it is about another."""
+    tokens = "the practitioners were professional but brief".split()
+    features = polarity_features(tokens, [0.0] * len(tokens), (1, 1), "aspect", 4, "bedside-manner")
+    assert "ac:brief" in features and "ac:but" in features
+    tokens = "the food was good but the wait was long".split()
+    others = frozenset({6})  # "wait" names wait-time
+    features = polarity_features(tokens, [0.0] * len(tokens), (1, 1), "aspect", 4, "food", others)
+    assert "ac:good" in features and "ac:long" not in features
+    # a person's too: "Marco was sweet but forgot us."
+    tokens = "marco was sweet but forgot us".split()
+    assert "pc:forgot" in polarity_features(tokens, [0.0] * len(tokens), (0, 0), "person", 3)
