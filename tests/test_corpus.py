@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 import corpus_check  # noqa: E402
+import corpus_passes  # noqa: E402
 import train_model  # noqa: E402
 
 
@@ -34,3 +35,39 @@ def test_the_held_out_parts_label_the_bundled_sample_and_are_never_trained_on():
     trained = {review["id"] for review in train_model.load_corpus(train_model.corpus_paths())}
     assert not trained & with_text
     assert all("held-out" not in str(path) for path in train_model.corpus_paths())
+
+
+def test_every_part_carries_its_third_reading():
+    """Each change of the third reading (corpus/passes/PART.reading3.jsonl) is what the part file says now:
+    re-settling a part from its passes without the reading would undo it."""
+    readings = sorted((ROOT / "corpus" / "passes").glob("*.reading3.jsonl"))
+    assert len(readings) == len(list((ROOT / "corpus").glob("*.jsonl"))) + 2  # every part, and the sample's
+    for reading in readings:
+        part = reading.name.removesuffix(".reading3.jsonl")
+        reviews = {review["id"]: review for review in lines(corpus_passes.part_file(part))}
+        for change in lines(reading):
+            sentence = reviews[change["id"]]["sentences"][change["sentence"]]
+            assert sentence["text"] == change["text"]
+            assert corpus_passes._label(sentence, change["field"], change["key"]) == change["now"], change
+
+
+def test_a_third_reading_line_is_checked_against_the_part():
+    review = {
+        "id": "x-1",
+        "trade": "restaurant",
+        "staff": [{"name": "Maria Santos", "role": "Server", "aliases": ["Maria"]}],
+        "sentences": [{"text": "Maria was lovely.", "aspects": {"service": "positive"}, "people": {}}],
+    }
+    aspects = {"food", "service"}
+    change = {"id": "x-1", "sentence": 0, "text": "Maria was lovely.", "rule": "r"}
+    good = {**change, "field": "aspects", "key": "service", "was": "positive", "now": "neutral"}
+    assert corpus_passes.revision_problems(review, good, aspects) == []
+    stale = {**good, "was": "negative"}
+    assert "is 'positive', not 'negative'" in corpus_passes.revision_problems(review, stale, aspects)[0]
+    wrong_aspect = {**good, "key": "drinks"}
+    assert "not an aspect" in corpus_passes.revision_problems(review, wrong_aspect, aspects)[0]
+    first_name = {**change, "field": "people", "key": "Maria", "was": None, "now": "positive"}
+    assert "full name" in corpus_passes.revision_problems(review, first_name, aspects)[0]
+    wrong_text = {**good, "text": "Maria was lovely!"}
+    assert "text differs" in corpus_passes.revision_problems(review, wrong_text, aspects)[0]
+    assert "no such sentence" in corpus_passes.revision_problems(review, {**good, "sentence": 3}, aspects)[0]

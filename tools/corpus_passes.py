@@ -12,6 +12,13 @@ usage:
   corpus_passes.py apply PART FILE     corpus/PART.jsonl rewritten from pass 1 with the decisions in FILE
                                        (lines of the diff's shape plus "final": a polarity, or null to drop
                                        the label; for not_staff, true to keep the name, false to drop it)
+  corpus_passes.py revise PART [--check]
+                                       the third reading: corpus/PART.jsonl with the changes in
+                                       PART.reading3.jsonl, one JSON line each: {"id", "sentence", "text",
+                                       "field", "key", "was", "now", "rule"} ("was" the settled label, "now"
+                                       the new one; null for none; for not_staff, true or false); every line
+                                       is checked against the part first, and a line already applied is left
+                                       as it is; --check checks without writing
 PART is a part file's name without .jsonl (restaurant-a, dental, ...; sample-a in corpus/held-out/).
 """
 
@@ -20,10 +27,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 PASSES = CORPUS / "passes"
 LABEL_FIELDS = ("aspects", "people")
+POLARITIES = ("positive", "negative", "neutral")
 
 
 def part_file(part: str) -> Path:
@@ -129,17 +138,89 @@ def apply(part: str, decisions_path: Path) -> None:
     by_id = {review["id"]: review for review in reviews}
     for decision in read_lines(decisions_path):
         sentence = by_id[decision["id"]]["sentences"][decision["sentence"]]
-        field, key, final = decision["field"], decision["key"], decision["final"]
-        if field == "not_staff":
-            names = [name for name in sentence.get("not_staff", []) if name != key]
-            sentence["not_staff"] = names + [key] if final else names
-        elif final is None:
-            sentence.get(field, {}).pop(key, None)
-        else:
-            sentence.setdefault(field, {})[key] = final
+        _set_label(sentence, decision["field"], decision["key"], decision["final"])
     target = part_file(part)
     write_lines(target, reviews)
     print(f"{target}: {len(reviews)} reviews with the adjudicated labels")
+    if (PASSES / f"{part}.reading3.jsonl").exists():
+        revise(part, check_only=False)  # the third reading stands on the settled labels
+
+
+def _label(sentence: dict, field: str, key: str) -> Any:
+    if field == "not_staff":
+        return key in sentence.get("not_staff", [])
+    return sentence.get(field, {}).get(key)
+
+
+def _set_label(sentence: dict, field: str, key: str, value: Any) -> None:
+    if field == "not_staff":
+        names = [name for name in sentence.get("not_staff", []) if name != key]
+        sentence["not_staff"] = names + [key] if value else names
+    elif value is None:
+        sentence.get(field, {}).pop(key, None)
+    else:
+        sentence.setdefault(field, {})[key] = value
+
+
+def revision_problems(review: dict | None, change: dict, aspects: set[str]) -> list[str]:
+    """What is wrong with one line of a third reading, against the review it changes."""
+    where = f"{change.get('id')} sentence {change.get('sentence')}"
+    if review is None:
+        return [f"{where}: no such review"]
+    number = change.get("sentence")
+    if not isinstance(number, int) or not 0 <= number < len(review["sentences"]):
+        return [f"{where}: no such sentence"]
+    sentence = review["sentences"][number]
+    field, key, now = change.get("field"), change.get("key"), change.get("now")
+    problems = []
+    if change.get("text") != sentence["text"]:
+        problems.append(f"{where}: text differs from the part's sentence")
+    if not change.get("rule"):
+        problems.append(f"{where}: no rule given")
+    if field == "aspects":
+        if key not in aspects:
+            problems.append(f"{where}: {key!r} is not an aspect of {review['trade']}")
+    elif field == "people":
+        if key not in {person["name"] for person in review.get("staff", [])}:
+            problems.append(f"{where}: {key!r} is not a staff member's full name")
+    elif field != "not_staff":
+        problems.append(f"{where}: unknown field {field!r}")
+    allowed = (True, False) if field == "not_staff" else (*POLARITIES, None)
+    if now not in allowed or change.get("was") not in allowed:
+        problems.append(f"{where}: 'was' and 'now' must be one of {allowed}")
+    elif not problems:
+        current = _label(sentence, field, key)
+        if current not in (change.get("was"), now):
+            problems.append(f"{where}: {field} {key!r} is {current!r}, not {change.get('was')!r}")
+    return problems
+
+
+def revise(part: str, check_only: bool) -> int:
+    from corpus_check import ASPECTS
+
+    reviews = read_lines(part_file(part))
+    by_id = {review["id"]: review for review in reviews}
+    changes = read_lines(PASSES / f"{part}.reading3.jsonl")
+    problems = []
+    for change in changes:
+        review = by_id.get(change.get("id"))
+        problems += revision_problems(review, change, ASPECTS[review["trade"]] if review else set())
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        return 1
+    counts: dict[str, int] = {}
+    for change in changes:
+        sentence = by_id[change["id"]]["sentences"][change["sentence"]]
+        if _label(sentence, change["field"], change["key"]) != change["now"]:
+            _set_label(sentence, change["field"], change["key"], change["now"])
+            counts[change["field"]] = counts.get(change["field"], 0) + 1
+    if not check_only:
+        write_lines(part_file(part), reviews)
+    verb = "would change" if check_only else "changed"
+    changed = ", ".join(f"{number} {field}" for field, number in counts.items()) or "nothing"
+    print(f"{part}: {len(changes)} lines; {verb} {changed}")
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -151,6 +232,8 @@ def main(argv: list[str]) -> int:
         diff(argv[1])
     elif len(argv) >= 3 and argv[0] == "apply":
         apply(argv[1], Path(argv[2]))
+    elif len(argv) >= 2 and argv[0] == "revise":
+        return revise(argv[1], check_only="--check" in argv[2:])
     else:
         print(__doc__, file=sys.stderr)
         return 2
