@@ -24,6 +24,7 @@ __all__ = [
 MAX_REQUEST_LINE = 8192  # bytes, without CRLF; longer -> 414
 MAX_HEADER_BYTES = 32768  # all header lines together (and so the trailer section); more -> 431
 MAX_HEADER_LINES = 100  # more -> 431
+MAX_REMEMBERED_HEAD = 2048  # characters: a head a connection keeps to compare the next one with
 MAX_CHUNK_LINE = 4096  # a chunk-size line with its extensions; longer -> 400
 # Empty lines ignored before a request line (RFC 9112 2.2 asks a server to ignore at least one); more -> 400.
 MAX_LEADING_EMPTY_LINES = 8
@@ -102,6 +103,7 @@ class RequestParser:
         self._empty_lines = 0  # ignored before the request line now arriving
         self._chunk_left = -1  # chunked: data bytes left in this chunk (-1: a size line is next)
         self._trailer = -1  # chunked: trailer bytes seen after the last chunk (-1: not there yet)
+        self._last: tuple[str, _Head] | None = None  # the last head parsed and what it gave (see _parse_head)
 
     def feed(self, data: bytes) -> None:
         self.buf += data
@@ -168,6 +170,18 @@ class RequestParser:
             raise HTTPError(400, f"more than {MAX_LEADING_EMPTY_LINES} empty lines before a request line")
 
     def _parse_head(self, text: str) -> _Head:
+        # A keep-alive client mostly sends the same head again (a poll with its If-None-Match, a proxy's
+        # health check): parsing is a function of the text, so the last result is reused, 0.3 us against 2.6
+        # (issue 39). Short heads only: what a connection keeps stays small.
+        last = self._last
+        if last is not None and last[0] == text:
+            return last[1]
+        head = self._parse_head_anew(text)
+        if len(text) <= MAX_REMEMBERED_HEAD:
+            self._last = (text, head)
+        return head
+
+    def _parse_head_anew(self, text: str) -> _Head:
         lines = text.split("\r\n")
         crlfs = len(lines) - 1
         # CRLF only, here as in chunk lines and trailers: 2.2 allows

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from reviewsd_app.httpserver.parser import (
     MAX_HEADER_BYTES,
+    MAX_REMEMBERED_HEAD,
     MAX_REQUEST_LINE,
     HTTPError,
     Request,
@@ -389,3 +390,20 @@ def test_a_refusal_names_the_request_it_refused() -> None:
     with pytest.raises(HTTPError) as refused:
         parser.next_request()
     assert (refused.value.method, refused.value.target) == ("POST", "/up?x=1")
+
+
+def test_a_head_sent_again_is_not_parsed_again() -> None:
+    """A keep-alive client's repeated head (a poll with its If-None-Match) reuses the last parse; any other
+    head, a long one among them, is parsed anew, and a body still comes from the bytes that follow."""
+    poll = b'GET /api/feed.json HTTP/1.1\r\nHost: x\r\nIf-None-Match: W/"1"\r\n\r\n'
+    post = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n"
+    long = b"GET / HTTP/1.1\r\nHost: x\r\nCookie: " + b"c" * MAX_REMEMBERED_HEAD + b"\r\n\r\n"
+    parser = RequestParser()
+    parser.feed(poll * 2 + post + b"{}" + post + b"[]" + long * 2 + poll)
+    first, again = parser.next_request(), parser.next_request()
+    assert again is first and first.headers[1] == ("If-None-Match", 'W/"1"')
+    one, two = parser.next_request(), parser.next_request()
+    assert (one.body, two.body) == (b"{}", b"[]") and one.method == "POST"
+    big, big_again = parser.next_request(), parser.next_request()
+    assert big == big_again and big is not big_again
+    assert parser.next_request() == first and parser.next_request() is None
