@@ -105,7 +105,7 @@ def staff_context(
     sentence naming any named (`earlier`)."""
     if named:
         return sorted({f"role:{w}" for words in named for w in words})
-    if earlier and any(t in PRONOUNS for t in tokens):
+    if earlier and pronoun_index(tokens) is not None:
         return sorted({f"prole:{w}" for words in earlier for w in words})
     return []
 

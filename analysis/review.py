@@ -75,6 +75,14 @@ class StaffBefore:
     roles: tuple[tuple[str, ...], ...] = ()
     only: str | None = None
 
+    def after(self, named_ids: list[str], roles: Mapping[str, tuple[str, ...]]) -> StaffBefore:
+        """What the next sentence sees once a sentence named these staff (in order): them, or, when it named
+        none, what this sentence saw."""
+        if not named_ids:
+            return self
+        named_roles = tuple(roles[i] for i in named_ids if i in roles)
+        return StaffBefore(named_roles, named_ids[0] if len(named_ids) == 1 else None)
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -282,9 +290,7 @@ def analyse_review(
             number, sentence, aspect_ids, model, review["rating"], reasons, roles, before
         )
         named_ids = [m.id for m in found if m.group == STAFF_GROUP and not m.by_pronoun]
-        if named_ids:
-            named_roles = tuple(roles[i] for i in named_ids if roles and i in roles)
-            before = StaffBefore(named_roles, named_ids[0] if len(named_ids) == 1 else None)
+        before = before.after(named_ids, roles or {})
         result.found += found
         result.rejected += rejected
         for match in sentence.matches:

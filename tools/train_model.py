@@ -160,8 +160,7 @@ def examples(reviews: Sequence[dict]) -> Examples:
             context = staff_context(named_roles, before.roles, tokens)
             pronoun_at = pronoun_index(tokens)
             referred = before.only if not staff_matches and pronoun_at is not None else None
-            if named_ids:
-                before = StaffBefore(named_roles, named_ids[0] if len(named_ids) == 1 else None)
+            before = before.after(named_ids, roles)
             found.detection.append((index, review["trade"], detection_features(tokens, hits, context), True))
             found.detection_labels.append({a: a in labelled.get("aspects", {}) for a in aspects})
             for aspect, polarity in labelled.get("aspects", {}).items():
