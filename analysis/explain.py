@@ -15,7 +15,13 @@ NAMED = {
     "kind:person": "how mentions of staff usually lean (a base rate)",
 }
 SIGNS = {"+": "positive", "-": "negative", "0": "neutral"}
-EMOJI_WORDS = {"<emo+>": "a happy emoji", "<emo->": "an unhappy emoji", "<n>": "a number"}
+EMOJI_WORDS = {
+    "<emo+>": "a happy emoji",
+    "<emo->": "an unhappy emoji",
+    "<n>": "a number",
+    "<self>": "(their name)",
+    "<staff>": "(a staff name)",
+}
 
 
 def _words(ngram: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from .features import (
     detection_features,
+    names_replaced,
     polarity_features,
     pronoun_index,
     staff_context,
@@ -214,7 +215,9 @@ def sentence_mentions(
     named = [roles[record_id] for _, record_id in staff if roles and record_id in roles]
     term_hits = [m.id for m in sentence.matches if m.group == "aspects"]
     context = staff_context(named, before.roles, tokens)
-    heads = model.detect(detection_features(tokens, term_hits, context), aspect_ids)
+    names = staff_names(sentence)
+    words = names_replaced(tokens, names)
+    heads = model.detect(detection_features(words, term_hits, context), aspect_ids)
 
     def add(
         group: str,
@@ -227,7 +230,8 @@ def sentence_mentions(
     ) -> None:
         about = record_id if group == "aspects" else ""
         others = other_names(sentence, record_id) if span else frozenset()
-        features = polarity_features(tokens, values, span, kind, stars, about, others)
+        read = names_replaced(tokens, names, span) if kind == "person" else words
+        features = polarity_features(read, values, span, kind, stars, about, others)
         polarity = model.polarity(features, reasons)
         found.append(Mention(group, record_id, number, found_by, span, polarity, weight, by_pronoun))
 
@@ -258,6 +262,11 @@ def sentence_mentions(
         span = (pronoun_at, pronoun_at)
         add(STAFF_GROUP, before.only, found_by, span, "person", PRONOUN_WEIGHT, by_pronoun=True)
     return found, rejected
+
+
+def staff_names(sentence: ScoredSentence) -> list[tuple[int, int]]:
+    """Where the sentence names staff (first and last token), whoever the name turns out to mean."""
+    return [(m.first, m.last) for m in sentence.matches if m.group == STAFF_GROUP]
 
 
 def other_names(sentence: ScoredSentence, record_id: str) -> frozenset[int]:

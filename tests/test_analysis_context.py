@@ -134,16 +134,65 @@ def test_a_pronoun_sentence_is_trained_on_the_pronoun_as_the_staff_members_span(
     corpus_review = {"trade": "restaurant", "staff": staff, "rating": 5, "sentences": sentences}
     found_examples = train_model.examples([corpus_review])
     person_rows = [features for _, features, _ in found_examples.polarity if "kind:person" in features]
-    assert "pc:she" in person_rows[1] and "no-span" not in person_rows[1]
+    assert "pc:<self>" in person_rows[1] and "no-span" not in person_rows[1]
     role_rows = [features for _, _, features, _ in found_examples.detection]
     assert "role:server" in role_rows[0] and "prole:server" in role_rows[1]
 
 
+def test_staff_names_are_read_as_whose_they_are_not_as_words():
+    """A mention's own name is "<self>" and any other staff name "<staff>", for the heads and the polarity
+    model alike, in training and in analyze: "<self> brought our menus" is learnt once for every server."""
+    staff = [
+        {"name": "Maria Santos", "role": "Server", "aliases": ["Maria"]},
+        {"name": "Tom Becker", "role": "Chef", "aliases": ["Tom"]},
+    ]
+    sentences = [
+        {"text": "Maria brought the soup Tom made.", "aspects": {"food": "neutral"}, "people": {}},
+        {
+            "text": "Maria was lovely.",
+            "aspects": {"service": "positive"},
+            "people": {"Maria Santos": "positive"},
+        },
+    ]
+    corpus_review = {"trade": "restaurant", "staff": staff, "rating": 5, "sentences": sentences}
+    found_examples = train_model.examples([corpus_review])
+    heads_row = found_examples.detection[0][2]
+    assert "w:<staff> brought" in heads_row and "w:<staff>" in heads_row
+    assert not any("maria" in feature or "tom" in feature for feature in heads_row)
+    aspect_row, _, person_row = [features for _, features, _ in found_examples.polarity]
+    assert "ac:the soup" in aspect_row and "s:<staff> made" in aspect_row
+    assert "pc:<self> was" in person_row and not any("maria" in feature for feature in person_row)
+    assert describe("pc:<self> was", 1.0) == '"(their name) was" near it'
+    model = tiny_model({})
+    weights = {"s:<self> was": [0.0, 0.0, 1.0], "s:<staff> was": [0.0, 0.0, 2.0], "s:tom": [3.0, 0.0, 0.0]}
+    model.polarity_weights.update(weights)
+    [analysis] = analyse_reviews(
+        [review(1, 3, "Tom was great, Maria was rude.")], restaurant(), model, reasons=9
+    )
+    read = {m.id: {feature for feature, _, _ in m.polarity.reasons} for m in analysis.found}
+    assert read["tom-becker"] == read["maria-santos"] == {"s:<self> was", "s:<staff> was"}
+
+
+def one_review_each(sentences: list[tuple[float, bool, bool]]) -> list[tuple[float, bool, bool, object]]:
+    return [(*sentence, (number, "food")) for number, sentence in enumerate(sentences)]
+
+
 def test_the_trainer_lets_heads_overrule_terms_only_when_that_scores_better():
     noisy_terms = [(0.01, False, True)] * 30 + [(0.9, True, True)] * 10 + [(0.9, True, False)] * 10
-    assert train_model._detection_bars(noisy_terms)[1] > 0
+    assert train_model._detection_bars(one_review_each(noisy_terms))[1] > 0
     reliable_terms = [(0.01, True, True)] * 30 + [(0.9, True, False)] * 10 + [(0.01, False, False)] * 10
-    assert train_model._detection_bars(reliable_terms)[1] == 0
+    assert train_model._detection_bars(one_review_each(reliable_terms))[1] == 0
+
+
+def test_the_detection_bars_are_chosen_for_what_the_insights_count_a_review_mentioning_an_aspect():
+    """A weak second sentence about an aspect the review already names surely adds nothing to the insights,
+    while a weak sentence alone is a false mention: per sentence 0.35 would pass, per review it does not."""
+    scored = []
+    for index in range(20):
+        scored += [(0.9, True, False, (index, "food")), (0.35, True, False, (index, "food"))]
+    scored += [(0.35, False, False, (100 + index, "food")) for index in range(10)]
+    assert train_model._detection_bars(scored)[0] > 0.35
+    assert train_model._detection_bars(one_review_each([s[:3] for s in scored]))[0] <= 0.35
 
 
 def test_the_clause_words_are_named_by_their_aspect_and_explained_as_plain_words():

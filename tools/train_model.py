@@ -40,6 +40,7 @@ if __name__ == "__main__" and __package__ is None:  # run as a script from a che
 
 from reviewsd_app.analysis.features import (  # noqa: E402
     detection_features,
+    names_replaced,
     polarity_features,
     pronoun_index,
     role_words,
@@ -54,6 +55,7 @@ from reviewsd_app.analysis.review import (  # noqa: E402
     is_full_name,
     other_names,
     score_sentence,
+    staff_names,
 )
 from reviewsd_app.authoring.presets import render_preset  # noqa: E402
 from reviewsd_app.authoring.profile import Profile, parse_profile  # noqa: E402
@@ -161,12 +163,14 @@ def examples(reviews: Sequence[dict]) -> Examples:
             pronoun_at = pronoun_index(tokens)
             referred = before.only if not staff_matches and pronoun_at is not None else None
             before = before.after(named_ids, roles)
-            found.detection.append((index, review["trade"], detection_features(tokens, hits, context), True))
+            names = staff_names(sentence)
+            words = names_replaced(tokens, names)  # as analyze reads them
+            found.detection.append((index, review["trade"], detection_features(words, hits, context), True))
             found.detection_labels.append({a: a in labelled.get("aspects", {}) for a in aspects})
             for aspect, polarity in labelled.get("aspects", {}).items():
                 span = aspect_span(sentence, aspect)
                 others = other_names(sentence, aspect)
-                features = polarity_features(tokens, values, span, "aspect", review["rating"], aspect, others)
+                features = polarity_features(words, values, span, "aspect", review["rating"], aspect, others)
                 found.polarity.append((index, features, polarity))
             people = {ids[name]: polarity for name, polarity in labelled.get("people", {}).items()}
             seen = set()
@@ -179,7 +183,8 @@ def examples(reviews: Sequence[dict]) -> Examples:
                     found.staff.append((index, features, True))
                     span = (match.first, match.last)
                     others = other_names(sentence, match.id)
-                    pf = polarity_features(tokens, values, span, "person", review["rating"], "", others)
+                    read = names_replaced(tokens, names, span)
+                    pf = polarity_features(read, values, span, "person", review["rating"], "", others)
                     found.polarity.append((index, pf, people[match.id]))
                 elif _someone_else(match, not_staff):
                     found.staff.append((index, features, False))
@@ -187,7 +192,8 @@ def examples(reviews: Sequence[dict]) -> Examples:
             for person_id, polarity in people.items():
                 if person_id not in seen:
                     span = (pronoun_at, pronoun_at) if person_id == referred else None
-                    pf = polarity_features(tokens, values, span, "person", review["rating"])
+                    read = names_replaced(tokens, names, span)
+                    pf = polarity_features(read, values, span, "person", review["rating"])
                     found.polarity.append((index, pf, polarity))
     return found
 
@@ -256,22 +262,24 @@ def _choose_c(
     return best[1], best[2]
 
 
-def _detection_bars(scored: Sequence[tuple[float, bool, bool]]) -> tuple[float, float]:
-    """The detection threshold and the term bar with the best pooled out-of-fold F1 over every head: a
-    sentence counts as detected when the head's probability reaches the threshold, or when it names one of
-    the aspect's terms and the probability reaches the term bar (as in `analyze`)."""
+def _detection_bars(scored: Sequence[tuple[float, bool, bool, object]]) -> tuple[float, float]:
+    """The detection threshold and the term bar with the best pooled out-of-fold F1 over every head, counted
+    as the insights count: per (review, aspect) pair, found when one of its sentences is. A sentence counts
+    as detected when the head's probability reaches the threshold, or when it names one of the aspect's
+    terms and the probability reaches the term bar (as in `analyze`). Each scored sentence is (probability,
+    labelled, names a term, its review and aspect)."""
     best = (-1.0, 0.5, 0.0)
     for threshold in THRESHOLDS:
         for term_bar in TERM_BARS:
-            tp = fp = fn = 0
-            for probability, labelled, term in scored:
-                detected = probability >= threshold or (term and probability >= term_bar)
-                if detected and labelled:
-                    tp += 1
-                elif detected:
-                    fp += 1
-                elif labelled:
-                    fn += 1
+            detected: dict[object, bool] = {}
+            labelled: dict[object, bool] = {}
+            for probability, is_labelled, term, pair in scored:
+                found = probability >= threshold or (term and probability >= term_bar)
+                detected[pair] = detected.get(pair, False) or found
+                labelled[pair] = labelled.get(pair, False) or is_labelled
+            tp = sum(detected[pair] and labelled[pair] for pair in detected)
+            fp = sum(detected[pair] and not labelled[pair] for pair in detected)
+            fn = sum(labelled[pair] and not detected[pair] for pair in detected)
             f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
             if f1 > best[0] + 1e-9:
                 best = (f1, threshold, term_bar)
@@ -295,7 +303,7 @@ def train(reviews: Sequence[dict], choose: bool = True) -> dict[str, Any]:
     features_by_column = sorted(vocabulary, key=vocabulary.get)
     matrix = _matrix(detection_rows, vocabulary)
     bias, weights, choices = [], {}, {}
-    out_of_fold: list[tuple[float, bool, bool]] = []
+    out_of_fold: list[tuple[float, bool, bool, object]] = []
     for h, head in enumerate(heads):
         keep = [i for i, labels in enumerate(found.detection_labels) if head in labels]
         labels = [found.detection_labels[i][head] for i in keep]
@@ -305,7 +313,9 @@ def train(reviews: Sequence[dict], choose: bool = True) -> dict[str, Any]:
             continue
         c, scored = _choose_c(matrix[keep], labels, groups, DETECTION_C if choose else (3.0,), False)
         term = f"term:{head}"
-        out_of_fold += [(p, y, term in detection_rows[keep[i]]) for p, y, i in scored]
+        out_of_fold += [
+            (p, y, term in detection_rows[keep[i]], (found.detection[keep[i]][0], head)) for p, y, i in scored
+        ]
         choices[head] = c
         model = _logistic(c).fit(matrix[keep], labels)
         bias.append(_round(model.intercept_[0]))
