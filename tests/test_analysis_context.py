@@ -173,7 +173,9 @@ def test_staff_names_are_read_as_whose_they_are_not_as_words():
     assert read["tom-becker"] == read["maria-santos"] == {"s:<self> was", "s:<staff> was"}
 
 
-def one_review_each(sentences: list[tuple[float, bool, bool]]) -> list[tuple[float, bool, bool, object]]:
+def one_review_each(
+    sentences: list[tuple[float, bool, bool]],
+) -> list[tuple[float, bool, bool, tuple[int, str]]]:
     return [(*sentence, (number, "food")) for number, sentence in enumerate(sentences)]
 
 

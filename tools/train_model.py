@@ -262,24 +262,30 @@ def _choose_c(
     return best[1], best[2]
 
 
-def _detection_bars(scored: Sequence[tuple[float, bool, bool, object]]) -> tuple[float, float]:
+def _detection_bars(scored: Sequence[tuple[float, bool, bool, tuple[int, str]]]) -> tuple[float, float]:
     """The detection threshold and the term bar with the best pooled out-of-fold F1 over every head, counted
     as the insights count: per (review, aspect) pair, found when one of its sentences is. A sentence counts
     as detected when the head's probability reaches the threshold, or when it names one of the aspect's
     terms and the probability reaches the term bar (as in `analyze`). Each scored sentence is (probability,
-    labelled, names a term, its review and aspect)."""
+    labelled, names a term, (its review's index, the aspect))."""
+    labelled: dict[tuple[int, str], bool] = {}  # the same for every bar: a pair is labelled if a sentence is
+    for _, is_labelled, _, pair in scored:
+        labelled[pair] = labelled.get(pair, False) or is_labelled
     best = (-1.0, 0.5, 0.0)
     for threshold in THRESHOLDS:
         for term_bar in TERM_BARS:
-            detected: dict[object, bool] = {}
-            labelled: dict[object, bool] = {}
-            for probability, is_labelled, term, pair in scored:
-                found = probability >= threshold or (term and probability >= term_bar)
-                detected[pair] = detected.get(pair, False) or found
-                labelled[pair] = labelled.get(pair, False) or is_labelled
-            tp = sum(detected[pair] and labelled[pair] for pair in detected)
-            fp = sum(detected[pair] and not labelled[pair] for pair in detected)
-            fn = sum(labelled[pair] and not detected[pair] for pair in detected)
+            detected = dict.fromkeys(labelled, False)
+            for probability, _, term, pair in scored:
+                if probability >= threshold or (term and probability >= term_bar):
+                    detected[pair] = True
+            tp = fp = fn = 0
+            for pair, is_labelled in labelled.items():
+                if detected[pair] and is_labelled:
+                    tp += 1
+                elif detected[pair]:
+                    fp += 1
+                elif is_labelled:
+                    fn += 1
             f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
             if f1 > best[0] + 1e-9:
                 best = (f1, threshold, term_bar)
@@ -303,7 +309,7 @@ def train(reviews: Sequence[dict], choose: bool = True) -> dict[str, Any]:
     features_by_column = sorted(vocabulary, key=vocabulary.get)
     matrix = _matrix(detection_rows, vocabulary)
     bias, weights, choices = [], {}, {}
-    out_of_fold: list[tuple[float, bool, bool, object]] = []
+    out_of_fold: list[tuple[float, bool, bool, tuple[int, str]]] = []
     for h, head in enumerate(heads):
         keep = [i for i, labels in enumerate(found.detection_labels) if head in labels]
         labels = [found.detection_labels[i][head] for i in keep]
