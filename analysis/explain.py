@@ -3,13 +3,14 @@ sentiment and how sure, and the features that weighed most, in plain words (pure
 
 from __future__ import annotations
 
-from .features import mention_clause
+from .features import contrast_turn, mention_clause
 from .review import Mention, ReviewAnalysis, ScoredSentence, other_names
 
 NAMED = {
     "after-contrast": 'it comes after a "but" (or although, though, however)',
     "before-contrast": 'it comes before a "but" (what follows usually weighs more)',
     "no-span": "no word names it: the whole sentence was read",
+    "turned": 'a "but" after it: the words after the "but" decide',  # or although, though, however
     "question": "the sentence is a question",
     "kind:aspect": "how mentions of a topic usually lean (a base rate)",
     "kind:person": "how mentions of staff usually lean (a base rate)",
@@ -41,6 +42,8 @@ def describe(feature: str, value: float) -> str:
         return NAMED[feature]
     if feature.startswith(("ac:", "pc:")):  # the clause's words, for an aspect or for a person
         return f"{_words(feature[3:])} near it"
+    if feature.startswith("pre:"):  # read through a contrast: the words before it
+        return f'{_words(feature[4:])} before the "but"'
     if feature.startswith("aw:"):  # the clause's words for one aspect ("aw:food:cold"): the same reason
         return f"{_words(feature.split(':', 2)[2])} near it"
     if feature.startswith("s:"):
@@ -74,8 +77,13 @@ def _clause(sentence: ScoredSentence, mention: Mention) -> str:
     if mention.span is None:
         return "the whole sentence"
     tokens = sentence.folded.tokens
-    start, end = mention_clause(tokens, mention.span, other_names(sentence, mention.id))
-    return repr(" ".join(tokens[start:end]))
+    start, end = mention_clause(tokens, mention.span, other_names(sentence, mention.id, mention.group))
+    turn = contrast_turn(tokens, mention.span, end)
+    if turn is None:
+        return repr(" ".join(tokens[start:end]))
+    decided = " ".join(tokens[turn + 1 : end])
+    before = " ".join(tokens[start:turn]).rstrip(" ,;")
+    return f"{decided!r}, after {tokens[turn]!r}; before it: {before!r}"
 
 
 def format_explanation(analysis: ReviewAnalysis) -> str:

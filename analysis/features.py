@@ -140,12 +140,13 @@ def clause_bounds(tokens: Sequence[str], first: int, last: int) -> tuple[int, in
 
 
 def _through_contrast(tokens: Sequence[str], end: int, others: frozenset[int]) -> int:
-    """Where a mention's clause ends: through a contrast when the clause after it names nothing else ("kind
-    but rushed": the clause after "but" decides, and it is about the same aspect or person). On the bundled
-    sample, aspect polarity 0.920 without, 0.928 with, people 0.851 and 0.863; on the corpus 0.883 and
-    0.884, people 0.867 both."""
-    if end + 1 < len(tokens) and tokens[end] in CONTRASTS:
-        next_start, next_end = clause_bounds(tokens, end + 1, end + 1)
+    """Where a mention's clause ends: through a contrast, with or without a comma before it, when the clause
+    after it names nothing else ("kind but rushed", "kind, but rushed": the clause after "but" decides, and
+    it is about the same aspect or person). On the bundled sample, aspect polarity 0.920 without, 0.928
+    with, people 0.851 and 0.863; on the corpus 0.883 and 0.884, people 0.867 both (without the comma)."""
+    turn = end + 1 if end + 1 < len(tokens) and tokens[end] in (",", ";") else end
+    if turn + 1 < len(tokens) and tokens[turn] in CONTRASTS:
+        next_start, next_end = clause_bounds(tokens, turn + 1, turn + 1)
         if not any(next_start <= i < next_end for i in others):
             return next_end
     return end
@@ -160,6 +161,18 @@ def mention_clause(
         return 0, len(tokens)
     start, end = clause_bounds(tokens, *span)
     return start, _through_contrast(tokens, end, others)
+
+
+def contrast_turn(tokens: Sequence[str], span: tuple[int, int] | None, end: int) -> int | None:
+    """Where the words read for a mention turn at a contrast after it (the "but" of "Gretchen is talented,
+    but she is always late"), or None. Clauses stop at every contrast, so one inside the words read is
+    the one mention_clause read through."""
+    if span is None:
+        return None
+    for index in range(end - 1, span[1], -1):
+        if tokens[index] in CONTRASTS:
+            return index
+    return None
 
 
 def _sign(score: float) -> str:
@@ -186,7 +199,15 @@ def polarity_features(
     # narrate about a person ("Dr. Kim handled my care."). People polarity on the bundled sample: 0.821
     # shared, 0.845 apart; on the corpus within 0.004 either way.
     clause_prefix = "pc:" if kind == "person" else "ac:"
-    features: dict[str, float] = dict.fromkeys(ngrams(clause_prefix, marked[start:end]), 1.0)
+    # Read through a contrast, the clause after it decides ("Gretchen is talented, but she is always
+    # late."), as the guideline has it; the words before it count under names of their own. On the corpus,
+    # people read the opposite way of their label 248 -> 222 times; people polarity 0.849 -> 0.850.
+    turn = contrast_turn(tokens, span, end)
+    judged = start if turn is None else turn + 1
+    features: dict[str, float] = dict.fromkeys(ngrams(clause_prefix, marked[judged:end]), 1.0)
+    if turn is not None:
+        features.update(dict.fromkeys(ngrams("pre:", marked[start:turn]), 1.0))
+        features["turned"] = 1.0
     # The rest of the sentence counts less for an aspect named in a clause of its own: "The croissants are
     # gorgeous but the line is a joke." praises the food (aspect polarity on the corpus 0.874 at 0.5, 0.875 at
     # 0.25; a person's sentence keeps 0.5: "Marcus was sweet but forgot us." is about Marcus throughout).
@@ -208,12 +229,12 @@ def polarity_features(
             features["before-contrast"] = 1.0
     else:
         features["no-span"] = 1.0
-    clause_score = compound(sum(lexicon[start:end]), tokens[start:end].count("!"))
+    clause_score = compound(sum(lexicon[judged:end]), tokens[judged:end].count("!"))
     sentence_score = compound(sum(lexicon), tokens.count("!"))
     features["lex:clause"] = clause_score
     features["lex:sentence"] = sentence_score
     features[f"lex:clause{_sign(clause_score)}"] = 1.0
-    for value in lexicon[start:end]:  # how many lexicon words lean each way, whichever the words
+    for value in lexicon[judged:end]:  # how many lexicon words lean each way, whichever the words
         if abs(value) >= 0.5:
             key = "lex:word+" if value > 0 else "lex:word-"
             features[key] = features.get(key, 0.0) + 1.0

@@ -229,7 +229,7 @@ def sentence_mentions(
         by_pronoun: bool = False,
     ) -> None:
         about = record_id if group == "aspects" else ""
-        others = other_names(sentence, record_id) if span else frozenset()
+        others = other_names(sentence, record_id, group) if span else frozenset()
         read = names_replaced(tokens, names, span) if kind == "person" else words
         features = polarity_features(read, values, span, kind, stars, about, others)
         polarity = model.polarity(features, reasons)
@@ -269,8 +269,11 @@ def staff_names(sentence: ScoredSentence) -> list[tuple[int, int]]:
     return [(m.first, m.last) for m in sentence.matches if m.group == STAFF_GROUP]
 
 
-def other_names(sentence: ScoredSentence, record_id: str) -> frozenset[int]:
-    """Where the sentence names records other than this one (their first words)."""
+def other_names(sentence: ScoredSentence, record_id: str, group: str) -> frozenset[int]:
+    """Where the sentence names records other than this one (their first words); for a staff member, other
+    staff only: "Anika was a sweetheart, but the filling she did fell out." is about Anika to the end."""
+    if group == STAFF_GROUP:
+        return frozenset(m.first for m in sentence.matches if m.id != record_id and m.group == STAFF_GROUP)
     return frozenset(m.first for m in sentence.matches if m.id != record_id)
 
 

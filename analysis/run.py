@@ -24,7 +24,7 @@ from .matcher import Matcher, labels_by_group
 from .model import Model, shipped_model
 from .review import ReviewAnalysis, analyse_review, apply_corrections
 
-METHOD_VERSION = "2.4"  # 2.4: staff names read as whose they are; round 9 of the corpus
+METHOD_VERSION = "2.5"  # 2.5: the clause after a contrast decides; 2.4: staff names read as whose they are
 EXPLAIN_REASONS = 4  # features --explain lists per decision
 MODEL = (
     f"reviewsd-model {METHOD_VERSION}: linear models trained on reviewsd's own labelled corpus (aspect "

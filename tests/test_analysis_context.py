@@ -9,9 +9,18 @@ from pathlib import Path
 
 from test_analysis_model import restaurant, review
 
-from reviewsd_app.analysis.explain import describe
-from reviewsd_app.analysis.features import polarity_features, role_words, staff_context
+from reviewsd_app.analysis.explain import describe, format_explanation
+from reviewsd_app.analysis.features import (
+    contrast_turn,
+    mention_clause,
+    polarity_features,
+    role_words,
+    staff_context,
+)
+from reviewsd_app.analysis.lexicon import Scorer
+from reviewsd_app.analysis.matcher import Matcher
 from reviewsd_app.analysis.model import CLASSES, Model
+from reviewsd_app.analysis.review import STAFF_GROUP, other_names, score_sentence
 from reviewsd_app.analysis.run import analyse_reviews, staff_roles
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.authoring.profile import parse_profile
@@ -210,7 +219,7 @@ def test_a_mentions_clause_runs_through_a_but_when_the_next_clause_names_nothing
     same aspect; in "the food was good but the wait was long" it is about another."""
     tokens = "the practitioners were professional but brief".split()
     features = polarity_features(tokens, [0.0] * len(tokens), (1, 1), "aspect", 4, "bedside-manner")
-    assert "ac:brief" in features and "ac:but" in features
+    assert "ac:brief" in features and "turned" in features
     tokens = "the food was good but the wait was long".split()
     others = frozenset({6})  # "wait" names wait-time
     features = polarity_features(tokens, [0.0] * len(tokens), (1, 1), "aspect", 4, "food", others)
@@ -218,3 +227,48 @@ def test_a_mentions_clause_runs_through_a_but_when_the_next_clause_names_nothing
     # a person's too: "Marco was sweet but forgot us."
     tokens = "marco was sweet but forgot us".split()
     assert "pc:forgot" in polarity_features(tokens, [0.0] * len(tokens), (0, 0), "person", 3)
+
+
+def test_the_clause_after_a_contrast_decides_and_the_words_before_it_count_apart():
+    """The guideline: "Gretchen is talented, but she is always late." is negative for Gretchen. The clause
+    read runs through the contrast, with a comma before it or not; the words after it are the clause's,
+    those before it count under "pre:", and the lexicon reads only the words after it."""
+    for text in ("gretchen is talented , but she is always late", "gretchen is talented but she is late"):
+        tokens = text.split()
+        lexicon = [1.5 if token == "talented" else (-1.0 if token == "late" else 0.0) for token in tokens]
+        assert mention_clause(tokens, (0, 0)) == (0, len(tokens))
+        turn = contrast_turn(tokens, (0, 0), len(tokens))
+        assert tokens[turn] == "but"
+        features = polarity_features(tokens, lexicon, (0, 0), "person", 4)
+        assert {"pc:late", "pc:is", "pre:talented", "turned"} <= set(features)
+        assert "pc:talented" not in features and not any(f.startswith("pc:but") for f in features)
+        assert features["lex:clause"] < 0 < features["lex:sentence"]
+    # a comma alone is no turn, and neither is a "but" before the mention
+    tokens = "gretchen is talented , and she is always early".split()
+    assert mention_clause(tokens, (0, 0)) == (0, 3) and contrast_turn(tokens, (0, 0), 3) is None
+    tokens = "small place but gretchen is talented".split()
+    start, end = mention_clause(tokens, (3, 3))
+    assert (start, end) == (3, 6) and contrast_turn(tokens, (3, 3), end) is None
+    assert describe("pre:talented", 1.0) == '"talented" before the "but"'
+
+
+def test_for_a_staff_member_only_other_staff_end_the_clause_at_a_contrast():
+    """ "Maria was a sweetheart, but the pasta she brought was cold.": the pasta (food) is still about
+    Maria; another staff member's name after the "but" is about them."""
+    matcher, scorer = Matcher(restaurant()), Scorer.for_overrides({})
+    sentence = score_sentence("Maria was a sweetheart, but the pasta she brought was cold.", matcher, scorer)
+    assert [m.id for m in sentence.matches] == ["maria-santos", "food"]
+    assert other_names(sentence, "maria-santos", STAFF_GROUP) == frozenset()
+    assert other_names(sentence, "food", "aspects") == {0}
+    sentence = score_sentence("Maria was a sweetheart, but Tom was rude.", matcher, scorer)
+    assert other_names(sentence, "maria-santos", STAFF_GROUP) == {6}
+
+
+def test_explain_shows_the_clause_after_the_contrast_and_what_came_before_it():
+    [analysis] = analyse_reviews(
+        [review(1, 3, "Maria is sweet, but she never came back to check on us.")], restaurant(), reasons=4
+    )
+    explained = format_explanation(analysis)
+    assert "technicians maria-santos: negative" in explained
+    read = "read: 'she never came back to check on us', after 'but'; before it: 'maria is sweet')"
+    assert read in explained

@@ -88,6 +88,13 @@ def test_contrast_gives_each_aspect_its_own_side():
     assert found == {"aspects": {"food": "positive", "drinks": "negative", "price": "negative"}}
 
 
+def test_a_fault_after_a_comma_and_but_decides_for_the_person():
+    """The guideline: the clause after "but" decides. Model 2.4 read only "Maria is sweet" here (a comma
+    before "but" ended the clause) and called her praised."""
+    found = decided("Maria is sweet, but she never came back to check on us.", 3)
+    assert found["technicians"] == {"maria-santos": "negative"}
+
+
 def test_a_party_of_four_says_nothing():
     assert decided("Came in with a party of 4 on a Friday.", 5) == {}
 

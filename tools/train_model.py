@@ -169,7 +169,7 @@ def examples(reviews: Sequence[dict]) -> Examples:
             found.detection_labels.append({a: a in labelled.get("aspects", {}) for a in aspects})
             for aspect, polarity in labelled.get("aspects", {}).items():
                 span = aspect_span(sentence, aspect)
-                others = other_names(sentence, aspect)
+                others = other_names(sentence, aspect, "aspects")
                 features = polarity_features(words, values, span, "aspect", review["rating"], aspect, others)
                 found.polarity.append((index, features, polarity))
             people = {ids[name]: polarity for name, polarity in labelled.get("people", {}).items()}
@@ -182,7 +182,7 @@ def examples(reviews: Sequence[dict]) -> Examples:
                 if match.id in people:
                     found.staff.append((index, features, True))
                     span = (match.first, match.last)
-                    others = other_names(sentence, match.id)
+                    others = other_names(sentence, match.id, "technicians")
                     read = names_replaced(tokens, names, span)
                     pf = polarity_features(read, values, span, "person", review["rating"], "", others)
                     found.polarity.append((index, pf, people[match.id]))
@@ -193,7 +193,8 @@ def examples(reviews: Sequence[dict]) -> Examples:
                 if person_id not in seen:
                     span = (pronoun_at, pronoun_at) if person_id == referred else None
                     read = names_replaced(tokens, names, span)
-                    pf = polarity_features(read, values, span, "person", review["rating"])
+                    others = other_names(sentence, person_id, "technicians") if span else frozenset()
+                    pf = polarity_features(read, values, span, "person", review["rating"], "", others)
                     found.polarity.append((index, pf, polarity))
     return found
 
