@@ -3,7 +3,7 @@ sentiment and how sure, and the features that weighed most, in plain words (pure
 
 from __future__ import annotations
 
-from .features import contrast_turn, mention_clause
+from .features import mention_clause
 from .review import Mention, ReviewAnalysis, ScoredSentence, other_names
 
 NAMED = {
@@ -77,8 +77,7 @@ def _clause(sentence: ScoredSentence, mention: Mention) -> str:
     if mention.span is None:
         return "the whole sentence"
     tokens = sentence.folded.tokens
-    start, end = mention_clause(tokens, mention.span, other_names(sentence, mention.id, mention.group))
-    turn = contrast_turn(tokens, mention.span, end)
+    start, end, turn = mention_clause(tokens, mention.span, other_names(sentence, mention.id, mention.group))
     if turn is None:
         return repr(" ".join(tokens[start:end]))
     decided = " ".join(tokens[turn + 1 : end])

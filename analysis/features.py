@@ -3,7 +3,7 @@ aspect detection, mention polarity and staff references (pure; training and `ana
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 from ..reviews.words import fold
 from .lexicon import CONTRASTS, Scorer, compound
@@ -139,41 +139,38 @@ def clause_bounds(tokens: Sequence[str], first: int, last: int) -> tuple[int, in
     return start, end
 
 
-def _through_contrast(tokens: Sequence[str], end: int, others: frozenset[int]) -> int:
-    """Where a mention's clause ends: through a contrast, with or without a comma before it, when the clause
-    after it names nothing else ("kind but rushed", "kind, but rushed": the clause after "but" decides, and
-    it is about the same aspect or person). Measured when only "kind but rushed" ran on: on the bundled
-    sample, aspect polarity 0.920 without, 0.928 with, people 0.851 and 0.863; on the corpus 0.883 and
-    0.884, people 0.867 both."""
+class Clause(NamedTuple):
+    """The words read for a mention, [start, end), and where they turn at a contrast after the mention
+    (the "but" of "Gretchen is talented, but she is always late"; None when they do not)."""
+
+    start: int
+    end: int
+    turn: int | None = None
+
+
+def _through_contrast(tokens: Sequence[str], end: int, others: frozenset[int]) -> tuple[int, int | None]:
+    """Where a mention's clause ends, and the contrast it ran on through: through a contrast, with or without
+    a comma before it, when the clause after it names nothing else ("kind but rushed", "kind, but rushed":
+    the clause after "but" decides, and it is about the same aspect or person). Measured when only "kind
+    but rushed" ran on: on the bundled sample, aspect polarity 0.920 without, 0.928 with, people 0.851 and
+    0.863; on the corpus 0.883 and 0.884, people 0.867 both."""
     turn = end + 1 if end + 1 < len(tokens) and tokens[end] in (",", ";") else end
     if turn + 1 < len(tokens) and tokens[turn] in CONTRASTS:
         next_start, next_end = clause_bounds(tokens, turn + 1, turn + 1)
         if not any(next_start <= i < next_end for i in others):
-            return next_end
-    return end
+            return next_end, turn
+    return end, None
 
 
 def mention_clause(
     tokens: Sequence[str], span: tuple[int, int] | None, others: frozenset[int] = frozenset()
-) -> tuple[int, int]:
-    """[start, end) of the words read for a mention: its clause, through a contrast when the next clause
-    names nothing else; the whole sentence when no word names it."""
+) -> Clause:
+    """The words read for a mention: its clause, through a contrast when the next clause names nothing
+    else; the whole sentence when no word names it."""
     if span is None:
-        return 0, len(tokens)
+        return Clause(0, len(tokens))
     start, end = clause_bounds(tokens, *span)
-    return start, _through_contrast(tokens, end, others)
-
-
-def contrast_turn(tokens: Sequence[str], span: tuple[int, int] | None, end: int) -> int | None:
-    """Where the words read for a mention turn at a contrast after it (the "but" of "Gretchen is talented,
-    but she is always late"), or None. Clauses stop at every contrast, so one inside the words read is
-    the one mention_clause read through."""
-    if span is None:
-        return None
-    for index in range(end - 1, span[1], -1):
-        if tokens[index] in CONTRASTS:
-            return index
-    return None
+    return Clause(start, *_through_contrast(tokens, end, others))
 
 
 def _sign(score: float) -> str:
@@ -194,7 +191,7 @@ def polarity_features(
     clause and sentence; the review's stars. `kind` is "aspect" or "person"; `lexicon` is each token's
     valence (lexicon.Scorer.contributions); `about` is the preset aspect's id, if it is one; `others`, the
     positions of the first words of the other records the sentence names."""
-    start, end = mention_clause(tokens, span, others)
+    start, end, turn = mention_clause(tokens, span, others)
     marked = negation_marked(tokens)
     # The clause's n-grams are named by the kind of mention: the same words can judge an aspect and only
     # narrate about a person ("Dr. Kim handled my care."). People polarity on the bundled sample: 0.821
@@ -203,7 +200,6 @@ def polarity_features(
     # Read through a contrast, the clause after it decides ("Gretchen is talented, but she is always
     # late."), as the guideline has it; the words before it count under names of their own. On the corpus,
     # people read the opposite way of their label 248 -> 222 times; people polarity 0.849 -> 0.850.
-    turn = contrast_turn(tokens, span, end)
     judged = start if turn is None else turn + 1
     features: dict[str, float] = dict.fromkeys(ngrams(clause_prefix, marked[judged:end]), 1.0)
     if turn is not None:

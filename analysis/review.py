@@ -9,7 +9,7 @@ comes from the polarity model over the clause around it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .features import (
     detection_features,
@@ -197,7 +197,7 @@ def sentence_mentions(
 ) -> tuple[list[Mention], list[tuple[int, Match, float]]]:
     """The mentions in one sentence, each with its polarity; and the staff names read as someone else.
     `roles`: each staff member's role words; `before`: the staff the sentences before it named."""
-    tokens, values = sentence.tokens, sentence.values
+    tokens = sentence.tokens
     found: list[Mention] = []
     rejected = []
     first_match: dict[tuple[str, str], Match] = {}
@@ -215,8 +215,7 @@ def sentence_mentions(
     named = [roles[record_id] for _, record_id in staff if roles and record_id in roles]
     term_hits = [m.id for m in sentence.matches if m.group == "aspects"]
     context = staff_context(named, before.roles, tokens)
-    names = staff_names(sentence)
-    words = names_replaced(tokens, names)
+    words = names_replaced(tokens, staff_names(sentence))
     heads = model.detect(detection_features(words, term_hits, context), aspect_ids)
 
     def add(
@@ -224,15 +223,10 @@ def sentence_mentions(
         record_id: str,
         found_by: str,
         span: tuple[int, int] | None,
-        kind: str,
         weight: float = 1.0,
         by_pronoun: bool = False,
     ) -> None:
-        about = record_id if group == "aspects" else ""
-        others = other_names(sentence, record_id, group) if span else frozenset()
-        read = names_replaced(tokens, names, span) if kind == "person" else words
-        features = polarity_features(read, values, span, kind, stars, about, others)
-        polarity = model.polarity(features, reasons)
+        polarity = model.polarity(mention_features(sentence, words, group, record_id, span, stars), reasons)
         found.append(Mention(group, record_id, number, found_by, span, polarity, weight, by_pronoun))
 
     for aspect_id in aspect_ids:
@@ -241,27 +235,46 @@ def sentence_mentions(
             probability = heads[aspect_id]
             if probability >= model.threshold:
                 found_by = f"model, {probability:.0%} sure"
-                add("aspects", aspect_id, found_by, _span(match), "aspect", probability)
+                add("aspects", aspect_id, found_by, _span(match), probability)
             elif match is not None and probability >= model.term_bar:
-                add("aspects", aspect_id, f"term '{match.term}'", _span(match), "aspect", TERM_ONLY_WEIGHT)
+                add("aspects", aspect_id, f"term '{match.term}'", _span(match), TERM_ONLY_WEIGHT)
         elif match is not None:
-            add("aspects", aspect_id, f"term '{match.term}'", _span(match), "aspect")
+            add("aspects", aspect_id, f"term '{match.term}'", _span(match))
     accepted = {record_id for _, record_id in staff}
     for (group, record_id), match in first_match.items():
         if group == "aspects":
             continue
         if group == STAFF_GROUP:
             if record_id in accepted:
-                add(group, record_id, f"name '{match.term}'", _span(match), "person")
+                add(group, record_id, f"name '{match.term}'", _span(match))
         else:
-            add(group, record_id, f"term '{match.term}'", _span(match), "aspect")
+            add(group, record_id, f"term '{match.term}'", _span(match))
     names_staff = any(group == STAFF_GROUP for group, _ in first_match)
     pronoun_at = pronoun_index(tokens)
     if not names_staff and before.only is not None and pronoun_at is not None:
         found_by = f"'{tokens[pronoun_at]}' after the sentence naming them"
         span = (pronoun_at, pronoun_at)
-        add(STAFF_GROUP, before.only, found_by, span, "person", PRONOUN_WEIGHT, by_pronoun=True)
+        add(STAFF_GROUP, before.only, found_by, span, PRONOUN_WEIGHT, by_pronoun=True)
     return found, rejected
+
+
+def mention_features(
+    sentence: ScoredSentence,
+    words: Sequence[str],
+    group: str,
+    record_id: str,
+    span: tuple[int, int] | None,
+    stars: int,
+) -> dict[str, float]:
+    """A mention's polarity features, as analyze and the trainer both read them: a staff member's with the
+    name (or "he"/"she") at `span` as <self>; anything else's from `words`, the sentence with every staff
+    name as <staff> (names_replaced)."""
+    others = other_names(sentence, record_id, group) if span else frozenset()
+    if group == STAFF_GROUP:
+        read = names_replaced(sentence.tokens, staff_names(sentence), span)
+        return polarity_features(read, sentence.values, span, "person", stars, "", others)
+    about = record_id if group == "aspects" else ""
+    return polarity_features(words, sentence.values, span, "aspect", stars, about, others)
 
 
 def staff_names(sentence: ScoredSentence) -> list[tuple[int, int]]:

@@ -11,7 +11,6 @@ from test_analysis_model import restaurant, review
 
 from reviewsd_app.analysis.explain import describe, format_explanation
 from reviewsd_app.analysis.features import (
-    contrast_turn,
     mention_clause,
     polarity_features,
     role_words,
@@ -236,8 +235,8 @@ def test_the_clause_after_a_contrast_decides_and_the_words_before_it_count_apart
     for text in ("gretchen is talented , but she is always late", "gretchen is talented but she is late"):
         tokens = text.split()
         lexicon = [1.5 if token == "talented" else (-1.0 if token == "late" else 0.0) for token in tokens]
-        assert mention_clause(tokens, (0, 0)) == (0, len(tokens))
-        turn = contrast_turn(tokens, (0, 0), len(tokens))
+        start, end, turn = mention_clause(tokens, (0, 0))
+        assert (start, end) == (0, len(tokens))
         assert tokens[turn] == "but"
         features = polarity_features(tokens, lexicon, (0, 0), "person", 4)
         assert {"pc:late", "pc:is", "pre:talented", "turned"} <= set(features)
@@ -245,10 +244,9 @@ def test_the_clause_after_a_contrast_decides_and_the_words_before_it_count_apart
         assert features["lex:clause"] < 0 < features["lex:sentence"]
     # a comma alone is no turn, and neither is a "but" before the mention
     tokens = "gretchen is talented , and she is always early".split()
-    assert mention_clause(tokens, (0, 0)) == (0, 3) and contrast_turn(tokens, (0, 0), 3) is None
+    assert mention_clause(tokens, (0, 0)) == (0, 3, None)
     tokens = "small place but gretchen is talented".split()
-    start, end = mention_clause(tokens, (3, 3))
-    assert (start, end) == (3, 6) and contrast_turn(tokens, (3, 3), end) is None
+    assert mention_clause(tokens, (3, 3)) == (3, 6, None)
     assert describe("pre:talented", 1.0) == '"talented" before the "but"'
 
 

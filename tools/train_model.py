@@ -41,7 +41,6 @@ if __name__ == "__main__" and __package__ is None:  # run as a script from a che
 from reviewsd_app.analysis.features import (  # noqa: E402
     detection_features,
     names_replaced,
-    polarity_features,
     pronoun_index,
     role_words,
     staff_context,
@@ -53,7 +52,7 @@ from reviewsd_app.analysis.model import CLASSES  # noqa: E402
 from reviewsd_app.analysis.review import (  # noqa: E402
     StaffBefore,
     is_full_name,
-    other_names,
+    mention_features,
     score_sentence,
     staff_names,
 )
@@ -152,7 +151,7 @@ def examples(reviews: Sequence[dict]) -> Examples:
         before = StaffBefore()  # as analyze keeps it (analysis/review.py)
         for labelled in review["sentences"]:
             sentence = score_sentence(labelled["text"], matcher, scorer)
-            tokens, values = sentence.tokens, sentence.values
+            tokens = sentence.tokens
             hits = [m.id for m in sentence.matches if m.group == "aspects"]
             not_staff = {n.lower() for n in labelled.get("not_staff", [])}
             staff_matches = [m for m in sentence.matches if m.group == "technicians"]
@@ -163,14 +162,12 @@ def examples(reviews: Sequence[dict]) -> Examples:
             pronoun_at = pronoun_index(tokens)
             referred = before.only if not staff_matches and pronoun_at is not None else None
             before = before.after(named_ids, roles)
-            names = staff_names(sentence)
-            words = names_replaced(tokens, names)  # as analyze reads them
+            words = names_replaced(tokens, staff_names(sentence))  # as analyze reads them
             found.detection.append((index, review["trade"], detection_features(words, hits, context), True))
             found.detection_labels.append({a: a in labelled.get("aspects", {}) for a in aspects})
             for aspect, polarity in labelled.get("aspects", {}).items():
                 span = aspect_span(sentence, aspect)
-                others = other_names(sentence, aspect, "aspects")
-                features = polarity_features(words, values, span, "aspect", review["rating"], aspect, others)
+                features = mention_features(sentence, words, "aspects", aspect, span, review["rating"])
                 found.polarity.append((index, features, polarity))
             people = {ids[name]: polarity for name, polarity in labelled.get("people", {}).items()}
             seen = set()
@@ -182,9 +179,7 @@ def examples(reviews: Sequence[dict]) -> Examples:
                 if match.id in people:
                     found.staff.append((index, features, True))
                     span = (match.first, match.last)
-                    others = other_names(sentence, match.id, "technicians")
-                    read = names_replaced(tokens, names, span)
-                    pf = polarity_features(read, values, span, "person", review["rating"], "", others)
+                    pf = mention_features(sentence, words, "technicians", match.id, span, review["rating"])
                     found.polarity.append((index, pf, people[match.id]))
                 elif _someone_else(match, not_staff):
                     found.staff.append((index, features, False))
@@ -192,9 +187,7 @@ def examples(reviews: Sequence[dict]) -> Examples:
             for person_id, polarity in people.items():
                 if person_id not in seen:
                     span = (pronoun_at, pronoun_at) if person_id == referred else None
-                    read = names_replaced(tokens, names, span)
-                    others = other_names(sentence, person_id, "technicians") if span else frozenset()
-                    pf = polarity_features(read, values, span, "person", review["rating"], "", others)
+                    pf = mention_features(sentence, words, "technicians", person_id, span, review["rating"])
                     found.polarity.append((index, pf, polarity))
     return found
 
