@@ -10,7 +10,6 @@ NAMED = {
     "after-contrast": 'it comes after a "but" (or although, though, however)',
     "before-contrast": 'it comes before a "but" (what follows usually weighs more)',
     "no-span": "no word names it: the whole sentence was read",
-    "turned": 'a "but" after it: the words after the "but" decide',  # or although, though, however
     "question": "the sentence is a question",
     "kind:aspect": "how mentions of a topic usually lean (a base rate)",
     "kind:person": "how mentions of staff usually lean (a base rate)",
@@ -36,14 +35,17 @@ def _words(ngram: str) -> str:
     return f"{text} after a negation" if negated else text
 
 
-def describe(feature: str, value: float) -> str:
-    """One feature, in words a business owner can check against the sentence."""
+def describe(feature: str, value: float, contrast: str = "but") -> str:
+    """One feature, in words a business owner can check against the sentence; `contrast` is the word the
+    mention's clause turned at ("but", "though", "however"...), if it did."""
+    if feature == "turned":
+        return f'a "{contrast}" after it: the words after the "{contrast}" decide'
     if feature in NAMED:
         return NAMED[feature]
     if feature.startswith(("ac:", "pc:")):  # the clause's words, for an aspect or for a person
         return f"{_words(feature[3:])} near it"
     if feature.startswith("pre:"):  # read through a contrast: the words before it
-        return f'{_words(feature[4:])} before the "but"'
+        return f'{_words(feature[4:])} before the "{contrast}"'
     if feature.startswith("aw:"):  # the clause's words for one aspect ("aw:food:cold"): the same reason
         return f"{_words(feature.split(':', 2)[2])} near it"
     if feature.startswith("s:"):
@@ -62,10 +64,10 @@ def describe(feature: str, value: float) -> str:
     return feature
 
 
-def _reasons(mention: Mention) -> str:
+def _reasons(mention: Mention, contrast: str) -> str:
     pushes: dict[str, float] = {}  # the stars are two features (alone, and for aspects or people): one reason
     for feature, value, push in mention.polarity.reasons:
-        words = describe(feature, value)
+        words = describe(feature, value, contrast)
         pushes[words] = pushes.get(words, 0.0) + push
     toward = [f"{words} ({p:+.1f})" for words, p in pushes.items() if p > 0]
     against = [f"{words} ({p:+.1f})" for words, p in pushes.items() if p < 0]
@@ -73,16 +75,17 @@ def _reasons(mention: Mention) -> str:
     return text + (f"; against it: {'; '.join(against)}" if against else "")
 
 
-def _clause(sentence: ScoredSentence, mention: Mention) -> str:
+def _clause(sentence: ScoredSentence, mention: Mention) -> tuple[str, str]:
+    """The words read for a mention, and the contrast word its clause turned at ("but" if none)."""
     if mention.span is None:
-        return "the whole sentence"
+        return "the whole sentence", "but"
     tokens = sentence.folded.tokens
     start, end, turn = mention_clause(tokens, mention.span, other_names(sentence, mention.id, mention.group))
     if turn is None:
-        return repr(" ".join(tokens[start:end]))
+        return repr(" ".join(tokens[start:end])), "but"
     decided = " ".join(tokens[turn + 1 : end])
     before = " ".join(tokens[start:turn]).rstrip(" ,;")
-    return f"{decided!r}, after {tokens[turn]!r}; before it: {before!r}"
+    return f"{decided!r}, after {tokens[turn]!r}; before it: {before!r}", tokens[turn]
 
 
 def format_explanation(analysis: ReviewAnalysis) -> str:
@@ -96,11 +99,12 @@ def format_explanation(analysis: ReviewAnalysis) -> str:
             if mention.sentence != number:
                 continue
             polarity = mention.polarity
+            clause, contrast = _clause(sentence, mention)
             lines.append(
                 f"  {mention.group} {mention.id}: {polarity.sentiment}, {polarity.confidence:.0%} sure "
-                f"(found by {mention.found_by}; read: {_clause(sentence, mention)})"
+                f"(found by {mention.found_by}; read: {clause})"
             )
-            lines.append(f"    because of: {_reasons(mention)}")
+            lines.append(f"    because of: {_reasons(mention, contrast)}")
         for where, match, probability in analysis.rejected:
             if where == number:
                 lines.append(

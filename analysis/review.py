@@ -8,7 +8,7 @@ comes from the polarity model over the clause around it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from .features import (
@@ -42,15 +42,21 @@ PRONOUN_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
-class ScoredSentence:
-    """A sentence: folded, its tokens as the model sees them, each token's lexicon valence, the lexicon's
-    score, and the records the profile's terms name in it."""
+class Sentence:
+    """A sentence as the insights read it: its text (a quote) and the lexicon's score."""
 
     text: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ScoredSentence(Sentence):
+    """A sentence as analysed: also folded, its tokens as the model sees them, each token's lexicon valence,
+    and the records the profile's terms name in it."""
+
     folded: Folded
     tokens: tuple[str, ...]
     values: tuple[float, ...]
-    score: float
     matches: tuple[Match, ...]
 
 
@@ -99,7 +105,7 @@ class ReviewAnalysis:
     """Everything the aggregates and --explain need from one review."""
 
     review: Mapping[str, Any]
-    sentences: list[ScoredSentence]
+    sentences: Sequence[Sentence]  # ScoredSentence as analysed; Sentence once only the insights need them
     text_score: float  # mean sentence score; 0 without text
     score: float  # -1..1: stars and text together
     sentiment: str
@@ -107,6 +113,12 @@ class ReviewAnalysis:
     phrases: dict[str, list[str]] = field(default_factory=dict)  # aspect id -> phrases
     found: list[Mention] = field(default_factory=list)  # every mention, in sentence order
     rejected: list[tuple[int, Match, float]] = field(default_factory=list)  # names read as someone else
+
+    def for_insights(self) -> ReviewAnalysis:
+        """A copy with only what the insights read (no tokens, matches or rejected names), without its review:
+        what a worker process sends back (10 MB to pickle at 10,000 reviews, where whole analyses take 25)."""
+        sentences = [Sentence(sentence.text, sentence.score) for sentence in self.sentences]
+        return replace(self, review={}, sentences=sentences, rejected=[])
 
     def quotes(self, group: str, record_id: str, sentiment: str) -> list[tuple[str, float]]:
         """(sentence, confidence) of each mention of a record the model rates `sentiment`; the confidence is
@@ -134,12 +146,12 @@ def score_sentence(text: str, matcher: Matcher, scorer: Scorer) -> ScoredSentenc
     )
     values = scorer.contributions(folded.tokens, silenced)
     return ScoredSentence(
-        text,
-        folded,
-        tuple(tokens_of(text, folded.tokens)),
-        tuple(values),
-        compound(sum(values), folded.tokens.count("!")),
-        matches,
+        text=text,
+        score=compound(sum(values), folded.tokens.count("!")),
+        folded=folded,
+        tokens=tuple(tokens_of(text, folded.tokens)),
+        values=tuple(values),
+        matches=matches,
     )
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..authoring.files import (
     dumps,
@@ -52,25 +56,115 @@ def staff_roles(profile: Profile) -> dict[str, tuple[str, ...]]:
     return {p["id"]: role_words(p.get("role") or "") for p in profile.practitioners}
 
 
-def analyse_reviews(
-    reviews: list[Mapping[str, Any]], profile: Profile, model: Model | None = None, reasons: int = 0
-) -> list[ReviewAnalysis]:
-    """Every review not hidden, analysed and corrected, newest first (by the shipped model unless given)."""
-    _check_corrections(profile)
-    matcher, scorer = Matcher(profile), Scorer.for_overrides(profile.sentiment_overrides)
-    model = model or shipped_model()
-    aspect_ids = tuple(aspect["id"] for aspect in profile.aspects)
-    roles = staff_roles(profile)
-    corrections: dict[str, list] = defaultdict(list)
-    for correction in profile.corrections:
-        corrections[correction["review_id"]].append(correction)
+class _Analyser:
+    """What analysing a review under one profile needs, built once: one review at a time, corrected, or None
+    when business.toml hides it."""
+
+    def __init__(self, profile: Profile, model: Model, reasons: int) -> None:
+        self.matcher = Matcher(profile)
+        self.scorer = Scorer.for_overrides(profile.sentiment_overrides)
+        self.model = model
+        self.aspect_ids = tuple(aspect["id"] for aspect in profile.aspects)
+        self.roles = staff_roles(profile)
+        self.reasons = reasons
+        self.hidden = profile.hide_reviews
+        self.corrections: dict[str, list] = defaultdict(list)
+        for correction in profile.corrections:
+            self.corrections[correction["review_id"]].append(correction)
+
+    def __call__(self, review: Mapping[str, Any]) -> ReviewAnalysis | None:
+        if review["id"] in self.hidden:
+            return None
+        analysis = analyse_review(
+            review, self.matcher, self.scorer, self.model, self.aspect_ids, self.reasons, self.roles
+        )
+        apply_corrections(analysis, self.corrections.get(review["id"], []))
+        return analysis
+
+
+# Analysing is pure Python, so more cores need more processes. From this many reviews on, the work goes
+# out in slices of SLICE_REVIEWS and comes back in order, so the result is the same. Measured on 2 cores,
+# one process against two: 500 reviews 0.45-0.57 s either way, 750 0.76-0.85 s against 0.61-0.73 s,
+# 1,000 0.89-1.05 s against 0.69-0.73 s.
+PARALLEL_MIN_REVIEWS = 1_000
+SLICE_REVIEWS = 500
+_worker: tuple[_Analyser, Sequence[Mapping[str, Any]]] | None = None  # set in each worker process
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on: its affinity (taskset, systemd's CPUAffinity=, a cpuset), not a
+    CPU quota."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _start_worker(analyser: _Analyser, reviews: Sequence[Mapping[str, Any]]) -> None:
+    global _worker
+    _worker = (analyser, reviews)
+
+
+def _analyse_slice(start: int, stop: int) -> list[tuple[int, ReviewAnalysis]]:
+    """In a worker: reviews[start:stop] not hidden, by index, each with only what the insights read."""
+    assert _worker is not None
+    analyser, reviews = _worker
+    analysed = []
+    for index in range(start, stop):
+        analysis = analyser(reviews[index])
+        if analysis is not None:
+            analysed.append((index, analysis.for_insights()))
+    return analysed
+
+
+def _analyse_in_processes(
+    reviews: Sequence[Mapping[str, Any]], analyser: _Analyser, jobs: int
+) -> list[ReviewAnalysis] | None:
+    """The analyses from `jobs` worker processes, in the reviews' order; None where no pool can start."""
+    # fork: the workers share the parent's loaded model and reviews instead of loading and pickling them
+    # (the model alone takes 0.3 s to load). Only the offline commands come here, with no other threads.
+    context = multiprocessing.get_context("fork")
+    starts = range(0, len(reviews), SLICE_REVIEWS)
+    stops = [min(start + SLICE_REVIEWS, len(reviews)) for start in starts]
+    workers = min(jobs, len(starts))
+    try:
+        pool = ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_start_worker, initargs=(analyser, reviews)
+        )
+    except OSError:  # no POSIX semaphores (some containers have no /dev/shm): one process will do
+        return None
     analyses = []
-    for review in reviews:
-        if review["id"] in profile.hide_reviews:
-            continue
-        analysis = analyse_review(review, matcher, scorer, model, aspect_ids, reasons, roles)
-        apply_corrections(analysis, corrections.get(review["id"], []))
-        analyses.append(analysis)
+    try:
+        with pool:
+            for analysed in pool.map(_analyse_slice, starts, stops):
+                for index, analysis in analysed:
+                    analysis.review = reviews[index]
+                    analyses.append(analysis)
+    except BrokenProcessPool:
+        raise AnalysisError(
+            f"a worker process of the {workers} analysing the reviews stopped (out of memory?); "
+            "nothing written; try --jobs 1"
+        ) from None
+    return analyses
+
+
+def analyse_reviews(
+    reviews: Sequence[Mapping[str, Any]],
+    profile: Profile,
+    model: Model | None = None,
+    reasons: int = 0,
+    jobs: int = 1,
+) -> list[ReviewAnalysis]:
+    """Every review not hidden, analysed and corrected, newest first (by the shipped model unless given).
+    With jobs > 1, in that many processes where the platform can fork and start them and there are enough
+    reviews to gain: then each analysis keeps only what the insights read (ReviewAnalysis.for_insights)."""
+    _check_corrections(profile)
+    analyser = _Analyser(profile, model or shipped_model(), reasons)
+    forkable = "fork" in multiprocessing.get_all_start_methods()
+    analyses = None
+    if jobs > 1 and forkable and len(reviews) >= PARALLEL_MIN_REVIEWS:
+        analyses = _analyse_in_processes(reviews, analyser, jobs)
+    if analyses is None:
+        analyses = [analysis for review in reviews if (analysis := analyser(review)) is not None]
     return aggregate.newest_first(analyses)
 
 
@@ -91,9 +185,12 @@ def people_label(profile: Profile) -> str:
     return next((word for trade, word in PEOPLE_LABELS if ids & trade), DEFAULT_PEOPLE_LABEL)
 
 
-def build_insights(reviews_doc: Mapping[str, Any], profile: Profile, generated_at: str) -> dict[str, Any]:
-    """insights.json for these reviews: the same input gives the same output, but for `generated_at`."""
-    analyses = analyse_reviews(reviews_doc["reviews"], profile)
+def build_insights(
+    reviews_doc: Mapping[str, Any], profile: Profile, generated_at: str, jobs: int = 1
+) -> dict[str, Any]:
+    """insights.json for these reviews: the same input gives the same output, but for `generated_at`, with
+    any number of jobs."""
+    analyses = analyse_reviews(reviews_doc["reviews"], profile, jobs=jobs)
     show_people = profile.publish.get("people", True)
     if not show_people:  # [publish] people = false: no per-person figure anywhere, per_review included
         for analysis in analyses:
@@ -145,8 +242,9 @@ def _read_reviews(data_dir: Path) -> dict[str, Any]:
     return doc
 
 
-def analyze_dir(data_dir: Path, profile: Profile) -> str:
-    """Write DIR/insights.json from DIR/reviews.json; the one line to print."""
+def analyze_dir(data_dir: Path, profile: Profile, jobs: int = 1) -> str:
+    """Write DIR/insights.json from DIR/reviews.json, analysing in up to `jobs` processes; the one line to
+    print."""
     reviews_doc = _read_reviews(data_dir)
     services = {s["id"] for s in reviews_doc["business"]["services"]}
     areas = {a["id"] for a in reviews_doc["business"]["service_areas"]}
@@ -161,7 +259,7 @@ def analyze_dir(data_dir: Path, profile: Profile) -> str:
     # of the collector walks every analysis made so far: 10,000 reviews in 4.45 s with it, 3.55 s without
     # (alternating runs). Only the offline command pauses it: the server builds insights beside other threads.
     with collector_paused():
-        insights = build_insights(reviews_doc, profile, utc_timestamp())
+        insights = build_insights(reviews_doc, profile, utc_timestamp(), jobs)
     problems = schema_errors("insights.schema.json", insights)
     if problems:  # our bug, not the user's: say so rather than write a file the server refuses
         raise AnalysisError(f"internal error: the insights do not match the schema: {'; '.join(problems)}")

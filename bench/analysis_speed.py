@@ -1,9 +1,10 @@
 """Speed of `reviewsd analyze` and `reviewsd import` at the sizes in issue 28's targets.
 
-    python bench/analysis_speed.py [--sizes 10000,100000] [--import-rows 100000]
+    python bench/analysis_speed.py [--sizes 10000,100000] [--jobs 1,2] [--import-rows 100000]
 
-Analyze: tools/generate_data.py's reviews (chiropractic preset), build_insights timed from the parsed
-reviews.json to the insights document, then the schema check and the write as analyze_dir does them.
+Analyze: tools/generate_data.py's reviews (chiropractic preset), analyze_dir timed from reading reviews.json
+to writing insights.json, in one process and in as many as `reviewsd analyze` uses by default (the CPUs
+this process may use), one after the other on the same reviews.
 Import: a CSV of that many rows (written first, not timed) into an empty data directory.
 Targets (2 cores): analyze 10,000 reviews <= 5 s, 100,000 <= 60 s; import 100,000 CSV rows <= 10 s.
 Pathological texts (--pathological): one review of tabs, of "Dr. " repeated, of one aspect term repeated,
@@ -22,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from reviewsd_app.analysis.run import analyse_reviews, analyze_dir
+from reviewsd_app.analysis.model import shipped_model
+from reviewsd_app.analysis.run import analyse_reviews, analyze_dir, usable_cores
 from reviewsd_app.authoring.files import read_json
 from reviewsd_app.authoring.presets import render_preset, write_starter
 from reviewsd_app.authoring.profile import load_profile, parse_profile
@@ -46,18 +48,22 @@ def generate(count: int, out: Path) -> None:
     )
 
 
-def time_analyze(count: int, work: Path) -> None:
+def time_analyze(count: int, work: Path, jobs: list[int]) -> None:
     data = work / f"analyze-{count}"
     generate(count, data)
     (data / "insights.json").unlink()
     profile = parse_profile(
         render_preset("chiropractic").replace('id = "my-business"', 'id = "riverbend-spine-wellness"')
     )
-    started = time.perf_counter()
-    line = analyze_dir(data, profile)
-    seconds = time.perf_counter() - started
     size = (data / "reviews.json").stat().st_size
-    print(f"analyze {count:>7,} reviews ({size / 1e6:.1f} MB): {seconds:6.2f} s  ({line.split(': ', 1)[1]})")
+    for processes in jobs:
+        started = time.perf_counter()
+        line = analyze_dir(data, profile, jobs=processes)
+        seconds = time.perf_counter() - started
+        print(
+            f"analyze {count:>7,} reviews ({size / 1e6:.1f} MB), --jobs {processes}: {seconds:6.2f} s  "
+            f"({line.split(': ', 1)[1]})"
+        )
 
 
 def time_import(rows: int, work: Path) -> None:
@@ -128,15 +134,23 @@ def time_pathological() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000", help="review counts to analyze, comma-separated")
+    parser.add_argument(
+        "--jobs",
+        default=",".join(str(n) for n in sorted({1, usable_cores()})),
+        help="analyze's process counts to time, comma-separated (default: 1 and the usable CPUs)",
+    )
     parser.add_argument("--import-rows", type=int, default=100_000)
     parser.add_argument("--pathological", action="store_true", help="only the pathological texts and terms")
     args = parser.parse_args(argv)
     if args.pathological:
         time_pathological()
         return 0
+    started = time.perf_counter()
+    shipped_model()  # once per process: every figure below would otherwise count it but the first
+    print(f"the shipped model loads in {time.perf_counter() - started:.2f} s (not in the analyze figures)")
     with tempfile.TemporaryDirectory(prefix="reviewsd-speed-") as work:
         for count in (int(size) for size in args.sizes.split(",") if size):
-            time_analyze(count, Path(work))
+            time_analyze(count, Path(work), [int(jobs) for jobs in args.jobs.split(",")])
         if args.import_rows:
             time_import(args.import_rows, Path(work))
     return 0

@@ -34,6 +34,17 @@ def _parser(command: str, description: str) -> argparse.ArgumentParser:
     return parser
 
 
+def _jobs(text: str) -> int:
+    """--jobs: a whole number of processes, 1 or more."""
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{jobs} is fewer than 1 process")
+    return jobs
+
+
 def _resolve_data_dir(command: str, args: argparse.Namespace, *, writes: bool = True) -> bool:
     """Set args.data_dir by config.resolve_data_dir's rule; False, once the refusal is printed, when a
     command that writes was given neither --data-dir nor REVIEWSD_DATA_DIR."""
@@ -141,7 +152,7 @@ def import_main(argv: Sequence[str]) -> int:
 def _reanalyze_if_stale(data_dir: Path, profile: Any) -> int:
     """After the business block changed (a service renamed), insights.json may name what is gone and the
     server would refuse the directory: analyze again then, and say so."""
-    from ..analysis.run import AnalysisError, analyze_dir
+    from ..analysis.run import AnalysisError, analyze_dir, usable_cores
     from ..reviews.dataset import check_data_dir
 
     if not (data_dir / "insights.json").exists():
@@ -151,21 +162,30 @@ def _reanalyze_if_stale(data_dir: Path, profile: Any) -> int:
         return 0
     print(f"reviewsd import: insights.json no longer matches ({stale[0]}); running `reviewsd analyze`")
     try:
-        print(analyze_dir(data_dir, profile))
+        print(analyze_dir(data_dir, profile, jobs=usable_cores()))
     except AnalysisError as error:
         return _refuse("import", f"reviews.json written, but analyze refused: {error}")
     return 0
 
 
 def analyze_main(argv: Sequence[str]) -> int:
-    """`reviewsd analyze --data-dir DIR [--explain REVIEW_ID]`: derive insights.json from reviews.json."""
-    from ..analysis.run import AnalysisError, analyze_dir, explain_review
+    """`reviewsd analyze --data-dir DIR [--jobs N] [--explain REVIEW_ID]`: derive insights.json from
+    reviews.json."""
+    from ..analysis.run import AnalysisError, analyze_dir, explain_review, usable_cores
 
     parser = _parser("analyze", "Derive insights.json from reviews.json and business.toml.")
     parser.add_argument(
         "--explain",
         metavar="REVIEW_ID",
         help="print why one review got its mentions and sentiments; write nothing",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=usable_cores(),
+        metavar="N",
+        help="analyse in up to N processes (default: the CPUs this process may use, here %(default)s); "
+        "the result is the same with any N",
     )
     args = parser.parse_args(argv)
     if not _resolve_data_dir("analyze", args, writes=not args.explain):
@@ -177,7 +197,7 @@ def analyze_main(argv: Sequence[str]) -> int:
             return 0
         with data_dir_lock(args.data_dir, "analyze") as removed:
             _report_cleanup("analyze", removed)
-            line = analyze_dir(args.data_dir, profile)
+            line = analyze_dir(args.data_dir, profile, jobs=args.jobs)
     except (ProfileError, AnalysisError, LockedError) as error:
         return _refuse("analyze", str(error))
     except OSError as error:
@@ -189,7 +209,7 @@ def analyze_main(argv: Sequence[str]) -> int:
 def sync_main(argv: Sequence[str]) -> int:
     """`reviewsd sync --data-dir DIR [--full]`: pull new and edited reviews from business.toml's [[sources]],
     merge them into reviews.json, then analyze."""
-    from ..analysis.run import AnalysisError, analyze_dir
+    from ..analysis.run import AnalysisError, analyze_dir, usable_cores
     from ..ingest.fetch import Http
     from ..ingest.records import InputError
     from ..ingest.sync import Endpoints, SyncError, sync_dir
@@ -225,7 +245,7 @@ def sync_main(argv: Sequence[str]) -> int:
             merged = result.merged
             stale = merged.new or merged.updated or merged.business_changed
             if stale or not (args.data_dir / "insights.json").exists():
-                print(analyze_dir(args.data_dir, profile))
+                print(analyze_dir(args.data_dir, profile, jobs=usable_cores()))
     except (ProfileError, SyncError, InputError, LockedError) as error:
         return _refuse("sync", f"{error}; nothing written")
     except AnalysisError as error:

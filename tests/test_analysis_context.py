@@ -270,3 +270,14 @@ def test_explain_shows_the_clause_after_the_contrast_and_what_came_before_it():
     assert "technicians maria-santos: negative" in explained
     read = "read: 'she never came back to check on us', after 'but'; before it: 'maria is sweet')"
     assert read in explained
+
+
+def test_explain_names_the_contrast_word_the_clause_turned_at():
+    """The words before a "though" are said to come before the "though", not a "but"."""
+    [analysis] = analyse_reviews(
+        [review(1, 3, "Maria is sweet, though she never came back to check on us.")], restaurant(), reasons=40
+    )
+    explained = format_explanation(analysis)
+    assert "after 'though'; before it: 'maria is sweet'" in explained
+    assert 'before the "though"' in explained and 'before the "but"' not in explained
+    assert describe("turned", 1.0, "however") == 'a "however" after it: the words after the "however" decide'

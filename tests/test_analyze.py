@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -11,7 +14,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.cli import check
 
-from reviewsd_app.analysis.run import analyze_dir, build_insights, explain_review
+from reviewsd_app.analysis import run as run_module
+from reviewsd_app.analysis.review import ScoredSentence, Sentence
+from reviewsd_app.analysis.run import (
+    PARALLEL_MIN_REVIEWS,
+    AnalysisError,
+    analyse_reviews,
+    analyze_dir,
+    build_insights,
+    explain_review,
+)
 from reviewsd_app.authoring.files import dumps
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.authoring.profile import Profile, parse_profile
@@ -225,6 +237,77 @@ def test_cli_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as caught:
         analyze_main(["--bogus"])
     assert caught.value.code == 2
+    capsys.readouterr()
+    for jobs, said in (("0", "0 is fewer than 1 process"), ("two", "'two' is not a whole number")):
+        with pytest.raises(SystemExit) as caught:
+            analyze_main(["--data-dir", str(tmp_path), "--jobs", jobs])
+        assert caught.value.code == 2
+        assert capsys.readouterr().err == f"reviewsd analyze: argument --jobs: {said}\n"
+
+
+def _many_reviews(tmp_path: Path) -> tuple[Path, Profile, list[dict]]:
+    """A data directory of the bundled sample four times over (enough reviews for worker processes), and
+    the chiropractic preset with one review hidden and two corrections; the reviews with text."""
+    sample = json.loads((ROOT / "data" / "reviews.json").read_text("utf-8"))
+    reviews = [
+        {**r, "id": review_id("copy", f"{copy}-{r['id']}")} for copy in range(4) for r in sample["reviews"]
+    ]
+    assert len(reviews) >= PARALLEL_MIN_REVIEWS
+    with_text = [r for r in reviews if r["text"]]
+    corrections = f"""
+[[corrections]]
+review_id = "{with_text[5]["id"]}"
+group = "aspects"
+id = "wait-time"
+sentiment = "negative"
+[[corrections]]
+review_id = "{with_text[-3]["id"]}"
+group = "technicians"
+id = "dr-maya-patel"
+suppress = true
+"""
+    hidden = f'hide_reviews = ["{with_text[0]["id"]}"]'
+    toml = render_preset("chiropractic").replace("hide_reviews = []", hidden) + corrections
+    doc = {**sample, "reviews": reviews, "aggregate_rating": aggregate_rating(reviews)}
+    tmp_path.mkdir()
+    (tmp_path / "reviews.json").write_bytes(dumps(doc))
+    return tmp_path, parse_profile(toml), with_text
+
+
+def test_analysing_in_worker_processes_writes_the_same_insights(tmp_path):
+    one, profile, with_text = _many_reviews(tmp_path / "one")
+    two, _, _ = _many_reviews(tmp_path / "two")
+    analyze_dir(one, profile, jobs=1)
+    analyze_dir(two, profile, jobs=2)
+    written = []
+    for data in (one, two):
+        insights = json.loads((data / "insights.json").read_text("utf-8"))
+        del insights["generated_at"]
+        written.append(insights)
+    assert written[0] == written[1]
+    assert written[0]["review_count"] == 4 * 320 - 1 and written[0]["faq"] and written[0]["pull_quote"]
+    corrected = written[1]["per_review"][with_text[5]["id"]]
+    assert {"id": "wait-time", "sentiment": "negative"} in corrected["aspects"]
+
+    reviews = json.loads((one / "reviews.json").read_text("utf-8"))["reviews"]
+    in_processes = analyse_reviews(reviews, profile, jobs=2)
+    in_one = analyse_reviews(reviews, profile, jobs=1)
+    # the workers sent back only what the insights read, each joined again to its review
+    assert {type(s) for a in in_processes for s in a.sentences} == {Sentence}
+    assert {type(s) for a in in_one for s in a.sentences} == {ScoredSentence}
+    assert [a.review for a in in_processes] == [a.review for a in in_one]
+
+
+def _dying_slice(start: int, stop: int) -> list:
+    os._exit(3)
+
+
+def test_a_worker_process_that_dies_is_reported_and_nothing_is_written(tmp_path, monkeypatch):
+    data, profile, _ = _many_reviews(tmp_path / "data")
+    monkeypatch.setattr(run_module, "_analyse_slice", _dying_slice)
+    with pytest.raises(AnalysisError, match="a worker process of the 2 analysing the reviews stopped"):
+        analyze_dir(data, profile, jobs=2)
+    assert not (data / "insights.json").exists()
 
 
 WORDS = [
@@ -314,8 +397,6 @@ def test_analyze_pauses_the_garbage_collector_and_gives_it_back(tmp_path):
     """analyze runs with the cyclic collector paused (a speed-up: docs/analysis.md) and leaves it on."""
     import gc
 
-    from reviewsd_app.analysis import run as run_module
-
     seen = []
     real = run_module.build_insights
 
@@ -331,3 +412,27 @@ def test_analyze_pauses_the_garbage_collector_and_gives_it_back(tmp_path):
         run_module.build_insights = real
     assert seen == [False]
     assert gc.isenabled()
+
+
+def test_where_no_worker_pool_can_start_one_process_analyses(tmp_path, monkeypatch):
+    data, profile, _ = _many_reviews(tmp_path / "data")
+
+    def no_semaphores(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", "/dev/shm")
+
+    monkeypatch.setattr(run_module, "ProcessPoolExecutor", no_semaphores)
+    analyses = analyse_reviews(
+        json.loads((data / "reviews.json").read_text("utf-8"))["reviews"], profile, jobs=2
+    )
+    assert len(analyses) == 4 * 320 - 1
+    assert {type(s) for a in analyses for s in a.sentences} == {ScoredSentence}
+
+
+def test_the_default_number_of_jobs_follows_the_cpu_affinity():
+    """`analyze --jobs` defaults to the CPUs the process may run on (taskset, systemd's CPUAffinity=)."""
+    script = (
+        "import os, sys; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+        "from reviewsd_app.cli.commands import analyze_main; sys.exit(analyze_main(['--help']))"
+    )
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert "may use, here 1)" in " ".join(shown.split())
