@@ -4,24 +4,15 @@ of real reviews, never written freely (pure)."""
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Any, Mapping, Sequence
 
 from .matcher import labels_by_group
 from .review import ReviewAnalysis
 
-PULL_QUOTE_MIN, PULL_QUOTE_MAX = 40, 200  # characters
-PULL_QUOTE_MIN_SCORE = 0.5
-# A quote must be a sentence the model itself rates with the sentiment it is quoted for, this sure or more,
-# both with the review's stars and from its words alone.
-QUOTE_CONFIDENCE = 0.8
 # "Most praised", "most criticised" and "most named" are said only of a record with at least MIN_COUNT such
 # mentions and MARGIN more than the next one; otherwise the lead is too small to publish.
 MIN_COUNT = 3
 MARGIN = 2
-QUOTE_MAX = 240
-# Characters a quote should not carry into a page: markup, controls, invisible direction marks.
-_UNQUOTABLE = re.compile(r"[<>&\x00-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufffe\uffff]")
 FAQ_GROUPS = ("aspects", "topics", "services", "problems")
 
 
@@ -37,38 +28,17 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _quotable(text: str) -> bool:
-    return not _UNQUOTABLE.search(text) and len(text) <= QUOTE_MAX
-
-
-def _rated_positive(analysis: ReviewAnalysis, number: int) -> bool:
-    """Whether the model rates every mention in a sentence positive, QUOTE_CONFIDENCE sure or more, with its
-    words alone too."""
-    return all(
-        m.polarity.sentiment == "positive"
-        and min(m.polarity.confidence, m.polarity.words_confidence) >= QUOTE_CONFIDENCE
-        for m in analysis.found
-        if m.sentence == number
-    )
-
-
 def pull_quote(analyses: Sequence[ReviewAnalysis]) -> dict[str, str] | None:
-    """The most positive sentence (lexicon score >= 0.5, 40-200 characters, no markup or control characters,
-    every mention in it rated positive by the model above the bar) of a 5-star review; ties go to the newest
-    review. None when no sentence qualifies."""
+    """The most positive sentence of a 5-star review that may be quoted (quotes.pull_candidate); ties go to
+    the newest review. None when no sentence qualifies."""
     best: tuple | None = None
     for analysis in analyses:
-        if analysis.review["rating"] != 5:
+        if analysis.pull is None:
             continue
-        for number, sentence in enumerate(analysis.sentences):
-            text = sentence.text
-            if sentence.score < PULL_QUOTE_MIN_SCORE or not PULL_QUOTE_MIN <= len(text) <= PULL_QUOTE_MAX:
-                continue
-            if not _quotable(text) or not _rated_positive(analysis, number):
-                continue
-            key = (round(sentence.score, 6), analysis.review["date"], analysis.review["id"])
-            if best is None or key > best[0]:
-                best = (key, text, analysis.review["id"])
+        score, text = analysis.pull
+        key = (score, analysis.review["date"], analysis.review["id"])
+        if best is None or key > best[0]:
+            best = (key, text, analysis.review["id"])
     return None if best is None else {"text": best[1], "review_id": best[2]}
 
 
@@ -86,19 +56,15 @@ def _quote_for(
     analyses: Sequence[ReviewAnalysis], keys: list[tuple[str, str]], sentiment: str
 ) -> tuple[str, str] | None:
     """(sentence, review id): from the newest review counted with that sentiment for one of the records, its
-    sentence the model rates that way most surely, QUOTE_CONFIDENCE or more; None if no review has one."""
+    sentence the model rates that way most surely (quotes.best_quotes); None if no review has one."""
     for analysis in analyses:  # newest first
         for group, record_id in keys:
             decision = analysis.mentions.get(group, {}).get(record_id)
             if decision is None or decision.sentiment != sentiment:
                 continue
-            rated = [
-                (confidence, text)
-                for text, confidence in analysis.quotes(group, record_id, sentiment)
-                if confidence >= QUOTE_CONFIDENCE and _quotable(text)
-            ]
-            if rated:
-                return max(rated)[1], analysis.review["id"]
+            best = analysis.quotes.get((group, record_id, sentiment))
+            if best is not None:
+                return best[1], analysis.review["id"]
     return None
 
 

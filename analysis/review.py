@@ -26,7 +26,6 @@ from .model import Model, Polarity
 from .text import Folded, fold_sentence, split_sentences
 
 STAR_LABELS = {1: "negative", 2: "negative", 3: "neutral", 4: "positive", 5: "positive"}
-OPPOSITES = {"positive": "negative", "negative": "positive"}
 # Their terms' own words count for the lexicon ("dirty"); names and problems count 0.
 OWN_VALENCE_GROUPS = frozenset({"aspects"})
 STAFF_GROUP = "technicians"
@@ -42,21 +41,15 @@ PRONOUN_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
-class Sentence:
-    """A sentence as the insights read it: its text (a quote) and the lexicon's score."""
+class ScoredSentence:
+    """A sentence: folded, its tokens as the model sees them, each token's lexicon valence, the lexicon's
+    score, and the records the profile's terms name in it."""
 
     text: str
-    score: float
-
-
-@dataclass(frozen=True)
-class ScoredSentence(Sentence):
-    """A sentence as analysed: also folded, its tokens as the model sees them, each token's lexicon valence,
-    and the records the profile's terms name in it."""
-
     folded: Folded
     tokens: tuple[str, ...]
     values: tuple[float, ...]
+    score: float
     matches: tuple[Match, ...]
 
 
@@ -105,7 +98,7 @@ class ReviewAnalysis:
     """Everything the aggregates and --explain need from one review."""
 
     review: Mapping[str, Any]
-    sentences: Sequence[Sentence]  # ScoredSentence as analysed; Sentence once only the insights need them
+    sentences: list[ScoredSentence]
     text_score: float  # mean sentence score; 0 without text
     score: float  # -1..1: stars and text together
     sentiment: str
@@ -114,28 +107,15 @@ class ReviewAnalysis:
     found: list[Mention] = field(default_factory=list)  # every mention, in sentence order
     rejected: list[tuple[int, Match, float]] = field(default_factory=list)  # names read as someone else
 
-    def for_insights(self) -> ReviewAnalysis:
-        """A copy with only what the insights read (no tokens, matches or rejected names), without its review:
-        what a worker process sends back (10 MB to pickle at 10,000 reviews, where whole analyses take 25)."""
-        sentences = [Sentence(sentence.text, sentence.score) for sentence in self.sentences]
-        return replace(self, review={}, sentences=sentences, rejected=[])
+    # Chosen once it is analysed (quotes.py), so the insights need not keep its sentences:
+    # (group, record id, sentiment) -> (how sure, sentence), and its pull quote candidate (score, sentence)
+    quotes: dict[tuple[str, str, str], tuple[float, str]] = field(default_factory=dict)
+    pull: tuple[float, str] | None = None
 
-    def quotes(self, group: str, record_id: str, sentiment: str) -> list[tuple[str, float]]:
-        """(sentence, confidence) of each mention of a record the model rates `sentiment`; the confidence is
-        the smaller of the model's and of its words' alone (a sentence that says it only with the review's
-        stars is no quote for it). A sentence whose lexicon score leans the other way is none either: the
-        model can be sure and wrong ("The prices are a bargain at lunch." read as a complaint), and a
-        public quote needs both readers."""
-        opposite = OPPOSITES.get(sentiment)
-        return [
-            (self.sentences[m.sentence].text, min(m.polarity.confidence, m.polarity.words_confidence))
-            for m in self.found
-            if m.group == group
-            and m.id == record_id
-            and m.polarity.sentiment == sentiment
-            and not m.by_pronoun
-            and label(self.sentences[m.sentence].score) != opposite
-        ]
+    def for_insights(self) -> ReviewAnalysis:
+        """A copy with only what the insights read: its review, decisions, phrases, quotes and scores; not its
+        sentences, the mentions found in them or the names rejected (what --explain reads)."""
+        return replace(self, sentences=[], found=[], rejected=[])
 
 
 def score_sentence(text: str, matcher: Matcher, scorer: Scorer) -> ScoredSentence:
@@ -146,12 +126,12 @@ def score_sentence(text: str, matcher: Matcher, scorer: Scorer) -> ScoredSentenc
     )
     values = scorer.contributions(folded.tokens, silenced)
     return ScoredSentence(
-        text=text,
-        score=compound(sum(values), folded.tokens.count("!")),
-        folded=folded,
-        tokens=tuple(tokens_of(text, folded.tokens)),
-        values=tuple(values),
-        matches=matches,
+        text,
+        folded,
+        tuple(tokens_of(text, folded.tokens)),
+        tuple(values),
+        compound(sum(values), folded.tokens.count("!")),
+        matches,
     )
 
 

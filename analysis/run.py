@@ -26,6 +26,7 @@ from .features import role_words
 from .lexicon import Scorer
 from .matcher import Matcher, labels_by_group
 from .model import Model, shipped_model
+from .quotes import best_quotes, pull_candidate
 from .review import ReviewAnalysis, analyse_review, apply_corrections
 
 METHOD_VERSION = "2.5"  # 2.5: the clause after a contrast decides; 2.4: staff names read as whose they are
@@ -78,16 +79,19 @@ class _Analyser:
         analysis = analyse_review(
             review, self.matcher, self.scorer, self.model, self.aspect_ids, self.reasons, self.roles
         )
+        analysis.quotes = best_quotes(analysis.sentences, analysis.found)
+        analysis.pull = pull_candidate(review["rating"], analysis.sentences, analysis.found)
         apply_corrections(analysis, self.corrections.get(review["id"], []))
         return analysis
 
 
-# Analysing is pure Python, so more cores need more processes. From this many reviews on, the work goes
-# out in slices of SLICE_REVIEWS and comes back in order, so the result is the same. Measured on 2 cores,
-# one process against two: 500 reviews 0.45-0.57 s either way, 750 0.76-0.85 s against 0.61-0.73 s,
-# 1,000 0.89-1.05 s against 0.69-0.73 s.
-PARALLEL_MIN_REVIEWS = 1_000
-SLICE_REVIEWS = 500
+# Analysing is pure Python, so more cores need more processes. The reviews go out in slices of about
+# SLICE_CHARACTERS of text (about 500 reviews of the sample's length; an analysis takes time in proportion to
+# its text, plus a little for the review itself) and come back in order, so the result is the same; one
+# slice stays in this process. Measured on 2 cores, one process against two: 500 reviews 0.45-0.57 s either
+# way, 750 0.76-0.85 s against 0.61-0.73 s, 1,000 0.89-1.05 s against 0.69-0.73 s.
+SLICE_CHARACTERS = 250_000
+REVIEW_CHARACTERS = 100  # what a review costs beyond its text, in characters of text
 _worker: tuple[_Analyser, Sequence[Mapping[str, Any]]] | None = None  # set in each worker process
 
 
@@ -97,6 +101,19 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def _slices(reviews: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    """(start, stop) of consecutive reviews with about SLICE_CHARACTERS of text each, in order."""
+    slices, start, size = [], 0, 0
+    for index, review in enumerate(reviews):
+        size += len(review["text"] or "") + REVIEW_CHARACTERS
+        if size >= SLICE_CHARACTERS:
+            slices.append((start, index + 1))
+            start, size = index + 1, 0
+    if start < len(reviews):
+        slices.append((start, len(reviews)))
+    return slices
 
 
 def _start_worker(analyser: _Analyser, reviews: Sequence[Mapping[str, Any]]) -> None:
@@ -112,20 +129,22 @@ def _analyse_slice(start: int, stop: int) -> list[tuple[int, ReviewAnalysis]]:
     for index in range(start, stop):
         analysis = analyser(reviews[index])
         if analysis is not None:
-            analysed.append((index, analysis.for_insights()))
+            sent = analysis.for_insights()
+            sent.review = {}  # the parent has it: joined again by index, not pickled twice
+            analysed.append((index, sent))
     return analysed
 
 
 def _analyse_in_processes(
-    reviews: Sequence[Mapping[str, Any]], analyser: _Analyser, jobs: int
+    reviews: Sequence[Mapping[str, Any]], analyser: _Analyser, jobs: int, slices: list[tuple[int, int]]
 ) -> list[ReviewAnalysis] | None:
-    """The analyses from `jobs` worker processes, in the reviews' order; None where no pool can start."""
+    """The analyses from up to `jobs` worker processes, a slice at a time, in the reviews' order; None where
+    no pool can start."""
     # fork: the workers share the parent's loaded model and reviews instead of loading and pickling them
     # (the model alone takes 0.3 s to load). Only the offline commands come here, with no other threads.
     context = multiprocessing.get_context("fork")
-    starts = range(0, len(reviews), SLICE_REVIEWS)
-    stops = [min(start + SLICE_REVIEWS, len(reviews)) for start in starts]
-    workers = min(jobs, len(starts))
+    starts, stops = [start for start, _ in slices], [stop for _, stop in slices]
+    workers = min(jobs, len(slices))
     try:
         pool = ProcessPoolExecutor(
             workers, mp_context=context, initializer=_start_worker, initargs=(analyser, reviews)
@@ -153,18 +172,26 @@ def analyse_reviews(
     model: Model | None = None,
     reasons: int = 0,
     jobs: int = 1,
+    for_insights: bool = False,
 ) -> list[ReviewAnalysis]:
     """Every review not hidden, analysed and corrected, newest first (by the shipped model unless given).
-    With jobs > 1, in that many processes where the platform can fork and start them and there are enough
-    reviews to gain: then each analysis keeps only what the insights read (ReviewAnalysis.for_insights)."""
+    for_insights: each analysis keeps only what the insights read (ReviewAnalysis.for_insights), so memory
+    holds one whole analysis at a time; then with jobs > 1, in up to that many processes where the platform
+    can fork and start them and there is text enough for more than one slice."""
     _check_corrections(profile)
     analyser = _Analyser(profile, model or shipped_model(), reasons)
     forkable = "fork" in multiprocessing.get_all_start_methods()
     analyses = None
-    if jobs > 1 and forkable and len(reviews) >= PARALLEL_MIN_REVIEWS:
-        analyses = _analyse_in_processes(reviews, analyser, jobs)
+    if for_insights and jobs > 1 and forkable:
+        slices = _slices(reviews)
+        if len(slices) > 1:
+            analyses = _analyse_in_processes(reviews, analyser, jobs, slices)
     if analyses is None:
-        analyses = [analysis for review in reviews if (analysis := analyser(review)) is not None]
+        analyses = []
+        for review in reviews:
+            analysis = analyser(review)
+            if analysis is not None:
+                analyses.append(analysis.for_insights() if for_insights else analysis)
     return aggregate.newest_first(analyses)
 
 
@@ -190,7 +217,7 @@ def build_insights(
 ) -> dict[str, Any]:
     """insights.json for these reviews: the same input gives the same output, but for `generated_at`, with
     any number of jobs."""
-    analyses = analyse_reviews(reviews_doc["reviews"], profile, jobs=jobs)
+    analyses = analyse_reviews(reviews_doc["reviews"], profile, jobs=jobs, for_insights=True)
     show_people = profile.publish.get("people", True)
     if not show_people:  # [publish] people = false: no per-person figure anywhere, per_review included
         for analysis in analyses:

@@ -10,6 +10,8 @@ Targets (2 cores): analyze 10,000 reviews <= 5 s, 100,000 <= 60 s; import 100,00
 Pathological texts (--pathological): one review of tabs, of "Dr. " repeated, of one aspect term repeated,
 each at 5,000, 10,000 and 20,000 characters: linear time shows as times that double with the length.
 Many terms: 1,000 sample reviews with the preset's aspects and 5,000 extra terms.
+Long reviews (--long N): N reviews of 20,000 characters, `reviewsd analyze` in a process of its own per --jobs
+value: its time and the peak memory of its largest process.
 Prints figures; asserts nothing.
 """
 
@@ -25,9 +27,10 @@ from pathlib import Path
 
 from reviewsd_app.analysis.model import shipped_model
 from reviewsd_app.analysis.run import analyse_reviews, analyze_dir, usable_cores
-from reviewsd_app.authoring.files import read_json
+from reviewsd_app.authoring.files import dumps, read_json
 from reviewsd_app.authoring.presets import render_preset, write_starter
 from reviewsd_app.authoring.profile import load_profile, parse_profile
+from reviewsd_app.ingest.records import review_id
 from reviewsd_app.ingest.run import import_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,6 +134,41 @@ def time_pathological() -> None:
         print(f"1,000 sample reviews, {label:<13} {time.perf_counter() - started:6.2f} s")
 
 
+def time_long_reviews(count: int, jobs: list[int], work: Path) -> None:
+    """`reviewsd analyze` over `count` reviews of 20,000 characters (the sample's texts run together), in a
+    process of its own per --jobs value: its time and the peak resident memory of its largest process."""
+    sample = read_json(ROOT / "data" / "reviews.json")
+    texts = [r["text"] for r in sample["reviews"] if r["text"]]
+    reviews = []
+    for number in range(count):
+        parts, length, at = [], 0, number
+        while length < 20_000:
+            parts.append(texts[at % len(texts)])
+            length += len(parts[-1]) + 1
+            at += 7
+        template = sample["reviews"][number % len(sample["reviews"])]
+        reviews.append({**template, "id": review_id("long", str(number)), "text": " ".join(parts)[:20_000]})
+    data = work / f"long-{count}"
+    data.mkdir()
+    (data / "reviews.json").write_bytes(dumps({**sample, "reviews": reviews}))
+    (data / "business.toml").write_text(render_preset("chiropractic"), "utf-8")
+    for processes in jobs:
+        command = [sys.executable, str(ROOT / "reviewsd.py"), "analyze", "--data-dir", str(data)]
+        command += ["--jobs", str(processes)]
+        # a process of its own around each run: its children's peak is this run's alone
+        measure = (
+            "import resource, subprocess, sys, time; started = time.perf_counter(); "
+            "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+            "print(time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+        )
+        shown = subprocess.run([sys.executable, "-c", measure, *command], check=True, capture_output=True)
+        seconds, peak_kib = shown.stdout.split()
+        print(
+            f"analyze {count:,} reviews of 20,000 characters, --jobs {processes}: {float(seconds):6.2f} s, "
+            f"largest process {int(peak_kib) / 1024:.0f} MiB"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000", help="review counts to analyze, comma-separated")
@@ -141,16 +179,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--import-rows", type=int, default=100_000)
     parser.add_argument("--pathological", action="store_true", help="only the pathological texts and terms")
+    parser.add_argument(
+        "--long", type=int, metavar="N", help="only N reviews of 20,000 characters, with each --jobs value"
+    )
     args = parser.parse_args(argv)
+    jobs = [int(processes) for processes in args.jobs.split(",")]
     if args.pathological:
         time_pathological()
+        return 0
+    if args.long:
+        with tempfile.TemporaryDirectory(prefix="reviewsd-speed-") as work:
+            time_long_reviews(args.long, jobs, Path(work))
         return 0
     started = time.perf_counter()
     shipped_model()  # once per process: every figure below would otherwise count it but the first
     print(f"the shipped model loads in {time.perf_counter() - started:.2f} s (not in the analyze figures)")
     with tempfile.TemporaryDirectory(prefix="reviewsd-speed-") as work:
         for count in (int(size) for size in args.sizes.split(",") if size):
-            time_analyze(count, Path(work), [int(jobs) for jobs in args.jobs.split(",")])
+            time_analyze(count, Path(work), jobs)
         if args.import_rows:
             time_import(args.import_rows, Path(work))
     return 0

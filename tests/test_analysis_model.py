@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reviewsd_app.analysis import compose
+from reviewsd_app.analysis import compose, quotes
 from reviewsd_app.analysis.model import MODEL_FILE, Polarity, shipped_model
 from reviewsd_app.analysis.review import Mention, aggregate_mentions
 from reviewsd_app.analysis.run import analyse_reviews, build_insights
@@ -276,9 +276,9 @@ def test_no_faq_or_summary_quote_goes_against_what_the_sentence_says(reviews):
 
 
 def test_the_confidence_bar_is_stated_and_applied():
-    assert 0.5 < compose.QUOTE_CONFIDENCE < 1
+    assert 0.5 < quotes.QUOTE_CONFIDENCE < 1
     analyses = analyse_reviews([review(1, 3, "The prices were fine, I guess.")], restaurant())
-    unsure = [m for m in analyses[0].found if m.polarity.confidence < compose.QUOTE_CONFIDENCE]
+    unsure = [m for m in analyses[0].found if m.polarity.confidence < quotes.QUOTE_CONFIDENCE]
     keys = [(m.group, m.id) for m in unsure]
     assert all(
         compose._quote_for(analyses, [key], s) is None for key in keys for s in ("positive", "negative")
@@ -325,10 +325,11 @@ def test_a_sentence_the_lexicon_reads_the_other_way_is_no_quote():
     [sentence] = analysis.sentences
     assert sentence.score > 0.05  # VADER reads "bargain" as praise
     sure_and_wrong = Polarity("negative", 0.99, (), 0.99)
-    analysis.found = [Mention("aspects", "price", 0, "model", None, sure_and_wrong)]
-    assert analysis.quotes("aspects", "price", "negative") == []
-    analysis.found = [Mention("aspects", "price", 0, "model", None, Polarity("positive", 0.99, (), 0.99))]
-    assert analysis.quotes("aspects", "price", "positive") == [(sentence.text, 0.99)]
+    found = [Mention("aspects", "price", 0, "model", None, sure_and_wrong)]
+    assert quotes.best_quotes(analysis.sentences, found) == {}
+    found = [Mention("aspects", "price", 0, "model", None, Polarity("positive", 0.99, (), 0.99))]
+    best = {("aspects", "price", "positive"): (0.99, sentence.text)}
+    assert quotes.best_quotes(analysis.sentences, found) == best
 
 
 def test_a_mention_the_model_is_unsure_of_weighs_less_than_one_it_is_sure_of():

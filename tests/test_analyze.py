@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from support.cli import check
 
 from reviewsd_app.analysis import run as run_module
-from reviewsd_app.analysis.review import ScoredSentence, Sentence
 from reviewsd_app.analysis.run import (
-    PARALLEL_MIN_REVIEWS,
+    REVIEW_CHARACTERS,
+    SLICE_CHARACTERS,
     AnalysisError,
     analyse_reviews,
     analyze_dir,
@@ -252,7 +252,7 @@ def _many_reviews(tmp_path: Path) -> tuple[Path, Profile, list[dict]]:
     reviews = [
         {**r, "id": review_id("copy", f"{copy}-{r['id']}")} for copy in range(4) for r in sample["reviews"]
     ]
-    assert len(reviews) >= PARALLEL_MIN_REVIEWS
+    assert len(run_module._slices(reviews)) > 1  # enough text for worker processes
     with_text = [r for r in reviews if r["text"]]
     corrections = f"""
 [[corrections]]
@@ -290,12 +290,31 @@ def test_analysing_in_worker_processes_writes_the_same_insights(tmp_path):
     assert {"id": "wait-time", "sentiment": "negative"} in corrected["aspects"]
 
     reviews = json.loads((one / "reviews.json").read_text("utf-8"))["reviews"]
-    in_processes = analyse_reviews(reviews, profile, jobs=2)
-    in_one = analyse_reviews(reviews, profile, jobs=1)
+    in_processes = analyse_reviews(reviews, profile, jobs=2, for_insights=True)
+    whole = analyse_reviews(reviews, profile, jobs=2)  # whole analyses are made in this process
     # the workers sent back only what the insights read, each joined again to its review
-    assert {type(s) for a in in_processes for s in a.sentences} == {Sentence}
-    assert {type(s) for a in in_one for s in a.sentences} == {ScoredSentence}
-    assert [a.review for a in in_processes] == [a.review for a in in_one]
+    assert all(a.sentences == [] and a.found == [] for a in in_processes)
+    assert all(a.sentences for a in whole if a.review["text"])
+    assert [a.review for a in in_processes] == [a.review for a in whole]
+    assert [a.mentions for a in in_processes] == [a.mentions for a in whole]
+    assert [a.quotes for a in in_processes] == [a.quotes for a in whole]
+    few = reviews[:50]  # too few to fork for
+    in_this_process = analyse_reviews(few, profile, jobs=2, for_insights=True)
+    assert all(a.sentences == [] and a.found == [] for a in in_this_process)
+    assert [a.mentions for a in in_this_process] == [a.mentions for a in analyse_reviews(few, profile)]
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(0, 3 * SLICE_CHARACTERS)), max_size=40))
+def test_slices_cover_the_reviews_in_order_each_with_about_the_same_text(lengths):
+    reviews = [{"text": None if length is None else "x" * length} for length in lengths]
+    slices = run_module._slices(reviews)
+    assert [i for start, stop in slices for i in range(start, stop)] == list(range(len(reviews)))
+    costs = [len(r["text"] or "") + REVIEW_CHARACTERS for r in reviews]
+    for start, stop in slices[:-1]:  # each but the last reaches the size with its last review, not before
+        assert sum(costs[start:stop]) >= SLICE_CHARACTERS > sum(costs[start : stop - 1])
+    if slices:
+        start, stop = slices[-1]
+        assert stop == len(reviews) and sum(costs[start : stop - 1]) < SLICE_CHARACTERS
 
 
 def _dying_slice(start: int, stop: int) -> list:
@@ -421,11 +440,9 @@ def test_where_no_worker_pool_can_start_one_process_analyses(tmp_path, monkeypat
         raise PermissionError(13, "Permission denied", "/dev/shm")
 
     monkeypatch.setattr(run_module, "ProcessPoolExecutor", no_semaphores)
-    analyses = analyse_reviews(
-        json.loads((data / "reviews.json").read_text("utf-8"))["reviews"], profile, jobs=2
-    )
-    assert len(analyses) == 4 * 320 - 1
-    assert {type(s) for a in analyses for s in a.sentences} == {ScoredSentence}
+    reviews = json.loads((data / "reviews.json").read_text("utf-8"))["reviews"]
+    analyses = analyse_reviews(reviews, profile, jobs=2, for_insights=True)
+    assert len(analyses) == 4 * 320 - 1 and all(a.review for a in analyses)
 
 
 def test_the_default_number_of_jobs_follows_the_cpu_affinity():

@@ -1,0 +1,77 @@
+"""Which sentences of a review the insights may quote: for an FAQ answer, the sentence the model rates a
+record's way most surely; for the pull quote, the most positive sentence of a 5-star review. Chosen once per
+review once it is analysed, so the insights keep these instead of every sentence (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from .lexicon import label
+from .model import Polarity
+from .review import Mention, ScoredSentence
+
+PULL_QUOTE_MIN, PULL_QUOTE_MAX = 40, 200  # characters
+PULL_QUOTE_MIN_SCORE = 0.5
+# A quote must be a sentence the model itself rates with the sentiment it is quoted for, this sure or more,
+# both with the review's stars and from its words alone.
+QUOTE_CONFIDENCE = 0.8
+QUOTE_MAX = 240
+# Characters a quote should not carry into a page: markup, controls, invisible direction marks.
+_UNQUOTABLE = re.compile(r"[<>&\x00-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufffe\uffff]")
+OPPOSITES = {"positive": "negative", "negative": "positive"}
+
+QuoteKey = tuple[str, str, str]  # (group, record id, sentiment)
+
+
+def quotable(text: str) -> bool:
+    return not _UNQUOTABLE.search(text) and len(text) <= QUOTE_MAX
+
+
+def _sure(polarity: Polarity) -> float:
+    """How sure the model is of a mention's sentiment both with the stars and from the words alone."""
+    return min(polarity.confidence, polarity.words_confidence)
+
+
+def best_quotes(
+    sentences: Sequence[ScoredSentence], found: Sequence[Mention]
+) -> dict[QuoteKey, tuple[float, str]]:
+    """(group, record, sentiment) -> (how sure, sentence) of the review's sentence most surely rated that way
+    for the record, QUOTE_CONFIDENCE or more; a mention by "he"/"she" is no quote, nor a sentence whose
+    lexicon score leans the other way (the model can be sure and wrong: "The prices are a bargain at lunch."
+    read as a complaint, and a public quote needs both readers)."""
+    best: dict[QuoteKey, tuple[float, str]] = {}
+    for mention in found:
+        sentiment = mention.polarity.sentiment
+        text = sentences[mention.sentence].text
+        if mention.by_pronoun or label(sentences[mention.sentence].score) == OPPOSITES.get(sentiment):
+            continue
+        sure = _sure(mention.polarity)
+        if sure < QUOTE_CONFIDENCE or not quotable(text):
+            continue
+        key = (mention.group, mention.id, sentiment)
+        best[key] = max(best.get(key, (sure, text)), (sure, text))
+    return best
+
+
+def pull_candidate(
+    rating: int, sentences: Sequence[ScoredSentence], found: Sequence[Mention]
+) -> tuple[float, str] | None:
+    """(lexicon score, sentence) of a 5-star review's most positive sentence that may be the pull quote:
+    score PULL_QUOTE_MIN_SCORE or more, PULL_QUOTE_MIN to PULL_QUOTE_MAX characters, quotable, and every
+    mention in it rated positive QUOTE_CONFIDENCE sure or more; the first of equals. None if none is."""
+    if rating != 5:
+        return None
+    best: tuple[float, str] | None = None
+    for number, sentence in enumerate(sentences):
+        text, score = sentence.text, sentence.score
+        if score < PULL_QUOTE_MIN_SCORE or not PULL_QUOTE_MIN <= len(text) <= PULL_QUOTE_MAX:
+            continue
+        if not quotable(text):
+            continue
+        mentions = [m for m in found if m.sentence == number]
+        if any(m.polarity.sentiment != "positive" or _sure(m.polarity) < QUOTE_CONFIDENCE for m in mentions):
+            continue
+        if best is None or round(score, 6) > best[0]:
+            best = (round(score, 6), text)
+    return best
