@@ -62,15 +62,17 @@ def pull_candidate(
     mention in it rated positive QUOTE_CONFIDENCE sure or more; the first of equals. None if none is."""
     if rating != 5:
         return None
+    # one pass over the mentions, not one per sentence: time stays linear in a long review
+    doubted = set()
+    for mention in found:
+        if mention.polarity.sentiment != "positive" or _sure(mention.polarity) < QUOTE_CONFIDENCE:
+            doubted.add(mention.sentence)
     best: tuple[float, str] | None = None
     for number, sentence in enumerate(sentences):
         text, score = sentence.text, sentence.score
         if score < PULL_QUOTE_MIN_SCORE or not PULL_QUOTE_MIN <= len(text) <= PULL_QUOTE_MAX:
             continue
-        if not quotable(text):
-            continue
-        mentions = [m for m in found if m.sentence == number]
-        if any(m.polarity.sentiment != "positive" or _sure(m.polarity) < QUOTE_CONFIDENCE for m in mentions):
+        if not quotable(text) or number in doubted:
             continue
         if best is None or round(score, 6) > best[0]:
             best = (round(score, 6), text)
