@@ -41,12 +41,12 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from reviewsd_app.analysis import features as feature_module  # noqa: E402
 from reviewsd_app.analysis import review as review_module  # noqa: E402
+from reviewsd_app.analysis.batch import analyse_reviews  # noqa: E402
 from reviewsd_app.analysis.features import clause_bounds  # noqa: E402
 from reviewsd_app.analysis.lexicon import Scorer, compound, label  # noqa: E402
 from reviewsd_app.analysis.matcher import Matcher  # noqa: E402
 from reviewsd_app.analysis.model import Model, shipped_model  # noqa: E402
 from reviewsd_app.analysis.review import STAR_LABELS, aggregate_mentions, score_sentence  # noqa: E402
-from reviewsd_app.analysis.run import analyse_reviews  # noqa: E402
 from reviewsd_app.analysis.text import split_sentences  # noqa: E402
 from reviewsd_app.authoring.presets import render_preset  # noqa: E402
 from reviewsd_app.authoring.profile import Profile, parse_profile  # noqa: E402

@@ -25,8 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from reviewsd_app.analysis.batch import analyse_reviews, usable_cores
 from reviewsd_app.analysis.model import shipped_model
-from reviewsd_app.analysis.run import analyse_reviews, analyze_dir, usable_cores
+from reviewsd_app.analysis.run import analyze_dir
 from reviewsd_app.authoring.files import dumps, read_json
 from reviewsd_app.authoring.presets import render_preset, write_starter
 from reviewsd_app.authoring.profile import load_profile, parse_profile

@@ -152,7 +152,8 @@ def import_main(argv: Sequence[str]) -> int:
 def _reanalyze_if_stale(data_dir: Path, profile: Any) -> int:
     """After the business block changed (a service renamed), insights.json may name what is gone and the
     server would refuse the directory: analyze again then, and say so."""
-    from ..analysis.run import AnalysisError, analyze_dir, usable_cores
+    from ..analysis.batch import AnalysisError, usable_cores
+    from ..analysis.run import analyze_dir
     from ..reviews.dataset import check_data_dir
 
     if not (data_dir / "insights.json").exists():
@@ -171,7 +172,8 @@ def _reanalyze_if_stale(data_dir: Path, profile: Any) -> int:
 def analyze_main(argv: Sequence[str]) -> int:
     """`reviewsd analyze --data-dir DIR [--jobs N] [--explain REVIEW_ID]`: derive insights.json from
     reviews.json."""
-    from ..analysis.run import AnalysisError, analyze_dir, explain_review, usable_cores
+    from ..analysis.batch import AnalysisError, usable_cores
+    from ..analysis.run import analyze_dir, explain_review
 
     parser = _parser("analyze", "Derive insights.json from reviews.json and business.toml.")
     parser.add_argument(
@@ -209,7 +211,8 @@ def analyze_main(argv: Sequence[str]) -> int:
 def sync_main(argv: Sequence[str]) -> int:
     """`reviewsd sync --data-dir DIR [--full]`: pull new and edited reviews from business.toml's [[sources]],
     merge them into reviews.json, then analyze."""
-    from ..analysis.run import AnalysisError, analyze_dir, usable_cores
+    from ..analysis.batch import AnalysisError, usable_cores
+    from ..analysis.run import analyze_dir
     from ..ingest.fetch import Http
     from ..ingest.records import InputError
     from ..ingest.sync import Endpoints, SyncError, sync_dir

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from test_analysis_model import restaurant, review
 
+from reviewsd_app.analysis.batch import analyse_reviews, staff_roles
 from reviewsd_app.analysis.explain import describe, format_explanation
 from reviewsd_app.analysis.features import (
     mention_clause,
@@ -20,7 +21,6 @@ from reviewsd_app.analysis.lexicon import Scorer
 from reviewsd_app.analysis.matcher import Matcher
 from reviewsd_app.analysis.model import CLASSES, Model
 from reviewsd_app.analysis.review import STAFF_GROUP, other_names, score_sentence
-from reviewsd_app.analysis.run import analyse_reviews, staff_roles
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.authoring.profile import parse_profile
 

@@ -12,9 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reviewsd_app.analysis import compose, quotes
+from reviewsd_app.analysis.batch import analyse_reviews
 from reviewsd_app.analysis.model import MODEL_FILE, Polarity, shipped_model
 from reviewsd_app.analysis.review import Mention, aggregate_mentions
-from reviewsd_app.analysis.run import analyse_reviews, build_insights
+from reviewsd_app.analysis.run import build_insights
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.authoring.profile import parse_profile
 from reviewsd_app.authoring.schemas import schema_errors
@@ -208,7 +209,7 @@ def test_the_model_is_shipped_data_applied_without_training_libraries():
     assert (ROOT / "analysis" / MODEL_FILE).stat().st_size < 3_000_000
     assert shipped_model().heads and shipped_model().classes == ("negative", "neutral", "positive")
     code = (
-        "import sys; from reviewsd_app.analysis.run import analyse_reviews; "
+        "import sys; from reviewsd_app.analysis.batch import analyse_reviews; "
         "from reviewsd_app.authoring.profile import Profile; "
         "analyse_reviews([{'id': 'a', 'rating': 5, 'date': '2026-01-01', 'text': 'Great.'}], Profile()); "
         "print(sorted(m for m in ('sklearn', 'numpy', 'scipy') if m in sys.modules))"

@@ -14,16 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.cli import check
 
+from reviewsd_app.analysis import batch as batch_module
 from reviewsd_app.analysis import run as run_module
-from reviewsd_app.analysis.run import (
-    REVIEW_CHARACTERS,
-    SLICE_CHARACTERS,
-    AnalysisError,
-    analyse_reviews,
-    analyze_dir,
-    build_insights,
-    explain_review,
-)
+from reviewsd_app.analysis.batch import REVIEW_CHARACTERS, SLICE_CHARACTERS, AnalysisError, analyse_reviews
+from reviewsd_app.analysis.run import analyze_dir, build_insights, explain_review
 from reviewsd_app.authoring.files import dumps
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.authoring.profile import Profile, parse_profile
@@ -252,7 +246,7 @@ def _many_reviews(tmp_path: Path) -> tuple[Path, Profile, list[dict]]:
     reviews = [
         {**r, "id": review_id("copy", f"{copy}-{r['id']}")} for copy in range(4) for r in sample["reviews"]
     ]
-    assert len(run_module._slices(reviews)) > 1  # enough text for worker processes
+    assert len(batch_module._slices(reviews)) > 1  # enough text for worker processes
     with_text = [r for r in reviews if r["text"]]
     corrections = f"""
 [[corrections]]
@@ -307,7 +301,7 @@ def test_analysing_in_worker_processes_writes_the_same_insights(tmp_path):
 @given(st.lists(st.one_of(st.none(), st.integers(0, 3 * SLICE_CHARACTERS)), max_size=40))
 def test_slices_cover_the_reviews_in_order_each_with_about_the_same_text(lengths):
     reviews = [{"text": None if length is None else "x" * length} for length in lengths]
-    slices = run_module._slices(reviews)
+    slices = batch_module._slices(reviews)
     assert [i for start, stop in slices for i in range(start, stop)] == list(range(len(reviews)))
     costs = [len(r["text"] or "") + REVIEW_CHARACTERS for r in reviews]
     for start, stop in slices[:-1]:  # each but the last reaches the size with its last review, not before
@@ -323,7 +317,7 @@ def _dying_slice(start: int, stop: int) -> list:
 
 def test_a_worker_process_that_dies_is_reported_and_nothing_is_written(tmp_path, monkeypatch):
     data, profile, _ = _many_reviews(tmp_path / "data")
-    monkeypatch.setattr(run_module, "_analyse_slice", _dying_slice)
+    monkeypatch.setattr(batch_module, "_analyse_slice", _dying_slice)
     with pytest.raises(AnalysisError, match="a worker process of the 2 analysing the reviews stopped"):
         analyze_dir(data, profile, jobs=2)
     assert not (data / "insights.json").exists()
@@ -439,7 +433,7 @@ def test_where_no_worker_pool_can_start_one_process_analyses(tmp_path, monkeypat
     def no_semaphores(*args, **kwargs):
         raise PermissionError(13, "Permission denied", "/dev/shm")
 
-    monkeypatch.setattr(run_module, "ProcessPoolExecutor", no_semaphores)
+    monkeypatch.setattr(batch_module, "ProcessPoolExecutor", no_semaphores)
     reviews = json.loads((data / "reviews.json").read_text("utf-8"))["reviews"]
     analyses = analyse_reviews(reviews, profile, jobs=2, for_insights=True)
     assert len(analyses) == 4 * 320 - 1 and all(a.review for a in analyses)
