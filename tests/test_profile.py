@@ -41,6 +41,32 @@ def test_every_preset_is_a_valid_profile_whose_business_block_reviews_json_accep
     assert schema_errors("reviews.schema.json", doc) == []
 
 
+def _uncommented_tables(text: str) -> str:
+    """The starter with its commented-out example tables ("# [[practitioners]]" and the "# key = value" lines
+    under it) uncommented, as an owner filling one in would."""
+    lines, in_example = [], False
+    for line in text.splitlines():
+        if line.startswith("# [["):
+            in_example = True
+        elif not (in_example and line.startswith("# ") and " = " in line):
+            in_example = False
+        lines.append(line[2:] if in_example else line)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_commented_example_in_a_preset_is_valid_once_uncommented(preset):
+    text = render_preset(preset)
+    # a correction's review id is the one placeholder an owner must replace: with a review id, it is valid
+    uncommented = _uncommented_tables(text).replace('"01J..."', '"01JB8ZQ3X5G7T2V9W4Y6R0K1MN"')
+    profile = parse_profile(uncommented, preset)
+    commented = parse_profile(text, preset)
+    # each example that was commented out is now a record of its table
+    for table in ("practitioners", "service_areas", "problems", "corrections"):
+        examples = text.count(f"# [[{table}]]")
+        assert len(getattr(profile, table)) == len(getattr(commented, table)) + examples
+
+
 def test_restaurant_preset_has_the_trade_aspects():
     ids = {a["id"] for a in parse_profile(render_preset("restaurant")).aspects}
     assert {"food", "drinks", "service", "ambience", "price", "location"} <= ids
