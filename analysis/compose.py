@@ -8,11 +8,8 @@ from typing import Any, Mapping, Sequence
 
 from .matcher import labels_by_group
 from .review import ReviewAnalysis
+from .thresholds import MARGIN, MIN_COUNT
 
-# "Most praised", "most criticised" and "most named" are said only of a record with at least MIN_COUNT such
-# mentions and MARGIN more than the next one; otherwise the lead is too small to publish.
-MIN_COUNT = 3
-MARGIN = 2
 FAQ_GROUPS = ("aspects", "topics", "services", "problems")
 
 

@@ -17,6 +17,7 @@ import jinja2
 from markupsafe import Markup
 
 from .. import surface
+from ..analysis.thresholds import MIN_COUNT
 from . import charts
 from .display_text import isolated, printable
 from .forms import SEARCH_FIELDS, FieldSpec, WidgetOptions
@@ -27,6 +28,9 @@ NOT_FILTERS = {"limit", "sort", "cursor"}  # parameters that page or order the r
 HOME_REVIEWS = 6  # the newest reviews on /
 HOME_EXCERPT = 420  # characters of a review or a reply shown on /; the permalink shows all
 WIDGET_EXCERPT = 280  # the same in the widget
+# A person's or a service's share of positive reviews and score are shown from this many reviews on, as the
+# summary names a most praised or most named record only from then: one complaint is not "0% positive".
+FIGURE_MIN_REVIEWS = MIN_COUNT
 DAY_NAMES = {"mo": "Mon", "tu": "Tue", "we": "Wed", "th": "Thu", "fr": "Fri", "sa": "Sat", "su": "Sun"}
 SOURCE_NAMES = {
     "google": "Google",
@@ -267,4 +271,5 @@ _ENV.globals.update(
     review_path=review_path,
     HOME_EXCERPT=HOME_EXCERPT,
     WIDGET_EXCERPT=WIDGET_EXCERPT,
+    FIGURE_MIN_REVIEWS=FIGURE_MIN_REVIEWS,
 )

@@ -528,3 +528,25 @@ def test_the_people_heading_follows_the_trade_and_an_unpublished_trend_is_not_de
     assert "the average rating is" not in body
     default = pages.render_home(*docs, SITE).decode()
     assert '<h2 id="practitioners">Practitioners</h2>' in default and "the average rating is" in default
+
+
+def test_a_share_and_score_are_shown_only_from_three_reviews(docs):
+    """One complaint must not show a named server as "0% positive, -1.00" on the home page: under three
+    reviews the row shows how many, not a share or a score (as the summary names no one under three)."""
+    reviews, insights = copy.deepcopy(docs[0]), copy.deepcopy(docs[1])
+    few, enough = insights["entities"]["technicians"][:2]
+    few.update(mention_count=2, positive_count=0, neutral_count=1, negative_count=1, score=-0.5)
+    enough.update(mention_count=3, positive_count=2, neutral_count=0, negative_count=1, score=0.333)
+    root = parse(pages.render_home(reviews, insights, SITE))
+
+    def figures(record):
+        [row] = [
+            row
+            for row in root.iter("tr")
+            if next(row.iter("bdi"), None) and next(row.iter("bdi")).text() == record["name"]
+        ]
+        return [cell.text() for cell in row.children if cell.tag == "td"]
+
+    assert figures(few) == ["2", "–", "–"]
+    assert figures(enough) == ["3", "67%", "+0.33"]
+    assert "– under 3 reviews" in pages.render_home(reviews, insights, SITE).decode()
