@@ -60,6 +60,10 @@ def _figure(svg: Markup, table: Markup) -> Markup:
     return Markup(f"<figure>{svg}{table}</figure>")
 
 
+def _mentions(count: int) -> str:
+    return f"{count} mention" if count == 1 else f"{count} mentions"
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{round(100 * part / whole)}%" if whole else "0%"
 
@@ -98,10 +102,10 @@ def aspect_sentiment(aspects: Sequence[Mapping[str, Any]]) -> Markup:
     for i, aspect in enumerate(ranked):
         y = legend + i * row
         total = aspect["mention_count"]
+        share = f"{_pct(aspect['positive_count'], total)} positive" if total else "not mentioned"
         body.append(
             f'<text x="0" y="{y + 12}">{escape(aspect["label"])} ({total})</text>'
-            f'<text x="{WIDTH}" y="{y + 12}" text-anchor="end">'
-            f"{_pct(aspect['positive_count'], total)} positive</text>"
+            f'<text x="{WIDTH}" y="{y + 12}" text-anchor="end">{share}</text>'
         )
         x = 0.0
         for cls, key in (
@@ -114,7 +118,7 @@ def aspect_sentiment(aspects: Sequence[Mapping[str, Any]]) -> Markup:
                 body.append(f'<rect class="{cls}" x="{x:.1f}" y="{y + 17}" width="{width:.1f}" height="12"/>')
             x += width
     desc = "; ".join(
-        f"{a['label']}: {a['mention_count']} mentions, {a['positive_count']} positive, "
+        f"{a['label']}: {_mentions(a['mention_count'])}, {a['positive_count']} positive, "
         f"{a['neutral_count']} neutral, {a['negative_count']} negative"
         for a in ranked
     )

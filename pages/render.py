@@ -85,7 +85,8 @@ def render_home(reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
         reviews_doc,
         title=f"{business['name']}: reviews and ratings",
         description=f"{reviews_doc['aggregate_rating']['review_count']} verified reviews of "
-        f"{business['name']}, {business['category']} in {business['address']['locality']}.",
+        f"{business['name']}, {_category_in_place(business)}.",
+        place=_place(business["address"]),
         canonical=site.url("/"),
         alternates=[
             ("application/json", site.url(surface.INSIGHTS_JSON), "Review insights (JSON)"),
@@ -236,6 +237,16 @@ def _safe_url(url: str | None) -> str | None:
 
 def _tel(telephone: str) -> str:
     return "tel:" + "".join(c for c in telephone if c.isdigit() or c == "+")
+
+
+def _place(address: Mapping[str, str]) -> str:
+    """ "Springfield, IL": the town and region given, "" with neither (a starter's address is empty)."""
+    return ", ".join(part for part in (address["locality"], address["region"]) if part)
+
+
+def _category_in_place(business: Mapping[str, Any]) -> str:
+    place = _place(business["address"])
+    return f"{business['category']} in {place}" if place else business["category"]
 
 
 def _percent(part: int, whole: int) -> str:

@@ -550,3 +550,30 @@ def test_a_share_and_score_are_shown_only_from_three_reviews(docs):
     assert figures(few) == ["2", "–", "–"]
     assert figures(enough) == ["3", "67%", "+0.33"]
     assert "– under 3 reviews" in pages.render_home(reviews, insights, SITE).decode()
+
+
+def test_a_starters_empty_address_leaves_no_stray_commas(docs):
+    """A business straight from `reviewsd init` has an empty address: no "Restaurant in ," or empty
+    Address line; with a town only, just the town."""
+    reviews, insights = copy.deepcopy(docs[0]), copy.deepcopy(docs[1])
+    address = reviews["business"]["address"]
+    address.update(street_address="", locality="", region="", postal_code="")
+    body = pages.render_home(reviews, insights, SITE).decode()
+    category = reviews["business"]["category"]
+    assert f'<p class="muted">{category}</p>' in body
+    assert f"{category} in" not in body and "<dt>Address</dt>" not in body
+    address["locality"] = "Springfield"
+    body = pages.render_home(reviews, insights, SITE).decode()
+    assert f'<p class="muted">{category} in Springfield</p>' in body
+    assert "<address>Springfield</address>" in body and f"{category} in Springfield." in body
+
+
+def test_the_aspect_chart_says_one_mention_and_not_mentioned(docs):
+    reviews, insights = copy.deepcopy(docs[0]), copy.deepcopy(docs[1])
+    once, never = insights["aspects"][:2]
+    once.update(mention_count=1, positive_count=0, neutral_count=0, negative_count=1)
+    never.update(mention_count=0, positive_count=0, neutral_count=0, negative_count=0)
+    body = pages.render_home(reviews, insights, SITE).decode()
+    assert f"{once['label']}: 1 mention, 0 positive" in body
+    assert f"{never['label']}: 0 mentions" in body
+    assert ">not mentioned</text>" in body and "1 mentions" not in body
