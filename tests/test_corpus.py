@@ -71,3 +71,26 @@ def test_a_third_reading_line_is_checked_against_the_part():
     wrong_text = {**good, "text": "Maria was lovely!"}
     assert "text differs" in corpus_passes.revision_problems(review, wrong_text, aspects)[0]
     assert "no such sentence" in corpus_passes.revision_problems(review, {**good, "sentence": 3}, aspects)[0]
+
+
+def test_the_check_refuses_a_language_that_is_not_a_code_and_tags_not_in_the_guideline():
+    review = {
+        "id": "x-1",
+        "trade": "restaurant",
+        "rating": 5,
+        "language": "en",
+        "phenomena": ["short"],
+        "sentences": [{"text": "Great.", "aspects": {}, "people": {}, "not_staff": []}],
+    }
+    assert corpus_check.review_problems(review) == []
+    # two reviews of home-services-e carried a tag in their language ("es,trade-word") until the check said so
+    tagged = {**review, "language": "es,trade-word", "phenomena": ["non-english"]}
+    assert corpus_check.review_problems(tagged) == [
+        "language 'es,trade-word' is not a language code (en, es, fr...)"
+    ]
+    assert corpus_check.review_problems({**review, "phenomena": ["short", "snark"]}) == [
+        "phenomena ['snark'] are not in docs/corpus.md's list"
+    ]
+    assert corpus_check.review_problems({**review, "language": "fr"}) == [
+        "language 'fr' and the non-english tag disagree"
+    ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -21,6 +22,12 @@ ASPECTS = {
     for preset in sorted((ROOT / "authoring" / "presets").glob("*.toml"))
 }
 POLARITIES = {"positive", "negative", "neutral"}
+# What a review may be tagged with (docs/corpus.md, "What the corpus must contain").
+PHENOMENA = {
+    "contrast", "negation", "double-negation", "sarcasm", "irony", "comparison", "hedge", "implicit", "price",
+    "wait", "simile", "trade-word", "non-english", "emoji", "short", "long", "name-clash", "mixed",
+    "rating-mismatch",
+}  # fmt: skip
 CORPUS = ROOT / "corpus"
 
 
@@ -34,6 +41,15 @@ def review_problems(review: dict) -> list[str]:
         problems.append("id is not a string")
     if review.get("rating") not in (1, 2, 3, 4, 5):
         problems.append(f"rating {review.get('rating')!r} is not an integer 1 to 5")
+    language = review.get("language")
+    if not (isinstance(language, str) and re.fullmatch("[a-z]{2,3}", language)):
+        problems.append(f"language {language!r} is not a language code (en, es, fr...)")
+    phenomena = review.get("phenomena", [])
+    unknown = sorted(set(phenomena) - PHENOMENA)
+    if unknown:
+        problems.append(f"phenomena {unknown} are not in docs/corpus.md's list")
+    if ("non-english" in phenomena) != (language != "en"):
+        problems.append(f"language {language!r} and the non-english tag disagree")
     staff_names = set()
     for person in review.get("staff", []):
         if not isinstance(person, dict) or not isinstance(person.get("name"), str):
