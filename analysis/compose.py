@@ -25,6 +25,11 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def _verb(count: int, singular: str, plural: str) -> str:
+    """The verb agreeing with a count: "1 review mentions", "2 reviews mention"."""
+    return singular if count == 1 else plural
+
+
 def pull_quote(analyses: Sequence[ReviewAnalysis]) -> dict[str, str] | None:
     """The most positive sentence of a 5-star review that may be quoted (quotes.pull_candidate); ties go to
     the newest review. None when no sentence qualifies."""
@@ -86,8 +91,9 @@ def faq_entry(
     if not total:
         return None
     labels = " or ".join(label.lower() for _, _, label in found)
+    mention = _verb(total, "mentions", "mention")
     answer = (
-        f"{total} review{'s' if total != 1 else ''} mention {labels}: {counts['positive']} positive, "
+        f"{_plural(total, 'review')} {mention} {labels}: {counts['positive']} positive, "
         f"{counts['neutral']} neutral, {counts['negative']} negative."
     )
     majority = max(counts, key=lambda s: (counts[s], s == "positive", s == "neutral"))
@@ -110,11 +116,13 @@ def rating_faq(business_name: str, analyses: Sequence[ReviewAnalysis]) -> dict[s
         return None
     ratings = [a.review["rating"] for a in analyses]
     high, low = sum(r >= 4 for r in ratings), sum(r <= 2 for r in ratings)
+    mean = sum(ratings) / total
     return {
         "question": f"How do customers rate {business_name}?",
         "answer": (
-            f"{total} review{'s' if total != 1 else ''} average {sum(ratings) / total:.1f} of 5 stars; "
-            f"{high} ({_pct(high, total)}%) give 4 or 5 stars and {low} ({_pct(low, total)}%) give 1 or 2."
+            f"{_plural(total, 'review')} {_verb(total, 'averages', 'average')} {mean:.1f} of 5 stars; "
+            f"{high} ({_pct(high, total)}%) {_verb(high, 'gives', 'give')} 4 or 5 stars and "
+            f"{low} ({_pct(low, total)}%) {_verb(low, 'gives', 'give')} 1 or 2."
         ),
         "review_ids": [],
     }
@@ -133,9 +141,10 @@ def summary(
     if not total:
         return ""
     mean = sum(a.review["rating"] for a in analyses) / total
+    first, last = _month_name(months[0]["month"]), _month_name(months[-1]["month"])
+    period = f"in {first}" if first == last else f"from {first} to {last}"
     parts = [
-        f"{total} review{'s' if total != 1 else ''} from {_month_name(months[0]['month'])} to "
-        f"{_month_name(months[-1]['month'])}, averaging {mean:.1f} of 5 stars; "
+        f"{_plural(total, 'review')} {period}, averaging {mean:.1f} of 5 stars; "
         f"{overall['positive_pct']:g}% positive, {overall['negative_pct']:g}% negative."
     ]
     mentioned = sorted(

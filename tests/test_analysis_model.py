@@ -171,6 +171,18 @@ def test_the_value_faq_counts_the_right_way_round_and_quotes_each_side():
     assert first in VALUE_BAD and second.rstrip("”") in VALUE_GOOD
 
 
+def test_the_faq_and_summary_of_one_review_in_one_month_read_as_english():
+    doc = insights([review(1, 5, "Great pasta.")], restaurant())
+    faq = {entry["question"]: entry["answer"] for entry in doc["faq"]}
+    assert faq["How is the food?"].startswith("1 review mentions food: 1 positive, 0 neutral")
+    assert faq["How do customers rate Osteria?"] == (
+        "1 review averages 5.0 of 5 stars; 1 (100%) gives 4 or 5 stars and 0 (0%) give 1 or 2."
+    )
+    assert doc["summary"].startswith("1 review in May 2026, averaging 5.0 of 5 stars;")
+    two_months = insights([review(1, 5, "Great pasta."), review(2, 4, "Good.", month=6)], restaurant())
+    assert two_months["summary"].startswith("2 reviews from May 2026 to June 2026, averaging 4.5")
+
+
 def test_most_criticised_and_most_praised_need_a_count_and_a_margin():
     complaints = [
         "The service was painfully slow.",
