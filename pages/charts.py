@@ -12,6 +12,8 @@ from typing import Any, Mapping, Sequence
 
 from markupsafe import Markup, escape
 
+from ..analysis.thresholds import trend_is_said
+
 WIDTH = 320
 MONTHS = (
     "January",
@@ -185,7 +187,7 @@ def monthly_trend(temporal: Mapping[str, Any]) -> Markup:
     trend = temporal["trend"]
     first, last = month_name(months[0]["month"]), month_name(months[-1]["month"])
     desc = f"Average rating and number of reviews per month, {first} to {last}."
-    if trend is not None:  # null when the business chose not to publish it ([publish] trend = false)
+    if trend_is_said(temporal["monthly"], trend):  # not with [publish] trend = false, nor from too few months
         desc += f" Over the last {trend['window_months']} months the average rating is {trend['direction']}."
     svg = _svg("chart-trend", volume_top + panel + 22, "Average rating and reviews per month", desc, body)
     rows = [

@@ -183,6 +183,18 @@ def test_the_faq_and_summary_of_one_review_in_one_month_read_as_english():
     assert two_months["summary"].startswith("2 reviews from May 2026 to June 2026, averaging 4.5")
 
 
+def test_a_trend_is_put_into_words_only_from_three_months_with_reviews():
+    """Three reviews in two months are no trend: the summary does not call the ratings "declining" (the data
+    keep the fitted slope; get_rating_trend and insights.json still carry it)."""
+    two_months = [review(1, 5, "Great pasta."), review(2, 5, "Lovely."), review(3, 1, "Cold food.", month=7)]
+    doc = insights(two_months, restaurant())
+    assert doc["temporal"]["trend"]["direction"] == "declining"
+    assert "Ratings over the last" not in doc["summary"]
+    three_months = two_months + [review(4, 1, "Rude staff.", month=8)]
+    doc = insights(three_months, restaurant())
+    assert "Ratings over the last 12 months: declining (" in doc["summary"]
+
+
 def test_most_criticised_and_most_praised_need_a_count_and_a_margin():
     complaints = [
         "The service was painfully slow.",

@@ -577,3 +577,14 @@ def test_the_aspect_chart_says_one_mention_and_not_mentioned(docs):
     assert f"{once['label']}: 1 mention, 0 positive" in body
     assert f"{never['label']}: 0 mentions" in body
     assert ">not mentioned</text>" in body and "1 mentions" not in body
+
+
+def test_the_trend_chart_says_a_direction_only_from_three_months_with_reviews(docs):
+    reviews, insights = copy.deepcopy(docs[0]), copy.deepcopy(docs[1])
+    body = pages.render_home(reviews, insights, SITE).decode()
+    assert "months the average rating is" in body  # the sample: three years of months with reviews
+    monthly = insights["temporal"]["monthly"]
+    for month in monthly[:-2]:
+        month.update(review_count=0, average_rating=None, sentiment_score=None)
+    body = pages.render_home(reviews, insights, SITE).decode()
+    assert "months the average rating is" not in body
