@@ -62,8 +62,8 @@ def _figure(svg: Markup, table: Markup) -> Markup:
     return Markup(f"<figure>{svg}{table}</figure>")
 
 
-def _mentions(count: int) -> str:
-    return f"{count} mention" if count == 1 else f"{count} mentions"
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _pct(part: int, whole: int) -> str:
@@ -76,19 +76,21 @@ def rating_distribution(aggregate: Mapping[str, Any]) -> Markup:
     total = aggregate["review_count"]
     biggest = max(counts.values()) or 1
     row, left, span = 26, 56, 180  # labels left of the bars, counts right of them
+    names = {stars: "1 star" if stars == 1 else f"{stars} stars" for stars in counts}
     body = []
     for i, (stars, n) in enumerate(counts.items()):
         y = i * row
         body.append(
-            f'<text x="0" y="{y + 15}">{stars} star{"s" if stars > 1 else ""}</text>'
+            f'<text x="0" y="{y + 15}">{names[stars]}</text>'
             f'<rect class="c-track" x="{left}" y="{y + 4}" width="{span}" height="14" rx="3"/>'
             f'<rect class="c-bar" x="{left}" y="{y + 4}" width="{span * n / biggest:.1f}" '
             'height="14" rx="3"/>'
             f'<text x="{left + span + 8}" y="{y + 15}">{n} ({_pct(n, total)})</text>'
         )
-    desc = f"{total} reviews: " + ", ".join(f"{n} rated {stars}" for stars, n in counts.items()) + "."
+    rated = ", ".join(f"{n} rated {stars}" for stars, n in counts.items())
+    desc = f"{_plural(total, 'review')}: {rated}."
     svg = _svg("chart-ratings", row * 5, "Reviews by star rating", desc, body)
-    rows = [(f"{stars} stars", n, _pct(n, total)) for stars, n in counts.items()]
+    rows = [(names[stars], n, _pct(n, total)) for stars, n in counts.items()]
     return _figure(svg, _table("Reviews by star rating", ("Rating", "Reviews", "Share"), rows))
 
 
@@ -120,7 +122,7 @@ def aspect_sentiment(aspects: Sequence[Mapping[str, Any]]) -> Markup:
                 body.append(f'<rect class="{cls}" x="{x:.1f}" y="{y + 17}" width="{width:.1f}" height="12"/>')
             x += width
     desc = "; ".join(
-        f"{a['label']}: {_mentions(a['mention_count'])}, {a['positive_count']} positive, "
+        f"{a['label']}: {_plural(a['mention_count'], 'mention')}, {a['positive_count']} positive, "
         f"{a['neutral_count']} neutral, {a['negative_count']} negative"
         for a in ranked
     )
