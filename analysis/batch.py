@@ -16,7 +16,7 @@ from .features import role_words
 from .lexicon import Scorer
 from .matcher import Matcher, labels_by_group
 from .model import Model, shipped_model
-from .quotes import best_quotes, pull_candidate
+from .quotes import best_quotes, naming_staff, pull_candidate
 from .review import ReviewAnalysis, analyse_review, apply_corrections
 
 
@@ -51,6 +51,7 @@ class _Analyser:
         self.roles = staff_roles(profile)
         self.reasons = reasons
         self.hidden = profile.hide_reviews
+        self.people_published = profile.publish.get("people", True)
         self.corrections: dict[str, list] = defaultdict(list)
         for correction in profile.corrections:
             self.corrections[correction["review_id"]].append(correction)
@@ -61,8 +62,9 @@ class _Analyser:
         analysis = analyse_review(
             review, self.matcher, self.scorer, self.model, self.aspect_ids, self.reasons, self.roles
         )
-        analysis.quotes = best_quotes(analysis.sentences, analysis.found)
-        analysis.pull = pull_candidate(review["rating"], analysis.sentences, analysis.found)
+        left_out = frozenset() if self.people_published else naming_staff(analysis.found)
+        analysis.quotes = best_quotes(analysis.sentences, analysis.found, left_out)
+        analysis.pull = pull_candidate(review["rating"], analysis.sentences, analysis.found, left_out)
         apply_corrections(analysis, self.corrections.get(review["id"], []))
         return analysis
 

@@ -9,7 +9,7 @@ from typing import Sequence
 
 from .lexicon import label
 from .model import Polarity
-from .review import Mention, ScoredSentence
+from .review import STAFF_GROUP, Mention, ScoredSentence
 
 PULL_QUOTE_MIN, PULL_QUOTE_MAX = 40, 200  # characters
 PULL_QUOTE_MIN_SCORE = 0.5
@@ -33,18 +33,26 @@ def _sure(polarity: Polarity) -> float:
     return min(polarity.confidence, polarity.words_confidence)
 
 
+def naming_staff(found: Sequence[Mention]) -> frozenset[int]:
+    """The sentences that name a staff member (not by "he" or "she"): with [publish] people = false, no
+    quote is one of them, so that the insights' own choice of words never singles one out."""
+    return frozenset(m.sentence for m in found if m.group == STAFF_GROUP and not m.by_pronoun)
+
+
 def best_quotes(
-    sentences: Sequence[ScoredSentence], found: Sequence[Mention]
+    sentences: Sequence[ScoredSentence], found: Sequence[Mention], left_out: frozenset[int] = frozenset()
 ) -> dict[QuoteKey, tuple[float, str]]:
     """(group, record, sentiment) -> (how sure, sentence) of the review's sentence most surely rated that way
     for the record, QUOTE_CONFIDENCE or more; a mention by "he"/"she" is no quote, nor a sentence whose
     lexicon score leans the other way (the model can be sure and wrong: "The prices are a bargain at lunch."
-    read as a complaint, and a public quote needs both readers)."""
+    read as a complaint, and a public quote needs both readers), nor a sentence numbered in `left_out`."""
     best: dict[QuoteKey, tuple[float, str]] = {}
     for mention in found:
         sentiment = mention.polarity.sentiment
         text = sentences[mention.sentence].text
-        if mention.by_pronoun or label(sentences[mention.sentence].score) == OPPOSITES.get(sentiment):
+        if mention.by_pronoun or mention.sentence in left_out:
+            continue
+        if label(sentences[mention.sentence].score) == OPPOSITES.get(sentiment):
             continue
         sure = _sure(mention.polarity)
         if sure < QUOTE_CONFIDENCE or not quotable(text):
@@ -55,15 +63,19 @@ def best_quotes(
 
 
 def pull_candidate(
-    rating: int, sentences: Sequence[ScoredSentence], found: Sequence[Mention]
+    rating: int,
+    sentences: Sequence[ScoredSentence],
+    found: Sequence[Mention],
+    left_out: frozenset[int] = frozenset(),
 ) -> tuple[float, str] | None:
     """(lexicon score, sentence) of a 5-star review's most positive sentence that may be the pull quote:
-    score PULL_QUOTE_MIN_SCORE or more, PULL_QUOTE_MIN to PULL_QUOTE_MAX characters, quotable, and every
-    mention in it rated positive QUOTE_CONFIDENCE sure or more; the first of equals. None if none is."""
+    score PULL_QUOTE_MIN_SCORE or more, PULL_QUOTE_MIN to PULL_QUOTE_MAX characters, quotable, not numbered
+    in `left_out`, and every mention in it rated positive QUOTE_CONFIDENCE sure or more; the first of
+    equals. None if none is."""
     if rating != 5:
         return None
     # one pass over the mentions, not one per sentence: time stays linear in a long review
-    doubted = set()
+    doubted = set(left_out)
     for mention in found:
         if mention.polarity.sentiment != "positive" or _sure(mention.polarity) < QUOTE_CONFIDENCE:
             doubted.add(mention.sentence)

@@ -229,6 +229,29 @@ def test_publish_switches_leave_people_and_trend_out():
     assert named["people_label"] == "Team"
 
 
+def test_with_people_unpublished_no_quote_names_a_staff_member():
+    """[publish] people = false: the FAQ and the pull quote pick sentences that name no staff, so that the
+    insights' own choice of words never singles one out (the reviews themselves stay as written)."""
+    reviews = [
+        review(
+            1,
+            5,
+            "Maria was our server and the service was wonderful, so warm and attentive all night.",
+            month=6,
+        ),
+        review(2, 5, "The service was wonderful and so attentive, the best we have had in this town."),
+    ]
+    shown = insights(reviews, restaurant())
+    hidden = insights(reviews, restaurant("[publish]\npeople = false\n"))
+    service = {entry["question"]: entry["answer"] for entry in shown["faq"]}["How is the service?"]
+    assert "Maria" in service
+    service = {entry["question"]: entry["answer"] for entry in hidden["faq"]}["How is the service?"]
+    assert "Maria" not in service and "The service was wonderful and so attentive" in service
+    praised = [review(3, 5, "Maria was wonderful, so warm and attentive, the best server we have ever had.")]
+    assert "Maria" in insights(praised, restaurant())["pull_quote"]["text"]
+    assert insights(praised, restaurant("[publish]\npeople = false\n"))["pull_quote"] is None
+
+
 def test_the_model_is_shipped_data_applied_without_training_libraries():
     assert (ROOT / "analysis" / MODEL_FILE).stat().st_size < 3_000_000
     assert shipped_model().heads and shipped_model().classes == ("negative", "neutral", "positive")
