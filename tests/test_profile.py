@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from reviewsd_app.analysis.batch import analyse_reviews
 from reviewsd_app.authoring.presets import PRESETS, render_preset
 from reviewsd_app.authoring.profile import Profile, ProfileError, load_profile, parse_profile
 from reviewsd_app.authoring.schemas import schema_errors
@@ -42,11 +43,11 @@ def test_every_preset_is_a_valid_profile_whose_business_block_reviews_json_accep
 
 
 def _uncommented_tables(text: str) -> str:
-    """The starter with its commented-out example tables ("# [[practitioners]]" and the "# key = value" lines
-    under it) uncommented, as an owner filling one in would."""
+    """The starter with its commented-out example tables ("# [[practitioners]]", "# [publish]" and the
+    "# key = value" lines under each) uncommented, as an owner filling one in would."""
     lines, in_example = [], False
     for line in text.splitlines():
-        if line.startswith("# [["):
+        if line.startswith("# ["):
             in_example = True
         elif not (in_example and line.startswith("# ") and " = " in line):
             in_example = False
@@ -65,6 +66,12 @@ def test_every_commented_example_in_a_preset_is_valid_once_uncommented(preset):
     for table in ("practitioners", "service_areas", "problems", "corrections"):
         examples = text.count(f"# [[{table}]]")
         assert len(getattr(profile, table)) == len(getattr(commented, table)) + examples
+    analyse_reviews([], profile)  # analyze accepts it: a correction names one of the preset's own records
+    assert commented.publish == {} and profile.publish == {
+        "people": False,
+        "trend": False,
+        "people_label": "Team",
+    }
 
 
 def test_restaurant_preset_has_the_trade_aspects():
