@@ -360,10 +360,15 @@ def resolve(
     describe: Callable[[Mapping[str, Any]], str] = lambda r: f"{r['id']} ({r['label']})",
 ) -> Mapping[str, Any]:
     """The record `query` names (dataset.named: the search's rule), else a ToolError listing the choices."""
+    if not records:  # none in the profile, or not published ([publish] people = false): not "Valid: none."
+        raise ToolError(
+            f"Unknown {kind} {query!r}: this business's insights name no {kind}s; "
+            "search_reviews with q finds the reviews that mention it."
+        )
     found = named(query, folded_names(records, keys))
     if len(found) == 1:
         return found[0]
-    choices = "; ".join(describe(r) for r in (found or records)) or "none"
+    choices = "; ".join(describe(r) for r in (found or records))
     if found:
         raise ToolError(f"{query!r} matches several {kind}s: {choices}. Ask again with one id or full name.")
     raise ToolError(f"Unknown {kind} {query!r}. Valid {kind}s: {choices}.")

@@ -28,7 +28,7 @@ from werkzeug.test import EnvironBuilder
 
 from reviewsd_app import mcp_rpc, reviewsd
 from reviewsd_app.mcp_rpc import ErrorCode
-from reviewsd_app.mcpserver import card, protocol
+from reviewsd_app.mcpserver import card, protocol, toolkit
 from reviewsd_app.mcpserver import tools as mcp_tools
 from reviewsd_app.mcpserver.sessions import Session, SessionStore
 from reviewsd_app.reviews.dataset import SCHEMAS, fold_name, validator
@@ -974,3 +974,14 @@ def test_an_answer_during_a_reload_is_one_version(mcp_app, mcp_data_dir: Path) -
     assert result["structuredContent"]["matched"] == len(old.dataset.reviews)
     assert info["title"].startswith(old.dataset.business["name"] + ":")  # not the new snapshot's
     assert swapping.reads == 1
+
+
+def test_a_name_asked_of_insights_that_list_none_says_so_and_where_to_look():
+    """[publish] people = false leaves the insights without practitioners: "Valid practitioners: none."
+    read as if the person did not work there."""
+    with pytest.raises(toolkit.ToolError) as raised:
+        toolkit.resolve("practitioner", "Tom", [])
+    assert str(raised.value) == (
+        "Unknown practitioner 'Tom': this business's insights name no practitioners; "
+        "search_reviews with q finds the reviews that mention it."
+    )
