@@ -4,7 +4,7 @@
 
 Analyze: tools/generate_data.py's reviews (chiropractic preset), analyze_dir timed from reading reviews.json
 to writing insights.json, in one process and in as many as `reviewsd analyze` uses by default (the CPUs
-this process may use), one after the other on the same reviews.
+this process may use, at most 4), one after the other on the same reviews.
 Import: a CSV of that many rows (written first, not timed) into an empty data directory.
 Targets (2 cores): analyze 10,000 reviews <= 5 s, 100,000 <= 60 s; import 100,000 CSV rows <= 10 s.
 Pathological texts (--pathological): one review of tabs, of "Dr. " repeated, of one aspect term repeated,
@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from reviewsd_app.analysis.batch import analyse_reviews, usable_cores
+from reviewsd_app.analysis.batch import analyse_reviews, default_jobs
 from reviewsd_app.analysis.model import shipped_model
 from reviewsd_app.analysis.run import analyze_dir
 from reviewsd_app.authoring.files import dumps, read_json
@@ -175,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="10000,100000", help="review counts to analyze, comma-separated")
     parser.add_argument(
         "--jobs",
-        default=",".join(str(n) for n in sorted({1, usable_cores()})),
-        help="analyze's process counts to time, comma-separated (default: 1 and the usable CPUs)",
+        default=",".join(str(n) for n in sorted({1, default_jobs()})),
+        help="analyze's process counts to time, comma-separated (default: 1 and analyze's default)",
     )
     parser.add_argument("--import-rows", type=int, default=100_000)
     parser.add_argument("--pathological", action="store_true", help="only the pathological texts and terms")

@@ -152,7 +152,7 @@ def import_main(argv: Sequence[str]) -> int:
 def _reanalyze_if_stale(data_dir: Path, profile: Any) -> int:
     """After the business block changed (a service renamed), insights.json may name what is gone and the
     server would refuse the directory: analyze again then, and say so."""
-    from ..analysis.batch import AnalysisError, usable_cores
+    from ..analysis.batch import AnalysisError, default_jobs
     from ..analysis.run import analyze_dir
     from ..reviews.dataset import check_data_dir
 
@@ -163,7 +163,7 @@ def _reanalyze_if_stale(data_dir: Path, profile: Any) -> int:
         return 0
     print(f"reviewsd import: insights.json no longer matches ({stale[0]}); running `reviewsd analyze`")
     try:
-        print(analyze_dir(data_dir, profile, jobs=usable_cores()))
+        print(analyze_dir(data_dir, profile, jobs=default_jobs()))
     except AnalysisError as error:
         return _refuse("import", f"reviews.json written, but analyze refused: {error}")
     return 0
@@ -172,7 +172,7 @@ def _reanalyze_if_stale(data_dir: Path, profile: Any) -> int:
 def analyze_main(argv: Sequence[str]) -> int:
     """`reviewsd analyze --data-dir DIR [--jobs N] [--explain REVIEW_ID]`: derive insights.json from
     reviews.json."""
-    from ..analysis.batch import AnalysisError, usable_cores
+    from ..analysis.batch import DEFAULT_JOBS_MAX, AnalysisError, default_jobs
     from ..analysis.run import analyze_dir, explain_review
 
     parser = _parser("analyze", "Derive insights.json from reviews.json and business.toml.")
@@ -184,10 +184,10 @@ def analyze_main(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--jobs",
         type=_jobs,
-        default=usable_cores(),
+        default=default_jobs(),
         metavar="N",
-        help="analyse in up to N processes (default: the CPUs this process may use, here %(default)s); "
-        "the result is the same with any N",
+        help=f"analyse in up to N processes (default: the CPUs this process may use, at most "
+        f"{DEFAULT_JOBS_MAX}; here %(default)s); the result is the same with any N",
     )
     args = parser.parse_args(argv)
     if not _resolve_data_dir("analyze", args, writes=not args.explain):
@@ -211,7 +211,7 @@ def analyze_main(argv: Sequence[str]) -> int:
 def sync_main(argv: Sequence[str]) -> int:
     """`reviewsd sync --data-dir DIR [--full]`: pull new and edited reviews from business.toml's [[sources]],
     merge them into reviews.json, then analyze."""
-    from ..analysis.batch import AnalysisError, usable_cores
+    from ..analysis.batch import AnalysisError, default_jobs
     from ..analysis.run import analyze_dir
     from ..ingest.fetch import Http
     from ..ingest.records import InputError
@@ -248,7 +248,7 @@ def sync_main(argv: Sequence[str]) -> int:
             merged = result.merged
             stale = merged.new or merged.updated or merged.business_changed
             if stale or not (args.data_dir / "insights.json").exists():
-                print(analyze_dir(args.data_dir, profile, jobs=usable_cores()))
+                print(analyze_dir(args.data_dir, profile, jobs=default_jobs()))
     except (ProfileError, SyncError, InputError, LockedError) as error:
         return _refuse("sync", f"{error}; nothing written")
     except AnalysisError as error:

@@ -446,4 +446,13 @@ def test_the_default_number_of_jobs_follows_the_cpu_affinity():
         "from reviewsd_app.cli.commands import analyze_main; sys.exit(analyze_main(['--help']))"
     )
     shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    assert "may use, here 1)" in " ".join(shown.split())
+    assert "may use, at most 4; here 1)" in " ".join(shown.split())
+
+
+def test_the_default_number_of_jobs_is_at_most_four(monkeypatch):
+    """Each worker holds about 60 MiB more: on a machine of many cores the default stays at four, well
+    within reviewsd-sync.service's MemoryMax=1G (--jobs asks for more)."""
+    monkeypatch.setattr(batch_module, "usable_cores", lambda: 64)
+    assert batch_module.default_jobs() == 4
+    monkeypatch.setattr(batch_module, "usable_cores", lambda: 3)
+    assert batch_module.default_jobs() == 3
