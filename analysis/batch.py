@@ -69,16 +69,6 @@ class _Analyser:
         return analysis
 
 
-# Analysing is pure Python, so more cores need more processes. The reviews go out in slices of about
-# SLICE_CHARACTERS of text (about 500 reviews of the sample's length; an analysis takes time in proportion to
-# its text, plus a little for the review itself) and come back in order, so the result is the same; one
-# slice stays in this process. Measured on 2 cores, one process against two: 500 reviews 0.45-0.57 s either
-# way, 750 0.76-0.85 s against 0.61-0.73 s, 1,000 0.89-1.05 s against 0.69-0.73 s.
-SLICE_CHARACTERS = 250_000
-REVIEW_CHARACTERS = 100  # what a review costs beyond its text, in characters of text
-_worker: tuple[_Analyser, Sequence[Mapping[str, Any]]] | None = None  # set in each worker process
-
-
 # Each worker holds about 45 to 60 MiB more than the last (what it touches of the parent's model and reviews
 # is copied): summed PSS at 10,000 reviews 168 MiB in one process, 286 with two workers, 415 with four, 664
 # with eight; at 100,000 reviews 708, 799 and 926 with one, two and four. By default no more than
@@ -98,6 +88,16 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+# Analysing is pure Python, so more cores need more processes. The reviews go out in slices of about
+# SLICE_CHARACTERS of text (about 500 reviews of the sample's length; an analysis takes time in proportion to
+# its text, plus a little for the review itself) and come back in order, so the result is the same; one
+# slice stays in this process. Measured on 2 cores, one process against two: 500 reviews 0.45-0.57 s either
+# way, 750 0.76-0.85 s against 0.61-0.73 s, 1,000 0.89-1.05 s against 0.69-0.73 s.
+SLICE_CHARACTERS = 250_000
+REVIEW_CHARACTERS = 100  # what a review costs beyond its text, in characters of text
+_worker: tuple[_Analyser, Sequence[Mapping[str, Any]]] | None = None  # set in each worker process
 
 
 def _slices(reviews: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
