@@ -169,7 +169,7 @@ def summary(
             f"Most named: {top['name']} ({top['mention_count']} reviews, "
             f"{_pct(top['positive_count'], top['mention_count'])}% positive)."
         )
-    if trend is not None and trend_is_said(months, trend):
+    if trend_is_said(months, trend):
         parts.append(
             f"Ratings over the last {trend['window_months']} months: {trend['direction']} "
             f"({round(trend['slope_per_month'], 2) or 0.0:+.2f} stars a month)."

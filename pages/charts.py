@@ -76,12 +76,11 @@ def rating_distribution(aggregate: Mapping[str, Any]) -> Markup:
     total = aggregate["review_count"]
     biggest = max(counts.values()) or 1
     row, left, span = 26, 56, 180  # labels left of the bars, counts right of them
-    names = {stars: "1 star" if stars == 1 else f"{stars} stars" for stars in counts}
     body = []
     for i, (stars, n) in enumerate(counts.items()):
         y = i * row
         body.append(
-            f'<text x="0" y="{y + 15}">{names[stars]}</text>'
+            f'<text x="0" y="{y + 15}">{_plural(stars, "star")}</text>'
             f'<rect class="c-track" x="{left}" y="{y + 4}" width="{span}" height="14" rx="3"/>'
             f'<rect class="c-bar" x="{left}" y="{y + 4}" width="{span * n / biggest:.1f}" '
             'height="14" rx="3"/>'
@@ -90,7 +89,7 @@ def rating_distribution(aggregate: Mapping[str, Any]) -> Markup:
     rated = ", ".join(f"{n} rated {stars}" for stars, n in counts.items())
     desc = f"{_plural(total, 'review')}: {rated}."
     svg = _svg("chart-ratings", row * 5, "Reviews by star rating", desc, body)
-    rows = [(names[stars], n, _pct(n, total)) for stars, n in counts.items()]
+    rows = [(_plural(stars, "star"), n, _pct(n, total)) for stars, n in counts.items()]
     return _figure(svg, _table("Reviews by star rating", ("Rating", "Reviews", "Share"), rows))
 
 

@@ -28,9 +28,6 @@ NOT_FILTERS = {"limit", "sort", "cursor"}  # parameters that page or order the r
 HOME_REVIEWS = 6  # the newest reviews on /
 HOME_EXCERPT = 420  # characters of a review or a reply shown on /; the permalink shows all
 WIDGET_EXCERPT = 280  # the same in the widget
-# A person's or a service's share of positive reviews and score are shown from this many reviews on, as the
-# summary names a most praised or most named record only from then: one complaint is not "0% positive".
-FIGURE_MIN_REVIEWS = MIN_COUNT
 DAY_NAMES = {"mo": "Mon", "tu": "Tue", "we": "Wed", "th": "Thu", "fr": "Fri", "sa": "Sat", "su": "Sun"}
 SOURCE_NAMES = {
     "google": "Google",
@@ -79,14 +76,20 @@ def render_home(reviews_doc: Mapping[str, Any], insights_doc: Mapping[str, Any],
     """GET /: the business at a glance, its ratings, insights and newest reviews."""
     business = reviews_doc["business"]
     entities = insights_doc["entities"]
+    address = business["address"]
+    place = _place(address)
+    category_in_place = f"{business['category']} in {place}" if place else business["category"]
+    town_line = " ".join(part for part in (place, address["postal_code"]) if part)
+    address_lines = [line for line in (address["street_address"], town_line) if line]  # none in a starter
     return _render(
         "home.html",
         site,
         reviews_doc,
         title=f"{business['name']}: reviews and ratings",
         description=f"{reviews_doc['aggregate_rating']['review_count']} verified reviews of "
-        f"{business['name']}, {_category_in_place(business)}.",
-        place=_place(business["address"]),
+        f"{business['name']}, {category_in_place}.",
+        place=place,
+        address_lines=address_lines,
         canonical=site.url("/"),
         alternates=[
             ("application/json", site.url(surface.INSIGHTS_JSON), "Review insights (JSON)"),
@@ -244,11 +247,6 @@ def _place(address: Mapping[str, str]) -> str:
     return ", ".join(part for part in (address["locality"], address["region"]) if part)
 
 
-def _category_in_place(business: Mapping[str, Any]) -> str:
-    place = _place(business["address"])
-    return f"{business['category']} in {place}" if place else business["category"]
-
-
 def _percent(part: int, whole: int) -> str:
     return f"{round(100 * part / whole)}%" if whole else "–"
 
@@ -282,5 +280,5 @@ _ENV.globals.update(
     review_path=review_path,
     HOME_EXCERPT=HOME_EXCERPT,
     WIDGET_EXCERPT=WIDGET_EXCERPT,
-    FIGURE_MIN_REVIEWS=FIGURE_MIN_REVIEWS,
+    FIGURE_MIN_REVIEWS=MIN_COUNT,  # a share and a score from this many reviews on (analysis/thresholds.py)
 )
