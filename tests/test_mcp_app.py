@@ -95,6 +95,19 @@ def test_the_app_is_offered_only_to_a_client_that_offers_the_extension(live_serv
     assert plain.call("tools/call", args) == apps.call("tools/call", args)
 
 
+def a_day_with_one_front_desk_review() -> str:
+    """The first day on which exactly one review of the bundled data mentions the front desk."""
+    insights = json.loads((ROOT / "data" / "insights.json").read_text())
+    dates = {
+        r["id"]: r["date"][:10] for r in json.loads((ROOT / "data" / "reviews.json").read_text())["reviews"]
+    }
+    days: dict[str, int] = {}
+    for review_id, record in insights["per_review"].items():
+        if any(aspect["id"] == "front-desk" for aspect in record["aspects"]):
+            days[dates[review_id]] = days.get(dates[review_id], 0) + 1
+    return min(day for day, count in days.items() if count == 1)
+
+
 def test_the_app_renders_a_result_and_searches_through_the_host(live_server_factory, tmp_path):
     command = ensure_browser()
     server = live_server_factory(
@@ -107,6 +120,11 @@ def test_the_app_renders_a_result_and_searches_through_the_host(live_server_fact
     pushed = session.call(
         "tools/call", {"name": "get_aspect_sentiment", "arguments": {"aspect": "front desk", "limit": 5}}
     )
+    day = a_day_with_one_front_desk_review()
+    one = session.call(
+        "tools/call",
+        {"name": "get_aspect_sentiment", "arguments": {"aspect": "front desk", "since": day, "until": day}},
+    )
     job = tmp_path / "job.json"
     job.write_text(
         json.dumps(
@@ -116,6 +134,7 @@ def test_the_app_renders_a_result_and_searches_through_the_host(live_server_fact
                 "result": pushed,
                 "mcp": server.base_url + "/mcp",
                 "shots": str(SHOTS if os.environ.get("REVIEWSD_UPDATE_SCREENSHOTS") else tmp_path),
+                "also": [one],
             }
         )
     )
@@ -133,6 +152,11 @@ def test_the_app_renders_a_result_and_searches_through_the_host(live_server_fact
     assert all(link.startswith(server.base_url + "/reviews/") for link in report["links"])
     assert report["axe"]["violations"] == []
     assert report["requests"] == [] and report["errors"] == [] and report["overflow"] is False
+    # Counts of one read in the singular.
+    (words,) = report["words"]
+    assert words[0].startswith(f"1 mention from {day} to {day}, average rating ")
+    assert words[1] == "1 review matches."
+    assert words[2].startswith("Front desk: ") and " mentions (" in words[2]
     shots = SHOTS if os.environ.get("REVIEWSD_UPDATE_SCREENSHOTS") else tmp_path
     for width in (400, 800):
         assert (shots / f"mcp-app-{width}.png").stat().st_size > 10_000

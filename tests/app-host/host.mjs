@@ -1,6 +1,7 @@
 // Plays an MCP Apps host (SEP-1865) in headless chromium for tests/test_mcp_app.py. argv[2] is a JSON job:
 // {chromium, html (the app's document), result (a tools/call result to push), mcp (the server's /mcp URL),
-// shots (a folder)}. The host page frames the app (sandbox="allow-scripts", srcdoc), answers its
+// shots (a folder), also (optional: more results to push at the end, each reported as the words it shows)}.
+// The host page frames the app (sandbox="allow-scripts", srcdoc), answers its
 // ui/initialize, pushes the result as ui/notifications/tool-result once initialized, and forwards the app's
 // tools/call to the server from node (so the page itself makes no request). Prints one JSON report.
 
@@ -13,7 +14,7 @@ import puppeteer from "puppeteer-core";
 const require = createRequire(import.meta.url);
 const AXE_SOURCE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 const job = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
-const report = { messages: [], requests: [], errors: [], forwarded: [], axe: {}, shown: {} };
+const report = { messages: [], requests: [], errors: [], forwarded: [], axe: {}, shown: {}, words: [] };
 
 const HOST = `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Test host</title>
 <style>body{margin:0}iframe{border:0;width:100%;height:2400px;display:block}</style></head><body>
@@ -22,6 +23,7 @@ const HOST = `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>
 const frame = document.getElementById("app");
 const log = window.__log = [];
 function post(message) { frame.contentWindow.postMessage(message, "*"); }
+window.__push = (result) => post({jsonrpc: "2.0", method: "ui/notifications/tool-result", params: result});
 window.addEventListener("message", async (event) => {
   if (event.source !== frame.contentWindow) return;
   const message = event.data;
@@ -112,6 +114,18 @@ try {
     .map((s) => (s.textContent.match(/\u2605/g) || []).length));
   report.links = await frame.evaluate(() => Array.from(document.querySelectorAll("#reviews li a"))
     .map((a) => a.href));
+
+  // Each further result pushed: the figures and aspect lines it shows.
+  const words = () => frame.evaluate(() => Array.from(document.querySelectorAll("#figures p, #aspects p"))
+    .map((p) => p.textContent));
+  for (const result of job.also || []) {
+    const before = JSON.stringify(await words());
+    await page.evaluate((pushed) => window.__push(pushed), result);
+    await frame.waitForFunction((was) => JSON.stringify(Array.from(
+      document.querySelectorAll("#figures p, #aspects p")).map((p) => p.textContent)) !== was,
+      { timeout: 20000 }, before);
+    report.words.push(await words());
+  }
   report.messages = await page.evaluate(() => window.__log);
 } finally {
   await browser.close();
