@@ -43,7 +43,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import BaseConverter, Map, Rule
 from werkzeug.wrappers import Response
 
-from .cli.checks import freshness_problems, missing_insights, profile_problems
+from .cli.checks import freshness_problems, missing_insights, placeholder_note, profile_problems
 from .cli.commands import analyze_main, import_main, init_main, sync_main
 from .config import (
     PROG,
@@ -542,6 +542,9 @@ def check_main(argv: Sequence[str]) -> int:
         print(problem)
         if problem.hint:
             print(f"  fix: {problem.hint}")
+    note = placeholder_note(args.data_dir)
+    if note:
+        print(f"note: {note}")
     if problems:
         refused = [p for p in problems if p.file != "business.toml" and p.rule not in ("stale", "missing")]
         verdict = (

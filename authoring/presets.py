@@ -3,9 +3,10 @@ shipped in presets/ (the chiropractic one is also the taxonomy of tools/generate
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from .profile import PROFILE_FILE, parse_profile
+from .profile import PROFILE_FILE, Profile, parse_profile
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 PRESETS: tuple[str, ...] = tuple(sorted(path.stem for path in PRESETS_DIR.glob("*.toml")))
@@ -27,3 +28,36 @@ def write_starter(data_dir: Path, preset: str) -> Path:
     with open(path, "x", encoding="utf-8") as out:  # "x": never overwrite
         out.write(text)
     return path
+
+
+# The [business] keys every preset ships with a placeholder value (the address is left empty instead).
+PLACEHOLDER_KEYS = ("name", "url", "telephone", "geo")
+
+
+def starter_placeholders(profile: Profile) -> list[str]:
+    """The [business] values still as `reviewsd init` wrote them, each as `key = value`; none once edited."""
+    if profile.business is None:
+        return []
+    starter = parse_profile(render_preset(PRESETS[0])).business or {}
+    left = []
+    for key in PLACEHOLDER_KEYS:
+        value = profile.business.get(key)
+        if value is None or value != starter.get(key):
+            continue
+        if key == "geo":
+            left.append(f"geo = {value['latitude']}, {value['longitude']}")
+        else:
+            left.append(f"{key} = {json.dumps(value, ensure_ascii=False)}")
+    return left
+
+
+def placeholder_warning(profile: Profile, data_dir: Path) -> str | None:
+    """What to tell an owner whose business.toml still publishes the starter's placeholders."""
+    left = starter_placeholders(profile)
+    if not left:
+        return None
+    return (
+        f"{PROFILE_FILE}: [business] still has the starter's {'; '.join(left)}: the pages, their "
+        "structured data, /reviews.json and MCP's get_business publish them; edit [business], then run "
+        f"`reviewsd import --data-dir {data_dir}` (with no files it rewrites the business block)"
+    )

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from ..analysis.matcher import GROUP_SOURCES
+from ..authoring.presets import placeholder_warning
 from ..authoring.profile import PROFILE_FILE, Profile, ProfileError, load_profile
 from ..reviews.problems import INSIGHTS_FILE, REVIEWS_FILE, Problem
 
@@ -117,3 +118,12 @@ def freshness_problems(data_dir: Path) -> list[Problem]:
     except (OSError, orjson.JSONDecodeError):
         return problems  # check_data_dir has said why
     return problems + stale_insights(data_dir, reviews_doc, insights_doc, hidden)
+
+
+def placeholder_note(data_dir: Path) -> str | None:
+    """The starter's placeholders business.toml still publishes: said by check, never a refusal."""
+    try:
+        profile = load_profile(Path(data_dir))
+    except ProfileError:
+        return None  # profile_problems says why
+    return placeholder_warning(profile, data_dir)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..authoring.presets import PRESETS, write_starter
+from ..authoring.presets import PRESETS, placeholder_warning, write_starter
 from ..authoring.profile import ProfileError, load_profile
 from ..authoring.writelock import LockedError, data_dir_lock
 from ..config import DATA_DIR_ENV, Config, env_value, resolve_data_dir
@@ -140,6 +140,9 @@ def import_main(argv: Sequence[str]) -> int:
             for line in result.warnings:
                 print(f"reviewsd import: warning: {line}", file=sys.stderr)
             print(f"{args.data_dir / 'reviews.json'}: {result.summary()}")
+            placeholders = placeholder_warning(profile, args.data_dir)
+            if placeholders:
+                print(f"reviewsd import: warning: {placeholders}", file=sys.stderr)
             if result.business_changed:
                 return _reanalyze_if_stale(args.data_dir, profile)
     except (ProfileError, InputError, LockedError) as error:

@@ -21,7 +21,11 @@ FIXTURES = ROOT / "tests" / "fixtures" / "import"
 def imported(tmp_path: Path, *files: Path) -> Path:
     data = tmp_path / "data"
     data.mkdir()
-    (data / "business.toml").write_text(render_preset("chiropractic"), "utf-8")
+    starter = render_preset("chiropractic")  # with its placeholders filled in, as an owner would
+    filled = starter.replace('name = "My Business"', 'name = "Millbrook Chiropractic"')
+    filled = filled.replace("https://example.com/", "https://millbrook-chiro.example/")
+    filled = filled.replace("latitude = 0.0", "latitude = 39.17").replace("555 555 0100", "812 555 0142")
+    (data / "business.toml").write_text(filled, "utf-8")
     assert import_main(["--data-dir", str(data), *map(str, files or [FIXTURES / "google-api.json"])]) == 0
     return data
 

@@ -10,7 +10,7 @@ from reviewsd_app.analysis.batch import analyse_reviews
 from reviewsd_app.authoring.presets import PRESETS, render_preset
 from reviewsd_app.authoring.profile import Profile, ProfileError, load_profile, parse_profile
 from reviewsd_app.authoring.schemas import schema_errors
-from reviewsd_app.cli.commands import init_main
+from reviewsd_app.cli.commands import analyze_main, import_main, init_main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -156,6 +156,37 @@ def test_init_writes_a_starter_and_refuses_to_overwrite(tmp_path, capsys):
     assert init_main(["--preset", "restaurant", "--data-dir", str(tmp_path)]) == 1
     assert (tmp_path / "business.toml").read_text("utf-8").endswith("# mine\n")
     assert "not overwritten" in capsys.readouterr().err
+
+
+def test_the_starters_placeholders_are_said_until_edited(tmp_path, capsys):
+    """import warns and check notes (exit 0) while [business] publishes init's name, url, telephone, geo."""
+    from reviewsd_app import reviewsd
+
+    assert init_main(["--preset", "restaurant", "--data-dir", str(tmp_path)]) == 0
+    assert import_main(["--data-dir", str(tmp_path)]) == 0
+    warned = capsys.readouterr().err
+    assert "reviewsd import: warning: business.toml: [business] still has the starter's " in warned
+    for left in ('name = "My Business"', 'url = "https://example.com/"', "geo = 0.0, 0.0"):
+        assert left in warned
+    assert analyze_main(["--data-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert reviewsd.check_main(["--data-dir", str(tmp_path)]) == 0
+    noted = capsys.readouterr().out
+    assert noted.startswith("note: business.toml: [business] still has the starter's name = ")
+    assert noted.endswith(": OK\n")
+
+    toml = (tmp_path / "business.toml").read_text("utf-8")
+    toml = toml.replace('name = "My Business"', 'name = "Osteria Lupa"').replace(
+        "https://example.com/", "https://osterialupa.example/"
+    )
+    toml = toml.replace('"+1 555 555 0100"', '"+1 812 555 0142"').replace(
+        "latitude = 0.0", "latitude = 39.17"
+    )
+    (tmp_path / "business.toml").write_text(toml, "utf-8")
+    assert import_main(["--data-dir", str(tmp_path)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert reviewsd.check_main(["--data-dir", str(tmp_path)]) == 0
+    assert "note" not in capsys.readouterr().out
 
 
 def test_init_usage_errors_exit_2(tmp_path):
