@@ -3,11 +3,13 @@ processes, in the reviews' order either way."""
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..authoring.profile import Profile
@@ -83,11 +85,45 @@ def default_jobs() -> int:
 
 
 def usable_cores() -> int:
-    """The CPUs this process may run on: its affinity (taskset, systemd's CPUAffinity=, a cpuset), not a
-    CPU quota."""
+    """The CPUs this process may run on: its affinity (taskset, systemd's CPUAffinity=, a cpuset), and no
+    more than a cgroup v2 CPU quota allows (systemd's CPUQuota=, docker --cpus), rounded up."""
     if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+        cores = len(os.sched_getaffinity(0))
+    else:
+        cores = os.cpu_count() or 1
+    quota = cpu_quota()
+    if quota is not None:
+        cores = min(cores, max(1, math.ceil(quota)))
+    return cores
+
+
+def cpu_quota(
+    proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")
+) -> float | None:
+    """The CPUs' worth of time this process's cgroup v2 and its parents allow (cpu.max), the smallest; None
+    without a quota or a cgroup v2 (cgroup v1's cpu.cfs_quota_us is not read)."""
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return None
+    paths = [line[3:] for line in lines if line.startswith("0::")]
+    if not paths:
+        return None
+    directory = root / paths[0].lstrip("/")
+    if not directory.is_dir():  # a cgroup namespace shows the process's own cgroup as the root
+        directory = root
+    smallest = None
+    while True:
+        try:
+            limit, period = (directory / "cpu.max").read_text().split()
+            if limit != "max":
+                allowed = int(limit) / int(period)
+                smallest = allowed if smallest is None else min(smallest, allowed)
+        except (OSError, ValueError):
+            pass  # no cpu controller at this level
+        if directory == root or directory.parent == directory:
+            return smallest
+        directory = directory.parent
 
 
 # Analysing is pure Python, so more cores need more processes. The reviews go out in slices of about

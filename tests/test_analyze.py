@@ -449,6 +449,35 @@ def test_the_default_number_of_jobs_follows_the_cpu_affinity():
     assert "may use, at most 4; here 1)" in " ".join(shown.split())
 
 
+def test_a_cgroup_v2_cpu_quota_is_read_up_to_the_root(tmp_path):
+    """docker --cpus, systemd's CPUQuota=: the smallest cpu.max of the process's cgroup and its parents."""
+    root, proc = tmp_path / "cgroup", tmp_path / "cgroup-of-self"
+    service = root / "system.slice" / "reviewsd-sync.service"
+    service.mkdir(parents=True)
+    proc.write_text("0::/system.slice/reviewsd-sync.service\n")
+    assert batch_module.cpu_quota(proc, root) is None  # no cpu controller anywhere
+    (root / "system.slice" / "cpu.max").write_text("max 100000\n")
+    (service / "cpu.max").write_text("150000 100000\n")
+    assert batch_module.cpu_quota(proc, root) == 1.5
+    (root / "cpu.max").write_text("50000 100000\n")  # a parent's smaller quota binds
+    assert batch_module.cpu_quota(proc, root) == 0.5
+    proc.write_text("0::/elsewhere\n")  # a cgroup namespace: the process's cgroup is the root
+    assert batch_module.cpu_quota(proc, root) == 0.5
+    proc.write_text("4:cpu,cpuacct:/\n1:name=systemd:/\n")  # cgroup v1 only
+    assert batch_module.cpu_quota(proc, root) is None
+    assert batch_module.cpu_quota(tmp_path / "absent", root) is None
+
+
+def test_the_usable_cores_are_no_more_than_the_quota_allows(monkeypatch):
+    affinity = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(batch_module, "cpu_quota", lambda: None)
+    assert batch_module.usable_cores() == affinity
+    monkeypatch.setattr(batch_module, "cpu_quota", lambda: 0.5)  # a half CPU still runs one process
+    assert batch_module.usable_cores() == 1
+    monkeypatch.setattr(batch_module, "cpu_quota", lambda: 64.0)
+    assert batch_module.usable_cores() == affinity
+
+
 def test_the_default_number_of_jobs_is_at_most_four(monkeypatch):
     """Each worker holds about 60 MiB more: on a machine of many cores the default stays at four, well
     within reviewsd-sync.service's MemoryMax=1G (--jobs asks for more)."""
