@@ -24,6 +24,15 @@ EMOJI = {
     **{c: "<emo->" for c in "😞😠😡🤬😤😒🙄😩😫😢😭👎💩🤮🤢😕☹🙁😬😑😐"},
 }
 PRONOUNS = frozenset({"he", "she", "him", "her", "his", "hers"})
+# Words that say nothing of how a customer judges what they talk about. A mention's polarity reads them only
+# in pairs ("not a", "at all"): alone they learnt the corpus's narration ("and", "a" and "at" near a mention
+# weighed toward neutral, so "I left with a clear plan." read as a plain one). On the corpus a wash (5-fold,
+# 11,514 reviews: aspect and people polarity within 0.002 either way); the bundled sample's aspect polarity
+# 0.874 -> 0.899; --explain's reasons are words that judge.
+FUNCTION_WORDS = frozenset(
+    """a an the and or at in on of to for with i my me we our us it its this that is was were be been am
+    are so as by from""".split()
+)
 # A staff member's name, as the model reads it: the name a mention is about is "<self>", any other staff name
 # "<staff>", so "<self> brought the menus" is one feature whichever server brought them. On the corpus (5-fold
 # CV by review), people polarity 0.852 with the names as words, 0.857 with them replaced.
@@ -81,6 +90,13 @@ def negation_marked(tokens: Sequence[str]) -> list[str]:
 def ngrams(prefix: str, tokens: Sequence[str]) -> list[str]:
     """Unigrams and bigrams, named with a prefix saying where they come from."""
     found = [f"{prefix}{t}" for t in tokens]
+    found += [f"{prefix}{a} {b}" for a, b in zip(tokens, tokens[1:])]
+    return found
+
+
+def polarity_ngrams(prefix: str, tokens: Sequence[str]) -> list[str]:
+    """ngrams without the FUNCTION_WORDS alone (their pairs stay)."""
+    found = [f"{prefix}{t}" for t in tokens if t not in FUNCTION_WORDS]
     found += [f"{prefix}{a} {b}" for a, b in zip(tokens, tokens[1:])]
     return found
 
@@ -201,9 +217,9 @@ def polarity_features(
     # late."), as the guideline has it; the words before it count under names of their own. On the corpus,
     # people read the opposite way of their label 248 -> 222 times; people polarity 0.849 -> 0.850.
     judged = start if turn is None else turn + 1
-    features: dict[str, float] = dict.fromkeys(ngrams(clause_prefix, marked[judged:end]), 1.0)
+    features: dict[str, float] = dict.fromkeys(polarity_ngrams(clause_prefix, marked[judged:end]), 1.0)
     if turn is not None:
-        features.update(dict.fromkeys(ngrams("pre:", marked[start:turn]), 1.0))
+        features.update(dict.fromkeys(polarity_ngrams("pre:", marked[start:turn]), 1.0))
         features["turned"] = 1.0
     # The rest of the sentence counts less for an aspect named in a clause of its own: "The croissants are
     # gorgeous but the line is a joke." praises the food (aspect polarity on the corpus 0.874 at 0.5, 0.875 at
@@ -211,13 +227,14 @@ def polarity_features(
     sentence_weight = SENTENCE_WEIGHT
     if kind == "aspect" and span and (start > 0 or end < len(tokens)):
         sentence_weight = OTHER_CLAUSES_WEIGHT
-    features.update(dict.fromkeys(ngrams("s:", marked), sentence_weight))
+    features.update(dict.fromkeys(polarity_ngrams("s:", marked), sentence_weight))
     # The same word can praise one aspect and fault another ("cheap" prices, "cheap" chairs; "hot" food, a
     # "hot" room): the clause's words once more, named by the aspect (aspect polarity on the corpus 0.875
     # without, 0.881 with).
     if about and kind == "aspect":
         for token in marked[start:end]:
-            features[f"aw:{about}:{token}"] = 1.0
+            if token not in FUNCTION_WORDS:
+                features[f"aw:{about}:{token}"] = 1.0
     if span:
         before, after = tokens[: span[0]], tokens[span[1] + 1 :]
         if any(t in CONTRASTS for t in before):

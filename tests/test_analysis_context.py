@@ -213,6 +213,19 @@ def test_the_clause_words_are_named_by_their_aspect_and_explained_as_plain_words
     assert describe("aw:food:cold", 1.0) == describe("ac:cold", 1.0) == '"cold" near it'
 
 
+def test_a_mentions_polarity_reads_function_words_only_in_pairs():
+    """ "and", "a", "at" alone learnt the corpus's narration and were an owner's reasons in --explain
+    ("and" near it, +1.1, toward neutral); in pairs ("a clear", "not a") they still count."""
+    tokens = ["i", "left", "with", "a", "clear", "plan", "and", "stretches", "to", "do", "at", "home"]
+    features = polarity_features(tokens, [0.0] * len(tokens), (5, 5), "aspect", 5, "explanation-of-treatment")
+    for word in ("i", "with", "a", "and", "to", "at"):
+        assert f"ac:{word}" not in features and f"s:{word}" not in features
+        assert f"aw:explanation-of-treatment:{word}" not in features
+    assert {"ac:clear", "ac:a clear", "s:plan and", "aw:explanation-of-treatment:clear"} <= set(features)
+    negated = polarity_features(["not", "a", "fan"], [0.0] * 3, None, "aspect", 2)
+    assert {"ac:not not_a", "ac:not_a not_fan", "ac:not_fan"} <= set(negated)
+
+
 def test_a_mentions_clause_runs_through_a_but_when_the_next_clause_names_nothing_else():
     """ "The practitioners were professional but brief": the clause after "but" decides, and it is about the
     same aspect; in "the food was good but the wait was long" it is about another."""
@@ -239,7 +252,7 @@ def test_the_clause_after_a_contrast_decides_and_the_words_before_it_count_apart
         assert (start, end) == (0, len(tokens))
         assert tokens[turn] == "but"
         features = polarity_features(tokens, lexicon, (0, 0), "person", 4)
-        assert {"pc:late", "pc:is", "pre:talented", "turned"} <= set(features)
+        assert {"pc:late", "pc:she is", "pre:talented", "turned"} <= set(features)
         assert "pc:talented" not in features and not any(f.startswith("pc:but") for f in features)
         assert features["lex:clause"] < 0 < features["lex:sentence"]
     # a comma alone is no turn, and neither is a "but" before the mention

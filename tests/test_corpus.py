@@ -37,15 +37,27 @@ def test_the_held_out_parts_label_the_bundled_sample_and_are_never_trained_on():
     assert all("held-out" not in str(path) for path in train_model.corpus_paths())
 
 
-def test_every_part_carries_its_third_reading():
-    """Each change of the third reading (corpus/passes/PART.reading3.jsonl) is what the part file says now:
-    re-settling a part from its passes without the reading would undo it."""
-    readings = sorted((ROOT / "corpus" / "passes").glob("*.reading3.jsonl"))
-    assert len(readings) == len(list((ROOT / "corpus").glob("*.jsonl"))) + 2  # every part, and the sample's
-    for reading in readings:
+def test_every_part_carries_its_later_readings():
+    """Each change of the third and fourth readings (corpus/passes/PART.reading3.jsonl, .reading4.jsonl) is
+    what the part file says now, unless a later reading changed the same label again: re-settling a part from
+    its passes without the readings would undo them."""
+    passes = ROOT / "corpus" / "passes"
+    third = sorted(passes.glob("*.reading3.jsonl"))
+    assert len(third) == len(list((ROOT / "corpus").glob("*.jsonl"))) + 2  # every part, and the sample's
+    fourth = {path.name.removesuffix(".reading4.jsonl") for path in passes.glob("*.reading4.jsonl")}
+    clinics = {
+        path.stem for path in (ROOT / "corpus").glob("*.jsonl") if path.stem.startswith(("dental", "chiro"))
+    }
+    assert fourth == clinics | {"sample-a", "sample-b"}  # the fourth reading: every clinic part
+    for reading in third:
         part = reading.name.removesuffix(".reading3.jsonl")
         reviews = {review["id"]: review for review in lines(corpus_passes.part_file(part))}
-        for change in lines(reading):
+        final = {}
+        for name in corpus_passes.READINGS:
+            path = passes / f"{part}.{name}.jsonl"
+            for change in lines(path) if path.exists() else []:
+                final[(change["id"], change["sentence"], change["field"], change["key"])] = change
+        for change in final.values():
             sentence = reviews[change["id"]]["sentences"][change["sentence"]]
             assert sentence["text"] == change["text"]
             assert corpus_passes._label(sentence, change["field"], change["key"]) == change["now"], change
@@ -94,3 +106,28 @@ def test_the_check_refuses_a_language_that_is_not_a_code_and_tags_not_in_the_gui
     assert corpus_check.review_problems({**review, "language": "fr"}) == [
         "language 'fr' and the non-english tag disagree"
     ]
+
+
+def test_the_fourth_reading_stands_on_the_third(tmp_path, monkeypatch):
+    """revise applies PART.reading3 and then PART.reading4, each checked against the labels the readings
+    before it left: a fourth-reading line whose "was" is the third reading's "now" applies."""
+    monkeypatch.setattr(corpus_passes, "CORPUS", tmp_path)
+    monkeypatch.setattr(corpus_passes, "PASSES", tmp_path / "passes")
+    (tmp_path / "passes").mkdir()
+    sentence = {"text": "Everyone was lovely.", "aspects": {"front-desk": "positive"}, "people": {}}
+    review = {"id": "x-1", "trade": "dental", "staff": [], "sentences": [sentence]}
+    corpus_passes.write_lines(tmp_path / "x.jsonl", [review])
+    line = {"id": "x-1", "sentence": 0, "text": "Everyone was lovely.", "field": "aspects"}
+    third = {**line, "key": "front-desk", "was": "positive", "now": "neutral", "rule": "r3"}
+    fourth = [
+        {**line, "key": "front-desk", "was": "neutral", "now": "positive", "rule": "group"},
+        {**line, "key": "bedside-manner", "was": None, "now": "positive", "rule": "group"},
+    ]
+    corpus_passes.write_lines(tmp_path / "passes" / "x.reading3.jsonl", [third])
+    corpus_passes.write_lines(tmp_path / "passes" / "x.reading4.jsonl", fourth)
+    assert corpus_passes.revise("x", check_only=False) == 0
+    (revised,) = lines(tmp_path / "x.jsonl")
+    assert revised["sentences"][0]["aspects"] == {"front-desk": "positive", "bedside-manner": "positive"}
+    stale = {**fourth[0], "was": "negative"}
+    corpus_passes.write_lines(tmp_path / "passes" / "x.reading4.jsonl", [stale])
+    assert corpus_passes.revise("x", check_only=True) == 1

@@ -13,12 +13,13 @@ usage:
                                        (lines of the diff's shape plus "final": a polarity, or null to drop
                                        the label; for not_staff, true to keep the name, false to drop it)
   corpus_passes.py revise PART [--check]
-                                       the third reading: corpus/PART.jsonl with the changes in
-                                       PART.reading3.jsonl, one JSON line each: {"id", "sentence", "text",
-                                       "field", "key", "was", "now", "rule"} ("was" the settled label, "now"
-                                       the new one; null for none; for not_staff, true or false); every line
-                                       is checked against the part first, and a line already applied is left
-                                       as it is; --check checks without writing
+                                       the later readings: corpus/PART.jsonl with the changes in
+                                       PART.reading3.jsonl, then PART.reading4.jsonl, one JSON line each:
+                                       {"id", "sentence", "text", "field", "key", "was", "now", "rule"}
+                                       ("was" the label before that reading, "now" the new one; null for
+                                       none; for not_staff, true or false); every line is checked against the
+                                       part as the readings before it left it, and a line already applied is
+                                       left as it is; --check checks without writing
 PART is a part file's name without .jsonl (restaurant-a, dental, ...; sample-a in corpus/held-out/).
 """
 
@@ -33,6 +34,7 @@ CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 PASSES = CORPUS / "passes"
 LABEL_FIELDS = ("aspects", "people")
 POLARITIES = ("positive", "negative", "neutral")
+READINGS = ("reading3", "reading4")  # applied in this order after the settling (docs/corpus.md)
 
 
 def part_file(part: str) -> Path:
@@ -142,8 +144,8 @@ def apply(part: str, decisions_path: Path) -> None:
     target = part_file(part)
     write_lines(target, reviews)
     print(f"{target}: {len(reviews)} reviews with the adjudicated labels")
-    if (PASSES / f"{part}.reading3.jsonl").exists():
-        revise(part, check_only=False)  # the third reading stands on the settled labels
+    if any((PASSES / f"{part}.{reading}.jsonl").exists() for reading in READINGS):
+        revise(part, check_only=False)  # the later readings stand on the settled labels
 
 
 def _label(sentence: dict, field: str, key: str) -> Any:
@@ -200,26 +202,30 @@ def revise(part: str, check_only: bool) -> int:
 
     reviews = read_lines(part_file(part))
     by_id = {review["id"]: review for review in reviews}
-    changes = read_lines(PASSES / f"{part}.reading3.jsonl")
-    problems = []
-    for change in changes:
-        review = by_id.get(change.get("id"))
-        problems += revision_problems(review, change, ASPECTS[review["trade"]] if review else set())
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    if problems:
-        return 1
-    counts: dict[str, int] = {}
-    for change in changes:
-        sentence = by_id[change["id"]]["sentences"][change["sentence"]]
-        if _label(sentence, change["field"], change["key"]) != change["now"]:
-            _set_label(sentence, change["field"], change["key"], change["now"])
-            counts[change["field"]] = counts.get(change["field"], 0) + 1
+    verb = "would change" if check_only else "changed"
+    for reading in READINGS:
+        path = PASSES / f"{part}.{reading}.jsonl"
+        if not path.exists():
+            continue
+        changes = read_lines(path)
+        problems = []
+        for change in changes:
+            review = by_id.get(change.get("id"))
+            problems += revision_problems(review, change, ASPECTS[review["trade"]] if review else set())
+        for problem in problems:
+            print(f"{reading}: {problem}", file=sys.stderr)
+        if problems:
+            return 1
+        counts: dict[str, int] = {}
+        for change in changes:
+            sentence = by_id[change["id"]]["sentences"][change["sentence"]]
+            if _label(sentence, change["field"], change["key"]) != change["now"]:
+                _set_label(sentence, change["field"], change["key"], change["now"])
+                counts[change["field"]] = counts.get(change["field"], 0) + 1
+        changed = ", ".join(f"{number} {field}" for field, number in counts.items()) or "nothing"
+        print(f"{part} {reading}: {len(changes)} lines; {verb} {changed}")
     if not check_only:
         write_lines(part_file(part), reviews)
-    verb = "would change" if check_only else "changed"
-    changed = ", ".join(f"{number} {field}" for field, number in counts.items()) or "nothing"
-    print(f"{part}: {len(changes)} lines; {verb} {changed}")
     return 0
 
 
