@@ -3,9 +3,9 @@ of real reviews, never written freely (pure)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any, Mapping, Sequence
 
+from .english import month_name, plural
 from .matcher import labels_by_group
 from .review import ReviewAnalysis
 from .thresholds import MARGIN, MIN_COUNT, trend_is_said
@@ -13,16 +13,8 @@ from .thresholds import MARGIN, MIN_COUNT, trend_is_said
 FAQ_GROUPS = ("aspects", "topics", "services", "problems")
 
 
-def _month_name(month: str) -> str:
-    return dt.date(int(month[:4]), int(month[5:7]), 1).strftime("%B %Y")
-
-
 def _pct(part: int, whole: int) -> int:
     return round(100 * part / whole) if whole else 0
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _verb(count: int, singular: str, plural: str) -> str:
@@ -93,7 +85,7 @@ def faq_entry(
     labels = " or ".join(label.lower() for _, _, label in found)
     mention = _verb(total, "mentions", "mention")
     answer = (
-        f"{_plural(total, 'review')} {mention} {labels}: {counts['positive']} positive, "
+        f"{plural(total, 'review')} {mention} {labels}: {counts['positive']} positive, "
         f"{counts['neutral']} neutral, {counts['negative']} negative."
     )
     majority = max(counts, key=lambda s: (counts[s], s == "positive", s == "neutral"))
@@ -120,7 +112,7 @@ def rating_faq(business_name: str, analyses: Sequence[ReviewAnalysis]) -> dict[s
     return {
         "question": f"How do customers rate {business_name}?",
         "answer": (
-            f"{_plural(total, 'review')} {_verb(total, 'averages', 'average')} {mean:.1f} of 5 stars; "
+            f"{plural(total, 'review')} {_verb(total, 'averages', 'average')} {mean:.1f} of 5 stars; "
             f"{high} ({_pct(high, total)}%) {_verb(high, 'gives', 'give')} 4 or 5 stars and "
             f"{low} ({_pct(low, total)}%) {_verb(low, 'gives', 'give')} 1 or 2."
         ),
@@ -141,10 +133,10 @@ def summary(
     if not total:
         return ""
     mean = sum(a.review["rating"] for a in analyses) / total
-    first, last = _month_name(months[0]["month"]), _month_name(months[-1]["month"])
+    first, last = month_name(months[0]["month"]), month_name(months[-1]["month"])
     period = f"in {first}" if first == last else f"from {first} to {last}"
     parts = [
-        f"{_plural(total, 'review')} {period}, averaging {mean:.1f} of 5 stars; "
+        f"{plural(total, 'review')} {period}, averaging {mean:.1f} of 5 stars; "
         f"{overall['positive_pct']:g}% positive, {overall['negative_pct']:g}% negative."
     ]
     mentioned = sorted(
@@ -162,7 +154,7 @@ def summary(
         ):
             leader = clear_leader(mentioned, field)
             if leader is not None:
-                parts.append(f"{words}: {leader['label'].lower()} ({_plural(leader[field], noun)}).")
+                parts.append(f"{words}: {leader['label'].lower()} ({plural(leader[field], noun)}).")
     top = clear_leader(technicians, "mention_count")
     if top is not None:
         parts.append(

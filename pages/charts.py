@@ -12,23 +12,10 @@ from typing import Any, Mapping, Sequence
 
 from markupsafe import Markup, escape
 
+from ..analysis.english import month_name, plural
 from ..analysis.thresholds import trend_is_said
 
 WIDTH = 320
-MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 
 
 def _svg(chart_id: str, height: float, title: str, desc: str, body: list[str]) -> Markup:
@@ -62,10 +49,6 @@ def _figure(svg: Markup, table: Markup) -> Markup:
     return Markup(f"<figure>{svg}{table}</figure>")
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 def _pct(part: int, whole: int) -> str:
     return f"{round(100 * part / whole)}%" if whole else "0%"
 
@@ -80,16 +63,16 @@ def rating_distribution(aggregate: Mapping[str, Any]) -> Markup:
     for i, (stars, n) in enumerate(counts.items()):
         y = i * row
         body.append(
-            f'<text x="0" y="{y + 15}">{_plural(stars, "star")}</text>'
+            f'<text x="0" y="{y + 15}">{plural(stars, "star")}</text>'
             f'<rect class="c-track" x="{left}" y="{y + 4}" width="{span}" height="14" rx="3"/>'
             f'<rect class="c-bar" x="{left}" y="{y + 4}" width="{span * n / biggest:.1f}" '
             'height="14" rx="3"/>'
             f'<text x="{left + span + 8}" y="{y + 15}">{n} ({_pct(n, total)})</text>'
         )
     rated = ", ".join(f"{n} rated {stars}" for stars, n in counts.items())
-    desc = f"{_plural(total, 'review')}: {rated}."
+    desc = f"{plural(total, 'review')}: {rated}."
     svg = _svg("chart-ratings", row * 5, "Reviews by star rating", desc, body)
-    rows = [(_plural(stars, "star"), n, _pct(n, total)) for stars, n in counts.items()]
+    rows = [(plural(stars, "star"), n, _pct(n, total)) for stars, n in counts.items()]
     return _figure(svg, _table("Reviews by star rating", ("Rating", "Reviews", "Share"), rows))
 
 
@@ -121,7 +104,7 @@ def aspect_sentiment(aspects: Sequence[Mapping[str, Any]]) -> Markup:
                 body.append(f'<rect class="{cls}" x="{x:.1f}" y="{y + 17}" width="{width:.1f}" height="12"/>')
             x += width
     desc = "; ".join(
-        f"{a['label']}: {_plural(a['mention_count'], 'mention')}, {a['positive_count']} positive, "
+        f"{a['label']}: {plural(a['mention_count'], 'mention')}, {a['positive_count']} positive, "
         f"{a['neutral_count']} neutral, {a['negative_count']} negative"
         for a in ranked
     )
@@ -133,12 +116,6 @@ def aspect_sentiment(aspects: Sequence[Mapping[str, Any]]) -> Markup:
     return _figure(
         svg, _table("Sentiment by aspect", ("Aspect", "Mentions", "Positive", "Neutral", "Negative"), rows)
     )
-
-
-def month_name(month: str) -> str:
-    """'2026-03' -> 'March 2026'."""
-    year, number = month.split("-")
-    return f"{MONTHS[int(number) - 1]} {year}"
 
 
 def monthly_trend(temporal: Mapping[str, Any]) -> Markup:

@@ -17,6 +17,7 @@ import jinja2
 from markupsafe import Markup
 
 from .. import surface
+from ..analysis.english import MONTHS
 from ..analysis.thresholds import MIN_COUNT
 from . import charts
 from .display_text import isolated, printable
@@ -217,7 +218,7 @@ def _stars(rating: float) -> Markup:
 def _date(value: str) -> Markup:
     """'2026-03-07' -> <time datetime="2026-03-07">Mar 7, 2026</time>."""
     year, month, day = value.split("-")
-    shown = f"{charts.MONTHS[int(month) - 1][:3]} {int(day)}, {year}"
+    shown = f"{MONTHS[int(month) - 1][:3]} {int(day)}, {year}"
     return Markup('<time datetime="{}">{}</time>').format(value, shown)
 
 
