@@ -127,6 +127,23 @@ def test_he_or_she_after_a_named_staff_member_counts_for_them_at_half_weight_and
     assert quoted != "She was wonderful, so warm and attentive all night."
 
 
+def test_a_contracted_he_or_she_is_a_pronoun_too():
+    """ "She's" is one token: before it was read as a pronoun, it was no mention of Maria at all."""
+    text = "Maria brought our menus. She's a gem, so warm and attentive all night."
+    [analysis] = analyse_reviews([review(1, 5, text)], restaurant())
+    people = [(m.sentence, m.id, m.by_pronoun) for m in analysis.found if m.group == "technicians"]
+    assert people == [(0, "maria-santos", False), (1, "maria-santos", True)]
+    assert "'she's' after the sentence naming them" in analysis.found[-1].found_by
+
+
+def test_he_or_she_counts_only_in_the_sentence_right_after_the_name():
+    """The guideline labels a pronoun only right after the name: two sentences on it is nobody's mention
+    (it had counted for Maria until another sentence named staff)."""
+    text = "Maria brought our menus. The soup was cold. She was rude to my mother."
+    [analysis] = analyse_reviews([review(1, 2, text)], restaurant())
+    assert [m.sentence for m in analysis.found if m.group == "technicians"] == [0]
+
+
 def test_he_or_she_after_two_staff_members_counts_for_neither():
     text = "Maria and Tom looked after us. She was rude to my mother."
     [analysis] = analyse_reviews([review(1, 2, text)], restaurant())
