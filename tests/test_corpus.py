@@ -133,6 +133,31 @@ def test_the_fourth_reading_stands_on_the_third(tmp_path, monkeypatch):
     assert corpus_passes.revise("x", check_only=True) == 1
 
 
+def test_revise_runs_again_on_a_part_a_later_reading_revised(tmp_path, monkeypatch):
+    """Run on a part the readings already revised, a third-reading line whose label the fourth reading
+    changed again finds the fourth reading's label: it is left as it is, not refused (`revise dental`
+    refused its own part: the third reading removed an explanation the fourth added back as neutral)."""
+    monkeypatch.setattr(corpus_passes, "CORPUS", tmp_path)
+    monkeypatch.setattr(corpus_passes, "PASSES", tmp_path / "passes")
+    (tmp_path / "passes").mkdir()
+    text = "She said I need a crown."
+    sentence = {"text": text, "aspects": {"explanation-of-treatment": "neutral"}, "people": {}}
+    review = {"id": "x-1", "trade": "dental", "staff": [], "sentences": [sentence]}
+    corpus_passes.write_lines(tmp_path / "x.jsonl", [review])
+    line = {"id": "x-1", "sentence": 0, "text": text, "field": "aspects", "key": "explanation-of-treatment"}
+    third = {**line, "was": "positive", "now": None, "rule": "exam"}
+    fourth = {**line, "was": None, "now": "neutral", "rule": "exam: a plan told plainly"}
+    corpus_passes.write_lines(tmp_path / "passes" / "x.reading3.jsonl", [third])
+    corpus_passes.write_lines(tmp_path / "passes" / "x.reading4.jsonl", [fourth])
+    assert corpus_passes.revise("x", check_only=False) == 0
+    (revised,) = lines(tmp_path / "x.jsonl")
+    assert revised["sentences"][0]["aspects"] == {"explanation-of-treatment": "neutral"}
+    # a label that no reading left there is still refused
+    stale = {**sentence, "aspects": {"explanation-of-treatment": "negative"}}
+    corpus_passes.write_lines(tmp_path / "x.jsonl", [{**review, "sentences": [stale]}])
+    assert corpus_passes.revise("x", check_only=True) == 1
+
+
 def test_every_part_is_its_first_pass_with_the_decisions_and_readings(tmp_path, monkeypatch):
     """What `corpus_passes.py apply` rebuilds (pass 1, the settling's decisions, then the readings) is each
     part file as it stands, the held-out ones included: no label was set by hand outside the record."""

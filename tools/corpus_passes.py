@@ -14,12 +14,14 @@ usage:
                                        the label; for not_staff, true to keep the name, false to drop it)
   corpus_passes.py revise PART [--check]
                                        the later readings: corpus/PART.jsonl with the changes in
-                                       PART.reading3.jsonl, then PART.reading4.jsonl, one JSON line each:
+                                       PART.reading3.jsonl, PART.reading4.jsonl, then PART.reading5.jsonl,
+                                       one JSON line each:
                                        {"id", "sentence", "text", "field", "key", "was", "now", "rule"}
                                        ("was" the label before that reading, "now" the new one; null for
                                        none; for not_staff, true or false); every line is checked against the
-                                       part as the readings before it left it, and a line already applied is
-                                       left as it is; --check checks without writing
+                                       part as the readings before it left it, and a line already applied (or
+                                       one a later reading changed again) is left as it is; --check checks
+                                       without writing
 PART is a part file's name without .jsonl (restaurant-a, dental, ...; sample-a in corpus/held-out/).
 """
 
@@ -34,7 +36,7 @@ CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 PASSES = CORPUS / "passes"
 LABEL_FIELDS = ("aspects", "people")
 POLARITIES = ("positive", "negative", "neutral")
-READINGS = ("reading3", "reading4")  # applied in this order after the settling (docs/corpus.md)
+READINGS = ("reading3", "reading4", "reading5")  # applied in this order after the settling (docs/corpus.md)
 
 
 def part_file(part: str) -> Path:
@@ -197,17 +199,40 @@ def revision_problems(review: dict | None, change: dict, aspects: set[str]) -> l
     return problems
 
 
+def _label_key(change: dict) -> tuple:
+    return (change.get("id"), change.get("sentence"), change.get("field"), change.get("key"))
+
+
+def _overridden(change: dict, later: dict[tuple, Any], by_id: dict[str, dict]) -> bool:
+    """Whether a later reading changed this line's label and the part already holds that reading's."""
+    key = _label_key(change)
+    review = by_id.get(change.get("id"))
+    if key not in later or review is None or not 0 <= change.get("sentence", -1) < len(review["sentences"]):
+        return False
+    current = _label(review["sentences"][change["sentence"]], change["field"], change["key"])
+    return current not in (change.get("was"), change.get("now")) and current == later[key]
+
+
 def revise(part: str, check_only: bool) -> int:
     from corpus_check import ASPECTS
 
     reviews = read_lines(part_file(part))
     by_id = {review["id"]: review for review in reviews}
     verb = "would change" if check_only else "changed"
-    for reading in READINGS:
-        path = PASSES / f"{part}.{reading}.jsonl"
-        if not path.exists():
-            continue
-        changes = read_lines(path)
+    readings = {
+        reading: read_lines(PASSES / f"{part}.{reading}.jsonl")
+        for reading in READINGS
+        if (PASSES / f"{part}.{reading}.jsonl").exists()
+    }
+    for number, (reading, changes) in enumerate(readings.items()):
+        # Run again on a part the readings already revised, a line a later reading overrode finds that
+        # reading's label: it is left as it is, not refused.
+        later = {
+            _label_key(change): change["now"]
+            for later_changes in list(readings.values())[number + 1 :]
+            for change in later_changes
+        }
+        changes = [change for change in changes if not _overridden(change, later, by_id)]
         problems = []
         for change in changes:
             review = by_id.get(change.get("id"))
