@@ -207,9 +207,12 @@ def _overridden(change: dict, later: dict[tuple, Any], by_id: dict[str, dict]) -
     """Whether a later reading changed this line's label and the part already holds that reading's."""
     key = _label_key(change)
     review = by_id.get(change.get("id"))
-    if key not in later or review is None or not 0 <= change.get("sentence", -1) < len(review["sentences"]):
+    number = change.get("sentence")
+    if key not in later or review is None or not isinstance(number, int):
         return False
-    current = _label(review["sentences"][change["sentence"]], change["field"], change["key"])
+    if not 0 <= number < len(review["sentences"]):
+        return False
+    current = _label(review["sentences"][number], change["field"], change["key"])
     return current not in (change.get("was"), change.get("now")) and current == later[key]
 
 
