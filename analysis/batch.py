@@ -71,11 +71,12 @@ class _Analyser:
         return analysis
 
 
-# Each worker holds about 45 to 60 MiB more than the last (what it touches of the parent's model and reviews
-# is copied): summed PSS at 10,000 reviews 168 MiB in one process, 286 with two workers, 415 with four, 664
-# with eight; at 100,000 reviews 708, 799 and 926 with one, two and four. By default no more than
-# DEFAULT_JOBS_MAX, so that a machine of many cores stays within reviewsd-sync.service's MemoryMax=1G; --jobs
-# asks for more.
+# Each worker holds about 50 to 75 MiB more than the last (what it touches of the parent's model and reviews
+# is copied): summed PSS with model 2.7 at 10,000 reviews 187 MiB in one process, 323 with two workers, 470
+# with four, 765 with eight; at 100,000 reviews 708, 831 and 980 with one, two and four
+# (bench/analysis_speed.py --memory). By default no more than DEFAULT_JOBS_MAX, so that a machine of many
+# cores stays within reviewsd-sync.service's MemoryMax=1G (at 100,000 reviews, only just); --jobs asks for
+# more.
 DEFAULT_JOBS_MAX = 4
 
 

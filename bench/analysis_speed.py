@@ -1,6 +1,6 @@
 """Speed of `reviewsd analyze` and `reviewsd import` at the sizes in issue 28's targets.
 
-    python bench/analysis_speed.py [--sizes 10000,100000] [--jobs 1,2] [--import-rows 100000]
+    python bench/analysis_speed.py [--sizes 10000,100000] [--jobs 1,2] [--import-rows 100000] [--memory]
 
 Analyze: tools/generate_data.py's reviews (chiropractic preset), analyze_dir timed from reading reviews.json
 to writing insights.json, in one process and in as many as `reviewsd analyze` uses by default (the CPUs
@@ -12,6 +12,9 @@ each at 5,000, 10,000 and 20,000 characters: linear time shows as times that dou
 Many terms: 1,000 sample reviews with the preset's aspects and 5,000 extra terms.
 Long reviews (--long N): N reviews of 20,000 characters, `reviewsd analyze` in a process of its own per --jobs
 value: its time and the peak memory of its largest process.
+Memory (--memory): `reviewsd analyze` over --sizes reviews in a process of its own per --jobs value, and the
+peak of the summed PSS of it and its workers (each process's share of the pages it touches; read from
+/proc/PID/smaps_rollup every 50 ms, so Linux only): what counts against a systemd unit's MemoryMax=.
 Prints figures; asserts nothing.
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import subprocess
 import sys
 import tempfile
@@ -170,6 +174,48 @@ def time_long_reviews(count: int, jobs: list[int], work: Path) -> None:
         )
 
 
+def _process_tree(pid: int) -> list[int]:
+    found = [pid]
+    for each in found:
+        try:
+            for task in os.listdir(f"/proc/{each}/task"):
+                children = Path(f"/proc/{each}/task/{task}/children").read_text()
+                found += [int(child) for child in children.split()]
+        except OSError:  # it ended while read
+            pass
+    return found
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def measure_memory(counts: list[int], jobs: list[int], work: Path) -> None:
+    """Peak summed PSS of `reviewsd analyze` and its workers, per size and --jobs value."""
+    for count in counts:
+        data = work / f"memory-{count}"
+        generate(count, data)
+        (data / "business.toml").write_text(render_preset("chiropractic"), "utf-8")
+        for processes in jobs:
+            command = [sys.executable, str(ROOT / "reviewsd.py"), "analyze", "--data-dir", str(data)]
+            started = time.perf_counter()
+            child = subprocess.Popen([*command, "--jobs", str(processes)], stdout=subprocess.DEVNULL)
+            peak = 0
+            while child.poll() is None:
+                peak = max(peak, sum(_pss_kib(pid) for pid in _process_tree(child.pid)))
+                time.sleep(0.05)  # a sample, not a synchronisation: the loop ends when the child does
+            print(
+                f"analyze {count:>7,} reviews, --jobs {processes}: peak summed PSS {peak / 1024:.0f} MiB "
+                f"({time.perf_counter() - started:.1f} s, exit {child.returncode})"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000", help="review counts to analyze, comma-separated")
@@ -180,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--import-rows", type=int, default=100_000)
     parser.add_argument("--pathological", action="store_true", help="only the pathological texts and terms")
+    parser.add_argument("--memory", action="store_true", help="only analyze's summed PSS, with its workers")
     parser.add_argument(
         "--long", type=int, metavar="N", help="only N reviews of 20,000 characters, with each --jobs value"
     )
@@ -191,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.long:
         with tempfile.TemporaryDirectory(prefix="reviewsd-speed-") as work:
             time_long_reviews(args.long, jobs, Path(work))
+        return 0
+    if args.memory:
+        counts = [int(size) for size in args.sizes.split(",") if size]
+        with tempfile.TemporaryDirectory(prefix="reviewsd-speed-") as work:
+            measure_memory(counts, jobs, Path(work))
         return 0
     started = time.perf_counter()
     shipped_model()  # once per process: every figure below would otherwise count it but the first
