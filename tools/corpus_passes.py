@@ -227,15 +227,15 @@ def revise(part: str, check_only: bool) -> int:
         for reading in READINGS
         if (PASSES / f"{part}.{reading}.jsonl").exists()
     }
-    for number, (reading, changes) in enumerate(readings.items()):
+    names = list(readings)
+    for index, reading in enumerate(names):
         # Run again on a part the readings already revised, a line a later reading overrode finds that
         # reading's label: it is left as it is, not refused.
-        later = {
-            _label_key(change): change["now"]
-            for later_changes in list(readings.values())[number + 1 :]
-            for change in later_changes
-        }
-        changes = [change for change in changes if not _overridden(change, later, by_id)]
+        later = {}
+        for later_reading in names[index + 1 :]:
+            for change in readings[later_reading]:
+                later[_label_key(change)] = change["now"]
+        changes = [change for change in readings[reading] if not _overridden(change, later, by_id)]
         problems = []
         for change in changes:
             review = by_id.get(change.get("id"))
