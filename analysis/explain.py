@@ -52,7 +52,7 @@ def describe(feature: str, value: float, contrast: str = "but") -> str:
         return f"{_words(feature[2:])} in the sentence"
     if feature in ("lex:clause", "lex:sentence"):
         where = "the words near it" if feature == "lex:clause" else "the sentence"
-        return f"the sentiment lexicon's score of {where} ({value:+.2f})"
+        return f"the sentiment lexicon's score of {where} at {value:+.2f}"
     if feature in ("lex:word+", "lex:word-"):
         return f"{value:g} word{'' if value == 1 else 's'} near it the lexicon reads as {SIGNS[feature[-1]]}"
     if feature.startswith("lex:"):  # lex:clause+, lex:sentence-

@@ -110,10 +110,14 @@ class Model:
         confidence = exps[top] / sum(exps)
         pushes: tuple[tuple[str, float, float], ...] = ()
         if reasons:
-            # a feature's push: its weight for the winner over the mean of its weights for the others
+            # a feature's push: its weight for the winner over its weight for the runner-up, so that the
+            # pushes and the biases sum to the log-odds of the winner against the runner-up. Over the mean
+            # of the other two, the 5 stars of a happy review showed as a reason for a neutral reading (229
+            # of the bundled sample's 1,424 mentions), where they argued for positive
+            runner_up = max((k for k in range(len(totals)) if k != top), key=lambda k: totals[k])
+
             def push(weights: Sequence[float], value: float) -> float:
-                others = [w for k, w in enumerate(weights) if k != top]
-                return value * (weights[top] - sum(others) / len(others))
+                return value * (weights[top] - weights[runner_up])
 
             found = [
                 (f, v, self.polarity_weights[f]) for f, v in features.items() if f in self.polarity_weights

@@ -311,3 +311,26 @@ def test_explain_names_the_contrast_word_the_clause_turned_at():
     assert "after 'though'; before it: 'maria is sweet'" in explained
     assert 'before the "though"' in explained and 'before the "but"' not in explained
     assert describe("turned", 1.0, "however") == 'a "however" after it: the words after the "however" decide'
+
+
+def test_a_reasons_push_is_against_the_runner_up_so_five_stars_never_argue_for_neutral():
+    """Against the mean of the other two sentiments, a happy review's 5 stars (far from negative) showed in
+    --explain as a reason for a neutral reading (229 of the bundled sample's 1,424 mentions); against the
+    runner-up, positive, they are a reason against it, and the pushes add up to the winner's log-odds over
+    the runner-up."""
+    weights = {"stars:5": [-3.0, 0.0, 1.0], "ac:at home": [0.0, 2.0, 0.0], "ac:clear": [-1.0, 0.0, 0.5]}
+    model = Model(
+        {
+            "info": {},
+            "detect": {"heads": [], "bias": [], "threshold": 0.5, "weights": {}},
+            "polarity": {"classes": list(CLASSES), "bias": [0.0, 0.0, 0.0], "weights": weights},
+            "staff": {"bias": 3.0, "weights": {}},
+        }
+    )
+    polarity = model.polarity({"stars:5": 1.0, "ac:at home": 1.0, "ac:clear": 1.0}, reasons=9)
+    assert polarity.sentiment == "neutral"
+    assert {feature: push for feature, _, push in polarity.reasons} == {
+        "ac:at home": 2.0,
+        "stars:5": -1.0,
+        "ac:clear": -0.5,
+    }
