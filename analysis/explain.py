@@ -69,8 +69,9 @@ def _reasons(mention: Mention, contrast: str) -> str:
     for feature, value, push in mention.polarity.reasons:
         words = describe(feature, value, contrast)
         pushes[words] = pushes.get(words, 0.0) + push
-    toward = [f"{words} ({p:+.1f})" for words, p in pushes.items() if p > 0]
-    against = [f"{words} ({p:+.1f})" for words, p in pushes.items() if p < 0]
+    strongest_first = sorted(pushes.items(), key=lambda item: -abs(item[1]))  # the stars summed may lead
+    toward = [f"{words} ({p:+.1f})" for words, p in strongest_first if p > 0]
+    against = [f"{words} ({p:+.1f})" for words, p in strongest_first if p < 0]
     text = "; ".join(toward) or "nothing in particular"
     return text + (f"; against it: {'; '.join(against)}" if against else "")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from test_analysis_model import restaurant, review
 
 from reviewsd_app.analysis.batch import analyse_reviews, staff_roles
-from reviewsd_app.analysis.explain import describe, format_explanation
+from reviewsd_app.analysis.explain import _reasons, describe, format_explanation
 from reviewsd_app.analysis.features import (
     mention_clause,
     polarity_features,
@@ -19,8 +19,8 @@ from reviewsd_app.analysis.features import (
 )
 from reviewsd_app.analysis.lexicon import Scorer
 from reviewsd_app.analysis.matcher import Matcher
-from reviewsd_app.analysis.model import CLASSES, Model
-from reviewsd_app.analysis.review import STAFF_GROUP, other_names, score_sentence
+from reviewsd_app.analysis.model import CLASSES, Model, Polarity
+from reviewsd_app.analysis.review import STAFF_GROUP, Mention, other_names, score_sentence
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.authoring.profile import parse_profile
 
@@ -334,3 +334,19 @@ def test_a_reasons_push_is_against_the_runner_up_so_five_stars_never_argue_for_n
         "stars:5": -1.0,
         "ac:clear": -0.5,
     }
+
+
+def test_explain_lists_reasons_strongest_first_after_summing_the_stars_two_features():
+    """The stars are two features (alone, and for aspects or people) and one reason: summed, they can lead
+    the list, where they stood last (the bundled sample: "the review's 4 stars (+1.9)" after a +1.2)."""
+    reasons = (
+        ("lex:sentence", 0.8, 1.8),
+        ("ac:great", 1.0, 1.2),
+        ("stars:4", 0.5, 1.0),
+        ("stars:4|aspect", 0.5, 0.9),
+    )
+    mention = Mention("aspects", "food", 0, "model", None, Polarity("positive", 0.99, reasons))
+    assert _reasons(mention, "but") == (
+        "the review's 4 stars (+1.9); the sentiment lexicon's score of the sentence at +0.80 (+1.8); "
+        '"great" near it (+1.2)'
+    )
