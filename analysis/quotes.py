@@ -14,7 +14,11 @@ from .review import STAFF_GROUP, Mention, ScoredSentence
 PULL_QUOTE_MIN, PULL_QUOTE_MAX = 40, 200  # characters
 PULL_QUOTE_MIN_SCORE = 0.5
 # A quote must be a sentence the model itself rates with the sentiment it is quoted for, this sure or more,
-# both with the review's stars and from its words alone.
+# both with the review's stars and from its words alone; and one it is this sure is about the record at all
+# (found by a head this sure, by a name, or by a term of a record no head reads). Without that bar, 17.5% of
+# the corpus's quotable aspect sentences (20,828, cross-validated with the regularisation fixed) were not
+# labelled that way for that aspect, mostly why the customer came ("I needed help with neck pain." as praise
+# of pain relief); with it 8.5% of 16,071 (the bundled sample: 20.6% of 417, then 12.9% of 380).
 QUOTE_CONFIDENCE = 0.8
 QUOTE_MAX = 240
 # Characters a quote should not carry into a page: markup, controls, invisible direction marks.
@@ -43,14 +47,15 @@ def best_quotes(
     sentences: Sequence[ScoredSentence], found: Sequence[Mention], left_out: frozenset[int] = frozenset()
 ) -> dict[QuoteKey, tuple[float, str]]:
     """(group, record, sentiment) -> (how sure, sentence) of the review's sentence most surely rated that way
-    for the record, QUOTE_CONFIDENCE or more; a mention by "he"/"she" is no quote, nor a sentence whose
-    lexicon score leans the other way (the model can be sure and wrong: "The prices are a bargain at lunch."
-    read as a complaint, and a public quote needs both readers), nor a sentence numbered in `left_out`."""
+    for the record, QUOTE_CONFIDENCE or more, in a mention found that surely; a mention by "he"/"she" is no
+    quote, nor a sentence whose lexicon score leans the other way (the model can be sure and wrong: "The
+    prices are a bargain at lunch." read as a complaint, and a public quote needs both readers), nor a
+    sentence numbered in `left_out`."""
     best: dict[QuoteKey, tuple[float, str]] = {}
     for mention in found:
         sentiment = mention.polarity.sentiment
         text = sentences[mention.sentence].text
-        if mention.by_pronoun or mention.sentence in left_out:
+        if mention.by_pronoun or mention.sentence in left_out or mention.weight < QUOTE_CONFIDENCE:
             continue
         if label(sentences[mention.sentence].score) == OPPOSITES.get(sentiment):
             continue

@@ -46,7 +46,12 @@ from reviewsd_app.analysis.features import clause_bounds  # noqa: E402
 from reviewsd_app.analysis.lexicon import Scorer, compound, label  # noqa: E402
 from reviewsd_app.analysis.matcher import Matcher  # noqa: E402
 from reviewsd_app.analysis.model import Model, shipped_model  # noqa: E402
-from reviewsd_app.analysis.review import STAR_LABELS, aggregate_mentions, score_sentence  # noqa: E402
+from reviewsd_app.analysis.review import (  # noqa: E402
+    STAFF_GROUP,
+    STAR_LABELS,
+    aggregate_mentions,
+    score_sentence,
+)
 from reviewsd_app.analysis.text import split_sentences  # noqa: E402
 from reviewsd_app.authoring.presets import render_preset  # noqa: E402
 from reviewsd_app.authoring.profile import Profile, parse_profile  # noqa: E402
@@ -62,15 +67,22 @@ class Units:
     aspects: Labels = field(default_factory=dict)
     people: Labels = field(default_factory=dict)
     profiles: dict[str, Profile] = field(default_factory=dict)  # unit id -> the business's profile
+    # unit id -> each labelled sentence's text and its labels, {(group, record id): sentiment}: what a quote
+    # of that sentence is checked against (whole reviews only)
+    sentences: dict[str, list[tuple[str, dict[tuple[str, str], str]]]] = field(default_factory=dict)
 
 
 # --- the three methods: unit inputs + profile -> (aspects, people) -----------------------------------
 
 
-def model_method(model: Model) -> Callable:
+def model_method(model: Model, kept: dict[str, Any] | None = None) -> Callable:
+    """What analyze decides; each review's analysis goes into `kept` too, if given (for its quotes)."""
+
     def predict(inputs: list[dict], profile: Profile) -> tuple[Labels, Labels]:
         aspects, people = {}, {}
         for a in analyse_reviews(inputs, profile, model):
+            if kept is not None:
+                kept[a.review["id"]] = a
             aspects[a.review["id"]] = {k: d.sentiment for k, d in a.mentions.get("aspects", {}).items()}
             people[a.review["id"]] = {k: d.sentiment for k, d in a.mentions.get("technicians", {}).items()}
         return aspects, people
@@ -123,6 +135,25 @@ def stars_method(inputs: list[dict], profile: Profile) -> tuple[Labels, Labels]:
     return lexicon_method(inputs, profile, stars_only=True)
 
 
+def lexicon_quotes(
+    review: Mapping, matcher: Matcher, scorer: Scorer
+) -> dict[tuple[str, str, str], tuple[float, str]]:
+    """The plain baseline's quotes, shaped as analyze's: (group, record, side) -> (strength, sentence), the
+    sentence naming the record (by a term or a name) whose clause the lexicon reads that way most strongly."""
+    best: dict[tuple[str, str, str], tuple[float, str]] = {}
+    for text in split_sentences(review["text"] or ""):
+        sentence = score_sentence(text, matcher, scorer)
+        tokens = sentence.folded.tokens
+        for match in sentence.matches:
+            start, end = clause_bounds(tokens, match.first, match.last)
+            clause = compound(sum(sentence.values[start:end]), tokens[start:end].count("!"))
+            side = label(clause)
+            key = (match.group, match.id, side)
+            if side != "neutral" and abs(clause) > best.get(key, (0.0, ""))[0]:
+                best[key] = (abs(clause), text)
+    return best
+
+
 # --- scoring -------------------------------------------------------------------------------------------
 
 
@@ -156,17 +187,54 @@ class Counts:
 
 
 METHODS = ("model", "lexicon", "stars")
+QUOTED_GROUPS = ("aspects", "technicians")
 
 
-def run_methods(units: Units, model: Model, results: dict[str, tuple[Counts, Counts]]) -> None:
-    """Add each method's counts over these units (grouped by profile) to `results`."""
+@dataclass
+class QuoteCounts:
+    """Of the sentences a method would quote for a record's side (per review, record and side, positive or
+    negative), how many the labels give that record that side; per group."""
+
+    quoted: dict[str, int] = field(default_factory=lambda: dict.fromkeys(QUOTED_GROUPS, 0))
+    agree: dict[str, int] = field(default_factory=lambda: dict.fromkeys(QUOTED_GROUPS, 0))
+
+    def add(self, quotes: Mapping[tuple[str, str, str], tuple[float, str]], labelled: Sequence) -> None:
+        for (group, record_id, side), (_, text) in quotes.items():
+            if group not in self.quoted or side == "neutral":
+                continue
+            labels = _labels_of(text, labelled)
+            self.quoted[group] += 1
+            self.agree[group] += any(found.get((group, record_id)) == side for found in labels)
+
+    def share(self, group: str) -> float:
+        return self.agree[group] / self.quoted[group] if self.quoted[group] else 0.0
+
+
+def _labels_of(text: str, labelled: Sequence[tuple[str, dict]]) -> list[dict]:
+    """The labels of the sentence quoted: analyze splits the review again, so the labelled sentence that is
+    the quote, or else those that hold it or that it holds."""
+    same = [found for sentence, found in labelled if sentence == text]
+    if same:
+        return same
+    return [found for sentence, found in labelled if text in sentence or sentence in text]
+
+
+def run_methods(
+    units: Units,
+    model: Model,
+    results: dict[str, tuple[Counts, Counts]],
+    quotes: dict[str, QuoteCounts] | None = None,
+) -> None:
+    """Add each method's counts over these units (grouped by profile) to `results`; with `quotes`, the model's
+    quotes and the lexicon baseline's, checked against the sentences' labels."""
     by_profile: dict[int, list[dict]] = defaultdict(list)
     profiles = {}
     for unit in units.inputs:
         profile = units.profiles[unit["id"]]
         by_profile[id(profile)].append(unit)
         profiles[id(profile)] = profile
-    predictors = {"model": model_method(model), "lexicon": lexicon_method, "stars": stars_method}
+    analyses: dict[str, Any] = {}
+    predictors = {"model": model_method(model, analyses), "lexicon": lexicon_method, "stars": stars_method}
     for name in METHODS:
         aspect_counts, people_counts = results.setdefault(name, (Counts(), Counts()))
         for key, inputs in by_profile.items():
@@ -174,6 +242,27 @@ def run_methods(units: Units, model: Model, results: dict[str, tuple[Counts, Cou
             ids = [u["id"] for u in inputs]
             aspect_counts.add({i: units.aspects[i] for i in ids}, found_aspects)
             people_counts.add({i: units.people[i] for i in ids}, found_people)
+    if quotes is None:
+        return
+    for key, inputs in by_profile.items():
+        matcher = Matcher(profiles[key])
+        scorer = Scorer.for_overrides(profiles[key].sentiment_overrides)
+        for unit in inputs:
+            labelled = units.sentences.get(unit["id"], [])
+            quotes.setdefault("model", QuoteCounts()).add(analyses[unit["id"]].quotes, labelled)
+            quotes.setdefault("lexicon", QuoteCounts()).add(lexicon_quotes(unit, matcher, scorer), labelled)
+
+
+def print_quotes(quotes: Mapping[str, QuoteCounts]) -> None:
+    print("  quotes: of the sentences each method would quote for a record's side (per review, record")
+    print("  and side), the share labelled that side for that record, of how many")
+    print(f"  {'method':<8} {'aspects':>9} {'of':>7} {'people':>9} {'of':>7}")
+    for name, counts in quotes.items():
+        aspects, people = QUOTED_GROUPS
+        print(
+            f"  {name:<8} {counts.share(aspects):9.3f} {counts.quoted[aspects]:7d} "
+            f"{counts.share(people):9.3f} {counts.quoted[people]:7d}"
+        )
 
 
 def print_table(title: str, results: Mapping[str, tuple[Counts, Counts]]) -> None:
@@ -210,6 +299,7 @@ def sample_units() -> Units:
         units.aspects[review["id"]] = _aggregated(sentences, "aspects", {})
         units.people[review["id"]] = _aggregated(sentences, "people", person_ids)
         units.profiles[review["id"]] = profile
+        units.sentences[review["id"]] = _sentence_labels(sentences, person_ids)
     return units
 
 
@@ -222,10 +312,23 @@ def _aggregated(sentences: Sequence[dict], group: str, ids: Mapping[str, str]) -
     return {key: aggregate_mentions(found) for key, found in votes.items()}
 
 
+def _sentence_labels(sentences: Sequence[dict], ids: Mapping[str, str]) -> list[tuple[str, dict]]:
+    """Each sentence's text and labels, {(group, record id): sentiment}, staff under their ids."""
+    labelled = []
+    for sentence in sentences:
+        found = {("aspects", key): polarity for key, polarity in sentence.get("aspects", {}).items()}
+        for name, polarity in sentence.get("people", {}).items():
+            found[(STAFF_GROUP, ids.get(name, name))] = polarity
+        labelled.append((sentence["text"], found))
+    return labelled
+
+
 def run_sample(args: argparse.Namespace) -> None:
     results: dict[str, tuple[Counts, Counts]] = {}
-    run_methods(sample_units(), shipped_model(), results)
+    quotes: dict[str, QuoteCounts] = {}
+    run_methods(sample_units(), shipped_model(), results, quotes)
     print_table("bundled sample (320 reviews, held-out labels, chiropractic preset, shipped model)", results)
+    print_quotes(quotes)
 
 
 # --- the corpus, cross-validated ----------------------------------------------------------------------
@@ -254,6 +357,8 @@ def corpus_units(reviews: Sequence[dict], by_sentence: bool) -> Units:
             units.aspects[unit_id] = _aggregated(sentences, "aspects", {})
             units.people[unit_id] = _aggregated(sentences, "people", ids)
             units.profiles[unit_id] = profile
+            if not by_sentence:
+                units.sentences[unit_id] = _sentence_labels(sentences, ids)
     return units
 
 
@@ -265,13 +370,13 @@ def folds(reviews: Sequence[dict], k: int) -> list[list[dict]]:
 def cross_validate(reviews: Sequence[dict], k: int, fraction: float = 1.0, choose: bool = True) -> dict:
     import train_model
 
-    results: dict[str, dict[str, tuple[Counts, Counts]]] = {"review": {}, "sentence": {}}
+    results: dict[str, Any] = {"review": {}, "sentence": {}, "quotes": {}}
     parts = folds(reviews, k)
     for held_out in range(k):
         training = [r for i, part in enumerate(parts) if i != held_out for r in part]
         training = training[: max(1, round(len(training) * fraction))]
         model = Model(train_model.train(training, choose=choose))
-        run_methods(corpus_units(parts[held_out], by_sentence=False), model, results["review"])
+        run_methods(corpus_units(parts[held_out], False), model, results["review"], results["quotes"])
         run_methods(corpus_units(parts[held_out], by_sentence=True), model, results["sentence"])
     return results
 
@@ -287,6 +392,7 @@ def run_cv(args: argparse.Namespace) -> None:
     results = cross_validate(reviews, args.folds)
     title = f"corpus, {args.folds}-fold cross-validation by review ({len(reviews)} reviews)"
     print_table(f"{title}, per review", results["review"])
+    print_quotes(results["quotes"])
     print_table(f"{title}, per sentence", results["sentence"])
 
 

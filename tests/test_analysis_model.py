@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from reviewsd_app.analysis import compose, quotes
 from reviewsd_app.analysis.batch import analyse_reviews
 from reviewsd_app.analysis.model import MODEL_FILE, Polarity, shipped_model
-from reviewsd_app.analysis.review import Mention, aggregate_mentions
+from reviewsd_app.analysis.review import TERM_ONLY_WEIGHT, Mention, aggregate_mentions
 from reviewsd_app.analysis.run import build_insights
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.authoring.profile import parse_profile
@@ -378,6 +378,17 @@ def test_a_sentence_the_lexicon_reads_the_other_way_is_no_quote():
     found = [Mention("aspects", "price", 0, "model", None, Polarity("positive", 0.99, (), 0.99))]
     best = {("aspects", "price", "positive"): (0.99, sentence.text)}
     assert quotes.best_quotes(analysis.sentences, found) == best
+
+
+def test_a_sentence_the_model_is_unsure_is_about_the_record_is_no_quote():
+    """A quote needs the model sure the sentence is about the record too, not only of its sentiment: "I
+    needed help with neck pain." was quotable as praise of pain relief (found at 35%, rated positive
+    surely)."""
+    [analysis] = analyse_reviews([review(1, 5, "The prices are a bargain at lunch.")], restaurant())
+    sure = Polarity("positive", 0.99, (), 0.99)
+    for weight, quoted in ((0.35, False), (TERM_ONLY_WEIGHT, False), (0.9, True), (1.0, True)):
+        found = [Mention("aspects", "price", 0, "model", None, sure, weight)]
+        assert bool(quotes.best_quotes(analysis.sentences, found)) is quoted, weight
 
 
 def test_a_mention_the_model_is_unsure_of_weighs_less_than_one_it_is_sure_of():
