@@ -46,6 +46,7 @@ from reviewsd_app.analysis.features import clause_bounds  # noqa: E402
 from reviewsd_app.analysis.lexicon import Scorer, compound, label  # noqa: E402
 from reviewsd_app.analysis.matcher import Matcher  # noqa: E402
 from reviewsd_app.analysis.model import Model, shipped_model  # noqa: E402
+from reviewsd_app.analysis.quotes import OPPOSITES  # noqa: E402
 from reviewsd_app.analysis.review import (  # noqa: E402
     STAFF_GROUP,
     STAR_LABELS,
@@ -193,21 +194,25 @@ QUOTED_GROUPS = ("aspects", "technicians")
 @dataclass
 class QuoteCounts:
     """Of the sentences a method would quote for a record's side (per review, record and side, positive or
-    negative), how many the labels give that record that side; per group."""
+    negative), how many the labels give that record that side, and how many the opposite side; per group."""
 
     quoted: dict[str, int] = field(default_factory=lambda: dict.fromkeys(QUOTED_GROUPS, 0))
     agree: dict[str, int] = field(default_factory=lambda: dict.fromkeys(QUOTED_GROUPS, 0))
+    opposite: dict[str, int] = field(default_factory=lambda: dict.fromkeys(QUOTED_GROUPS, 0))
 
     def add(self, quotes: Mapping[tuple[str, str, str], tuple[float, str]], labelled: Sequence) -> None:
         for (group, record_id, side), (_, text) in quotes.items():
             if group not in self.quoted or side == "neutral":
                 continue
-            labels = _labels_of(text, labelled)
+            labelled_sides = {found.get((group, record_id)) for found in _labels_of(text, labelled)}
             self.quoted[group] += 1
-            self.agree[group] += any(found.get((group, record_id)) == side for found in labels)
+            if side in labelled_sides:
+                self.agree[group] += 1
+            elif OPPOSITES[side] in labelled_sides:
+                self.opposite[group] += 1
 
-    def share(self, group: str) -> float:
-        return self.agree[group] / self.quoted[group] if self.quoted[group] else 0.0
+    def share(self, group: str, counts: dict[str, int]) -> float:
+        return counts[group] / self.quoted[group] if self.quoted[group] else 0.0
 
 
 def _labels_of(text: str, labelled: Sequence[tuple[str, dict]]) -> list[dict]:
@@ -255,14 +260,16 @@ def run_methods(
 
 def print_quotes(quotes: Mapping[str, QuoteCounts]) -> None:
     print("  quotes: of the sentences each method would quote for a record's side (per review, record")
-    print("  and side), the share labelled that side for that record, of how many")
-    print(f"  {'method':<8} {'aspects':>9} {'of':>7} {'people':>9} {'of':>7}")
+    print("  and side), the share labelled that side for that record, the share labelled the opposite")
+    print(f"  {'method':<8} {'aspects':>9} {'opposite':>9} {'of':>7} {'people':>9} {'opposite':>9} {'of':>7}")
     for name, counts in quotes.items():
-        aspects, people = QUOTED_GROUPS
-        print(
-            f"  {name:<8} {counts.share(aspects):9.3f} {counts.quoted[aspects]:7d} "
-            f"{counts.share(people):9.3f} {counts.quoted[people]:7d}"
-        )
+        row = []
+        for group in QUOTED_GROUPS:
+            row.append(
+                f"{counts.share(group, counts.agree):9.3f} {counts.share(group, counts.opposite):9.3f} "
+                f"{counts.quoted[group]:7d}"
+            )
+        print(f"  {name:<8} " + " ".join(row))
 
 
 def print_table(title: str, results: Mapping[str, tuple[Counts, Counts]]) -> None:
