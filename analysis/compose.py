@@ -156,10 +156,11 @@ def summary(
             if leader is not None:
                 parts.append(f"{words}: {leader['label'].lower()} ({plural(leader[field], noun)}).")
     top = clear_leader(technicians, "mention_count")
-    if top is not None:
+    if top is not None:  # staff are often named in plain narration: the positive share alone reads lukewarm
         parts.append(
             f"Most named: {top['name']} ({top['mention_count']} reviews, "
-            f"{_pct(top['positive_count'], top['mention_count'])}% positive)."
+            f"{_pct(top['positive_count'], top['mention_count'])}% positive, "
+            f"{_pct(top['negative_count'], top['mention_count'])}% negative)."
         )
     if trend_is_said(months, trend):
         parts.append(

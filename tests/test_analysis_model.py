@@ -229,6 +229,26 @@ def test_publish_switches_leave_people_and_trend_out():
     assert named["people_label"] == "Team"
 
 
+def test_most_named_says_the_negative_share_beside_the_positive():
+    """Staff are named in plain narration as often as in praise: "57% positive" alone read as lukewarm for a
+    practitioner with one complaint in 54 reviews (the bundled sample's Dr. Maya Patel)."""
+    reviews = [review(n, 5, text, month=1 + n) for n, text in enumerate(PRAISE)]
+    reviews += [review(20 + n, 4, "Maria brought the menus and took our order.") for n in range(3)]
+    reviews.append(review(30, 2, "Maria forgot our drinks twice."))
+    doc = insights(reviews, restaurant())
+    [maria] = [e for e in doc["entities"]["technicians"] if e["id"] == "maria-santos"]
+    count = maria["mention_count"]
+    positive, negative = (
+        round(100 * maria["positive_count"] / count),
+        round(100 * maria["negative_count"] / count),
+    )
+    assert maria["negative_count"] >= 1 and maria["neutral_count"] >= 1
+    assert (
+        f"Most named: Maria Santos ({count} reviews, {positive}% positive, {negative}% negative)."
+        in doc["summary"]
+    )
+
+
 def test_with_people_unpublished_no_quote_names_a_staff_member():
     """[publish] people = false: the FAQ and the pull quote pick sentences that name no staff, so that the
     insights' own choice of words never singles one out (the reviews themselves stay as written)."""
