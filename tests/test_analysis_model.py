@@ -411,6 +411,21 @@ def test_a_sentence_the_model_is_unsure_is_about_the_record_is_no_quote():
         assert bool(quotes.best_quotes(analysis.sentences, found)) is quoted, weight
 
 
+def test_a_sentence_with_a_contrast_is_no_quote():
+    """A quote speaks for one side, and "but", "though", "however" hold both: "It's a bit pricey without a
+    membership, but not out of line." was quoted as a negative review's words."""
+    sure = Polarity("positive", 0.99, (), 0.99)
+    for text, quoted in (
+        ("The prices are fair.", True),
+        ("The prices are fair, but the portions are small.", False),
+        ("The prices are fair, though the room is loud.", False),
+        ("However, the prices are fair.", False),
+    ):
+        [analysis] = analyse_reviews([review(1, 5, text)], restaurant())
+        found = [Mention("aspects", "price", 0, "model", None, sure)]
+        assert bool(quotes.best_quotes(analysis.sentences, found)) is quoted, text
+
+
 def test_a_mention_the_model_is_unsure_of_weighs_less_than_one_it_is_sure_of():
     """A record's mentions in a review are weighed by how sure the model is they are there: a sentence it
     barely reads as about the record no longer ties with one it is sure of (which made it neutral)."""
