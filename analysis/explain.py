@@ -35,9 +35,10 @@ def _words(ngram: str) -> str:
     return f"{text} after a negation" if negated else text
 
 
-def describe(feature: str, value: float, contrast: str = "but") -> str:
+def describe(feature: str, value: float, contrast: str = "but", before: frozenset[str] = frozenset()) -> str:
     """One feature, in words a business owner can check against the sentence; `contrast` is the word the
-    mention's clause turned at ("but", "though", "however"...), if it did."""
+    mention's clause turned at ("but", "though", "however"...), if it did, and `before` the words that stand
+    only before it."""
     if feature == "turned":
         return f'a "{contrast}" after it: the words after the "{contrast}" decide'
     if feature in NAMED:
@@ -47,7 +48,10 @@ def describe(feature: str, value: float, contrast: str = "but") -> str:
     if feature.startswith("pre:"):  # read through a contrast: the words before it
         return f'{_words(feature[4:])} before the "{contrast}"'
     if feature.startswith("aw:"):  # the clause's words for one aspect ("aw:food:cold"): the same reason
-        return f"{_words(feature.split(':', 2)[2])} near it"
+        word = feature.split(":", 2)[2]
+        if word.removeprefix("not_") in before:  # read across the contrast: say where it stands
+            return f'{_words(word)} before the "{contrast}"'
+        return f"{_words(word)} near it"
     if feature.startswith("s:"):
         return f"{_words(feature[2:])} in the sentence"
     if feature in ("lex:clause", "lex:sentence"):
@@ -64,10 +68,10 @@ def describe(feature: str, value: float, contrast: str = "but") -> str:
     return feature
 
 
-def _reasons(mention: Mention, contrast: str) -> str:
+def _reasons(mention: Mention, contrast: str, before: frozenset[str]) -> str:
     pushes: dict[str, float] = {}  # the stars are two features (alone, and for aspects or people): one reason
     for feature, value, push in mention.polarity.reasons:
-        words = describe(feature, value, contrast)
+        words = describe(feature, value, contrast, before)
         pushes[words] = pushes.get(words, 0.0) + push
     strongest_first = sorted(pushes.items(), key=lambda item: -abs(item[1]))  # the stars summed may lead
     toward = [f"{words} ({p:+.1f})" for words, p in strongest_first if p > 0]
@@ -76,17 +80,19 @@ def _reasons(mention: Mention, contrast: str) -> str:
     return text + (f"; against it: {'; '.join(against)}" if against else "")
 
 
-def _clause(sentence: ScoredSentence, mention: Mention) -> tuple[str, str]:
-    """The words read for a mention, and the contrast word its clause turned at ("but" if none)."""
+def _clause(sentence: ScoredSentence, mention: Mention) -> tuple[str, str, frozenset[str]]:
+    """The words read for a mention, the contrast word its clause turned at ("but" if none), and the words
+    that stand only before that contrast."""
     if mention.span is None:
-        return "the whole sentence", "but"
+        return "the whole sentence", "but", frozenset()
     tokens = sentence.folded.tokens
     start, end, turn = mention_clause(tokens, mention.span, other_names(sentence, mention.id, mention.group))
     if turn is None:
-        return repr(" ".join(tokens[start:end])), "but"
+        return repr(" ".join(tokens[start:end])), "but", frozenset()
     decided = " ".join(tokens[turn + 1 : end])
     before = " ".join(tokens[start:turn]).rstrip(" ,;")
-    return f"{decided!r}, after {tokens[turn]!r}; before it: {before!r}", tokens[turn]
+    only_before = frozenset(tokens[start:turn]) - frozenset(tokens[turn + 1 : end])
+    return f"{decided!r}, after {tokens[turn]!r}; before it: {before!r}", tokens[turn], only_before
 
 
 def format_explanation(analysis: ReviewAnalysis) -> str:
@@ -100,12 +106,12 @@ def format_explanation(analysis: ReviewAnalysis) -> str:
             if mention.sentence != number:
                 continue
             polarity = mention.polarity
-            clause, contrast = _clause(sentence, mention)
+            clause, contrast, before = _clause(sentence, mention)
             lines.append(
                 f"  {mention.group} {mention.id}: {polarity.sentiment}, {polarity.confidence:.0%} sure "
                 f"(found by {mention.found_by}; read: {clause})"
             )
-            lines.append(f"    because of: {_reasons(mention, contrast)}")
+            lines.append(f"    because of: {_reasons(mention, contrast, before)}")
         for where, match, probability in analysis.rejected:
             if where == number:
                 lines.append(

@@ -346,7 +346,24 @@ def test_explain_lists_reasons_strongest_first_after_summing_the_stars_two_featu
         ("stars:4|aspect", 0.5, 0.9),
     )
     mention = Mention("aspects", "food", 0, "model", None, Polarity("positive", 0.99, reasons))
-    assert _reasons(mention, "but") == (
+    assert _reasons(mention, "but", frozenset()) == (
         "the review's 4 stars (+1.9); the sentiment lexicon's score of the sentence at +0.80 (+1.8); "
         '"great" near it (+1.2)'
     )
+
+
+def test_explain_says_an_aspects_own_word_before_the_contrast_stands_before_it():
+    """The clause's words named by the aspect ("aw:price:steep") were all said to be "near it", even where
+    the clause read turned at a "but" and the word stood before it: "steep" near it, where the words read
+    were 'not out of line'."""
+    [analysis] = analyse_reviews(
+        [review(1, 3, "The prices are steep, but not out of line.")], restaurant(), reasons=40
+    )
+    explained = format_explanation(analysis)
+    assert "read: 'not out of line', after 'but'; before it: 'the prices are steep')" in explained
+    assert '"steep" before the "but"' in explained and '"steep" near it' not in explained
+    assert describe("aw:price:steep", 1.0, "though", frozenset({"steep"})) == '"steep" before the "though"'
+    assert describe("aw:price:not_steep", 1.0, "but", frozenset({"steep"})) == (
+        '"steep" after a negation before the "but"'
+    )
+    assert describe("aw:price:steep", 1.0) == '"steep" near it'
