@@ -34,7 +34,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -44,12 +44,13 @@ from reviewsd_app.analysis import review as review_module  # noqa: E402
 from reviewsd_app.analysis.batch import analyse_reviews  # noqa: E402
 from reviewsd_app.analysis.features import clause_bounds  # noqa: E402
 from reviewsd_app.analysis.lexicon import Scorer, compound, label  # noqa: E402
-from reviewsd_app.analysis.matcher import Matcher  # noqa: E402
+from reviewsd_app.analysis.matcher import Match, Matcher  # noqa: E402
 from reviewsd_app.analysis.model import Model, shipped_model  # noqa: E402
 from reviewsd_app.analysis.quotes import OPPOSITES  # noqa: E402
 from reviewsd_app.analysis.review import (  # noqa: E402
     STAFF_GROUP,
     STAR_LABELS,
+    ScoredSentence,
     aggregate_mentions,
     score_sentence,
 )
@@ -102,15 +103,23 @@ def _lexicon_decide(group: str, evidence: list[tuple[float, float]], rating: int
     return "neutral" if group == "technicians" else STAR_LABELS[rating]
 
 
-def _term_evidence(review: Mapping, matcher: Matcher, scorer: Scorer) -> dict[tuple[str, str], list]:
-    evidence: dict[tuple[str, str], list[tuple[float, float]]] = {}
+def _term_clauses(
+    review: Mapping, matcher: Matcher, scorer: Scorer
+) -> Iterator[tuple[Match, float, ScoredSentence]]:
+    """(match, the lexicon's score of its clause, the scored sentence) for each term and name the profile
+    finds in the review."""
     for text in split_sentences(review["text"]):
         sentence = score_sentence(text, matcher, scorer)
         tokens = sentence.folded.tokens
         for match in sentence.matches:
             start, end = clause_bounds(tokens, match.first, match.last)
-            clause = compound(sum(sentence.values[start:end]), tokens[start:end].count("!"))
-            evidence.setdefault((match.group, match.id), []).append((clause, sentence.score))
+            yield match, compound(sum(sentence.values[start:end]), tokens[start:end].count("!")), sentence
+
+
+def _term_evidence(review: Mapping, matcher: Matcher, scorer: Scorer) -> dict[tuple[str, str], list]:
+    evidence: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for match, clause, sentence in _term_clauses(review, matcher, scorer):
+        evidence.setdefault((match.group, match.id), []).append((clause, sentence.score))
     return evidence
 
 
@@ -142,16 +151,11 @@ def lexicon_quotes(
     """The plain baseline's quotes, shaped as analyze's: (group, record, side) -> (strength, sentence), the
     sentence naming the record (by a term or a name) whose clause the lexicon reads that way most strongly."""
     best: dict[tuple[str, str, str], tuple[float, str]] = {}
-    for text in split_sentences(review["text"] or ""):
-        sentence = score_sentence(text, matcher, scorer)
-        tokens = sentence.folded.tokens
-        for match in sentence.matches:
-            start, end = clause_bounds(tokens, match.first, match.last)
-            clause = compound(sum(sentence.values[start:end]), tokens[start:end].count("!"))
-            side = label(clause)
-            key = (match.group, match.id, side)
-            if side != "neutral" and abs(clause) > best.get(key, (0.0, ""))[0]:
-                best[key] = (abs(clause), text)
+    for match, clause, sentence in _term_clauses(review, matcher, scorer):
+        side = label(clause)
+        key = (match.group, match.id, side)
+        if side != "neutral" and abs(clause) > best.get(key, (0.0, ""))[0]:
+            best[key] = (abs(clause), sentence.text)
     return best
 
 
@@ -238,7 +242,7 @@ def run_methods(
         profile = units.profiles[unit["id"]]
         by_profile[id(profile)].append(unit)
         profiles[id(profile)] = profile
-    analyses: dict[str, Any] = {}
+    analyses: dict[str, Any] | None = {} if quotes is not None else None  # kept only to score their quotes
     predictors = {"model": model_method(model, analyses), "lexicon": lexicon_method, "stars": stars_method}
     for name in METHODS:
         aspect_counts, people_counts = results.setdefault(name, (Counts(), Counts()))
@@ -247,7 +251,7 @@ def run_methods(
             ids = [u["id"] for u in inputs]
             aspect_counts.add({i: units.aspects[i] for i in ids}, found_aspects)
             people_counts.add({i: units.people[i] for i in ids}, found_people)
-    if quotes is None:
+    if quotes is None or analyses is None:
         return
     for key, inputs in by_profile.items():
         matcher = Matcher(profiles[key])

@@ -139,6 +139,12 @@ def time_pathological() -> None:
         print(f"1,000 sample reviews, {label:<13} {time.perf_counter() - started:6.2f} s")
 
 
+def analyze_command(data: Path, processes: int) -> list[str]:
+    """`reviewsd analyze` over one data directory in `processes` processes, as a user would run it."""
+    script = str(ROOT / "reviewsd.py")
+    return [sys.executable, script, "analyze", "--data-dir", str(data), "--jobs", str(processes)]
+
+
 def time_long_reviews(count: int, jobs: list[int], work: Path) -> None:
     """`reviewsd analyze` over `count` reviews of 20,000 characters (the sample's texts run together), in a
     process of its own per --jobs value: its time and the peak resident memory of its largest process."""
@@ -158,8 +164,7 @@ def time_long_reviews(count: int, jobs: list[int], work: Path) -> None:
     (data / "reviews.json").write_bytes(dumps({**sample, "reviews": reviews}))
     (data / "business.toml").write_text(render_preset("chiropractic"), "utf-8")
     for processes in jobs:
-        command = [sys.executable, str(ROOT / "reviewsd.py"), "analyze", "--data-dir", str(data)]
-        command += ["--jobs", str(processes)]
+        command = analyze_command(data, processes)
         # a process of its own around each run: its children's peak is this run's alone
         measure = (
             "import resource, subprocess, sys, time; started = time.perf_counter(); "
@@ -203,9 +208,8 @@ def measure_memory(counts: list[int], jobs: list[int], work: Path) -> None:
         generate(count, data)
         (data / "business.toml").write_text(render_preset("chiropractic"), "utf-8")
         for processes in jobs:
-            command = [sys.executable, str(ROOT / "reviewsd.py"), "analyze", "--data-dir", str(data)]
             started = time.perf_counter()
-            child = subprocess.Popen([*command, "--jobs", str(processes)], stdout=subprocess.DEVNULL)
+            child = subprocess.Popen(analyze_command(data, processes), stdout=subprocess.DEVNULL)
             peak = 0
             while child.poll() is None:
                 peak = max(peak, sum(_pss_kib(pid) for pid in _process_tree(child.pid)))
@@ -232,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     jobs = [int(processes) for processes in args.jobs.split(",")]
+    sizes = [int(size) for size in args.sizes.split(",") if size]
     if args.pathological:
         time_pathological()
         return 0
@@ -240,15 +245,14 @@ def main(argv: list[str] | None = None) -> int:
             time_long_reviews(args.long, jobs, Path(work))
         return 0
     if args.memory:
-        counts = [int(size) for size in args.sizes.split(",") if size]
         with tempfile.TemporaryDirectory(prefix="reviewsd-speed-") as work:
-            measure_memory(counts, jobs, Path(work))
+            measure_memory(sizes, jobs, Path(work))
         return 0
     started = time.perf_counter()
     shipped_model()  # once per process: every figure below would otherwise count it but the first
     print(f"the shipped model loads in {time.perf_counter() - started:.2f} s (not in the analyze figures)")
     with tempfile.TemporaryDirectory(prefix="reviewsd-speed-") as work:
-        for count in (int(size) for size in args.sizes.split(",") if size):
+        for count in sizes:
             time_analyze(count, Path(work), jobs)
         if args.import_rows:
             time_import(args.import_rows, Path(work))

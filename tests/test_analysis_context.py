@@ -318,15 +318,9 @@ def test_a_reasons_push_is_against_the_runner_up_so_five_stars_never_argue_for_n
     --explain as a reason for a neutral reading (229 of the bundled sample's 1,424 mentions); against the
     runner-up, positive, they are a reason against it, and the pushes add up to the winner's log-odds over
     the runner-up."""
+    model = tiny_model({})
     weights = {"stars:5": [-3.0, 0.0, 1.0], "ac:at home": [0.0, 2.0, 0.0], "ac:clear": [-1.0, 0.0, 0.5]}
-    model = Model(
-        {
-            "info": {},
-            "detect": {"heads": [], "bias": [], "threshold": 0.5, "weights": {}},
-            "polarity": {"classes": list(CLASSES), "bias": [0.0, 0.0, 0.0], "weights": weights},
-            "staff": {"bias": 3.0, "weights": {}},
-        }
-    )
+    model.polarity_weights.update(weights)
     polarity = model.polarity({"stars:5": 1.0, "ac:at home": 1.0, "ac:clear": 1.0}, reasons=9)
     assert polarity.sentiment == "neutral"
     assert {feature: push for feature, _, push in polarity.reasons} == {

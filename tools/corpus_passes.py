@@ -222,11 +222,11 @@ def revise(part: str, check_only: bool) -> int:
     reviews = read_lines(part_file(part))
     by_id = {review["id"]: review for review in reviews}
     verb = "would change" if check_only else "changed"
-    readings = {
-        reading: read_lines(PASSES / f"{part}.{reading}.jsonl")
-        for reading in READINGS
-        if (PASSES / f"{part}.{reading}.jsonl").exists()
-    }
+    readings = {}
+    for reading in READINGS:
+        path = PASSES / f"{part}.{reading}.jsonl"
+        if path.exists():
+            readings[reading] = read_lines(path)
     names = list(readings)
     for index, reading in enumerate(names):
         # Run again on a part the readings already revised, a line a later reading overrode finds that
