@@ -17,7 +17,7 @@ Methods:
   lexicon     the previous method (reviewsd-lexicon 1.0): terms and names, the lexicon's clause, then
               sentence, then stars (never for people)
   stars       terms and names as the lexicon method; every sentiment from the stars (4-5 positive, 3 neutral)
-Corpora: `sample`: the bundled sample (data/) with the chiropractic preset, against its held-out labels
+Corpora: `sample`: the bundled sample (data/) with its business.toml, against its held-out labels
 (corpus/held-out/, labelled by the guideline like the corpus, never trained on); `cv`: the labelled corpus
 (corpus/, docs/corpus.md), k-fold by review, the model never trained or tuned on the fold it is scored on;
 `curve`: the learning curve; `passes`: each of the two labelling passes scored the same way against the
@@ -56,7 +56,7 @@ from reviewsd_app.analysis.review import (  # noqa: E402
 )
 from reviewsd_app.analysis.text import split_sentences  # noqa: E402
 from reviewsd_app.authoring.presets import render_preset  # noqa: E402
-from reviewsd_app.authoring.profile import Profile, parse_profile  # noqa: E402
+from reviewsd_app.authoring.profile import Profile, load_profile, parse_profile  # noqa: E402
 
 Labels = dict[str, dict[str, str]]  # unit id -> record id -> sentiment
 
@@ -295,10 +295,11 @@ def print_table(title: str, results: Mapping[str, tuple[Counts, Counts]]) -> Non
 
 def sample_units() -> Units:
     """The bundled sample (data/reviews.json) against its held-out labels (corpus/held-out/sample-*.jsonl:
-    labelled twice by the guideline and adjudicated, never trained on), chiropractic preset."""
+    labelled twice by the guideline and adjudicated, never trained on), read with its business.toml (the
+    chiropractic preset)."""
     import train_model
 
-    profile = parse_profile(render_preset("chiropractic"))
+    profile = load_profile(ROOT / "data", required=True)
     person_ids = {p["name"]: p["id"] for p in profile.practitioners}
     labelled = train_model.load_corpus(sorted((ROOT / "corpus" / "held-out").glob("sample-*.jsonl")))
     truth = {review["id"]: review for review in labelled}
@@ -338,7 +339,7 @@ def run_sample(args: argparse.Namespace) -> None:
     results: dict[str, tuple[Counts, Counts]] = {}
     quotes: dict[str, QuoteCounts] = {}
     run_methods(sample_units(), shipped_model(), results, quotes)
-    print_table("bundled sample (320 reviews, held-out labels, chiropractic preset, shipped model)", results)
+    print_table("bundled sample (320 reviews, held-out labels, its business.toml, shipped model)", results)
     print_quotes(quotes)
 
 

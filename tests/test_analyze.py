@@ -17,10 +17,10 @@ from support.cli import check
 from reviewsd_app.analysis import batch as batch_module
 from reviewsd_app.analysis import run as run_module
 from reviewsd_app.analysis.batch import REVIEW_CHARACTERS, SLICE_CHARACTERS, AnalysisError, analyse_reviews
-from reviewsd_app.analysis.run import analyze_dir, build_insights, explain_review
+from reviewsd_app.analysis.run import analyze_dir, build_insights
 from reviewsd_app.authoring.files import dumps
 from reviewsd_app.authoring.presets import render_preset
-from reviewsd_app.authoring.profile import Profile, parse_profile
+from reviewsd_app.authoring.profile import Profile, load_profile, parse_profile
 from reviewsd_app.authoring.schemas import schema_errors
 from reviewsd_app.cli.commands import analyze_main
 from reviewsd_app.ingest.merge import aggregate_rating
@@ -206,23 +206,43 @@ def test_empty_profile_still_gives_valid_insights(tmp_path):
     assert check(tmp_path).returncode == 0
 
 
-def test_bundled_sample_with_chiropractic_preset_passes_check_and_explains(tmp_path):
-    (tmp_path / "reviews.json").write_bytes((ROOT / "data" / "reviews.json").read_bytes())
-    (tmp_path / "business.toml").write_text(render_preset("chiropractic"), "utf-8")
+def test_the_bundled_insights_are_what_analyze_writes():
+    """data/insights.json is `reviewsd analyze --data-dir data` with data/business.toml (rerun it after a
+    change to the model or the analysis): the sample publishes what the product would, not what the
+    generator of its reviews wrote."""
+    committed = (ROOT / "data" / "insights.json").read_bytes()
+    reviews = json.loads((ROOT / "data" / "reviews.json").read_text("utf-8"))
+    profile = load_profile(ROOT / "data", required=True)
+    assert dumps(build_insights(reviews, profile, json.loads(committed)["generated_at"])) == committed
+
+
+def test_explain_reads_the_bundled_sample_with_its_business_toml(monkeypatch, capsys):
+    """`reviewsd analyze --explain ID` with no data directory reads the bundled sample (the rule in
+    docs/configuration.md), and with the sample's business.toml it finds the mentions its insights count."""
+    monkeypatch.delenv("REVIEWSD_DATA_DIR", raising=False)
+    insights = json.loads((ROOT / "data" / "insights.json").read_text("utf-8"))
+    some_id = next(
+        rid for rid, entry in insights["per_review"].items() if entry["aspects"] and entry["technicians"]
+    )
+    assert analyze_main(["--explain", some_id]) == 0
+    explained = capsys.readouterr().out
+    assert explained.startswith(f"review {some_id}:")
+    for aspect in insights["per_review"][some_id]["aspects"]:
+        assert f"  aspects {aspect['id']}: {aspect['sentiment']} (" in explained
+    for person in insights["per_review"][some_id]["technicians"]:
+        assert f"  technicians {person}: " in explained
+    assert "because of: " in explained and "to correct one: add to business.toml [[corrections]]" in explained
+
+
+def test_a_copy_of_the_bundled_sample_analyses_and_passes_check(tmp_path):
+    for name in ("reviews.json", "business.toml"):
+        (tmp_path / name).write_bytes((ROOT / "data" / name).read_bytes())
     assert analyze_main(["--data-dir", str(tmp_path)]) == 0
     checked = check(tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stderr == ""  # the sample's business block is its own, not the starter's placeholders
     insights = json.loads((tmp_path / "insights.json").read_text("utf-8"))
     assert insights["pull_quote"] is not None and insights["faq"]
-    some_id = next(rid for rid, entry in insights["per_review"].items() if entry["aspects"])
-    explained = explain_review(tmp_path, parse_profile(render_preset("chiropractic")), some_id)
-    assert (
-        explained.startswith(f"review {some_id}:")
-        and "sure (found by " in explained
-        and "because of: " in explained
-        and "review sentiment:" in explained
-        and "to correct one: add to business.toml [[corrections]]" in explained
-    )
 
 
 def test_cli_errors(tmp_path, capsys):

@@ -124,6 +124,7 @@ def test_the_wheel_holds_one_package_with_every_module_and_file_the_server_needs
         for pattern in (
             "schemas/*.json",
             "data/*.json",
+            "data/business.toml",
             "examples/minimal/*.json",
             "authoring/presets/*.toml",
         )
@@ -145,6 +146,11 @@ def test_installed_command_checks_and_versions_from_any_directory(installed: Pat
     check = run(installed, "check", cwd=tmp_path)
     assert check.returncode == 0, check.stderr
     assert check.stdout.strip().endswith("reviewsd_app/data: OK")
+    # the bundled sample's business.toml is installed beside it: --explain reads the sample as analyze does
+    explain = run(installed, "analyze", "--explain", "01M6XPBNSX2KAW7FV4X5AB2CR1", cwd=tmp_path)
+    assert explain.returncode == 0 and "technicians dr-sofia-ramirez: positive" in explain.stdout, (
+        explain.stderr
+    )
     example = run(installed, "check", "--data-dir", str(ROOT / "examples" / "minimal"), cwd=tmp_path)
     assert example.returncode == 0, example.stderr
     init = run(installed, "init", "--preset", "general", "--data-dir", str(tmp_path / "mine"), cwd=tmp_path)
