@@ -68,6 +68,9 @@ class Matcher:
     def __init__(self, profile: Profile) -> None:
         owners: dict[str, set[tuple[str, str]]] = defaultdict(set)
         technician_terms: dict[str, set[str]] = defaultdict(set)
+        # folded term -> as business.toml writes it, in lower case (the first so written), for the phrases
+        # insights publish: "explicó" and "same-day", not the folded "explico" and "same day"
+        self.written: dict[str, str] = {}
         for group, source in GROUP_SOURCES:
             for record in getattr(profile, source):
                 if group == "technicians":
@@ -77,6 +80,7 @@ class Matcher:
                 for term in _record_terms(record, group):
                     if fold(term):
                         owners[fold(term)].add((group, record["id"]))
+                        self.written.setdefault(fold(term), term.lower())
         for term, ids in technician_terms.items():
             if len(ids) == 1 and term:  # a name two practitioners share names neither
                 owners[term].add(("technicians", next(iter(ids))))

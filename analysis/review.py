@@ -163,10 +163,13 @@ def aggregate_mentions(sentiments: list[str], weights: list[float] | None = None
     return "negative" if negative > positive else "neutral"
 
 
-def _phrase(sentence: ScoredSentence, match: Match) -> str:
-    """An aspect's phrase: its term, with the word before it when that word carries sentiment."""
+def _phrase(sentence: ScoredSentence, match: Match, written: Mapping[str, str]) -> str:
+    """An aspect's phrase: its term (as `written` has it when the words are the term itself, not a plural),
+    with the word before it when that word carries sentiment."""
     tokens = sentence.folded.tokens
     term = " ".join(tokens[match.first : match.last + 1])
+    if term == match.term:
+        term = written.get(term, term)
     if (
         match.first > 0
         and sentence.values[match.first - 1] != 0
@@ -315,7 +318,7 @@ def analyse_review(
         result.rejected += rejected
         for match in sentence.matches:
             if match.group == "aspects" and any(m.id == match.id and m.sentence == number for m in found):
-                result.phrases.setdefault(match.id, []).append(_phrase(sentence, match))
+                result.phrases.setdefault(match.id, []).append(_phrase(sentence, match, matcher.written))
     by_record: dict[tuple[str, str], list[Mention]] = {}
     for mention in result.found:
         by_record.setdefault((mention.group, mention.id), []).append(mention)

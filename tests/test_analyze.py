@@ -120,6 +120,16 @@ def test_the_stars_weigh_in_where_the_words_say_little():
     assert aspect_sentiments(mentions("The receptionist was rude.", 2)) == {"front-desk": "negative"}
 
 
+def test_top_phrases_keep_a_terms_accents_and_hyphens():
+    extra = '[[aspects]]\nid = "booking"\nlabel = "Booking"\nterms = ["same-day", "Explicó", "slot"]\n'
+    profile = parse_profile(PRACTICE + extra)
+    texts = ["I got a same-day visit.", "La doctora me explicó todo.", "Two slots left, I took one."]
+    doc = build_insights(reviews_doc([review(n, 5, t) for n, t in enumerate(texts)], profile), profile, NOW)
+    [booking] = [a for a in doc["aspects"] if a["id"] == "booking"]
+    # the term as business.toml writes it, in lower case; a plural as the review wrote it
+    assert sorted(booking["top_phrases"]) == ["explicó", "same-day", "slots"]
+
+
 def test_clauses_and_negation():
     entry = mentions("The receptionist was lovely, but the wait was awful.", 3)
     assert aspect_sentiments(entry) == {"wait-time": "negative", "front-desk": "positive"}
