@@ -547,8 +547,8 @@ def test_a_share_and_score_are_shown_only_from_three_reviews(docs):
         ]
         return [cell.text() for cell in row.children if cell.tag == "td"]
 
-    assert figures(few) == ["2", "–", "–"]
-    assert figures(enough) == ["3", "67%", "+0.33"]
+    assert figures(few) == ["2", "–", "–", "–"]
+    assert figures(enough) == ["3", "67%", "33%", "+0.33"]
     assert "– under 3 reviews" in pages.render_home(reviews, insights, SITE).decode()
 
 
