@@ -120,6 +120,14 @@ def rating_faq(business_name: str, analyses: Sequence[ReviewAnalysis]) -> dict[s
     }
 
 
+def _mentioned(aspect: Mapping[str, Any]) -> str:
+    """An aspect in "Most mentioned": its count, and its positive share only from MIN_COUNT mentions on, as
+    the pages show shares ("billing and insurance (1, 0% positive)" said one complaint)."""
+    if aspect["mention_count"] < MIN_COUNT:
+        return f"{aspect['label'].lower()} ({aspect['mention_count']})"
+    return f"{aspect['label'].lower()} ({aspect['mention_count']}, {aspect['positive_pct']:g}% positive)"
+
+
 def summary(
     analyses: Sequence[ReviewAnalysis],
     aspects: Sequence[Mapping[str, Any]],
@@ -143,10 +151,7 @@ def summary(
         (a for a in aspects if a["mention_count"]), key=lambda a: (-a["mention_count"], a["id"])
     )
     if mentioned:
-        listed = ", ".join(
-            f"{a['label'].lower()} ({a['mention_count']}, {a['positive_pct']:g}% positive)"
-            for a in mentioned[:3]
-        )
+        listed = ", ".join(_mentioned(aspect) for aspect in mentioned[:3])
         parts.append(f"Most mentioned: {listed}.")
         for field, words, noun in (
             ("positive_count", "Most praised", "positive mention"),

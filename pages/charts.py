@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 from markupsafe import Markup, escape
 
 from ..analysis.english import month_name, plural
-from ..analysis.thresholds import trend_is_said
+from ..analysis.thresholds import MIN_COUNT, trend_is_said
 
 WIDTH = 320
 
@@ -88,7 +88,10 @@ def aspect_sentiment(aspects: Sequence[Mapping[str, Any]]) -> Markup:
     for i, aspect in enumerate(ranked):
         y = legend + i * row
         total = aspect["mention_count"]
-        share = f"{_pct(aspect['positive_count'], total)} positive" if total else "not mentioned"
+        # a share only from MIN_COUNT mentions, as the tables and summary: one complaint is no "0% positive"
+        share = "not mentioned" if not total else "–"
+        if total >= MIN_COUNT:
+            share = f"{_pct(aspect['positive_count'], total)} positive"
         body.append(
             f'<text x="0" y="{y + 12}">{escape(aspect["label"])} ({total})</text>'
             f'<text x="{WIDTH}" y="{y + 12}" text-anchor="end">{share}</text>'

@@ -247,6 +247,19 @@ def test_most_named_says_the_negative_share_beside_the_positive():
     )
 
 
+def test_most_mentioned_gives_a_share_only_from_three_mentions():
+    """As the pages show shares: "billing and insurance (1, 0% positive)" put one complaint into words
+    (the README's two-review Takeout example)."""
+    reviews = [review(1, 2, "The prices were far too high.")]
+    reviews += [review(2 + n, 5, "The pasta was delicious.", month=2 + n) for n in range(3)]
+    doc = insights(reviews, restaurant())
+    [food] = [a for a in doc["aspects"] if a["id"] == "food"]
+    [price] = [a for a in doc["aspects"] if a["id"] == "price"]
+    assert price["mention_count"] == 1 and food["mention_count"] >= 3
+    assert "price (1)" in doc["summary"] and "(1, " not in doc["summary"]
+    assert f"food ({food['mention_count']}, {food['positive_pct']:g}% positive)" in doc["summary"]
+
+
 def test_with_people_unpublished_no_quote_names_a_staff_member():
     """[publish] people = false: the FAQ and the pull quote pick sentences that name no staff, so that the
     insights' own choice of words never singles one out (the reviews themselves stay as written)."""

@@ -552,6 +552,18 @@ def test_a_share_and_score_are_shown_only_from_three_reviews(docs):
     assert "– under 3 reviews" in pages.render_home(reviews, insights, SITE).decode()
 
 
+def test_an_aspects_bar_gives_a_share_only_from_three_mentions(docs):
+    """As the tables: one complaint about the prices is no "0% positive" on the home page."""
+    reviews, insights = copy.deepcopy(docs[0]), copy.deepcopy(docs[1])
+    once, thrice = insights["aspects"][:2]
+    once.update(mention_count=1, positive_count=0, neutral_count=0, negative_count=1, positive_pct=0.0)
+    thrice.update(mention_count=3, positive_count=2, neutral_count=1, negative_count=0, positive_pct=66.7)
+    chart = pages.render_home(reviews, insights, SITE).decode()
+    assert re.search(f">{once['label']} \\(1\\)</text><text [^>]*>–</text>", chart)
+    assert re.search(f">{thrice['label']} \\(3\\)</text><text [^>]*>67% positive</text>", chart)
+    assert ">0% positive</text>" not in chart
+
+
 def test_a_starters_empty_address_leaves_no_stray_commas(docs):
     """A business straight from `reviewsd init` has an empty address: no "Restaurant in ," or empty
     Address line; with a town only, just the town."""
