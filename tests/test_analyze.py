@@ -223,7 +223,10 @@ def test_the_bundled_insights_are_what_analyze_writes():
     committed = (ROOT / "data" / "insights.json").read_bytes()
     reviews = json.loads((ROOT / "data" / "reviews.json").read_text("utf-8"))
     profile = load_profile(ROOT / "data", required=True)
-    assert dumps(build_insights(reviews, profile, json.loads(committed)["generated_at"])) == committed
+    written = dumps(build_insights(reviews, profile, json.loads(committed)["generated_at"]))
+    assert written == committed, (
+        "data/insights.json is stale: run `python reviewsd.py analyze --data-dir data`"
+    )
 
 
 def test_explain_reads_the_bundled_sample_with_its_business_toml(monkeypatch, capsys):
