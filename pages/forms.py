@@ -41,6 +41,9 @@ _SORT = FieldSpec(
     "Order",
     "select",
     (
+        # no sort given: newest first, or the best match when "Words, best match first" is filled in; a
+        # blank label here showed an empty box
+        ("", "Newest first, or best match"),
         ("newest", "Newest first"),
         ("oldest", "Oldest first"),
         ("highest", "Highest rated"),

@@ -228,6 +228,14 @@ def test_the_form_shows_the_query_and_takes_new_fields_in_one_line(docs):
     assert "No review matches" in root.text()
 
 
+def test_every_select_of_the_empty_form_shows_a_label(docs):
+    """The Order box showed blank: its default (no sort) had no option of its own."""
+    root = parse(pages.render_reviews(docs[0], pages.ReviewsPage([], {}, fields=pages.SEARCH_FIELDS), SITE))
+    shown = {n.parent.attrs["name"]: n.text() for n in root.iter("option") if "selected" in n.attrs}
+    assert shown["sort"] == "Newest first, or best match"
+    assert all(text.strip() for text in shown.values()), shown
+
+
 def test_a_select_keeps_a_value_it_does_not_list(docs):
     page = pages.ReviewsPage([], {"min_rating": "4.5"})
     root = parse(pages.render_reviews(docs[0], page, SITE))
