@@ -3,6 +3,7 @@ sentiment and how sure, and the features that weighed most, in plain words (pure
 
 from __future__ import annotations
 
+from .english import plural
 from .features import mention_clause
 from .review import Mention, ReviewAnalysis, ScoredSentence, other_names
 
@@ -97,7 +98,9 @@ def _clause(sentence: ScoredSentence, mention: Mention) -> tuple[str, str, froze
 
 def format_explanation(analysis: ReviewAnalysis) -> str:
     review = analysis.review
-    lines = [f"review {review['id']}: {review['rating']} stars, {review['date']}, {review['source']}"]
+    lines = [
+        f"review {review['id']}: {plural(review['rating'], 'star')}, {review['date']}, {review['source']}"
+    ]
     if not analysis.sentences:
         lines.append("  no text: the stars alone give the review's sentiment; no mentions")
     for number, sentence in enumerate(analysis.sentences):

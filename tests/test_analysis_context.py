@@ -302,6 +302,12 @@ def test_explain_shows_the_clause_after_the_contrast_and_what_came_before_it():
     assert read in explained
 
 
+def test_explain_says_1_star_not_1_stars():
+    [analysis] = analyse_reviews([review(1, 1, "Maria was rude.")], restaurant(), reasons=4)
+    explained = format_explanation(analysis)
+    assert explained.startswith(f"review {analysis.review['id']}: 1 star, ") and "1 stars" not in explained
+
+
 def test_explain_names_the_contrast_word_the_clause_turned_at():
     """The words before a "though" are said to come before the "though", not a "but"."""
     [analysis] = analyse_reviews(
