@@ -130,7 +130,9 @@ def format_explanation(analysis: ReviewAnalysis) -> str:
     for group, decisions in analysis.mentions.items():
         for record_id, decision in decisions.items():
             lines.append(f"  {group} {record_id}: {decision.sentiment} ({decision.rule})")
-    if any(analysis.mentions.values()):
+    if not any(analysis.mentions.values()):
+        lines.append("  nothing: it mentions no aspect, person, service, problem, area or topic")
+    else:
         group, record_id = next((g, r) for g, d in analysis.mentions.items() for r in d)
         lines.append(
             "to correct one: add to business.toml [[corrections]] with "

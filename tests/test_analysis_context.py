@@ -308,6 +308,16 @@ def test_explain_says_1_star_not_1_stars():
     assert explained.startswith(f"review {analysis.review['id']}: 1 star, ") and "1 stars" not in explained
 
 
+def test_explain_says_when_a_review_counts_for_nothing():
+    """A review without text (or naming nothing) ended on "counted in insights.json (...):" and no line."""
+    for text in (None, "Would come again."):
+        [analysis] = analyse_reviews([review(1, 4, text)], restaurant(), reasons=4)
+        explained = format_explanation(analysis)
+        assert explained.endswith(
+            "neutral on a tie):\n  nothing: it mentions no aspect, person, service, problem, area or topic\n"
+        )
+
+
 def test_explain_names_the_contrast_word_the_clause_turned_at():
     """The words before a "though" are said to come before the "though", not a "but"."""
     [analysis] = analyse_reviews(
