@@ -78,9 +78,10 @@ class Matcher:
                         technician_terms[fold(alias)].add(record["id"])
                     continue
                 for term in _record_terms(record, group):
-                    if fold(term):
-                        owners[fold(term)].add((group, record["id"]))
-                        self.written.setdefault(fold(term), term.lower())
+                    folded = fold(term)
+                    if folded:
+                        owners[folded].add((group, record["id"]))
+                        self.written.setdefault(folded, term.lower())
         for term, ids in technician_terms.items():
             if len(ids) == 1 and term:  # a name two practitioners share names neither
                 owners[term].add(("technicians", next(iter(ids))))

@@ -58,18 +58,18 @@ def best_quotes(
     best: dict[QuoteKey, tuple[float, str]] = {}
     for mention in found:
         sentiment = mention.polarity.sentiment
-        text = sentences[mention.sentence].text
+        sentence = sentences[mention.sentence]
         if mention.by_pronoun or mention.sentence in left_out or mention.weight < QUOTE_CONFIDENCE:
             continue
-        if not CONTRASTS.isdisjoint(sentences[mention.sentence].tokens):
+        if not CONTRASTS.isdisjoint(sentence.tokens):
             continue
-        if label(sentences[mention.sentence].score) == OPPOSITES.get(sentiment):
+        if label(sentence.score) == OPPOSITES.get(sentiment):
             continue
         sure = _sure(mention.polarity)
-        if sure < QUOTE_CONFIDENCE or not quotable(text):
+        if sure < QUOTE_CONFIDENCE or not quotable(sentence.text):
             continue
         key = (mention.group, mention.id, sentiment)
-        best[key] = max(best.get(key, (sure, text)), (sure, text))
+        best[key] = max(best.get(key, (sure, sentence.text)), (sure, sentence.text))
     return best
 
 

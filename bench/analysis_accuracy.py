@@ -388,7 +388,8 @@ def cross_validate(reviews: Sequence[dict], k: int, fraction: float = 1.0, choos
         training = [r for i, part in enumerate(parts) if i != held_out for r in part]
         training = training[: max(1, round(len(training) * fraction))]
         model = Model(train_model.train(training, choose=choose))
-        run_methods(corpus_units(parts[held_out], False), model, results["review"], results["quotes"])
+        whole_reviews = corpus_units(parts[held_out], by_sentence=False)
+        run_methods(whole_reviews, model, results["review"], results["quotes"])
         run_methods(corpus_units(parts[held_out], by_sentence=True), model, results["sentence"])
     return results
 

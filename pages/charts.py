@@ -89,8 +89,11 @@ def aspect_sentiment(aspects: Sequence[Mapping[str, Any]]) -> Markup:
         y = legend + i * row
         total = aspect["mention_count"]
         # a share only from MIN_COUNT mentions, as the tables and summary: one complaint is no "0% positive"
-        share = "not mentioned" if not total else "–"
-        if total >= MIN_COUNT:
+        if not total:
+            share = "not mentioned"
+        elif total < MIN_COUNT:
+            share = "–"
+        else:
             share = f"{_pct(aspect['positive_count'], total)} positive"
         body.append(
             f'<text x="0" y="{y + 12}">{escape(aspect["label"])} ({total})</text>'
