@@ -23,10 +23,22 @@ EMOJI_WORDS = {
     "<self>": "(their name)",
     "<staff>": "(a staff name)",
 }
+# A punctuation mark alone, named: '"," near it' read to owners as a stray quote, not a reason.
+PUNCTUATION_WORDS = {
+    ",": "a comma",
+    ";": "a semicolon",
+    "!": "an exclamation mark",
+    "?": "a question mark",
+    "$": "a dollar sign",
+}
 
 
 def _words(ngram: str) -> str:
-    """A feature's words as the owner wrote them: "not_good" is "good" after a negation."""
+    """A feature's words as the owner wrote them: "not_good" is "good" after a negation; a punctuation
+    mark alone by its name ("a comma")."""
+    if ngram.removeprefix("not_") in PUNCTUATION_WORDS:
+        named = PUNCTUATION_WORDS[ngram.removeprefix("not_")]
+        return f"{named} after a negation" if ngram.startswith("not_") else named
     words, negated = [], False
     for word in ngram.split(" "):
         if word.startswith("not_"):

@@ -308,6 +308,17 @@ def test_explain_says_1_star_not_1_stars():
     assert explained.startswith(f"review {analysis.review['id']}: 1 star, ") and "1 stars" not in explained
 
 
+def test_explain_names_a_punctuation_mark_that_weighed_alone():
+    """The sample's 1-star "I needed help with pregnancy back pain, so I booked ..." gave '"," near it
+    (+1.2)' as its first reason: a stray quote to an owner. A mark alone is named; in a pair it is shown."""
+    assert describe("ac:,", 1.0) == "a comma near it"
+    assert describe("s:!", 1.0) == "an exclamation mark in the sentence"
+    assert describe("pc:?", 1.0) == "a question mark near it"
+    assert describe("ac:not_$", 1.0) == "a dollar sign after a negation near it"
+    assert describe("s:, so", 1.0) == '", so" in the sentence'
+    assert describe("ac:$ <n>", 1.0) == '"$ a number" near it'
+
+
 def test_explain_says_when_a_review_counts_for_nothing():
     """A review without text (or naming nothing) ended on "counted in insights.json (...):" and no line."""
     for text in (None, "Would come again."):
