@@ -178,6 +178,13 @@ class Counts:
             self.fn += len(set(true) - set(got))
             self.agree += sum(true[k] == got[k] for k in hits)
 
+    def include(self, other: Counts) -> None:
+        """Add another set of units' counts to these."""
+        self.tp += other.tp
+        self.fp += other.fp
+        self.fn += other.fn
+        self.agree += other.agree
+
     def f1(self) -> float:
         return 2 * self.tp / (2 * self.tp + self.fp + self.fn) if self.tp else 0.0
 
@@ -382,16 +389,33 @@ def folds(reviews: Sequence[dict], k: int) -> list[list[dict]]:
 def cross_validate(reviews: Sequence[dict], k: int, fraction: float = 1.0, choose: bool = True) -> dict:
     import train_model
 
-    results: dict[str, Any] = {"review": {}, "sentence": {}, "quotes": {}}
+    results: dict[str, Any] = {"review": {}, "sentence": {}, "quotes": {}, "folds": []}
     parts = folds(reviews, k)
     for held_out in range(k):
         training = [r for i, part in enumerate(parts) if i != held_out for r in part]
         training = training[: max(1, round(len(training) * fraction))]
         model = Model(train_model.train(training, choose=choose))
-        whole_reviews = corpus_units(parts[held_out], by_sentence=False)
-        run_methods(whole_reviews, model, results["review"], results["quotes"])
+        this_fold: dict[str, tuple[Counts, Counts]] = {}
+        run_methods(corpus_units(parts[held_out], by_sentence=False), model, this_fold, results["quotes"])
+        for name, (aspects, people) in this_fold.items():
+            all_aspects, all_people = results["review"].setdefault(name, (Counts(), Counts()))
+            all_aspects.include(aspects)
+            all_people.include(people)
+        results["folds"].append(this_fold["model"])
         run_methods(corpus_units(parts[held_out], by_sentence=True), model, results["sentence"])
     return results
+
+
+def print_fold_spread(by_fold: Sequence[tuple[Counts, Counts]]) -> None:
+    """The model's lowest and highest figure over the held-out folds: how far one figure moves with the
+    reviews it is taken on, beside the distance to a target."""
+    figures = {
+        "F1": [aspects.f1() for aspects, _ in by_fold],
+        "polarity": [aspects.polarity() for aspects, _ in by_fold],
+        "people pol": [people.polarity() for _, people in by_fold],
+    }
+    spread = ", ".join(f"{name} {min(values):.3f} to {max(values):.3f}" for name, values in figures.items())
+    print(f"  the model on each fold alone: {spread}")
 
 
 def corpus_reviews() -> list[dict]:
@@ -405,6 +429,7 @@ def run_cv(args: argparse.Namespace) -> None:
     results = cross_validate(reviews, args.folds)
     title = f"corpus, {args.folds}-fold cross-validation by review ({len(reviews)} reviews)"
     print_table(f"{title}, per review", results["review"])
+    print_fold_spread(results["folds"])
     print_quotes(results["quotes"])
     print_table(f"{title}, per sentence", results["sentence"])
 
