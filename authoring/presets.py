@@ -3,6 +3,7 @@ shipped in presets/ (the chiropractic one is also the taxonomy of tools/generate
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -51,13 +52,36 @@ def starter_placeholders(profile: Profile) -> list[str]:
     return left
 
 
+@functools.cache
+def _starter_staff_names() -> frozenset[str]:
+    """The staff every preset ships as a placeholder ("Dr. First Last")."""
+    names = set()
+    for preset in PRESETS:
+        names.update(person["name"] for person in parse_profile(render_preset(preset)).practitioners)
+    return frozenset(names)
+
+
+def starter_staff(profile: Profile) -> list[str]:
+    """The staff still named as `reviewsd init` wrote them; none once edited or removed."""
+    return [person["name"] for person in profile.practitioners if person["name"] in _starter_staff_names()]
+
+
 def placeholder_warning(profile: Profile, data_dir: Path) -> str | None:
     """What to tell an owner whose business.toml still publishes the starter's placeholders."""
+    said = []
     left = starter_placeholders(profile)
-    if not left:
-        return None
-    return (
-        f"{PROFILE_FILE}: [business] still has the starter's {'; '.join(left)}: the pages, their "
-        "structured data, /reviews.json and MCP's get_business publish them; edit [business], then run "
-        f"`reviewsd import --data-dir {data_dir}` (with no files it rewrites the business block)"
-    )
+    if left:
+        said.append(
+            f"[business] still has the starter's {'; '.join(left)}: the pages, their structured data, "
+            "/reviews.json and MCP's get_business publish them; edit [business], then run "
+            f"`reviewsd import --data-dir {data_dir}` (with no files it rewrites the business block)"
+        )
+    staff = starter_staff(profile)
+    if staff:
+        names = ", ".join(json.dumps(name, ensure_ascii=False) for name in staff)
+        said.append(
+            f"[[practitioners]] still has the starter's {names}: the pages, insights.json and MCP's answers "
+            "list them as staff; put your staff's names there (or remove the table), then run "
+            f"`reviewsd analyze --data-dir {data_dir}`"
+        )
+    return f"{PROFILE_FILE}: " + "; ".join(said) if said else None

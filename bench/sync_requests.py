@@ -30,7 +30,6 @@ from support.platform_api import (  # noqa: E402
     stamp,
 )
 
-from reviewsd_app.authoring.presets import render_preset  # noqa: E402
 from reviewsd_app.authoring.profile import load_profile  # noqa: E402
 from reviewsd_app.ingest.fetch import Http  # noqa: E402
 from reviewsd_app.ingest.sync import Endpoints, sync_dir  # noqa: E402
@@ -49,7 +48,8 @@ def main() -> None:
         data = Path(tempfile.mkdtemp(prefix="reviewsd-sync-bench-"))
         source = f'\n[[sources]]\ntype = "google"\naccount = "{ACCOUNT}"\nlocation = "{LOCATION}"\n'
         source += 'credentials = "c.json"\n'
-        (data / "business.toml").write_text(render_preset("chiropractic") + source, "utf-8")
+        sample_profile = (ROOT / "data" / "business.toml").read_text("utf-8")
+        (data / "business.toml").write_text(sample_profile + source, "utf-8")
         (data / "c.json").write_text(json.dumps({**CLIENT, "refresh_token": REFRESH_TOKEN}), "utf-8")
         (data / "c.json").chmod(0o600)
         profile, endpoints = load_profile(data), Endpoints.from_environ(api.environ())

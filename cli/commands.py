@@ -77,7 +77,8 @@ def init_main(argv: Sequence[str]) -> int:
     except OSError as error:
         return _refuse("init", f"cannot write {args.data_dir / 'business.toml'}: {error}")
     print(
-        f"wrote {path}: edit [business], then `reviewsd import --data-dir {args.data_dir} FILE...` and "
+        f"wrote {path}: edit [business] and [[practitioners]], then "
+        f"`reviewsd import --data-dir {args.data_dir} FILE...` and "
         f"`reviewsd analyze --data-dir {args.data_dir}`"
     )
     return 0

@@ -274,7 +274,7 @@ def test_cli_errors(tmp_path, capsys):
 
 def _many_reviews(tmp_path: Path) -> tuple[Path, Profile, list[dict]]:
     """A data directory of the bundled sample four times over (enough reviews for worker processes), and
-    the chiropractic preset with one review hidden and two corrections; the reviews with text."""
+    its business.toml with one review hidden and two corrections; the reviews with text."""
     sample = json.loads((ROOT / "data" / "reviews.json").read_text("utf-8"))
     reviews = [
         {**r, "id": review_id("copy", f"{copy}-{r['id']}")} for copy in range(4) for r in sample["reviews"]
@@ -294,7 +294,8 @@ id = "dr-maya-patel"
 suppress = true
 """
     hidden = f'hide_reviews = ["{with_text[0]["id"]}"]'
-    toml = render_preset("chiropractic").replace("hide_reviews = []", hidden) + corrections
+    sample_toml = (ROOT / "data" / "business.toml").read_text("utf-8")
+    toml = sample_toml.replace("hide_reviews = []", hidden) + corrections
     doc = {**sample, "reviews": reviews, "aggregate_rating": aggregate_rating(reviews)}
     tmp_path.mkdir()
     (tmp_path / "reviews.json").write_bytes(dumps(doc))

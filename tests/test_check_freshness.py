@@ -25,6 +25,9 @@ def imported(tmp_path: Path, *files: Path) -> Path:
     filled = starter.replace('name = "My Business"', 'name = "Millbrook Chiropractic"')
     filled = filled.replace("https://example.com/", "https://millbrook-chiro.example/")
     filled = filled.replace("latitude = 0.0", "latitude = 39.17").replace("555 555 0100", "812 555 0142")
+    filled = filled.replace('"dr-first-last"', '"dr-ana-reyes"').replace(
+        '"Dr. First Last"', '"Dr. Ana Reyes"'
+    )
     (data / "business.toml").write_text(filled, "utf-8")
     assert import_main(["--data-dir", str(data), *map(str, files or [FIXTURES / "google-api.json"])]) == 0
     return data

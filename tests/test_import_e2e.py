@@ -46,6 +46,9 @@ def call_tool(base_url: str, name: str, arguments: dict) -> dict:
 def test_from_exports_to_a_serving_server(tmp_path, live_server_factory):
     data = tmp_path / "data"
     assert init_main(["--preset", "chiropractic", "--data-dir", str(data)]) == 0
+    starter = (data / "business.toml").read_text("utf-8")  # the owner names their staff, as init asks
+    mine = starter.replace('id = "dr-first-last"', 'id = "dr-maya-patel"')
+    (data / "business.toml").write_text(mine.replace('"Dr. First Last"', '"Dr. Maya Patel"'), "utf-8")
     exports = [
         FIXTURES / "google-api.json",
         FIXTURES / "takeout",

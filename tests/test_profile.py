@@ -101,14 +101,22 @@ def test_presets_are_the_shipped_toml_files():
         assert f"reviewsd init --preset {name}`" in render_preset(name)
 
 
-def test_chiropractic_preset_is_the_bundled_samples_taxonomy():
+def test_the_bundled_samples_business_toml_is_the_chiropractic_preset_with_its_own_staff_and_towns():
+    """The sample's taxonomy is the preset's; its staff and towns are the clinic's own, and the preset's are
+    placeholders (a chiropractor's `init` listed the sample's five practitioners and six towns as theirs)."""
     import json
 
     insights = json.loads((ROOT / "data" / "insights.json").read_text("utf-8"))
-    profile = parse_profile(render_preset("chiropractic"))
-    assert [a["id"] for a in profile.aspects] == [a["id"] for a in insights["aspects"]]
-    assert [p["id"] for p in profile.practitioners] == [t["id"] for t in insights["entities"]["technicians"]]
-    assert [t["id"] for t in profile.topics] == [t["id"] for t in insights["topics"]]
+    sample = load_profile(ROOT / "data")
+    preset = parse_profile(render_preset("chiropractic"))
+    for group in ("aspects", "services", "problems", "topics"):
+        assert [r["id"] for r in getattr(sample, group)] == [r["id"] for r in getattr(preset, group)], group
+    assert [a["terms"] for a in sample.aspects] == [a["terms"] for a in preset.aspects]
+    assert [a["id"] for a in sample.aspects] == [a["id"] for a in insights["aspects"]]
+    assert [p["id"] for p in sample.practitioners] == [t["id"] for t in insights["entities"]["technicians"]]
+    assert [t["id"] for t in sample.topics] == [t["id"] for t in insights["topics"]]
+    assert [p["name"] for p in preset.practitioners] == ["Dr. First Last"]
+    assert preset.service_areas == () and len(sample.service_areas) == 6
 
 
 def test_minimal_profile_fills_reviews_json_defaults():
@@ -185,6 +193,44 @@ def test_the_starters_placeholders_are_said_until_edited(tmp_path, capsys):
     (tmp_path / "business.toml").write_text(toml, "utf-8")
     assert import_main(["--data-dir", str(tmp_path)]) == 0
     assert "warning" not in capsys.readouterr().err
+    assert reviewsd.check_main(["--data-dir", str(tmp_path)]) == 0
+    assert "note" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("preset", ["chiropractic", "dental", "general", "home-services"])
+def test_the_starters_placeholder_staff_are_said_until_named(tmp_path, capsys, preset):
+    """Every starter but the restaurant's ships one staff member, "First Last" or "Dr. First Last": import
+    and check said nothing of it, and insights.json listed them as staff."""
+    from reviewsd_app import reviewsd
+
+    assert init_main(["--preset", preset, "--data-dir", str(tmp_path)]) == 0
+    toml = (tmp_path / "business.toml").read_text("utf-8")
+    toml = toml.replace('name = "My Business"', 'name = "Northside Care"').replace(
+        "https://example.com/", "https://northside.example/"
+    )
+    toml = toml.replace('"+1 555 555 0100"', '"+1 812 555 0142"').replace(
+        "latitude = 0.0", "latitude = 39.17"
+    )
+    (tmp_path / "business.toml").write_text(toml, "utf-8")
+    assert import_main(["--data-dir", str(tmp_path)]) == 0
+    warned = capsys.readouterr().err
+    assert warned.startswith(
+        "reviewsd import: warning: business.toml: [[practitioners]] still has the starter's "
+    )
+    assert "First Last" in warned and "[business]" not in warned
+    assert analyze_main(["--data-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert reviewsd.check_main(["--data-dir", str(tmp_path)]) == 0
+    noted = capsys.readouterr().out
+    assert noted.startswith("note: business.toml: [[practitioners]] still has the starter's ")
+    assert f"then run `reviewsd analyze --data-dir {tmp_path}`" in noted
+
+    named = toml.replace("First Last", "Ana Reyes").replace("first-last", "ana-reyes")
+    (tmp_path / "business.toml").write_text(named, "utf-8")
+    assert import_main(["--data-dir", str(tmp_path)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert analyze_main(["--data-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
     assert reviewsd.check_main(["--data-dir", str(tmp_path)]) == 0
     assert "note" not in capsys.readouterr().out
 

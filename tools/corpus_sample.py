@@ -23,8 +23,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import corpus_passes  # noqa: E402
 
 from reviewsd_app.analysis.text import split_sentences  # noqa: E402
-from reviewsd_app.authoring.presets import render_preset  # noqa: E402
-from reviewsd_app.authoring.profile import parse_profile  # noqa: E402
+from reviewsd_app.authoring.profile import load_profile  # noqa: E402
 
 HELD_OUT = ROOT / "corpus" / "held-out"
 PARTS = ("sample-a", "sample-b")
@@ -32,7 +31,7 @@ BUSINESS = "Bundled sample (chiropractic preset)"
 
 
 def sample_reviews() -> list[dict]:
-    profile = parse_profile(render_preset("chiropractic"))
+    profile = load_profile(ROOT / "data")  # the sample's own staff
     staff = [
         {"name": p["name"], "role": p.get("role", ""), "aliases": list(p.get("aliases", []))}
         for p in profile.practitioners

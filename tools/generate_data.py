@@ -123,26 +123,18 @@ MAX_EXAMPLES = 3
 # The fictional business
 # --------------------------------------------------------------------------
 
-# The taxonomy (services, service areas, problems, topics, aspects: ids and labels) is the chiropractic
-# preset `reviewsd init` ships, read here rather than copied; the longer service descriptions are ours.
-_PRESET_FILE = Path(__file__).resolve().parent.parent / "authoring" / "presets" / "chiropractic.toml"
-_PRESET = tomllib.loads(_PRESET_FILE.read_text("utf-8"))
-_DESCRIPTIONS = {
-    "spinal-adjustment": "Hands-on and instrument-assisted chiropractic adjustments of the spine and joints.",
-    "massage-therapy": "Therapeutic, deep-tissue and trigger-point massage by a licensed massage therapist.",
-    "spinal-decompression": "Non-surgical, table-based traction for disc problems and nerve pain.",
-    "sports-injury": "Assessment, soft-tissue work and return-to-play rehab for athletes of every level.",
-    "prenatal-care": "Webster-certified adjustments and pregnancy pillows for every trimester.",
-    "pediatric-care": "Gentle, low-force care for infants, children and teens.",
-    "posture-rehab": "Corrective exercise and ergonomic coaching for desk workers and growing bodies.",
-}
+# The taxonomy (services, service areas, problems, topics, aspects: ids, labels and descriptions) is the
+# sample's own business.toml, read here rather than copied: the chiropractic preset's taxonomy with the
+# clinic's staff, towns and longer service descriptions.
+_PROFILE_FILE = Path(__file__).resolve().parent.parent / "data" / "business.toml"
+_PROFILE = tomllib.loads(_PROFILE_FILE.read_text("utf-8"))
 
 
 def _pairs(group: str) -> tuple[tuple[str, str], ...]:
-    return tuple((item["id"], item["label"]) for item in _PRESET[group])
+    return tuple((item["id"], item["label"]) for item in _PROFILE[group])
 
 
-SERVICES = tuple((id_, label, _DESCRIPTIONS[id_]) for id_, label in _pairs("services"))
+SERVICES = tuple((item["id"], item["label"], item["description"]) for item in _PROFILE["services"])
 SERVICE_AREAS = _pairs("service_areas")
 PROBLEMS = _pairs("problems")
 TOPICS = _pairs("topics")

@@ -87,7 +87,7 @@ def slug(name: str) -> str:
 
 @cache
 def preset_profile(trade: str) -> Profile:
-    """The preset's aspects and sentiment overrides (its people and services are the sample's, not ours)."""
+    """The preset's aspects and sentiment overrides (its people and services are placeholders)."""
     profile = parse_profile(render_preset(TRADE_PRESETS[trade]))
     return Profile(aspects=profile.aspects, sentiment_overrides=profile.sentiment_overrides)
 
