@@ -1,5 +1,6 @@
 """The starter business.toml files `reviewsd init --preset NAME` writes: one commented TOML file per trade,
-shipped in presets/ (the chiropractic one is also the taxonomy of tools/generate_data.py's sample)."""
+shipped in presets/ (the chiropractic one is the bundled sample's taxonomy: data/business.toml adds its staff
+and towns)."""
 
 from __future__ import annotations
 
