@@ -36,9 +36,10 @@ PUNCTUATION_WORDS = {
 def _words(ngram: str) -> str:
     """A feature's words as the owner wrote them: "not_good" is "good" after a negation; a punctuation
     mark alone by its name ("a comma")."""
-    if ngram.removeprefix("not_") in PUNCTUATION_WORDS:
-        named = PUNCTUATION_WORDS[ngram.removeprefix("not_")]
-        return f"{named} after a negation" if ngram.startswith("not_") else named
+    mark = ngram.removeprefix("not_")
+    if mark in PUNCTUATION_WORDS:
+        named = PUNCTUATION_WORDS[mark]
+        return f"{named} after a negation" if mark != ngram else named
     words, negated = [], False
     for word in ngram.split(" "):
         if word.startswith("not_"):

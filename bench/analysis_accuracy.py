@@ -249,8 +249,9 @@ def run_methods(
         profile = units.profiles[unit["id"]]
         by_profile[id(profile)].append(unit)
         profiles[id(profile)] = profile
-    analyses: dict[str, Any] | None = {} if quotes is not None else None  # kept only to score their quotes
-    predictors = {"model": model_method(model, analyses), "lexicon": lexicon_method, "stars": stars_method}
+    analyses: dict[str, Any] = {}  # each review's analysis, kept only when its quotes are scored
+    kept = analyses if quotes is not None else None
+    predictors = {"model": model_method(model, kept), "lexicon": lexicon_method, "stars": stars_method}
     for name in METHODS:
         aspect_counts, people_counts = results.setdefault(name, (Counts(), Counts()))
         for key, inputs in by_profile.items():
@@ -258,7 +259,7 @@ def run_methods(
             ids = [u["id"] for u in inputs]
             aspect_counts.add({i: units.aspects[i] for i in ids}, found_aspects)
             people_counts.add({i: units.people[i] for i in ids}, found_people)
-    if quotes is None or analyses is None:
+    if quotes is None:
         return
     for key, inputs in by_profile.items():
         matcher = Matcher(profiles[key])
