@@ -304,7 +304,7 @@ def print_table(title: str, results: Mapping[str, tuple[Counts, Counts]]) -> Non
 def sample_units() -> Units:
     """The bundled sample (data/reviews.json) against its held-out labels (corpus/held-out/sample-*.jsonl:
     labelled twice by the guideline and adjudicated, never trained on), read with its business.toml (the
-    chiropractic preset)."""
+    chiropractic preset's aspects, the clinic's staff)."""
     import train_model
 
     profile = load_profile(ROOT / "data", required=True)
