@@ -17,7 +17,7 @@ from reviewsd_app.analysis.model import MODEL_FILE, Polarity, shipped_model
 from reviewsd_app.analysis.review import TERM_ONLY_WEIGHT, Mention, aggregate_mentions
 from reviewsd_app.analysis.run import build_insights
 from reviewsd_app.authoring.presets import render_preset
-from reviewsd_app.authoring.profile import parse_profile
+from reviewsd_app.authoring.profile import load_profile, parse_profile
 from reviewsd_app.authoring.schemas import schema_errors
 from reviewsd_app.ingest.merge import aggregate_rating
 from reviewsd_app.ingest.records import review_id
@@ -120,6 +120,21 @@ PRAISE = [
     "Ask for Maria, she is the best.",
     "Maria checked on us at just the right moments.",
 ]
+
+
+def clinic_aspects(text: str, rating: int) -> dict[str, str]:
+    """The aspects analyze finds in a one-sentence review with the bundled sample's business.toml."""
+    [analysis] = analyse_reviews([review(1, rating, text)], load_profile(ROOT / "data"))
+    return {aspect: decision.sentiment for aspect, decision in analysis.mentions.get("aspects", {}).items()}
+
+
+def test_what_a_patient_hoped_for_or_when_they_came_is_no_aspect():
+    # Model 2.7 read the first as pain relief (92% sure), the second as scheduling, and the third as
+    # pain relief beside bedside manner: a reason for a visit, a date, general praise of a massage
+    # therapist. Corpus round 13 was written for such sentences (none of these is in it).
+    assert clinic_aspects("I was hoping for some relief from my sciatica.", 5) == {}
+    assert clinic_aspects("My first appointment was on a Tuesday in March.", 5) == {}
+    assert clinic_aspects("Jürgen is the best.", 5) == {"bedside-manner": "positive"}
 
 
 def test_a_server_praised_in_every_mention_is_shown_all_positive():
