@@ -11,6 +11,7 @@ import pytest
 from conftest import ROOT, LiveServer
 from polling import wait_until
 from support.cli import check
+from support.starter import business_filled_in, staff_named
 
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.cli.commands import analyze_main, import_main
@@ -21,13 +22,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "import"
 def imported(tmp_path: Path, *files: Path) -> Path:
     data = tmp_path / "data"
     data.mkdir()
-    starter = render_preset("chiropractic")  # with its placeholders filled in, as an owner would
-    filled = starter.replace('name = "My Business"', 'name = "Millbrook Chiropractic"')
-    filled = filled.replace("https://example.com/", "https://millbrook-chiro.example/")
-    filled = filled.replace("latitude = 0.0", "latitude = 39.17").replace("555 555 0100", "812 555 0142")
-    filled = filled.replace('"dr-first-last"', '"dr-ana-reyes"').replace(
-        '"Dr. First Last"', '"Dr. Ana Reyes"'
-    )
+    filled = staff_named(business_filled_in(render_preset("chiropractic")), "Ana Reyes")  # as an owner would
     (data / "business.toml").write_text(filled, "utf-8")
     assert import_main(["--data-dir", str(data), *map(str, files or [FIXTURES / "google-api.json"])]) == 0
     return data

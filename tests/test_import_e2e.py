@@ -6,6 +6,8 @@ import json
 import urllib.request
 from pathlib import Path
 
+from support.starter import staff_named
+
 from reviewsd_app.cli.commands import analyze_main, import_main, init_main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "import"
@@ -47,8 +49,7 @@ def test_from_exports_to_a_serving_server(tmp_path, live_server_factory):
     data = tmp_path / "data"
     assert init_main(["--preset", "chiropractic", "--data-dir", str(data)]) == 0
     starter = (data / "business.toml").read_text("utf-8")  # the owner names their staff, as init asks
-    mine = starter.replace('id = "dr-first-last"', 'id = "dr-maya-patel"')
-    (data / "business.toml").write_text(mine.replace('"Dr. First Last"', '"Dr. Maya Patel"'), "utf-8")
+    (data / "business.toml").write_text(staff_named(starter, "Maya Patel"), "utf-8")
     exports = [
         FIXTURES / "google-api.json",
         FIXTURES / "takeout",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.starter import business_filled_in, staff_named
 
 from reviewsd_app.analysis.batch import analyse_reviews
 from reviewsd_app.authoring.presets import PRESETS, render_preset
@@ -166,16 +167,6 @@ def test_init_writes_a_starter_and_refuses_to_overwrite(tmp_path, capsys):
     assert "not overwritten" in capsys.readouterr().err
 
 
-def _business_filled_in(data_dir: Path) -> str:
-    """DIR/business.toml with the starter's [business] placeholders edited, as an owner would."""
-    toml = (data_dir / "business.toml").read_text("utf-8")
-    toml = toml.replace('name = "My Business"', 'name = "Osteria Lupa"')
-    toml = toml.replace("https://example.com/", "https://osterialupa.example/")
-    return toml.replace('"+1 555 555 0100"', '"+1 812 555 0142"').replace(
-        "latitude = 0.0", "latitude = 39.17"
-    )
-
-
 def test_the_starters_placeholders_are_said_until_edited(tmp_path, capsys):
     """import warns and check notes (exit 0) while [business] publishes init's name, url, telephone, geo."""
     from reviewsd_app import reviewsd
@@ -193,7 +184,8 @@ def test_the_starters_placeholders_are_said_until_edited(tmp_path, capsys):
     assert noted.startswith("note: business.toml: [business] still has the starter's name = ")
     assert noted.endswith(": OK\n")
 
-    (tmp_path / "business.toml").write_text(_business_filled_in(tmp_path), "utf-8")
+    toml = business_filled_in((tmp_path / "business.toml").read_text("utf-8"))
+    (tmp_path / "business.toml").write_text(toml, "utf-8")
     assert import_main(["--data-dir", str(tmp_path)]) == 0
     assert "warning" not in capsys.readouterr().err
     assert reviewsd.check_main(["--data-dir", str(tmp_path)]) == 0
@@ -207,7 +199,7 @@ def test_the_starters_placeholder_staff_are_said_until_named(tmp_path, capsys, p
     from reviewsd_app import reviewsd
 
     assert init_main(["--preset", preset, "--data-dir", str(tmp_path)]) == 0
-    toml = _business_filled_in(tmp_path)
+    toml = business_filled_in((tmp_path / "business.toml").read_text("utf-8"))
     (tmp_path / "business.toml").write_text(toml, "utf-8")
     assert import_main(["--data-dir", str(tmp_path)]) == 0
     warned = capsys.readouterr().err
@@ -222,8 +214,7 @@ def test_the_starters_placeholder_staff_are_said_until_named(tmp_path, capsys, p
     assert noted.startswith("note: business.toml: [[practitioners]] still has the starter's ")
     assert f"then run `reviewsd analyze --data-dir {tmp_path}`" in noted
 
-    named = toml.replace("First Last", "Ana Reyes").replace("first-last", "ana-reyes")
-    (tmp_path / "business.toml").write_text(named, "utf-8")
+    (tmp_path / "business.toml").write_text(staff_named(toml, "Ana Reyes"), "utf-8")
     assert import_main(["--data-dir", str(tmp_path)]) == 0
     assert "warning" not in capsys.readouterr().err
     assert analyze_main(["--data-dir", str(tmp_path)]) == 0
