@@ -50,6 +50,7 @@ class _Analyser:
         self.scorer = Scorer.for_overrides(profile.sentiment_overrides)
         self.model = model
         self.aspect_ids = tuple(aspect["id"] for aspect in profile.aspects)
+        model.prepare(self.aspect_ids)  # here, before workers fork, so that they share it (Model.prepare)
         self.roles = staff_roles(profile)
         self.reasons = reasons
         self.hidden = profile.hide_reviews
@@ -71,12 +72,12 @@ class _Analyser:
         return analysis
 
 
-# Each worker holds about 50 to 75 MiB more than the last (what it touches of the parent's model and reviews
-# is copied): summed PSS with model 2.7 at 10,000 reviews 187 MiB in one process, 323 with two workers, 470
-# with four, 765 with eight; at 100,000 reviews 708, 831 and 980 with one, two and four
-# (bench/analysis_speed.py --memory). By default no more than DEFAULT_JOBS_MAX, so that a machine of many
-# cores stays within reviewsd-sync.service's MemoryMax=1G (at 100,000 reviews, only just); --jobs asks for
-# more.
+# Each worker holds about 10 to 70 MiB more than the last (what it touches of the parent's model and reviews
+# is copied): summed PSS with model 2.9 at 10,000 reviews 214 MiB in one process, 276 with two workers, 348
+# with four, 494 with eight; at 100,000 reviews 753, 823 and 848 with one, two and four
+# (bench/analysis_speed.py --memory; before the profile's heads were made ahead of the fork, 202, 374, 555
+# and 914, and 720, 871 and 1058). By default no more than DEFAULT_JOBS_MAX, so that a machine of many cores
+# stays within reviewsd-sync.service's MemoryMax=1G; --jobs asks for more.
 DEFAULT_JOBS_MAX = 4
 
 
