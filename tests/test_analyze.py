@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import subprocess
@@ -18,7 +17,7 @@ from support.cli import check
 from reviewsd_app.analysis import batch as batch_module
 from reviewsd_app.analysis import run as run_module
 from reviewsd_app.analysis.batch import REVIEW_CHARACTERS, SLICE_CHARACTERS, AnalysisError, analyse_reviews
-from reviewsd_app.analysis.model import MODEL_FILE, Model
+from reviewsd_app.analysis.model import Model, shipped_model
 from reviewsd_app.analysis.run import analyze_dir, build_insights
 from reviewsd_app.authoring.files import dumps
 from reviewsd_app.authoring.presets import render_preset
@@ -375,8 +374,8 @@ def test_the_workers_share_the_profiles_detection_heads(tmp_path, monkeypatch):
     """Each worker made its own copy of the detection weights of the profile's aspects (50 to 70 MiB a
     worker): at 100,000 reviews, four workers took model 2.9 past reviewsd-sync.service's MemoryMax=1G."""
     data, profile, _ = _many_reviews(tmp_path / "data")
-    fresh = Model(json.loads(gzip.decompress((ROOT / "analysis" / MODEL_FILE).read_bytes())))
-    monkeypatch.setattr(batch_module, "shipped_model", lambda: fresh)  # nothing made for it in this process
+    fresh = shipped_model.__wrapped__()  # the shipped weights read anew: nothing made for them here yet
+    monkeypatch.setattr(batch_module, "shipped_model", lambda: fresh)
     monkeypatch.setattr(batch_module, "_analyse_slice", _slice_making_no_heads)
     analyze_dir(data, profile, jobs=2)
     assert json.loads((data / "insights.json").read_text("utf-8"))["review_count"] > 0
