@@ -38,7 +38,7 @@ def test_the_held_out_parts_label_the_bundled_sample_and_are_never_trained_on():
 
 
 def test_every_part_carries_its_later_readings():
-    """Each change of the later readings (corpus/passes/PART.reading3.jsonl, .reading4.jsonl, .reading5.jsonl)
+    """Each change of the later readings (corpus/passes/PART.reading3.jsonl to PART.reading6.jsonl)
     is what the part file says now, unless a later reading changed the same label again: re-settling a part
     from its passes without the readings would undo them."""
     passes = ROOT / "corpus" / "passes"
@@ -49,6 +49,8 @@ def test_every_part_carries_its_later_readings():
         path.stem for path in (ROOT / "corpus").glob("*.jsonl") if path.stem.startswith(("dental", "chiro"))
     }
     assert fourth == clinics | {"sample-a", "sample-b"}  # the fourth reading: every clinic part
+    sixth = sorted(passes.glob("*.reading6.jsonl"))
+    assert len(sixth) == len(third)  # the sixth reading: every part again
     for reading in third:
         part = reading.name.removesuffix(".reading3.jsonl")
         reviews = {review["id"]: review for review in lines(corpus_passes.part_file(part))}
@@ -108,23 +110,29 @@ def test_the_check_refuses_a_language_that_is_not_a_code_and_tags_not_in_the_gui
     ]
 
 
+def one_sentence_part(tmp_path, monkeypatch, trade: str, sentence: dict, readings: dict[str, list]) -> dict:
+    """A part "x" in tmp_path of one review of one sentence, and its readings' lines (name -> lines)."""
+    monkeypatch.setattr(corpus_passes, "CORPUS", tmp_path)
+    monkeypatch.setattr(corpus_passes, "PASSES", tmp_path / "passes")
+    (tmp_path / "passes").mkdir(exist_ok=True)
+    review = {"id": "x-1", "trade": trade, "staff": [], "sentences": [sentence]}
+    corpus_passes.write_lines(tmp_path / "x.jsonl", [review])
+    for name, changes in readings.items():
+        corpus_passes.write_lines(tmp_path / "passes" / f"x.{name}.jsonl", changes)
+    return review
+
+
 def test_the_fourth_reading_stands_on_the_third(tmp_path, monkeypatch):
     """revise applies PART.reading3 and then PART.reading4, each checked against the labels the readings
     before it left: a fourth-reading line whose "was" is the third reading's "now" applies."""
-    monkeypatch.setattr(corpus_passes, "CORPUS", tmp_path)
-    monkeypatch.setattr(corpus_passes, "PASSES", tmp_path / "passes")
-    (tmp_path / "passes").mkdir()
     sentence = {"text": "Everyone was lovely.", "aspects": {"front-desk": "positive"}, "people": {}}
-    review = {"id": "x-1", "trade": "dental", "staff": [], "sentences": [sentence]}
-    corpus_passes.write_lines(tmp_path / "x.jsonl", [review])
     line = {"id": "x-1", "sentence": 0, "text": "Everyone was lovely.", "field": "aspects"}
     third = {**line, "key": "front-desk", "was": "positive", "now": "neutral", "rule": "r3"}
     fourth = [
         {**line, "key": "front-desk", "was": "neutral", "now": "positive", "rule": "group"},
         {**line, "key": "bedside-manner", "was": None, "now": "positive", "rule": "group"},
     ]
-    corpus_passes.write_lines(tmp_path / "passes" / "x.reading3.jsonl", [third])
-    corpus_passes.write_lines(tmp_path / "passes" / "x.reading4.jsonl", fourth)
+    one_sentence_part(tmp_path, monkeypatch, "dental", sentence, {"reading3": [third], "reading4": fourth})
     assert corpus_passes.revise("x", check_only=False) == 0
     (revised,) = lines(tmp_path / "x.jsonl")
     assert revised["sentences"][0]["aspects"] == {"front-desk": "positive", "bedside-manner": "positive"}
@@ -137,18 +145,13 @@ def test_revise_runs_again_on_a_part_a_later_reading_revised(tmp_path, monkeypat
     """Run on a part the readings already revised, a third-reading line whose label the fourth reading
     changed again finds the fourth reading's label: it is left as it is, not refused (`revise dental`
     refused its own part: the third reading removed an explanation the fourth added back as neutral)."""
-    monkeypatch.setattr(corpus_passes, "CORPUS", tmp_path)
-    monkeypatch.setattr(corpus_passes, "PASSES", tmp_path / "passes")
-    (tmp_path / "passes").mkdir()
     text = "She said I need a crown."
     sentence = {"text": text, "aspects": {"explanation-of-treatment": "neutral"}, "people": {}}
-    review = {"id": "x-1", "trade": "dental", "staff": [], "sentences": [sentence]}
-    corpus_passes.write_lines(tmp_path / "x.jsonl", [review])
     line = {"id": "x-1", "sentence": 0, "text": text, "field": "aspects", "key": "explanation-of-treatment"}
     third = {**line, "was": "positive", "now": None, "rule": "exam"}
     fourth = {**line, "was": None, "now": "neutral", "rule": "exam: a plan told plainly"}
-    corpus_passes.write_lines(tmp_path / "passes" / "x.reading3.jsonl", [third])
-    corpus_passes.write_lines(tmp_path / "passes" / "x.reading4.jsonl", [fourth])
+    readings = {"reading3": [third], "reading4": [fourth]}
+    review = one_sentence_part(tmp_path, monkeypatch, "dental", sentence, readings)
     assert corpus_passes.revise("x", check_only=False) == 0
     (revised,) = lines(tmp_path / "x.jsonl")
     assert revised["sentences"][0]["aspects"] == {"explanation-of-treatment": "neutral"}
@@ -156,6 +159,26 @@ def test_revise_runs_again_on_a_part_a_later_reading_revised(tmp_path, monkeypat
     stale = {**sentence, "aspects": {"explanation-of-treatment": "negative"}}
     corpus_passes.write_lines(tmp_path / "x.jsonl", [{**review, "sentences": [stale]}])
     assert corpus_passes.revise("x", check_only=True) == 1
+
+
+def test_revise_changes_nothing_where_a_later_reading_took_a_change_back(tmp_path, monkeypatch, capsys):
+    """Where a later reading takes back what an earlier one changed (the third reading added `price` to a
+    gift, the sixth removes it), `revise --check` on the revised part says it would change nothing, where it
+    said on every run that the third reading would add the label and the sixth take it away."""
+    text = "They sent out a little cake for her birthday."
+    sentence = {"text": text, "aspects": {"service": "positive"}, "people": {}}
+    line = {"id": "x-1", "sentence": 0, "text": text, "field": "aspects", "key": "price"}
+    third = {**line, "was": None, "now": "positive", "rule": "a gift"}
+    sixth = {**line, "was": "positive", "now": None, "rule": "free-things: not called free"}
+    readings = {"reading3": [third], "reading6": [sixth]}
+    one_sentence_part(tmp_path, monkeypatch, "restaurant", sentence, readings)
+    assert corpus_passes.revise("x", check_only=True) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "x reading3: 1 lines; would change nothing",
+        "x reading6: 1 lines; would change nothing",
+    ]
+    (revised,) = lines(tmp_path / "x.jsonl")
+    assert revised["sentences"][0]["aspects"] == {"service": "positive"}
 
 
 def test_every_part_is_its_first_pass_with_the_decisions_and_readings(tmp_path, monkeypatch):

@@ -14,8 +14,8 @@ usage:
                                        the label; for not_staff, true to keep the name, false to drop it)
   corpus_passes.py revise PART [--check]
                                        the later readings: corpus/PART.jsonl with the changes in
-                                       PART.reading3.jsonl, PART.reading4.jsonl, then PART.reading5.jsonl,
-                                       one JSON line each:
+                                       PART.reading3.jsonl, PART.reading4.jsonl, PART.reading5.jsonl,
+                                       then PART.reading6.jsonl, one JSON line each:
                                        {"id", "sentence", "text", "field", "key", "was", "now", "rule"}
                                        ("was" the label before that reading, "now" the new one; null for
                                        none; for not_staff, true or false); every line is checked against the
@@ -36,7 +36,8 @@ CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 PASSES = CORPUS / "passes"
 LABEL_FIELDS = ("aspects", "people")
 POLARITIES = ("positive", "negative", "neutral")
-READINGS = ("reading3", "reading4", "reading5")  # applied in this order after the settling (docs/corpus.md)
+# applied in this order after the settling (docs/corpus.md)
+READINGS = ("reading3", "reading4", "reading5", "reading6")
 
 
 def part_file(part: str) -> Path:
@@ -228,6 +229,9 @@ def revise(part: str, check_only: bool) -> int:
         if path.exists():
             readings[reading] = read_lines(path)
     names = list(readings)
+    before: dict[tuple, Any] = {}  # each label a reading changes, as the part had it
+    last: dict[tuple, str] = {}  # ... and the last reading to change it
+    counted: dict[str, int] = {}  # each reading's lines, those a later reading overrode left out
     for index, reading in enumerate(names):
         # Run again on a part the readings already revised, a line a later reading overrode finds that
         # reading's label: it is left as it is, not refused.
@@ -244,14 +248,23 @@ def revise(part: str, check_only: bool) -> int:
             print(f"{reading}: {problem}", file=sys.stderr)
         if problems:
             return 1
-        counts: dict[str, int] = {}
         for change in changes:
             sentence = by_id[change["id"]]["sentences"][change["sentence"]]
             if _label(sentence, change["field"], change["key"]) != change["now"]:
+                before.setdefault(_label_key(change), _label(sentence, change["field"], change["key"]))
                 _set_label(sentence, change["field"], change["key"], change["now"])
-                counts[change["field"]] = counts.get(change["field"], 0) + 1
+                last[_label_key(change)] = reading
+        counted[reading] = len(changes)
+    # What each reading changes in the part as it was, not in the replay: where a later reading takes back
+    # what an earlier one changed (the sixth removing a gift's price that the third added), neither counts.
+    for reading, lines in counted.items():
+        counts: dict[str, int] = {}
+        for key, final_reading in last.items():
+            sentence = by_id[key[0]]["sentences"][key[1]]
+            if final_reading == reading and _label(sentence, key[2], key[3]) != before[key]:
+                counts[key[2]] = counts.get(key[2], 0) + 1
         changed = ", ".join(f"{number} {field}" for field, number in counts.items()) or "nothing"
-        print(f"{part} {reading}: {len(changes)} lines; {verb} {changed}")
+        print(f"{part} {reading}: {lines} lines; {verb} {changed}")
     if not check_only:
         write_lines(part_file(part), reviews)
     return 0
