@@ -19,7 +19,7 @@ from . import aggregate, compose
 from .batch import AnalysisError, analyse_reviews
 from .explain import format_explanation
 
-METHOD_VERSION = "2.9"  # 2.9: corpus rounds 16 to 18; 2.8: rounds 13 to 15 (history: docs/analysis.md)
+METHOD_VERSION = "3.0"  # 3.0: rounds 19, 20 and the sixth reading (history: docs/analysis.md)
 EXPLAIN_REASONS = 4  # features --explain lists per decision
 MODEL = (
     f"reviewsd-model {METHOD_VERSION}: linear models trained on reviewsd's own labelled corpus (aspect "

@@ -282,7 +282,7 @@ def test_with_people_unpublished_no_quote_names_a_staff_member():
         review(
             1,
             5,
-            "Maria was our server and the service was wonderful, so warm and attentive all night.",
+            "Maria looked after us and the service was wonderful, so warm and attentive all night.",
             month=6,
         ),
         review(2, 5, "The service was wonderful and so attentive, the best we have had in this town."),
@@ -299,7 +299,7 @@ def test_with_people_unpublished_no_quote_names_a_staff_member():
 
 
 def test_the_model_is_shipped_data_applied_without_training_libraries():
-    assert (ROOT / "analysis" / MODEL_FILE).stat().st_size < 4_000_000  # a few MB at most: 3.3 MB at 2.9
+    assert (ROOT / "analysis" / MODEL_FILE).stat().st_size < 4_000_000  # a few MB at most: 3.6 MB at 3.0
     assert shipped_model().heads and shipped_model().classes == ("negative", "neutral", "positive")
     code = (
         "import sys; from reviewsd_app.analysis.batch import analyse_reviews; "
