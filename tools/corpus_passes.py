@@ -250,21 +250,22 @@ def revise(part: str, check_only: bool) -> int:
             return 1
         for change in changes:
             sentence = by_id[change["id"]]["sentences"][change["sentence"]]
-            if _label(sentence, change["field"], change["key"]) != change["now"]:
-                before.setdefault(_label_key(change), _label(sentence, change["field"], change["key"]))
+            current = _label(sentence, change["field"], change["key"])
+            if current != change["now"]:
+                before.setdefault(_label_key(change), current)
                 _set_label(sentence, change["field"], change["key"], change["now"])
                 last[_label_key(change)] = reading
         counted[reading] = len(changes)
     # What each reading changes in the part as it was, not in the replay: where a later reading takes back
     # what an earlier one changed (the sixth removing a gift's price that the third added), neither counts.
-    for reading, lines in counted.items():
-        counts: dict[str, int] = {}
-        for key, final_reading in last.items():
-            sentence = by_id[key[0]]["sentences"][key[1]]
-            if final_reading == reading and _label(sentence, key[2], key[3]) != before[key]:
-                counts[key[2]] = counts.get(key[2], 0) + 1
-        changed = ", ".join(f"{number} {field}" for field, number in counts.items()) or "nothing"
-        print(f"{part} {reading}: {lines} lines; {verb} {changed}")
+    counts: dict[str, dict[str, int]] = {reading: {} for reading in counted}
+    for label_key, reading in last.items():
+        review_id, number, field, key = label_key
+        if _label(by_id[review_id]["sentences"][number], field, key) != before[label_key]:
+            counts[reading][field] = counts[reading].get(field, 0) + 1
+    for reading, line_count in counted.items():
+        changed = ", ".join(f"{n} {field}" for field, n in counts[reading].items()) or "nothing"
+        print(f"{part} {reading}: {line_count} lines; {verb} {changed}")
     if not check_only:
         write_lines(part_file(part), reviews)
     return 0
