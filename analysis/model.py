@@ -48,6 +48,8 @@ class Model:
         self.threshold: float = detect["threshold"]
         # a preset term counts while the head's probability reaches this (models before 2.2: any)
         self.term_bar: float = detect.get("term_bar", 0.0)
+        # the same for a term of two or more words (models before 3.1: the term bar)
+        self.phrase_bar: float = detect.get("phrase_bar", self.term_bar)
         # feature -> ((head index, weight), ...)
         self.head_weights = {
             feature: tuple(zip(pairs[0::2], pairs[1::2])) for feature, pairs in detect["weights"].items()

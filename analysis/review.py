@@ -227,13 +227,20 @@ def sentence_mentions(
         polarity = model.polarity(mention_features(sentence, words, group, record_id, span, stars), reasons)
         found.append(Mention(group, record_id, number, found_by, span, polarity, weight, by_pronoun))
 
+    first_phrase: dict[str, Match] = {}
+    for match in sentence.matches:
+        if match.group == "aspects" and match.last > match.first:
+            first_phrase.setdefault(match.id, match)
     for aspect_id in aspect_ids:
         match = first_match.get(("aspects", aspect_id))
+        phrase = first_phrase.get(aspect_id)
         if aspect_id in heads:
             probability = heads[aspect_id]
             if probability >= model.threshold:
                 found_by = f"model, {probability:.0%} sure"
                 add("aspects", aspect_id, found_by, _span(match), probability)
+            elif phrase is not None and probability >= model.phrase_bar:
+                add("aspects", aspect_id, f"term '{phrase.term}'", _span(phrase), TERM_ONLY_WEIGHT)
             elif match is not None and probability >= model.term_bar:
                 add("aspects", aspect_id, f"term '{match.term}'", _span(match), TERM_ONLY_WEIGHT)
         elif match is not None:

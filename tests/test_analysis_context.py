@@ -44,17 +44,25 @@ def dental():
     return parse_profile(render_preset("dental") + DENTAL_STAFF)
 
 
-def tiny_model(detect_weights: dict, heads=("drinks", "front-desk"), term_bar: float | None = None) -> Model:
-    """A model whose heads say no unless a listed feature says yes; polarity always neutral; staff names
-    always mean staff."""
+def tiny_model(
+    detect_weights: dict,
+    heads=("drinks", "front-desk"),
+    term_bar: float | None = None,
+    phrase_bar: float | None = None,
+    bias: float = -8.0,
+) -> Model:
+    """A model whose heads say no unless a listed feature says yes (each head's probability with no feature:
+    from `bias`); polarity always neutral; staff names always mean staff."""
     detect = {
         "heads": list(heads),
-        "bias": [-8.0] * len(heads),
+        "bias": [bias] * len(heads),
         "threshold": 0.5,
         "weights": {f: [heads.index(h), w] for f, (h, w) in detect_weights.items()},
     }
     if term_bar is not None:
         detect["term_bar"] = term_bar
+    if phrase_bar is not None:
+        detect["phrase_bar"] = phrase_bar
     return Model(
         {
             "info": {},
@@ -110,6 +118,18 @@ def test_a_preset_term_the_head_overrules_is_no_mention():
     sure = tiny_model({"w:refilled": ("drinks", 16.0)}, term_bar=0.05)
     [analysis] = analyse_reviews([review(1, 2, text)], restaurant(), sure)
     assert [m.found_by for m in analysis.found if m.id == "drinks"] == ["model, 100% sure"]
+
+
+def test_a_phrase_term_counts_down_to_the_phrase_bar_a_word_term_to_the_term_bar():
+    """ "The wine list was long." names drinks by a phrase: with the head at 12% (bias -2), under the term
+    bar of 20% but over a phrase bar of 5%, it counts; the word term "drinks" at 12% does not. A model file
+    without a phrase bar (before 3.1) holds phrases to the term bar."""
+    model = tiny_model({}, term_bar=0.2, phrase_bar=0.05, bias=-2.0)
+    [analysis] = analyse_reviews([review(1, 4, "The wine list was long.")], restaurant(), model)
+    assert [(m.id, m.found_by) for m in analysis.found] == [("drinks", "term 'wine list'")]
+    [analysis] = analyse_reviews([review(1, 4, "The drinks were fine.")], restaurant(), model)
+    assert (0, "drinks") not in found(analysis)
+    assert tiny_model({}, term_bar=0.2).phrase_bar == 0.2
 
 
 def test_he_or_she_after_a_named_staff_member_counts_for_them_at_half_weight_and_is_never_quoted():
@@ -199,9 +219,14 @@ def test_staff_names_are_read_as_whose_they_are_not_as_words():
 
 
 def one_review_each(
-    sentences: list[tuple[float, bool, bool]],
-) -> list[tuple[float, bool, bool, tuple[int, str]]]:
-    return [(*sentence, (number, "food")) for number, sentence in enumerate(sentences)]
+    sentences: list[tuple[float, bool, bool]], phrase: bool = False
+) -> list[tuple[float, bool, bool, bool, tuple[int, str]]]:
+    """Scored sentences as the trainer makes them, each in a review of its own; `phrase`: their term is a
+    phrase of two or more words."""
+    scored = []
+    for number, (probability, labelled, names_term) in enumerate(sentences):
+        scored.append((probability, labelled, names_term, phrase and names_term, (number, "food")))
+    return scored
 
 
 def test_the_trainer_lets_heads_overrule_terms_only_when_that_scores_better():
@@ -216,10 +241,27 @@ def test_the_detection_bars_are_chosen_for_what_the_insights_count_a_review_ment
     while a weak sentence alone is a false mention: per sentence 0.35 would pass, per review it does not."""
     scored = []
     for index in range(20):
-        scored += [(0.9, True, False, (index, "food")), (0.35, True, False, (index, "food"))]
-    scored += [(0.35, False, False, (100 + index, "food")) for index in range(10)]
+        scored += [(0.9, True, False, False, (index, "food")), (0.35, True, False, False, (index, "food"))]
+    scored += [(0.35, False, False, False, (100 + index, "food")) for index in range(10)]
     assert train_model._detection_bars(scored)[0] > 0.35
     assert train_model._detection_bars(one_review_each([s[:3] for s in scored]))[0] <= 0.35
+
+
+def test_a_phrase_term_gets_the_lowest_bar_the_data_cannot_tell_from_the_best():
+    """Words as terms are noisy, so the term bar rises. Phrases labelled wherever the head doubts them get
+    the bar 0; phrases as noisy as the words keep the term bar; phrases the head is always sure of change
+    nothing whatever their bar, so the lowest is taken."""
+    noisy = [(0.01, False, True)] * 30 + [(0.9, True, True)] * 10 + [(0.9, True, False)] * 10
+    term_bar = train_model._detection_bars(one_review_each(noisy))[1]
+    assert term_bar > 0
+
+    def words_and_phrases(phrases: list[tuple[float, bool, bool]]) -> list:
+        more = [(*s[:4], (1000 + n, "food")) for n, s in enumerate(one_review_each(phrases, phrase=True))]
+        return one_review_each(noisy) + more
+
+    assert train_model._detection_bars(words_and_phrases([(0.01, True, True)] * 5))[1:] == (term_bar, 0.0)
+    assert train_model._detection_bars(words_and_phrases(noisy))[1:] == (term_bar, term_bar)
+    assert train_model._detection_bars(words_and_phrases([(0.9, True, True)] * 5))[1:] == (term_bar, 0.0)
 
 
 def test_the_clause_words_are_named_by_their_aspect_and_explained_as_plain_words():
