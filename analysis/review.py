@@ -183,6 +183,15 @@ def is_full_name(match: Match) -> bool:
     return " " in match.term
 
 
+def aspect_phrases(sentence: ScoredSentence) -> dict[str, Match]:
+    """The first match of each aspect the sentence names by a term of two or more words (the phrase bar's)."""
+    phrases: dict[str, Match] = {}
+    for match in sentence.matches:
+        if match.group == "aspects" and match.last > match.first:
+            phrases.setdefault(match.id, match)
+    return phrases
+
+
 def sentence_mentions(
     number: int,
     sentence: ScoredSentence,
@@ -227,13 +236,10 @@ def sentence_mentions(
         polarity = model.polarity(mention_features(sentence, words, group, record_id, span, stars), reasons)
         found.append(Mention(group, record_id, number, found_by, span, polarity, weight, by_pronoun))
 
-    first_phrase: dict[str, Match] = {}
-    for match in sentence.matches:
-        if match.group == "aspects" and match.last > match.first:
-            first_phrase.setdefault(match.id, match)
+    phrases = aspect_phrases(sentence)
     for aspect_id in aspect_ids:
         match = first_match.get(("aspects", aspect_id))
-        phrase = first_phrase.get(aspect_id)
+        phrase = phrases.get(aspect_id)
         if aspect_id in heads:
             probability = heads[aspect_id]
             if probability >= model.threshold:

@@ -51,6 +51,7 @@ from reviewsd_app.analysis.matcher import Matcher  # noqa: E402
 from reviewsd_app.analysis.model import CLASSES  # noqa: E402
 from reviewsd_app.analysis.review import (  # noqa: E402
     StaffBefore,
+    aspect_phrases,
     is_full_name,
     mention_features,
     score_sentence,
@@ -170,9 +171,7 @@ def examples(reviews: Sequence[dict]) -> Examples:
             words = names_replaced(tokens, staff_names(sentence))  # as analyze reads them
             found.detection.append((index, review["trade"], detection_features(words, hits, context), True))
             found.detection_labels.append({a: a in labelled.get("aspects", {}) for a in aspects})
-            found.detection_phrases.append(
-                {m.id for m in sentence.matches if m.group == "aspects" and m.last > m.first}
-            )
+            found.detection_phrases.append(set(aspect_phrases(sentence)))
             for aspect, polarity in labelled.get("aspects", {}).items():
                 span = aspect_span(sentence, aspect)
                 features = mention_features(sentence, words, "aspects", aspect, span, review["rating"])
