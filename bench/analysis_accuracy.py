@@ -2,9 +2,10 @@
 against human labels, in one run.
 
     python bench/analysis_accuracy.py [--corpus sample|cv|curve|passes|semeval|all] [--folds 5]
-                                      [--semeval FILE]
+                                      [--semeval FILE] [--jobs N]
 
-Needs the `train` extra for `cv` and `curve` (the model is retrained on each fold's training reviews).
+Needs the `train` extra for `cv` and `curve` (the model is retrained on each fold's training reviews, its
+fits in --jobs processes: the usable CPUs by default; the figures are the same whatever the number).
 
 Figures, each over (review, record) pairs with a record's sentiment in a review given by the stated rule
 (analysis.review.aggregate_mentions: the heavier of positive and negative mentions, each label weighing 1,
@@ -41,7 +42,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from reviewsd_app.analysis import features as feature_module  # noqa: E402
 from reviewsd_app.analysis import review as review_module  # noqa: E402
-from reviewsd_app.analysis.batch import analyse_reviews  # noqa: E402
+from reviewsd_app.analysis.batch import analyse_reviews, usable_cores  # noqa: E402
 from reviewsd_app.analysis.features import clause_bounds  # noqa: E402
 from reviewsd_app.analysis.lexicon import Scorer, compound, label  # noqa: E402
 from reviewsd_app.analysis.matcher import Match, Matcher  # noqa: E402
@@ -387,7 +388,9 @@ def folds(reviews: Sequence[dict], k: int) -> list[list[dict]]:
     return [ordered[i::k] for i in range(k)]
 
 
-def cross_validate(reviews: Sequence[dict], k: int, fraction: float = 1.0, choose: bool = True) -> dict:
+def cross_validate(
+    reviews: Sequence[dict], k: int, fraction: float = 1.0, choose: bool = True, jobs: int = 1
+) -> dict:
     import train_model
 
     results: dict[str, Any] = {"review": {}, "sentence": {}, "quotes": {}, "folds": []}
@@ -395,7 +398,7 @@ def cross_validate(reviews: Sequence[dict], k: int, fraction: float = 1.0, choos
     for held_out in range(k):
         training = [r for i, part in enumerate(parts) if i != held_out for r in part]
         training = training[: max(1, round(len(training) * fraction))]
-        model = Model(train_model.train(training, choose=choose))
+        model = Model(train_model.train(training, choose=choose, jobs=jobs))
         this_fold: dict[str, tuple[Counts, Counts]] = {}
         run_methods(corpus_units(parts[held_out], by_sentence=False), model, this_fold, results["quotes"])
         for name, (aspects, people) in this_fold.items():
@@ -427,7 +430,7 @@ def corpus_reviews() -> list[dict]:
 
 def run_cv(args: argparse.Namespace) -> None:
     reviews = corpus_reviews()
-    results = cross_validate(reviews, args.folds)
+    results = cross_validate(reviews, args.folds, jobs=args.jobs)
     title = f"corpus, {args.folds}-fold cross-validation by review ({len(reviews)} reviews)"
     print_table(f"{title}, per review", results["review"])
     print_fold_spread(results["folds"])
@@ -449,7 +452,7 @@ def run_curve(args: argparse.Namespace) -> None:
     print(f"learning curve: {args.folds}-fold CV by review on {len(reviews)} reviews, per review")
     print(f"  {'training share':<22} {'F1':>6} {'polarity':>9} {'people pol':>11}")
     for fraction in (0.25, 0.5, 1.0):
-        results = cross_validate(reviews, args.folds, fraction, choose=False)["review"]["model"]
+        results = cross_validate(reviews, args.folds, fraction, False, args.jobs)["review"]["model"]
         print(
             f"  {fraction:>5.0%} of training folds  {results[0].f1():6.3f} {results[0].polarity():9.3f} "
             f"{results[1].polarity():11.3f}"
@@ -460,7 +463,7 @@ def run_curve(args: argparse.Namespace) -> None:
     patched = without_lexicon(original)
     train_model.polarity_features = review_module.polarity_features = patched  # the ablation only
     try:
-        results = cross_validate(reviews, args.folds, 1.0, choose=False)["review"]["model"]
+        results = cross_validate(reviews, args.folds, 1.0, False, args.jobs)["review"]["model"]
     finally:
         train_model.polarity_features = review_module.polarity_features = original
     print(
@@ -556,7 +559,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", choices=[*RUNNERS, "all"], default="all")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--semeval", type=Path)
+    parser.add_argument("--jobs", type=int, default=usable_cores(), help="processes fitting a fold's model")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be 1 or more")
     for name, run in RUNNERS.items():
         if args.corpus in (name, "all"):
             run(args)

@@ -2,9 +2,10 @@
 """Train the model `reviewsd analyze` applies, from the labelled corpus (docs/corpus.md), and write it as
 analysis/model.json.gz. Needs the `train` extra (scikit-learn, numpy); `analyze` never imports them.
 
-usage: python tools/train_model.py [--out PATH] [PART.jsonl ...]   (default: every corpus/*.jsonl)
+usage: python tools/train_model.py [--out PATH] [--jobs N] [PART.jsonl ...]   (default: every corpus/*.jsonl)
 
-Deterministic: the same corpus gives the same file (fixed solver, sorted features, no randomness).
+Deterministic: the same corpus gives the same file (fixed solvers, sorted features, no randomness, one BLAS
+thread a process), whatever --jobs (the processes fitting the models: the usable CPUs by default).
 Three linear models, each a sum of weights over a sentence's features (analysis/features.py):
   detection  one logistic regression per preset aspect: does the sentence talk about it?
   polarity   one multinomial logistic regression for every mention, aspect or person: negative,
@@ -18,13 +19,15 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import multiprocessing
 import re
 import sys
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 if __name__ == "__main__" and __package__ is None:  # run as a script from a checkout
@@ -38,6 +41,7 @@ if __name__ == "__main__" and __package__ is None:  # run as a script from a che
     sys.modules["reviewsd_app"] = module
     spec.loader.exec_module(module)
 
+from reviewsd_app.analysis.batch import usable_cores  # noqa: E402
 from reviewsd_app.analysis.features import (  # noqa: E402
     detection_features,
     names_replaced,
@@ -229,37 +233,129 @@ def _logistic(c: float, multiclass: bool = False) -> Any:
     return LogisticRegression(C=c, solver="liblinear", max_iter=1000, tol=1e-4, random_state=0)
 
 
+# The matrices the fits read, by name: set before the worker processes fork, so that they share them instead
+# of each fit pickling its rows.
+_MATRICES: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One logistic regression: trained on rows of a shared matrix and, for a fold of cross-validation,
+    scored on `test` rows; with none, the model to keep."""
+
+    matrix: str
+    train: tuple[int, ...]
+    labels: tuple
+    c: float
+    multiclass: bool
+    test: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What a fit gives back: the test rows' predictions (and, binary, their probability of True), or the
+    model's weights."""
+
+    predicted: list
+    probabilities: list
+    intercept: Any = None
+    coef: Any = None
+    classes: tuple = ()
+
+
+def _fit(fit: Fit) -> Fitted:
+    matrix = _MATRICES[fit.matrix]
+    model = _logistic(fit.c, fit.multiclass).fit(matrix[list(fit.train)], list(fit.labels))
+    if not fit.test:
+        return Fitted([], [], model.intercept_, model.coef_, tuple(model.classes_))
+    test = matrix[list(fit.test)]
+    probabilities = []
+    if not fit.multiclass:
+        column = list(model.classes_).index(True)
+        probabilities = [p[column] for p in model.predict_proba(test)]
+    return Fitted(list(model.predict(test)), probabilities)
+
+
+def _run_fits(fits: Sequence[Fit], matrices: dict[str, Any], jobs: int) -> list[Fitted]:
+    """Each fit's result, in order, from `jobs` forked processes or this one: every fit is independent and
+    deterministic, so the model file is the same whatever the number (compared byte for byte)."""
+    # loaded here, before any fork, so that workers share them instead of each loading them
+    from sklearn.linear_model import LogisticRegression  # noqa: F401
+    from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
+
+    _MATRICES.update(matrices)
+    # One BLAS thread a process: the solvers' vector operations are too small to share between threads, and
+    # OpenBLAS's threads took training from 12 to 25 s on 1,500 reviews on two cores (the same model file).
+    try:
+        with threadpool_limits(limits=1):
+            if jobs <= 1 or len(fits) <= 1:
+                return [_fit(fit) for fit in fits]
+            # fork: the workers share the matrices and the modules loaded
+            context = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(min(jobs, len(fits)), mp_context=context) as pool:
+                return list(pool.map(_fit, fits))
+    finally:
+        _MATRICES.clear()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One model's cross-validation at one regularisation strength: its fold fits, and for each the
+    positions of its test rows among the model's labels."""
+
+    model: str
+    c: float
+    folds: tuple[tuple[Fit, tuple[int, ...]], ...]
+
+
+def _candidate(
+    model: str,
+    matrix: str,
+    rows: Sequence[int],
+    labels: Sequence,
+    groups: Sequence[int],
+    c: float,
+    multiclass: bool,
+) -> Candidate:
+    """3-fold cross-validation by review (`groups`) of one model at one strength, within `rows` of a matrix;
+    a fold whose training part has one label only is left out."""
+    folds = []
+    for fold in range(3):
+        train = [i for i, g in enumerate(groups) if g % 3 != fold]
+        test = tuple(i for i, g in enumerate(groups) if g % 3 == fold)
+        train_labels = tuple(labels[i] for i in train)
+        if len(set(train_labels)) < 2 or not test:
+            continue
+        fit = Fit(
+            matrix, tuple(rows[i] for i in train), train_labels, c, multiclass, tuple(rows[i] for i in test)
+        )
+        folds.append((fit, test))
+    return Candidate(model, c, tuple(folds))
+
+
 def _choose_c(
-    matrix: Any, labels: Sequence, groups: Sequence[int], grid: Sequence[float], multiclass: bool
-) -> tuple[float, list[tuple[float, bool]]]:
+    candidates: Sequence[Candidate], fitted: Mapping[Fit, Fitted], labels: Sequence, multiclass: bool
+) -> tuple[float, list[tuple[float, bool, int]]]:
     """The regularisation strength with the best 3-fold accuracy (binary: F1), folds by review, within the
-    training data only; for a binary model also its out-of-fold (probability, label) pairs."""
+    training data only, the first of equals in the grid's order; for a binary model also its out-of-fold
+    (probability, label, position among `labels`) triples."""
     from sklearn.metrics import accuracy_score, f1_score
 
-    if len(grid) == 1 and multiclass:
-        return grid[0], []
-    best: tuple[float, float, list] = (-1.0, grid[len(grid) // 2], [])
-    for c in grid:
+    best: tuple[float, float, list] = (-1.0, candidates[len(candidates) // 2].c, [])
+    for candidate in candidates:
         predicted, truth, scored = [], [], []
-        for fold in range(3):
-            train = [i for i, g in enumerate(groups) if g % 3 != fold]
-            test = [i for i, g in enumerate(groups) if g % 3 == fold]
-            train_labels = [labels[i] for i in train]
-            if len(set(train_labels)) < 2 or not test:
-                continue
-            model = _logistic(c, multiclass).fit(matrix[train], train_labels)
-            predicted += list(model.predict(matrix[test]))
-            truth += [labels[i] for i in test]
-            if not multiclass:
-                column = list(model.classes_).index(True)
-                scored += [(p[column], labels[i], i) for p, i in zip(model.predict_proba(matrix[test]), test)]
+        for fit, positions in candidate.folds:
+            result = fitted[fit]
+            predicted += result.predicted
+            truth += [labels[i] for i in positions]
+            scored += [(p, labels[i], i) for p, i in zip(result.probabilities, positions)]
         if not truth:
             return best[1], []
         quality = (
             accuracy_score(truth, predicted) if multiclass else f1_score(truth, predicted, pos_label=True)
         )
         if quality > best[0] + 1e-9:
-            best = (quality, c, scored)
+            best = (quality, candidate.c, scored)
     return best[1], best[2]
 
 
@@ -309,50 +405,87 @@ def _round(value: float) -> float:
     return round(float(value), 4)
 
 
-def train(reviews: Sequence[dict], choose: bool = True) -> dict[str, Any]:
-    """The model's data (what analysis.model.Model reads) trained on these reviews."""
+def train(reviews: Sequence[dict], choose: bool = True, jobs: int = 1) -> dict[str, Any]:
+    """The model's data (what analysis.model.Model reads) trained on these reviews; `jobs` processes fit
+    the logistic regressions (the same data whatever the number)."""
     found = examples(reviews)
     heads = sorted({a for labels in found.detection_labels for a in labels})
     detection_rows = [_as_dict(features) for _, _, features, _ in found.detection]
-    vocabulary = _vocabulary(detection_rows)
-    features_by_column = sorted(vocabulary, key=vocabulary.get)
-    matrix = _matrix(detection_rows, vocabulary)
-    bias, weights, choices = [], {}, {}
-    out_of_fold: list[tuple[float, bool, bool, bool, tuple[int, str]]] = []
-    for h, head in enumerate(heads):
-        keep = [i for i, labels in enumerate(found.detection_labels) if head in labels]
-        labels = [found.detection_labels[i][head] for i in keep]
-        groups = [found.detection[i][0] for i in keep]
-        if len(set(labels)) < 2:
-            bias.append(-10.0)
-            continue
-        c, scored = _choose_c(matrix[keep], labels, groups, DETECTION_C if choose else (3.0,), False)
-        term = f"term:{head}"
-        for probability, is_labelled, i in scored:
-            row = keep[i]
-            names_term = term in detection_rows[row]
-            names_phrase = head in found.detection_phrases[row]
-            pair = (found.detection[row][0], head)
-            out_of_fold.append((probability, is_labelled, names_term, names_phrase, pair))
-        choices[head] = c
-        model = _logistic(c).fit(matrix[keep], labels)
-        bias.append(_round(model.intercept_[0]))
-        for column, w in enumerate(model.coef_[0]):
-            if abs(w) >= PRUNE:
-                weights.setdefault(features_by_column[column], []).extend([h, _round(w)])
-    threshold, term_bar, phrase_bar = _detection_bars(out_of_fold) if choose else (0.4, 0.0, 0.0)
+    detection_vocabulary = _vocabulary(detection_rows)
+    features_by_column = sorted(detection_vocabulary, key=detection_vocabulary.get)
     polarity_rows = [features for _, features, _ in found.polarity]
     polarity_labels = [label for _, _, label in found.polarity]
     polarity_groups = [index for index, _, _ in found.polarity]
-    vocabulary = _vocabulary(polarity_rows)
-    matrix = _matrix(polarity_rows, vocabulary)
-    c, _ = _choose_c(matrix, polarity_labels, polarity_groups, POLARITY_C if choose else (0.3,), True)
-    choices["polarity"] = c
-    model = _logistic(c, multiclass=True).fit(matrix, polarity_labels)
-    order = [list(model.classes_).index(k) for k in CLASSES]
+    polarity_vocabulary = _vocabulary(polarity_rows)
+    matrices = {
+        "detection": _matrix(detection_rows, detection_vocabulary),
+        "polarity": _matrix(polarity_rows, polarity_vocabulary),
+    }
+    # Each head's rows (its trade's sentences) and labels; a head with one label only gets no model.
+    head_rows: dict[str, list[int]] = {}
+    head_labels: dict[str, list[bool]] = {}
+    for head in heads:
+        keep = [i for i, labels in enumerate(found.detection_labels) if head in labels]
+        labels = [found.detection_labels[i][head] for i in keep]
+        if len(set(labels)) == 2:
+            head_rows[head], head_labels[head] = keep, labels
+    # First every cross-validation fit that chooses a regularisation strength (the polarity model's, the
+    # largest, first), then the models kept, each at its strength.
+    detection_grid = DETECTION_C if choose else ()
+    polarity_grid = POLARITY_C if choose else ()
+    candidates = [
+        _candidate(
+            "polarity", "polarity", range(len(polarity_rows)), polarity_labels, polarity_groups, c, True
+        )
+        for c in polarity_grid
+    ]
+    for head, keep in head_rows.items():
+        groups = [found.detection[i][0] for i in keep]
+        for c in detection_grid:
+            candidates.append(_candidate(head, "detection", keep, head_labels[head], groups, c, False))
+    fits = [fit for candidate in candidates for fit, _ in candidate.folds]
+    fitted = dict(zip(fits, _run_fits(fits, matrices, jobs)))
+    choices: dict[str, float] = {}
+    out_of_fold: list[tuple[float, bool, bool, bool, tuple[int, str]]] = []
+    if choose:
+        polarity_candidates = [k for k in candidates if k.model == "polarity"]
+        choices["polarity"], _ = _choose_c(polarity_candidates, fitted, polarity_labels, True)
+        for head, keep in head_rows.items():
+            head_candidates = [k for k in candidates if k.model == head]
+            choices[head], scored = _choose_c(head_candidates, fitted, head_labels[head], False)
+            term = f"term:{head}"
+            for probability, is_labelled, i in scored:
+                row = keep[i]
+                names_term = term in detection_rows[row]
+                names_phrase = head in found.detection_phrases[row]
+                pair = (found.detection[row][0], head)
+                out_of_fold.append((probability, is_labelled, names_term, names_phrase, pair))
+    else:
+        choices = {"polarity": 0.3, **dict.fromkeys(head_rows, 3.0)}
+    kept = [
+        Fit("polarity", tuple(range(len(polarity_rows))), tuple(polarity_labels), choices["polarity"], True)
+    ]
+    kept += [
+        Fit("detection", tuple(keep), tuple(head_labels[head]), choices[head], False)
+        for head, keep in head_rows.items()
+    ]
+    polarity_model, *head_models = _run_fits(kept, matrices, jobs)
+    head_model = dict(zip(head_rows, head_models))
+    bias, weights = [], {}
+    for h, head in enumerate(heads):
+        if head not in head_model:
+            bias.append(-10.0)
+            continue
+        model = head_model[head]
+        bias.append(_round(model.intercept[0]))
+        for column, w in enumerate(model.coef[0]):
+            if abs(w) >= PRUNE:
+                weights.setdefault(features_by_column[column], []).extend([h, _round(w)])
+    threshold, term_bar, phrase_bar = _detection_bars(out_of_fold) if choose else (0.4, 0.0, 0.0)
+    order = [list(polarity_model.classes).index(k) for k in CLASSES]
     polarity_weights = {}
-    for feature, column in vocabulary.items():
-        row = [_round(model.coef_[k][column]) for k in order]
+    for feature, column in polarity_vocabulary.items():
+        row = [_round(polarity_model.coef[k][column]) for k in order]
         if max(abs(w) for w in row) >= PRUNE:
             polarity_weights[feature] = row
     staff_rows = [_as_dict(features) for _, features, _ in found.staff]
@@ -387,7 +520,7 @@ def train(reviews: Sequence[dict], choose: bool = True) -> dict[str, Any]:
         },
         "polarity": {
             "classes": list(CLASSES),
-            "bias": [_round(model.intercept_[k]) for k in order],
+            "bias": [_round(polarity_model.intercept[k]) for k in order],
             "weights": dict(sorted(polarity_weights.items())),
         },
         "staff": staff,
@@ -415,10 +548,18 @@ def write_model(data: dict[str, Any], out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=usable_cores(),
+        help="processes fitting the models (default: the usable CPUs)",
+    )
     parser.add_argument("parts", nargs="*", type=Path)
     args = parser.parse_args(argv)
     reviews = load_corpus(args.parts or corpus_paths())
-    data = train(reviews)
+    if args.jobs < 1:
+        parser.error("--jobs must be 1 or more")
+    data = train(reviews, jobs=args.jobs)
     write_model(data, args.out)
     info = data["info"]
     print(
