@@ -19,15 +19,13 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import multiprocessing
 import re
 import sys
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 if __name__ == "__main__" and __package__ is None:  # run as a script from a checkout
@@ -40,6 +38,9 @@ if __name__ == "__main__" and __package__ is None:  # run as a script from a che
     module = importlib.util.module_from_spec(spec)
     sys.modules["reviewsd_app"] = module
     spec.loader.exec_module(module)
+
+# tools/fitting.py, beside this file
+from fitting import Fit, candidate, choose_c, logistic, matrix, run_fits  # noqa: E402
 
 from reviewsd_app.analysis.batch import usable_cores  # noqa: E402
 from reviewsd_app.analysis.features import (  # noqa: E402
@@ -211,154 +212,6 @@ def _vocabulary(rows: Iterable[Iterable[str]]) -> dict[str, int]:
     return {f: i for i, f in enumerate(kept)}
 
 
-def _matrix(rows: Sequence[dict[str, float]], vocabulary: dict[str, int]) -> Any:
-    from scipy.sparse import csr_matrix
-
-    data, columns, pointers = [], [], [0]
-    for row in rows:
-        for feature, value in sorted(row.items()):
-            column = vocabulary.get(feature)
-            if column is not None:
-                data.append(value)
-                columns.append(column)
-        pointers.append(len(data))
-    return csr_matrix((data, columns, pointers), shape=(len(rows), len(vocabulary)))
-
-
-def _logistic(c: float, multiclass: bool = False) -> Any:
-    from sklearn.linear_model import LogisticRegression
-
-    if multiclass:
-        return LogisticRegression(C=c, solver="lbfgs", max_iter=1000, tol=1e-4)
-    return LogisticRegression(C=c, solver="liblinear", max_iter=1000, tol=1e-4, random_state=0)
-
-
-# The matrices the fits read, by name: set before the worker processes fork, so that they share them instead
-# of each fit pickling its rows.
-_MATRICES: dict[str, Any] = {}
-
-
-@dataclass(frozen=True)
-class Fit:
-    """One logistic regression: trained on rows of a shared matrix and, for a fold of cross-validation,
-    scored on `test` rows; with none, the model to keep."""
-
-    matrix: str
-    train: tuple[int, ...]
-    labels: tuple
-    c: float
-    multiclass: bool
-    test: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class Fitted:
-    """What a fit gives back: the test rows' predictions (and, binary, their probability of True), or the
-    model's weights."""
-
-    predicted: list
-    probabilities: list
-    intercept: Any = None
-    coef: Any = None
-    classes: tuple = ()
-
-
-def _fit(fit: Fit) -> Fitted:
-    matrix = _MATRICES[fit.matrix]
-    model = _logistic(fit.c, fit.multiclass).fit(matrix[list(fit.train)], list(fit.labels))
-    if not fit.test:
-        return Fitted([], [], model.intercept_, model.coef_, tuple(model.classes_))
-    test = matrix[list(fit.test)]
-    probabilities = []
-    if not fit.multiclass:
-        column = list(model.classes_).index(True)
-        probabilities = [p[column] for p in model.predict_proba(test)]
-    return Fitted(list(model.predict(test)), probabilities)
-
-
-def _run_fits(fits: Sequence[Fit], matrices: dict[str, Any], jobs: int) -> list[Fitted]:
-    """Each fit's result, in order, from `jobs` forked processes or this one: every fit is independent and
-    deterministic, so the model file is the same whatever the number (compared byte for byte)."""
-    # loaded here, before any fork, so that workers share them instead of each loading them
-    from sklearn.linear_model import LogisticRegression  # noqa: F401
-    from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
-
-    _MATRICES.update(matrices)
-    # One BLAS thread a process: the solvers' vector operations are too small to share between threads, and
-    # OpenBLAS's threads took training from 12 to 25 s on 1,500 reviews on two cores (the same model file).
-    try:
-        with threadpool_limits(limits=1):
-            if jobs <= 1 or len(fits) <= 1:
-                return [_fit(fit) for fit in fits]
-            # fork: the workers share the matrices and the modules loaded
-            context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(min(jobs, len(fits)), mp_context=context) as pool:
-                return list(pool.map(_fit, fits))
-    finally:
-        _MATRICES.clear()
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One model's cross-validation at one regularisation strength: its fold fits, and for each the
-    positions of its test rows among the model's labels."""
-
-    model: str
-    c: float
-    folds: tuple[tuple[Fit, tuple[int, ...]], ...]
-
-
-def _candidate(
-    model: str,
-    matrix: str,
-    rows: Sequence[int],
-    labels: Sequence,
-    groups: Sequence[int],
-    c: float,
-    multiclass: bool,
-) -> Candidate:
-    """3-fold cross-validation by review (`groups`) of one model at one strength, within `rows` of a matrix;
-    a fold whose training part has one label only is left out."""
-    folds = []
-    for fold in range(3):
-        train = [i for i, g in enumerate(groups) if g % 3 != fold]
-        test = tuple(i for i, g in enumerate(groups) if g % 3 == fold)
-        train_labels = tuple(labels[i] for i in train)
-        if len(set(train_labels)) < 2 or not test:
-            continue
-        fit = Fit(
-            matrix, tuple(rows[i] for i in train), train_labels, c, multiclass, tuple(rows[i] for i in test)
-        )
-        folds.append((fit, test))
-    return Candidate(model, c, tuple(folds))
-
-
-def _choose_c(
-    candidates: Sequence[Candidate], fitted: Mapping[Fit, Fitted], labels: Sequence, multiclass: bool
-) -> tuple[float, list[tuple[float, bool, int]]]:
-    """The regularisation strength with the best 3-fold accuracy (binary: F1), folds by review, within the
-    training data only, the first of equals in the grid's order; for a binary model also its out-of-fold
-    (probability, label, position among `labels`) triples."""
-    from sklearn.metrics import accuracy_score, f1_score
-
-    best: tuple[float, float, list] = (-1.0, candidates[len(candidates) // 2].c, [])
-    for candidate in candidates:
-        predicted, truth, scored = [], [], []
-        for fit, positions in candidate.folds:
-            result = fitted[fit]
-            predicted += result.predicted
-            truth += [labels[i] for i in positions]
-            scored += [(p, labels[i], i) for p, i in zip(result.probabilities, positions)]
-        if not truth:
-            return best[1], []
-        quality = (
-            accuracy_score(truth, predicted) if multiclass else f1_score(truth, predicted, pos_label=True)
-        )
-        if quality > best[0] + 1e-9:
-            best = (quality, candidate.c, scored)
-    return best[1], best[2]
-
-
 def _detection_bars(
     scored: Sequence[tuple[float, bool, bool, bool, tuple[int, str]]],
 ) -> tuple[float, float, float]:
@@ -418,8 +271,8 @@ def train(reviews: Sequence[dict], choose: bool = True, jobs: int = 1) -> dict[s
     polarity_groups = [index for index, _, _ in found.polarity]
     polarity_vocabulary = _vocabulary(polarity_rows)
     matrices = {
-        "detection": _matrix(detection_rows, detection_vocabulary),
-        "polarity": _matrix(polarity_rows, polarity_vocabulary),
+        "detection": matrix(detection_rows, detection_vocabulary),
+        "polarity": matrix(polarity_rows, polarity_vocabulary),
     }
     # Each head's rows (its trade's sentences) and labels; a head with one label only gets no model.
     head_rows: dict[str, list[int]] = {}
@@ -434,7 +287,7 @@ def train(reviews: Sequence[dict], choose: bool = True, jobs: int = 1) -> dict[s
     detection_grid = DETECTION_C if choose else ()
     polarity_grid = POLARITY_C if choose else ()
     candidates = [
-        _candidate(
+        candidate(
             "polarity", "polarity", range(len(polarity_rows)), polarity_labels, polarity_groups, c, True
         )
         for c in polarity_grid
@@ -442,17 +295,17 @@ def train(reviews: Sequence[dict], choose: bool = True, jobs: int = 1) -> dict[s
     for head, keep in head_rows.items():
         groups = [found.detection[i][0] for i in keep]
         for c in detection_grid:
-            candidates.append(_candidate(head, "detection", keep, head_labels[head], groups, c, False))
+            candidates.append(candidate(head, "detection", keep, head_labels[head], groups, c, False))
     fits = [fit for candidate in candidates for fit, _ in candidate.folds]
-    fitted = dict(zip(fits, _run_fits(fits, matrices, jobs)))
+    fitted = dict(zip(fits, run_fits(fits, matrices, jobs)))
     choices: dict[str, float] = {}
     out_of_fold: list[tuple[float, bool, bool, bool, tuple[int, str]]] = []
     if choose:
         polarity_candidates = [k for k in candidates if k.model == "polarity"]
-        choices["polarity"], _ = _choose_c(polarity_candidates, fitted, polarity_labels, True)
+        choices["polarity"], _ = choose_c(polarity_candidates, fitted, polarity_labels, True)
         for head, keep in head_rows.items():
             head_candidates = [k for k in candidates if k.model == head]
-            choices[head], scored = _choose_c(head_candidates, fitted, head_labels[head], False)
+            choices[head], scored = choose_c(head_candidates, fitted, head_labels[head], False)
             term = f"term:{head}"
             for probability, is_labelled, i in scored:
                 row = keep[i]
@@ -469,7 +322,7 @@ def train(reviews: Sequence[dict], choose: bool = True, jobs: int = 1) -> dict[s
         Fit("detection", tuple(keep), tuple(head_labels[head]), choices[head], False)
         for head, keep in head_rows.items()
     ]
-    polarity_model, *head_models = _run_fits(kept, matrices, jobs)
+    polarity_model, *head_models = run_fits(kept, matrices, jobs)
     head_model = dict(zip(head_rows, head_models))
     bias, weights = [], {}
     for h, head in enumerate(heads):
@@ -493,7 +346,7 @@ def train(reviews: Sequence[dict], choose: bool = True, jobs: int = 1) -> dict[s
     staff_vocabulary = _vocabulary(staff_rows)
     staff: dict[str, Any] = {"bias": 3.0, "weights": {}}  # without both kinds of example: names mean staff
     if len(set(staff_labels)) == 2:
-        staff_model = _logistic(STAFF_C).fit(_matrix(staff_rows, staff_vocabulary), staff_labels)
+        staff_model = logistic(STAFF_C).fit(matrix(staff_rows, staff_vocabulary), staff_labels)
         staff = {
             "bias": _round(staff_model.intercept_[0]),
             "weights": {
