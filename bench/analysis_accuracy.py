@@ -58,6 +58,7 @@ from reviewsd_app.analysis.review import (  # noqa: E402
 from reviewsd_app.analysis.text import split_sentences  # noqa: E402
 from reviewsd_app.authoring.presets import render_preset  # noqa: E402
 from reviewsd_app.authoring.profile import Profile, load_profile, parse_profile  # noqa: E402
+from reviewsd_app.cli.commands import jobs_count  # noqa: E402
 
 Labels = dict[str, dict[str, str]]  # unit id -> record id -> sentiment
 
@@ -452,7 +453,8 @@ def run_curve(args: argparse.Namespace) -> None:
     print(f"learning curve: {args.folds}-fold CV by review on {len(reviews)} reviews, per review")
     print(f"  {'training share':<22} {'F1':>6} {'polarity':>9} {'people pol':>11}")
     for fraction in (0.25, 0.5, 1.0):
-        results = cross_validate(reviews, args.folds, fraction, False, args.jobs)["review"]["model"]
+        cross_validated = cross_validate(reviews, args.folds, fraction, choose=False, jobs=args.jobs)
+        results = cross_validated["review"]["model"]
         print(
             f"  {fraction:>5.0%} of training folds  {results[0].f1():6.3f} {results[0].polarity():9.3f} "
             f"{results[1].polarity():11.3f}"
@@ -463,7 +465,7 @@ def run_curve(args: argparse.Namespace) -> None:
     patched = without_lexicon(original)
     train_model.polarity_features = review_module.polarity_features = patched  # the ablation only
     try:
-        results = cross_validate(reviews, args.folds, 1.0, False, args.jobs)["review"]["model"]
+        results = cross_validate(reviews, args.folds, choose=False, jobs=args.jobs)["review"]["model"]
     finally:
         train_model.polarity_features = review_module.polarity_features = original
     print(
@@ -559,10 +561,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", choices=[*RUNNERS, "all"], default="all")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--semeval", type=Path)
-    parser.add_argument("--jobs", type=int, default=usable_cores(), help="processes fitting a fold's model")
+    parser.add_argument(
+        "--jobs", type=jobs_count, default=usable_cores(), help="processes fitting a fold's model"
+    )
     args = parser.parse_args(argv)
-    if args.jobs < 1:
-        parser.error("--jobs must be 1 or more")
     for name, run in RUNNERS.items():
         if args.corpus in (name, "all"):
             run(args)

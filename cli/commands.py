@@ -34,8 +34,8 @@ def _parser(command: str, description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _jobs(text: str) -> int:
-    """--jobs: a whole number of processes, 1 or more."""
+def jobs_count(text: str) -> int:
+    """--jobs: a whole number of processes, 1 or more (an argparse type; the training tools use it too)."""
     try:
         jobs = int(text)
     except ValueError:
@@ -187,7 +187,7 @@ def analyze_main(argv: Sequence[str]) -> int:
     )
     parser.add_argument(
         "--jobs",
-        type=_jobs,
+        type=jobs_count,
         default=default_jobs(),
         metavar="N",
         help=f"analyse in up to N processes (default: the CPUs this process may use, at most "

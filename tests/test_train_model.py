@@ -65,4 +65,4 @@ def test_the_trained_model_reads_praise_and_complaint(slice_of_corpus, tmp_path)
 def test_jobs_must_be_one_or_more(slice_of_corpus, tmp_path, capsys):
     with pytest.raises(SystemExit):
         train_model.main(["--out", str(tmp_path / "m.json.gz"), "--jobs", "0", str(slice_of_corpus[0])])
-    assert "--jobs must be 1 or more" in capsys.readouterr().err
+    assert "0 is fewer than 1 process" in capsys.readouterr().err

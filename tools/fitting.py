@@ -84,8 +84,9 @@ def run_fits(fits: Sequence[Fit], matrices: dict[str, Any], jobs: int) -> list[F
     from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
 
     _MATRICES.update(matrices)
-    # One BLAS thread a process: the solvers' vector operations are too small to share between threads, and
-    # OpenBLAS's threads took training from 12 to 25 s on 1,500 reviews on two cores (the same model file).
+    # One BLAS thread a process: the solvers' vector operations are too small to share between threads (on
+    # two cores, 1,500 reviews trained in 25 s with OpenBLAS's threads, 12 s with one), and OpenBLAS's threads
+    # sum in an order that varies from run to run, which changed the model file.
     try:
         with threadpool_limits(limits=1):
             if jobs <= 1 or len(fits) <= 1:

@@ -64,6 +64,7 @@ from reviewsd_app.analysis.review import (  # noqa: E402
 )
 from reviewsd_app.authoring.presets import render_preset  # noqa: E402
 from reviewsd_app.authoring.profile import Profile, parse_profile  # noqa: E402
+from reviewsd_app.cli.commands import jobs_count  # noqa: E402
 
 CORPUS = ROOT / "corpus"
 OUT = ROOT / "analysis" / "model.json.gz"
@@ -403,15 +404,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument(
         "--jobs",
-        type=int,
+        type=jobs_count,
         default=usable_cores(),
         help="processes fitting the models (default: the usable CPUs)",
     )
     parser.add_argument("parts", nargs="*", type=Path)
     args = parser.parse_args(argv)
     reviews = load_corpus(args.parts or corpus_paths())
-    if args.jobs < 1:
-        parser.error("--jobs must be 1 or more")
     data = train(reviews, jobs=args.jobs)
     write_model(data, args.out)
     info = data["info"]
