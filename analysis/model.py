@@ -58,6 +58,7 @@ class Model:
         self.classes: tuple[str, ...] = tuple(polarity["classes"])
         self.polarity_bias: tuple[float, ...] = tuple(polarity["bias"])
         self.polarity_weights: dict[str, Sequence[float]] = polarity["weights"]
+        self.one_vs_rest = polarity.get("scores") == "one-vs-rest"  # models before 3.3: one multinomial model
         self.star_features = frozenset(f for f in self.polarity_weights if f.startswith("stars:"))
         if self.classes != CLASSES:
             raise ValueError(f"{MODEL_FILE}: classes {self.classes} are not {CLASSES}")
@@ -110,15 +111,12 @@ class Model:
                 stars[k] += weight * features[feature]
         top = max(range(len(totals)), key=lambda k: totals[k])
         words = [total - star for total, star in zip(totals, stars)]
-        words_peak = max(words)
-        words_confidence = math.exp(words[top] - words_peak) / sum(math.exp(w - words_peak) for w in words)
-        peak = totals[top]
-        exps = [math.exp(t - peak) for t in totals]
-        confidence = exps[top] / sum(exps)
+        confidence = self._probabilities(totals)[top]
+        words_confidence = self._probabilities(words)[top]
         pushes: tuple[tuple[str, float, float], ...] = ()
         if reasons:
             # a feature's push: its weight for the winner over its weight for the runner-up, so that the
-            # pushes and the biases sum to the log-odds of the winner against the runner-up. Over the mean
+            # pushes and the biases sum to the winner's score over the runner-up's. Over the mean
             # of the other two, the 5 stars of a happy review showed as a reason for a neutral reading (229
             # of the bundled sample's 1,424 mentions), where they argued for positive
             runner_up = max((k for k in range(len(totals)) if k != top), key=lambda k: totals[k])
@@ -135,6 +133,17 @@ class Model:
             )
             pushes = tuple(r for r in ranked if abs(r[2]) >= 0.05)[:reasons]
         return Polarity(self.classes[top], confidence, pushes, words_confidence)
+
+    def _probabilities(self, scores: Sequence[float]) -> list[float]:
+        """Each sentiment's probability from its score: a binary model per sentiment (models from 3.3) gives
+        each its own (a sigmoid), shared out to sum to 1; one multinomial model, a softmax of the scores."""
+        if self.one_vs_rest:
+            each = [_sigmoid(score) for score in scores]
+        else:
+            peak = max(scores)
+            each = [math.exp(score - peak) for score in scores]
+        total = sum(each)
+        return [share / total for share in each]
 
     def staff_reference(self, features: Sequence[str]) -> float:
         """Probability that a staff member's name found in a sentence means that staff member."""

@@ -430,3 +430,27 @@ def test_explain_says_an_aspects_own_word_before_the_contrast_stands_before_it()
         '"steep" after a negation before the "but"'
     )
     assert describe("aw:price:steep", 1.0) == '"steep" near it'
+
+
+def polarity_only(bias: list[float], weights: dict, scores: str | None = None) -> Model:
+    polarity: dict = {"classes": list(CLASSES), "bias": bias, "weights": weights}
+    if scores is not None:
+        polarity["scores"] = scores
+    detect = {"heads": [], "bias": [], "threshold": 0.5, "weights": {}}
+    return Model({"info": {}, "detect": detect, "polarity": polarity, "staff": {"bias": 3.0, "weights": {}}})
+
+
+def test_a_one_vs_rest_models_probabilities_are_its_sigmoids_shared_out():
+    # Model 3.3 scores each sentiment with a binary model of its own, each score its own log-odds: a
+    # sentiment's probability is its sigmoid over the sum of the three. Models before 3.3 (no "scores") are
+    # one multinomial model: a softmax of the same scores.
+    weights = {"stars:5": [0.0, 0.0, 2.0]}
+    features = {"ac:fine": 1.0, "stars:5": 0.5}  # neutral 1.0 from its bias, positive 1.0 from the stars
+    one_vs_rest = polarity_only([0.0, 1.0, 0.0], weights, "one-vs-rest").polarity(features)
+    multinomial = polarity_only([0.0, 1.0, 0.0], weights).polarity(features)
+    assert one_vs_rest.sentiment == multinomial.sentiment == "neutral"  # a tie goes to the first
+    assert round(one_vs_rest.confidence, 3) == 0.373  # sigmoid(1) / (2 sigmoid(1) + sigmoid(0))
+    assert round(multinomial.confidence, 3) == 0.422  # e / (2e + 1)
+    # from the words alone, the stars left out: neutral 1.0, the others 0.0
+    assert round(one_vs_rest.words_confidence, 3) == 0.422  # sigmoid(1) / (sigmoid(1) + 2 sigmoid(0))
+    assert round(multinomial.words_confidence, 3) == 0.576  # e / (e + 2)

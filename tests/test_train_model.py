@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
+import fitting  # noqa: E402
 import train_model  # noqa: E402
 
 from reviewsd_app.analysis.model import Model  # noqa: E402
@@ -51,6 +52,7 @@ def test_the_model_file_is_the_same_whatever_the_number_of_processes(slice_of_co
     assert set(chosen) >= {"polarity", "food", "service", "bedside-manner", "quality-of-work"}
     assert all(c in train_model.DETECTION_C for head, c in chosen.items() if head != "polarity")
     assert chosen["polarity"] in train_model.POLARITY_C
+    assert data["polarity"]["scores"] == "one-vs-rest"
     assert data["detect"]["threshold"] in train_model.THRESHOLDS
 
 
@@ -66,3 +68,22 @@ def test_jobs_must_be_one_or_more(slice_of_corpus, tmp_path, capsys):
     with pytest.raises(SystemExit):
         train_model.main(["--out", str(tmp_path / "m.json.gz"), "--jobs", "0", str(slice_of_corpus[0])])
     assert "0 is fewer than 1 process" in capsys.readouterr().err
+
+
+def test_naive_bayes_ratios_lean_each_word_toward_the_class_it_is_seen_with():
+    import numpy as np
+    from scipy.sparse import csr_matrix
+
+    # columns: "lovely" (two positive rows), "cold" (two negative), "the" (all four), a lexicon score
+    rows = csr_matrix([[1, 0, 1, 0.8], [1, 0, 1, 0.6], [0, 1, 1, -0.5], [0, 1, 1, -0.7]])
+    positive = np.array([True, True, False, False])
+    scaled = np.array([True, True, True, False])
+    lovely, cold, the, lexicon = fitting.naive_bayes_ratios(rows != 0, positive, scaled)
+    assert lovely > 0 > cold and lovely == -cold == pytest.approx(np.log(3))  # (1 + 2) / (1 + 0), add-one
+    assert the == pytest.approx(0.0)  # seen with both alike
+    assert lexicon == 1.0  # not a word: its value as it is
+
+
+def test_word_columns_are_the_polarity_models_n_grams():
+    features = ["ac:cold", "aw:food:cold", "kind:person", "lex:clause", "pc:<self> was", "pre:kind", "s:cold"]
+    assert list(train_model._word_columns(features)) == [True, True, False, False, True, True, True]
