@@ -84,6 +84,6 @@ def test_naive_bayes_ratios_lean_each_word_toward_the_class_it_is_seen_with():
     assert lexicon == 1.0  # not a word: its value as it is
 
 
-def test_word_columns_are_the_polarity_models_n_grams():
+def test_the_scaled_columns_are_the_polarity_models_words_but_a_persons_clause():
     features = ["ac:cold", "aw:food:cold", "kind:person", "lex:clause", "pc:<self> was", "pre:kind", "s:cold"]
-    assert list(train_model._word_columns(features)) == [True, True, False, False, True, True, True]
+    assert list(train_model._scaled_columns(features)) == [True, True, False, False, False, True, True]

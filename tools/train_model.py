@@ -91,12 +91,13 @@ PHRASE_BAR_TIE = 0.0001
 # Weights smaller than this are left out of the file: at 0.005 it was 1.5 MB and analyze up to a fifth
 # slower; at 0.05, 0.84 MB and as fast as before, with the same figures on the bundled sample.
 PRUNE = 0.05
-# The polarity model's word features (analysis/features.py polarity_features: the clause's, the words before
-# a contrast, the sentence's, the clause's named by the aspect). Read as NBSVM reads them, one binary model
-# per sentiment over words scaled by their Naive Bayes ratios: per mention on the corpus (5-fold by review,
-# 140,508 mentions) aspects 0.9188 -> 0.9225 and people 0.8725 -> 0.8740 against one multinomial model of
-# the words as they are.
-WORD_PREFIXES = ("ac:", "pc:", "pre:", "s:", "aw:")
+# The polarity model's word features that it scales (analysis/features.py polarity_features: an aspect's
+# clause, the words before a contrast, the sentence's, the clause's named by the aspect). Read as NBSVM reads
+# them, one binary model per sentiment over words scaled by their Naive Bayes ratios: per mention on the
+# corpus (5-fold by review, 140,508 mentions) aspects 0.9188 -> 0.9227 and people 0.8725 -> 0.8769 against
+# one multinomial model of the words as they are. A person's clause ("pc:") keeps its words as they are:
+# scaled too, people 0.8740 (the same words narrate beside praise and beside a complaint).
+SCALED_PREFIXES = ("ac:", "pre:", "s:", "aw:")
 
 
 def slug(name: str) -> str:
@@ -258,12 +259,13 @@ def _detection_bars(
     return threshold, term_bar, phrase_bar
 
 
-def _word_columns(features: Sequence[str]) -> Any:
-    """Which of the polarity model's features are words (n-grams), the ones it scales by their Naive Bayes
-    ratios; the lexicon's scores, the stars and the rest keep their values."""
+def _scaled_columns(features: Sequence[str]) -> Any:
+    """Which of the polarity model's features are the words it scales by their Naive Bayes ratios
+    (SCALED_PREFIXES); a person's clause words, the lexicon's scores, the stars and the rest keep their
+    values."""
     import numpy as np
 
-    return np.array([feature.startswith(WORD_PREFIXES) for feature in features])
+    return np.array([feature.startswith(SCALED_PREFIXES) for feature in features])
 
 
 def _as_dict(features: Sequence[str]) -> dict[str, float]:
@@ -290,7 +292,7 @@ def train(reviews: Sequence[dict], choose: bool = True, jobs: int = 1) -> dict[s
     matrices = {
         "detection": matrix(detection_rows, detection_vocabulary),
         "polarity": matrix(polarity_rows, polarity_vocabulary),
-        "polarity words": _word_columns(polarity_features),
+        "polarity scaled words": _scaled_columns(polarity_features),
     }
     # Each head's rows (its trade's sentences) and labels; a head with one label only gets no model.
     head_rows: dict[str, list[int]] = {}
@@ -313,7 +315,7 @@ def train(reviews: Sequence[dict], choose: bool = True, jobs: int = 1) -> dict[s
             polarity_groups,
             c,
             multiclass=True,
-            scaled="polarity words",
+            scaled="polarity scaled words",
         )
         for c in polarity_grid
     ]
@@ -348,7 +350,7 @@ def train(reviews: Sequence[dict], choose: bool = True, jobs: int = 1) -> dict[s
             tuple(polarity_labels),
             choices["polarity"],
             multiclass=True,
-            scaled="polarity words",
+            scaled="polarity scaled words",
         )
     ]
     kept += [
