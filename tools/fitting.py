@@ -25,11 +25,10 @@ def matrix(rows: Sequence[dict[str, float]], vocabulary: dict[str, int]) -> Any:
     return csr_matrix((data, columns, pointers), shape=(len(rows), len(vocabulary)))
 
 
-def logistic(c: float, multiclass: bool = False) -> Any:
+def logistic(c: float) -> Any:
+    """A binary logistic regression (a multiclass fit is one per class: _fit_scaled_one_vs_rest)."""
     from sklearn.linear_model import LogisticRegression
 
-    if multiclass:
-        return LogisticRegression(C=c, solver="lbfgs", max_iter=1000, tol=1e-4)
     return LogisticRegression(C=c, solver="liblinear", max_iter=1000, tol=1e-4, random_state=0)
 
 
@@ -49,8 +48,8 @@ class Fit:
     c: float
     multiclass: bool
     test: tuple[int, ...] = ()
-    # a multiclass fit with the name of a shared boolean array, which columns are words: one binary model per
-    # class over those columns scaled by their Naive Bayes ratios (_fit_scaled_one_vs_rest)
+    # a multiclass fit: the name of a shared boolean array, the columns to scale by their Naive Bayes ratios
+    # (one binary model per class: _fit_scaled_one_vs_rest)
     scaled: str = ""
 
 
@@ -102,20 +101,18 @@ def _fit_scaled_one_vs_rest(fit: Fit, rows: Any) -> tuple[Any, Any, tuple]:
 def _fit(fit: Fit) -> Fitted:
     shared = _MATRICES[fit.matrix]
     rows = shared[list(fit.train)]
-    if fit.scaled:
+    if fit.multiclass:
         intercept, coef, classes = _fit_scaled_one_vs_rest(fit, rows)
         if not fit.test:
             return Fitted([], [], intercept, coef, classes)
         scores = shared[list(fit.test)] @ coef.T + intercept
         return Fitted([classes[k] for k in scores.argmax(axis=1)], [])
-    model = logistic(fit.c, fit.multiclass).fit(rows, list(fit.labels))
+    model = logistic(fit.c).fit(rows, list(fit.labels))
     if not fit.test:
         return Fitted([], [], model.intercept_, model.coef_, tuple(model.classes_))
     test = shared[list(fit.test)]
-    probabilities = []
-    if not fit.multiclass:
-        column = list(model.classes_).index(True)
-        probabilities = [p[column] for p in model.predict_proba(test)]
+    column = list(model.classes_).index(True)
+    probabilities = [p[column] for p in model.predict_proba(test)]
     return Fitted(list(model.predict(test)), probabilities)
 
 
