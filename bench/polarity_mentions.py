@@ -1,0 +1,135 @@
+"""The polarity model mention by mention: the share of the corpus's labelled mentions (an aspect or a person
+in a sentence) whose sentiment it reads as labelled, k-fold by review, for aspects and people apart, beside
+two plain readings of the same mentions, in one run. Where docs/analysis.md's per-mention figures come from:
+a variant of the model's form is an option.
+
+    python bench/polarity_mentions.py [--folds 5] [--jobs N] [--c 1.0] [--scaled ac:,pre:,s:,aw:]
+                                      [--prune 0.05,0.1]
+
+Needs the `train` extra. The folds are analysis_accuracy.py's (reviews in id order, dealt out in turn). In
+each, the vocabulary, the Naive Bayes ratios and the regressions come from its training mentions only, made as
+tools/train_model.py makes them (one binary regression per sentiment over the scaled words, at --c), and the
+held-out mentions are read with the weights as the model file keeps them: rounded, and those under a --prune
+bar left out (each bar from the same fits). Readings beside it: the review's stars alone (4-5 positive,
+3 neutral, 1-2 negative) and the sign of the lexicon's score of the mention's clause. This reads the
+polarity model alone, on the mentions the labels name: analysis_accuracy.py --corpus cv scores what analyze
+makes of whole reviews. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from analysis_accuracy import corpus_reviews, folds  # noqa: E402
+
+from reviewsd_app.analysis.batch import usable_cores  # noqa: E402
+from reviewsd_app.analysis.review import STAR_LABELS  # noqa: E402
+
+LEXICON_SIGNS = {"lex:clause+": "positive", "lex:clause0": "neutral", "lex:clause-": "negative"}
+KINDS = ("aspect", "person")
+
+
+def kind_of(features: dict[str, float]) -> str:
+    return "person" if "kind:person" in features else "aspect"
+
+
+def stars_reading(features: dict[str, float]) -> str:
+    [stars] = [f for f in features if f.startswith("stars:") and "|" not in f]
+    return STAR_LABELS[int(stars.removeprefix("stars:"))]
+
+
+def lexicon_reading(features: dict[str, float]) -> str:
+    [sign] = [f for f in features if f in LEXICON_SIGNS]
+    return LEXICON_SIGNS[sign]
+
+
+def model_readings(
+    rows: Sequence[dict[str, float]],
+    labels: Sequence[str],
+    fold_of: Sequence[int],
+    k: int,
+    c: float,
+    scaled_prefixes: tuple[str, ...],
+    bars: Sequence[float],
+    jobs: int,
+) -> dict[float, list[str]]:
+    """Each prune bar's reading of every mention, by the model trained on the other folds."""
+    import numpy as np
+    from fitting import Fit, matrix, run_fits
+    from train_model import _round, _vocabulary
+
+    matrices: dict[str, Any] = {}
+    fits = []
+    for held_out in range(k):
+        training = [i for i in range(len(rows)) if fold_of[i] != held_out]
+        vocabulary = _vocabulary(rows[i] for i in training)
+        features = sorted(vocabulary, key=vocabulary.get)
+        matrices[f"rows {held_out}"] = matrix(rows, vocabulary).tocsr()
+        matrices[f"scaled {held_out}"] = np.array([f.startswith(scaled_prefixes) for f in features])
+        train_labels = tuple(labels[i] for i in training)
+        fit = Fit(f"rows {held_out}", tuple(training), train_labels, c, True, scaled=f"scaled {held_out}")
+        fits.append(fit)
+    fitted = run_fits(fits, matrices, jobs)
+    readings = {bar: [""] * len(rows) for bar in bars}
+    for held_out, result in enumerate(fitted):
+        test = [i for i in range(len(rows)) if fold_of[i] == held_out]
+        test_rows = matrices[f"rows {held_out}"][test]
+        rounded = np.vectorize(_round)(result.coef)
+        for bar in bars:
+            kept = np.abs(rounded).max(axis=0) >= bar  # the trainer's rule for the file (PRUNE)
+            scores = test_rows @ (rounded * kept).T + np.vectorize(_round)(result.intercept)
+            for i, best in zip(test, scores.argmax(axis=1)):
+                readings[bar][i] = result.classes[best]
+    return readings
+
+
+def main(argv: list[str] | None = None) -> int:
+    from train_model import FIXED_POLARITY_C, PRUNE, SCALED_PREFIXES, examples
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=usable_cores(), help="processes for the fits")
+    parser.add_argument("--c", type=float, default=FIXED_POLARITY_C, help="the regressions' regularisation")
+    parser.add_argument(
+        "--scaled", default=",".join(SCALED_PREFIXES), help="prefixes of the features scaled, comma-separated"
+    )
+    parser.add_argument("--prune", default=str(PRUNE), help="bars under which weights are left out")
+    args = parser.parse_args(argv)
+    scaled = tuple(p for p in args.scaled.split(",") if p)
+    bars = [float(bar) for bar in args.prune.split(",")]
+
+    reviews = corpus_reviews()
+    fold_by_id = {review["id"]: n for n, part in enumerate(folds(reviews, args.folds)) for review in part}
+    found = examples(reviews).polarity
+    rows = [features for _, features, _ in found]
+    labels = [label for _, _, label in found]
+    fold_of = [fold_by_id[reviews[index]["id"]] for index, _, _ in found]
+    kinds = [kind_of(features) for features in rows]
+    count = Counter(kinds)
+    print(f"polarity per mention, {args.folds}-fold by review on {len(reviews):,} reviews")
+    print(f"  {len(rows):,} labelled mentions: {count['aspect']:,} of aspects, {count['person']:,} of people")
+    print(f"  {'reading':<60} {'aspects':>8} {'people':>8}")
+    readings = model_readings(rows, labels, fold_of, args.folds, args.c, scaled, bars, args.jobs)
+    named = {
+        f"model: C {args.c:g}, scaled {' '.join(scaled) or 'none'}, weights from {bar:g}": readings[bar]
+        for bar in bars
+    }
+    named["the stars alone"] = [stars_reading(features) for features in rows]
+    named["the lexicon's score of the clause"] = [lexicon_reading(features) for features in rows]
+    for name, read in named.items():
+        right = Counter(kind for kind, guess, label in zip(kinds, read, labels) if guess == label)
+        shares = " ".join(f"{right[kind] / count[kind]:8.4f}" for kind in KINDS)
+        print(f"  {name:<60} {shares}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
