@@ -64,7 +64,7 @@ def model_readings(
     """Each prune bar's reading of every mention, by the model trained on the other folds."""
     import numpy as np
     from fitting import Fit, matrix, run_fits
-    from train_model import _round, _vocabulary
+    from train_model import _round, _scaled_columns, _vocabulary
 
     matrices: dict[str, Any] = {}
     fits = []
@@ -73,7 +73,7 @@ def model_readings(
         vocabulary = _vocabulary(rows[i] for i in training)
         features = sorted(vocabulary, key=vocabulary.get)
         matrices[f"rows {held_out}"] = matrix(rows, vocabulary).tocsr()
-        matrices[f"scaled {held_out}"] = np.array([f.startswith(scaled_prefixes) for f in features])
+        matrices[f"scaled {held_out}"] = _scaled_columns(features, scaled_prefixes)
         train_labels = tuple(labels[i] for i in training)
         fit = Fit(f"rows {held_out}", tuple(training), train_labels, c, True, scaled=f"scaled {held_out}")
         fits.append(fit)
@@ -83,9 +83,10 @@ def model_readings(
         test = [i for i in range(len(rows)) if fold_of[i] == held_out]
         test_rows = matrices[f"rows {held_out}"][test]
         rounded = np.vectorize(_round)(result.coef)
+        intercept = np.vectorize(_round)(result.intercept)
         for bar in bars:
             kept = np.abs(rounded).max(axis=0) >= bar  # the trainer's rule for the file (PRUNE)
-            scores = test_rows @ (rounded * kept).T + np.vectorize(_round)(result.intercept)
+            scores = test_rows @ (rounded * kept).T + intercept
             for i, best in zip(test, scores.argmax(axis=1)):
                 readings[bar][i] = result.classes[best]
     return readings

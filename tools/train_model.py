@@ -264,13 +264,13 @@ def _detection_bars(
     return threshold, term_bar, phrase_bar
 
 
-def _scaled_columns(features: Sequence[str]) -> Any:
-    """Which of the polarity model's features are the words it scales by their Naive Bayes ratios
-    (SCALED_PREFIXES); a person's clause words, the lexicon's scores, the stars and the rest keep their
+def _scaled_columns(features: Sequence[str], prefixes: tuple[str, ...] = SCALED_PREFIXES) -> Any:
+    """Which of the polarity model's features are the words it scales by their Naive Bayes ratios (those
+    named by `prefixes`); a person's clause words, the lexicon's scores, the stars and the rest keep their
     values."""
     import numpy as np
 
-    return np.array([feature.startswith(SCALED_PREFIXES) for feature in features])
+    return np.array([feature.startswith(prefixes) for feature in features])
 
 
 def _as_dict(features: Sequence[str]) -> dict[str, float]:
