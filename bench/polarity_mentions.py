@@ -85,7 +85,7 @@ def model_readings(
         rounded = np.vectorize(_round)(result.coef)
         intercept = np.vectorize(_round)(result.intercept)
         for bar in bars:
-            kept = np.abs(rounded).max(axis=0) >= bar  # the trainer's rule for the file (PRUNE)
+            kept = np.abs(rounded).max(axis=0) >= bar  # the trainer's rule for the file (POLARITY_PRUNE)
             scores = test_rows @ (rounded * kept).T + intercept
             for i, best in zip(test, scores.argmax(axis=1)):
                 readings[bar][i] = result.classes[best]
@@ -93,7 +93,7 @@ def model_readings(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from train_model import FIXED_POLARITY_C, PRUNE, SCALED_PREFIXES, examples
+    from train_model import FIXED_POLARITY_C, POLARITY_PRUNE, SCALED_PREFIXES, examples
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folds", type=int, default=5)
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scaled", default=",".join(SCALED_PREFIXES), help="prefixes of the features scaled, comma-separated"
     )
-    parser.add_argument("--prune", default=str(PRUNE), help="bars under which weights are left out")
+    parser.add_argument("--prune", default=str(POLARITY_PRUNE), help="bars under which weights are left out")
     args = parser.parse_args(argv)
     scaled = tuple(p for p in args.scaled.split(",") if p)
     bars = [float(bar) for bar in args.prune.split(",")]

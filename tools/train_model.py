@@ -93,9 +93,12 @@ TERM_BARS = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2)
 # the term bar: the lowest whose F1 is within this of the best, since the corpus cannot tell those apart
 # and a phrase in a profile is its writer's deliberate words, where a word may mean something else.
 PHRASE_BAR_TIE = 0.0001
-# Weights smaller than this are left out of the file: at 0.005 it was 1.5 MB and analyze up to a fifth
-# slower; at 0.05, 0.84 MB and as fast as before, with the same figures on the bundled sample.
+# The heads' and the staff model's weights smaller than this are left out of the file: at 0.005 it was 1.5 MB
+# and analyze up to a fifth slower; at 0.05, 0.84 MB and as fast as before, the same figures on the sample.
 PRUNE = 0.05
+# The polarity model's own bar, higher: a quarter fewer weights for 0.0002 / 0.0003 per mention (aspects /
+# people; bench/polarity_mentions.py --prune 0.05,0.1), room in the file's size for a larger corpus.
+POLARITY_PRUNE = 0.1
 # The polarity model's word features that it scales (analysis/features.py polarity_features: an aspect's
 # clause, the words before a contrast, the sentence's, the clause's named by the aspect). Read as NBSVM reads
 # them, one binary model per sentiment over words scaled by their Naive Bayes ratios: per mention on the
@@ -379,7 +382,7 @@ def train(reviews: Sequence[dict], choose: bool = True, jobs: int = 1) -> dict[s
     polarity_weights = {}
     for feature, column in polarity_vocabulary.items():
         row = [_round(polarity_model.coef[k][column]) for k in order]
-        if max(abs(w) for w in row) >= PRUNE:
+        if max(abs(w) for w in row) >= POLARITY_PRUNE:
             polarity_weights[feature] = row
     staff_rows = [_as_dict(features) for _, features, _ in found.staff]
     staff_labels = [label for _, _, label in found.staff]
