@@ -139,7 +139,7 @@ def format_explanation(analysis: ReviewAnalysis) -> str:
         f"{(review['rating'] - 3) / 2:+.2f}, text {analysis.text_score:+.3f})"
     )
     lines.append("counted in insights.json (a record's mentions in one review: the heavier of positive and")
-    lines.append("negative, each as sure as the model is it is there; neutral on a tie):")
+    lines.append("negative, each counting 1, a half if the model is unsure of it; neutral on a tie):")
     for group, decisions in analysis.mentions.items():
         for record_id, decision in decisions.items():
             lines.append(f"  {group} {record_id}: {decision.sentiment} ({decision.rule})")

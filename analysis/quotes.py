@@ -59,7 +59,7 @@ def best_quotes(
     for mention in found:
         sentiment = mention.polarity.sentiment
         sentence = sentences[mention.sentence]
-        if mention.by_pronoun or mention.sentence in left_out or mention.weight < QUOTE_CONFIDENCE:
+        if mention.by_pronoun or mention.sentence in left_out or mention.sure < QUOTE_CONFIDENCE:
             continue
         if not CONTRASTS.isdisjoint(sentence.tokens):
             continue

@@ -30,14 +30,17 @@ STAR_LABELS = {1: "negative", 2: "negative", 3: "neutral", 4: "positive", 5: "po
 OWN_VALENCE_GROUPS = frozenset({"aspects"})
 STAFF_GROUP = "technicians"
 STAFF_REFERENCE_BAR = 0.5  # a staff name means that staff member when the model says so above this
-# A preset aspect's mention found by its term while the aspect's head is below its bar: it counts half
-# against mentions the head is sure of (aspect polarity on the corpus: 0.856 counting every mention as
-# one, 0.864 weighting each by the head's probability and these by a half; 0.860 with them at 1).
-TERM_ONLY_WEIGHT = 0.5
-# A sentence that says "he" or "she" after a sentence naming one staff member only: a mention of them, at
-# half weight (it may be about someone else). The labels count such a sentence for them when it judges them
-# (docs/corpus.md): people polarity on the corpus 0.857 without, 0.869 with (the same at 1).
-PRONOUN_WEIGHT = 0.5
+# How much a mention counts in its record's decision (aggregate_mentions). The labels count every mention
+# alike, so that a praise and a complaint tie (neutral), and so does analyze, but for a mention the model is
+# unsure talks about the record: a preset aspect's term under its head's bar, or its head under SURE_BAR.
+# Those count half. Aspect polarity on the corpus (5-fold, fixed settings, folds 1 to 5): weighing each
+# mention by its head's probability (model 3.4) 0.872 / 0.880 / 0.877 / 0.879 / 0.878; every model-found
+# mention 1, 0.878 / 0.887 / 0.885 / 0.888 / 0.885; 1 from 0.75 (chosen on the first fold; 0.6 to 0.8 are
+# within 0.001 of it on the other four), 0.881 / 0.888 / 0.886 / 0.890 / 0.887. A staff member's "he" or
+# "she" counts 1 too: a half up to model 3.4, chosen when people polarity was the same either way; now 1 is
+# +0.004 to +0.007 a fold.
+SURE_BAR = 0.75
+UNSURE_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -63,9 +66,13 @@ class Mention:
     found_by: str  # "model" (with its probability), "term 'x'", "name 'x'"
     span: tuple[int, int] | None  # the tokens that name it; None when only the model found it
     polarity: Polarity
-    # How much it counts in its record's decision: the model's probability, if the model found it.
-    weight: float = 1.0
+    sure: float = 1.0  # how sure the model is that the sentence is about the record: its head's probability
     by_pronoun: bool = False  # a staff member's "he"/"she" after a sentence naming them: never quoted
+
+    @property
+    def weight(self) -> float:
+        """How much it counts in its record's decision: 1, or half when the model is unsure of it."""
+        return 1.0 if self.sure >= SURE_BAR else UNSURE_WEIGHT
 
 
 @dataclass(frozen=True)
@@ -230,11 +237,11 @@ def sentence_mentions(
         record_id: str,
         found_by: str,
         span: tuple[int, int] | None,
-        weight: float = 1.0,
+        sure: float = 1.0,
         by_pronoun: bool = False,
     ) -> None:
         polarity = model.polarity(mention_features(sentence, words, group, record_id, span, stars), reasons)
-        found.append(Mention(group, record_id, number, found_by, span, polarity, weight, by_pronoun))
+        found.append(Mention(group, record_id, number, found_by, span, polarity, sure, by_pronoun))
 
     phrases = aspect_phrases(sentence)
     for aspect_id in aspect_ids:
@@ -246,9 +253,9 @@ def sentence_mentions(
                 found_by = f"model, {probability:.0%} sure"
                 add("aspects", aspect_id, found_by, _span(match), probability)
             elif phrase is not None and probability >= model.phrase_bar:
-                add("aspects", aspect_id, f"term '{phrase.term}'", _span(phrase), TERM_ONLY_WEIGHT)
+                add("aspects", aspect_id, f"term '{phrase.term}'", _span(phrase), probability)
             elif match is not None and probability >= model.term_bar:
-                add("aspects", aspect_id, f"term '{match.term}'", _span(match), TERM_ONLY_WEIGHT)
+                add("aspects", aspect_id, f"term '{match.term}'", _span(match), probability)
         elif match is not None:
             add("aspects", aspect_id, f"term '{match.term}'", _span(match))
     accepted = {record_id for _, record_id in staff}
@@ -265,7 +272,7 @@ def sentence_mentions(
     if not names_staff and before.only is not None and pronoun_at is not None:
         found_by = f"'{tokens[pronoun_at]}' after the sentence naming them"
         span = (pronoun_at, pronoun_at)
-        add(STAFF_GROUP, before.only, found_by, span, PRONOUN_WEIGHT, by_pronoun=True)
+        add(STAFF_GROUP, before.only, found_by, span, by_pronoun=True)
     return found, rejected
 
 

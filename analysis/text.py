@@ -7,12 +7,35 @@ from dataclasses import dataclass
 
 from ..reviews.words import fold
 
-# Split on whitespace after . ! ? … only; lines are split first (a regex for "whitespace around a newline"
-# rescans runs of tabs from every position: quadratic on a 20,000-character review of tabs).
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+# A sentence ends at whitespace after . ! ? or … (and any quote or bracket closing after it: 'she said it was
+# "normal." It was not.'), or after an emoji when the next word starts with a capital ("runs 😂 She
+# remembers"). On the corpus, splitting only after . ! ? … merged 1,145 pairs of its labelled sentences into
+# one, and read the clause of one for the other's record. Lines are split first (a regex for "whitespace
+# around a newline" rescans runs of tabs from every position: quadratic on a 20,000-character review of
+# tabs); only whitespace right after one of those characters is a candidate, so a run of them costs nothing.
+_CLOSERS = "\"'”’»)]"
+_EMOJI = "\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f000-\U0001faff"
+_CANDIDATE_END = re.compile(f"(?<=[.!?…{re.escape(_CLOSERS)}{_EMOJI}])\\s+")
 _ABBREVIATION = re.compile(
-    r"(?:^|\s)(?:dr|dra|drs|mr|mrs|ms|st|jr|sr|prof|vs|approx|e\.g|i\.e|[a-z])\.$", re.I
+    r"(?:^|[\s\"'“‘(])(?:dr|dra|drs|mr|mrs|ms|st|jr|sr|prof|vs|approx|e\.g|i\.e|[a-hj-z])\.$", re.I
 )
+# These, an ellipsis and a closing quote or bracket end a sentence only before a capital: "at 5:40 a.m. and"
+# goes on, "at 5 a.m. Then" ends; after a plain "." a lower-case word starts one ("great. will go back").
+_BEFORE_CAPITAL = re.compile(r"(?:^|\s)(?:[ap]\.m|co|inc|ltd|etc)\.$", re.I)
+_WORDLESS = re.compile(r"[^\w]*")  # emoji and punctuation only: "Best dentist!! 😊" keeps its emoji
+
+
+def _ends_sentence(part: str, following: str) -> bool:
+    """Whether the whitespace between a part of a line and the next ends a sentence."""
+    stripped = part.rstrip(_CLOSERS)
+    if stripped.endswith((".", "!", "?", "…")):
+        if _ABBREVIATION.search(stripped):  # "Dr. Patel"
+            return False
+        if following[:1].islower():  # '"how did we do?" email', "looked... okay", "at 5:40 a.m. and"
+            ellipsis = stripped.endswith(("…", "..."))
+            return not (stripped != part or ellipsis or _BEFORE_CAPITAL.search(stripped))
+        return True
+    return stripped == part and following[:1].isupper()  # after an emoji
 
 
 def split_sentences(text: str | None) -> list[str]:
@@ -23,11 +46,13 @@ def split_sentences(text: str | None) -> list[str]:
     sentences: list[list[str]] = []
     for line in text.split("\n"):
         previous = ""  # the last part, not the sentence it joined: searching that again is quadratic
-        for part in _SENTENCE_END.split(line):
+        for part in _CANDIDATE_END.split(line):
             part = part.strip()
             if not part:
                 continue
-            if previous and _ABBREVIATION.search(previous):  # "Dr. Patel": not a sentence end
+            if previous and not _ends_sentence(previous, part):
+                sentences[-1].append(part)
+            elif previous and _WORDLESS.fullmatch(part):  # an emoji after "!!" is the sentence's own
                 sentences[-1].append(part)
             else:
                 sentences.append([part])

@@ -132,7 +132,7 @@ def test_a_phrase_term_counts_down_to_the_phrase_bar_a_word_term_to_the_term_bar
     assert tiny_model({}, term_bar=0.2).phrase_bar == 0.2
 
 
-def test_he_or_she_after_a_named_staff_member_counts_for_them_at_half_weight_and_is_never_quoted():
+def test_he_or_she_after_a_named_staff_member_counts_for_them_as_the_name_does_and_is_never_quoted():
     text = "Maria brought our menus. She was wonderful, so warm and attentive all night."
     [analysis] = analyse_reviews([review(1, 5, text)], restaurant())
     people = [m for m in analysis.found if m.group == "technicians"]
@@ -140,11 +140,43 @@ def test_he_or_she_after_a_named_staff_member_counts_for_them_at_half_weight_and
         (0, "maria-santos", False),
         (1, "maria-santos", True),
     ]
-    assert people[1].weight == 0.5 and people[1].span == (0, 0)
+    assert people[1].weight == 1.0 and people[1].span == (0, 0)
     assert "'she' after the sentence naming them" in people[1].found_by
     assert analysis.mentions["technicians"]["maria-santos"].sentiment == "positive"
     quoted = analysis.quotes.get(("technicians", "maria-santos", "positive"), (0, ""))[1]
     assert quoted != "She was wonderful, so warm and attentive all night."
+
+
+def test_a_praise_and_a_complaint_the_model_is_sure_of_tie_as_the_labels_count_them():
+    """Each mention counts 1, as the labels count it: a praise by name and a complaint by "she" are mixed, not
+    the name's side (a "he" or "she" counted half until 3.5); two sentences surely about the food tie too,
+    where weighing each by its head's probability (0.997 against 1.0) gave the food to the complaint."""
+    for text in (
+        "Maria was lovely and so warm all night. She forgot our drinks twice and never came back to check.",
+        "Maria forgot our drinks twice. She was lovely about it, to be fair.",
+    ):
+        [analysis] = analyse_reviews([review(1, 3, text)], restaurant())
+        sentiments = [m.polarity.sentiment for m in analysis.found if m.group == "technicians"]
+        assert sorted(sentiments) == ["negative", "positive"], text
+        assert analysis.mentions["technicians"]["maria-santos"].sentiment == "neutral", text
+    for text in (
+        "The pasta was delicious. The steak was overcooked and bland.",
+        "The steak was overcooked and bland. The pasta was delicious.",
+    ):
+        [analysis] = analyse_reviews([review(1, 3, text)], restaurant())
+        food = [m for m in analysis.found if m.id == "food"]
+        assert sorted(m.polarity.sentiment for m in food) == ["negative", "positive"], text
+        assert analysis.mentions["aspects"]["food"].sentiment == "neutral", text
+
+
+def test_a_mention_the_model_is_unsure_of_counts_half():
+    sure = Polarity("positive", 0.99, (), 0.99)
+    assert [Mention("aspects", "food", 0, "model", None, sure, p).weight for p in (1.0, 0.75, 0.74, 0.3)] == [
+        1.0,
+        1.0,
+        0.5,
+        0.5,
+    ]
 
 
 def test_a_contracted_he_or_she_is_a_pronoun_too():

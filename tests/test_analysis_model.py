@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from reviewsd_app.analysis import compose, quotes
 from reviewsd_app.analysis.batch import analyse_reviews
 from reviewsd_app.analysis.model import MODEL_FILE, Polarity, shipped_model
-from reviewsd_app.analysis.review import TERM_ONLY_WEIGHT, Mention, aggregate_mentions
+from reviewsd_app.analysis.review import Mention, aggregate_mentions
 from reviewsd_app.analysis.run import build_insights
 from reviewsd_app.authoring.presets import render_preset
 from reviewsd_app.authoring.profile import load_profile, parse_profile
@@ -410,6 +410,53 @@ def test_sentences_split_the_same_way_at_any_length():
     ]
     assert split_sentences("Dr. " * 5000) == [("Dr. " * 5000).strip()]
     assert split_sentences("\t" * 20_000 + "ok") == ["ok"]
+    assert split_sentences('"' * 20_000 + " ok") == ['"' * 20_000 + " ok"]
+    assert split_sentences("😂 " * 10_000) == [("😂 " * 10_000).strip()]
+
+
+def test_a_sentence_ends_after_a_closing_quote_or_an_emoji_as_its_labels_end_it():
+    """Split only after . ! ? …, 1,145 pairs of the corpus's labelled sentences were one: 'Parisa now says it
+    was a "system error." Dr. Zielonka's treatment was good' read the praise for Parisa."""
+    from reviewsd_app.analysis.text import split_sentences
+
+    cases = {
+        'Parisa now says it was a "system error." Dr. Zielonka\'s treatment was good.': [
+            'Parisa now says it was a "system error."',
+            "Dr. Zielonka's treatment was good.",
+        ],
+        "She called it 'normal soreness.' It was not. (Ask for Dr. Lee.) He listens.": [
+            "She called it 'normal soreness.'",
+            "It was not.",
+            "(Ask for Dr. Lee.)",
+            "He listens.",
+        ],
+        "Lucía is the reason this place runs 😂 She remembers everybody.": [
+            "Lucía is the reason this place runs 😂",
+            "She remembers everybody.",
+        ],
+        "Jordan is the sweetest!! 😊 And Dr. Rob is great 👍": [
+            "Jordan is the sweetest!! 😊",
+            "And Dr. Rob is great 👍",
+        ],
+        "Tacos 😍 and the salsa 😍": ["Tacos 😍 and the salsa 😍"],
+        "I called at 5:40 a.m. and Hanh had me in by 6. Open at 5 a.m. Then closed.": [
+            "I called at 5:40 a.m. and Hanh had me in by 6.",
+            "Open at 5 a.m.",
+            "Then closed.",
+        ],
+        'An automated "how did we do?" email. My friend Hana (not the one who works here!) came too.': [
+            'An automated "how did we do?" email.',
+            "My friend Hana (not the one who works here!) came too.",
+        ],
+        "The replacement came out... also well-done. So am I. Great. will go back": [
+            "The replacement came out... also well-done.",
+            "So am I.",
+            "Great.",
+            "will go back",
+        ],
+    }
+    for text, sentences in cases.items():
+        assert split_sentences(text) == sentences, text
 
 
 def test_a_sentence_the_lexicon_reads_the_other_way_is_no_quote():
@@ -432,9 +479,9 @@ def test_a_sentence_the_model_is_unsure_is_about_the_record_is_no_quote():
     surely)."""
     [analysis] = analyse_reviews([review(1, 5, "The prices are a bargain at lunch.")], restaurant())
     sure = Polarity("positive", 0.99, (), 0.99)
-    for weight, quoted in ((0.35, False), (TERM_ONLY_WEIGHT, False), (0.9, True), (1.0, True)):
-        found = [Mention("aspects", "price", 0, "model", None, sure, weight)]
-        assert bool(quotes.best_quotes(analysis.sentences, found)) is quoted, weight
+    for about, quoted in ((0.35, False), (0.5, False), (0.9, True), (1.0, True)):
+        found = [Mention("aspects", "price", 0, "model", None, sure, about)]
+        assert bool(quotes.best_quotes(analysis.sentences, found)) is quoted, about
 
 
 def test_a_sentence_with_a_contrast_is_no_quote():
