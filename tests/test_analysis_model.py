@@ -459,6 +459,21 @@ def test_a_sentence_ends_after_a_closing_quote_or_an_emoji_as_its_labels_end_it(
         assert split_sentences(text) == sentences, text
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=list("aAbDrmp.!?…\"')]😂😊 \t\n"), max_size=60))
+def test_splitting_loses_and_adds_nothing(text):
+    """Whatever the text, its sentences hold its characters but whitespace, in order, each stripped and
+    none empty; and a sentence ends only after . ! ? …, a closing quote or bracket, or an emoji."""
+    from reviewsd_app.analysis.text import split_sentences
+
+    sentences = split_sentences(text)
+    assert "".join("".join(s.split()) for s in sentences) == "".join(text.split())
+    assert all(s and s == s.strip() for s in sentences)
+    for line in text.split("\n"):
+        line_sentences = split_sentences(line)
+        assert all(s[-1] in ".!?…\"')]😂😊" for s in line_sentences[:-1]), line_sentences
+
+
 def test_a_sentence_the_lexicon_reads_the_other_way_is_no_quote():
     """The model can be sure and wrong; a public quote needs the lexicon not to lean the other way."""
     profile = restaurant()
