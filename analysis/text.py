@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from ..reviews.words import fold
 
-# A sentence ends at whitespace after . ! ? or … (and any quote or bracket closing after it: 'she said it was
-# "normal." It was not.'), or after an emoji when the next word starts with a capital ("runs 😂 She
+# A sentence ends at whitespace after . ! ? or … (and any quote or bracket closing after it: 'she said it
+# was "normal." It was not.'), or after an emoji when the next word starts with a capital ("runs 😂 She
 # remembers"). On the corpus, splitting only after . ! ? … merged 1,145 pairs of its labelled sentences into
 # one, and read the clause of one for the other's record. Lines are split first (a regex for "whitespace
 # around a newline" rescans runs of tabs from every position: quadratic on a 20,000-character review of
@@ -22,20 +22,21 @@ _ABBREVIATION = re.compile(
 # These, an ellipsis and a closing quote or bracket end a sentence only before a capital: "at 5:40 a.m. and"
 # goes on, "at 5 a.m. Then" ends; after a plain "." a lower-case word starts one ("great. will go back").
 _BEFORE_CAPITAL = re.compile(r"(?:^|\s)(?:[ap]\.m|co|inc|ltd|etc)\.$", re.I)
-_WORDLESS = re.compile(r"[^\w]*")  # emoji and punctuation only: "Best dentist!! 😊" keeps its emoji
+_WORDLESS = re.compile(r"\W*")  # emoji and punctuation only: "Best dentist!! 😊" keeps its emoji
 
 
 def _ends_sentence(part: str, following: str) -> bool:
     """Whether the whitespace between a part of a line and the next ends a sentence."""
     stripped = part.rstrip(_CLOSERS)
+    closed = stripped != part  # a quote or bracket closes after it
     if stripped.endswith((".", "!", "?", "…")):
         if _ABBREVIATION.search(stripped):  # "Dr. Patel"
             return False
         if following[:1].islower():  # '"how did we do?" email', "looked... okay", "at 5:40 a.m. and"
             ellipsis = stripped.endswith(("…", "..."))
-            return not (stripped != part or ellipsis or _BEFORE_CAPITAL.search(stripped))
+            return not (closed or ellipsis or _BEFORE_CAPITAL.search(stripped))
         return True
-    return stripped == part and following[:1].isupper()  # after an emoji
+    return not closed and following[:1].isupper()  # after an emoji
 
 
 def split_sentences(text: str | None) -> list[str]:
@@ -50,9 +51,8 @@ def split_sentences(text: str | None) -> list[str]:
             part = part.strip()
             if not part:
                 continue
-            if previous and not _ends_sentence(previous, part):
-                sentences[-1].append(part)
-            elif previous and _WORDLESS.fullmatch(part):  # an emoji after "!!" is the sentence's own
+            # an emoji alone after "!!" is that sentence's own
+            if previous and (not _ends_sentence(previous, part) or _WORDLESS.fullmatch(part)):
                 sentences[-1].append(part)
             else:
                 sentences.append([part])
