@@ -92,11 +92,15 @@ def negation_marked(tokens: Sequence[str]) -> list[str]:
     return marked
 
 
-def ngrams(prefix: str, tokens: Sequence[str], only_in_pairs: frozenset[str] = frozenset()) -> list[str]:
-    """Unigrams and bigrams, named with a prefix saying where they come from; the words in `only_in_pairs`
-    give no unigram."""
+def ngrams(
+    prefix: str, tokens: Sequence[str], only_in_pairs: frozenset[str] = frozenset(), longest: int = 2
+) -> list[str]:
+    """Unigrams and bigrams (and trigrams when `longest` is 3), named with a prefix saying where they come
+    from; the words in `only_in_pairs` give no unigram."""
     found = [f"{prefix}{t}" for t in tokens if t not in only_in_pairs]
     found += [f"{prefix}{a} {b}" for a, b in zip(tokens, tokens[1:])]
+    if longest >= 3:
+        found += [f"{prefix}{a} {b} {c}" for a, b, c in zip(tokens, tokens[1:], tokens[2:])]
     return found
 
 
@@ -216,7 +220,12 @@ def polarity_features(
     # late."), as the guideline has it; the words before it count under names of their own. On the corpus,
     # people read the opposite way of their label 248 -> 222 times; people polarity 0.849 -> 0.850.
     judged = start if turn is None else turn + 1
-    features: dict[str, float] = dict.fromkeys(ngrams(clause_prefix, marked[judged:end], FUNCTION_WORDS), 1.0)
+    # A person's words are read three at a time as well: what someone did is told in a phrase more than a
+    # word ("stayed past closing", "never rang back"). People polarity per mention on the corpus (5-fold by
+    # review, 31,074 reviews): 0.8703 -> 0.8753, aspects the same; four words at a time as well, 0.8747.
+    longest = 3 if kind == "person" else 2
+    clause_ngrams = ngrams(clause_prefix, marked[judged:end], FUNCTION_WORDS, longest)
+    features: dict[str, float] = dict.fromkeys(clause_ngrams, 1.0)
     if turn is not None:
         features.update(dict.fromkeys(ngrams("pre:", marked[start:turn], FUNCTION_WORDS), 1.0))
         features["turned"] = 1.0
@@ -226,7 +235,7 @@ def polarity_features(
     sentence_weight = SENTENCE_WEIGHT
     if kind == "aspect" and span and (start > 0 or end < len(tokens)):
         sentence_weight = OTHER_CLAUSES_WEIGHT
-    features.update(dict.fromkeys(ngrams("s:", marked, FUNCTION_WORDS), sentence_weight))
+    features.update(dict.fromkeys(ngrams("s:", marked, FUNCTION_WORDS, longest), sentence_weight))
     # The same word can praise one aspect and fault another ("cheap" prices, "cheap" chairs; "hot" food, a
     # "hot" room): the clause's words once more, named by the aspect (aspect polarity on the corpus 0.875
     # without, 0.881 with).

@@ -13,6 +13,7 @@ from reviewsd_app.analysis.batch import analyse_reviews, staff_roles
 from reviewsd_app.analysis.explain import _reasons, describe, format_explanation
 from reviewsd_app.analysis.features import (
     mention_clause,
+    negation_marked,
     polarity_features,
     role_words,
     staff_context,
@@ -315,6 +316,20 @@ def test_a_mentions_polarity_reads_function_words_only_in_pairs():
     assert {"ac:clear", "ac:a clear", "s:plan and", "aw:explanation-of-treatment:clear"} <= set(features)
     negated = polarity_features(["not", "a", "fan"], [0.0] * 3, None, "aspect", 2)
     assert {"ac:not not_a", "ac:not_a not_fan", "ac:not_fan"} <= set(negated)
+
+
+def test_a_persons_words_are_read_three_at_a_time_and_an_aspects_two():
+    """What a staff member did is told in a phrase ("never rang back", "stayed past closing"): a person's
+    clause and sentence give word triples as well; an aspect's give pairs at most, and describe() reads a
+    triple as words."""
+    tokens = ["<self>", "never", "rang", "back", "after", "the", "visit"]
+    marked = negation_marked(tokens)
+    person = polarity_features(tokens, [0.0] * len(tokens), (0, 0), "person", 5)
+    clause_triple, sentence_triple = " ".join(marked[1:4]), " ".join(marked[0:3])
+    assert {f"pc:{clause_triple}", f"s:{sentence_triple}"} <= set(person)
+    aspect = polarity_features(tokens, [0.0] * len(tokens), (6, 6), "aspect", 5, "wait-time")
+    assert not [f for f in aspect if f.startswith(("ac:", "s:")) and f.count(" ") == 2]
+    assert describe("pc:never not_rang not_back", 1.0) == '"never rang back" after a negation near it'
 
 
 def test_a_mentions_clause_runs_through_a_but_when_the_next_clause_names_nothing_else():
