@@ -222,7 +222,8 @@ def polarity_features(
     judged = start if turn is None else turn + 1
     # A person's words are read three at a time as well: what someone did is told in a phrase more than a
     # word ("stayed past closing", "never rang back"). People polarity per mention on the corpus (5-fold by
-    # review, 31,074 reviews): 0.8703 -> 0.8753, aspects the same; four words at a time as well, 0.8747.
+    # review, 31,074 reviews, bench/polarity_mentions.py): 0.8703 -> 0.8755, aspects the same; four words at
+    # a time as well, 0.8747 (docs/analysis.md).
     longest = 3 if kind == "person" else 2
     clause_ngrams = ngrams(clause_prefix, marked[judged:end], FUNCTION_WORDS, longest)
     features: dict[str, float] = dict.fromkeys(clause_ngrams, 1.0)
