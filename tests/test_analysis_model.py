@@ -493,10 +493,10 @@ def test_a_sentence_the_model_is_unsure_is_about_the_record_is_no_quote():
     needed help with neck pain." was quotable as praise of pain relief (found at 35%, rated positive
     surely)."""
     [analysis] = analyse_reviews([review(1, 5, "The prices are a bargain at lunch.")], restaurant())
-    sure = Polarity("positive", 0.99, (), 0.99)
-    for about, quoted in ((0.35, False), (0.5, False), (0.9, True), (1.0, True)):
-        found = [Mention("aspects", "price", 0, "model", None, sure, about)]
-        assert bool(quotes.best_quotes(analysis.sentences, found)) is quoted, about
+    praise = Polarity("positive", 0.99, (), 0.99)
+    for head_probability, quoted in ((0.35, False), (0.5, False), (0.9, True), (1.0, True)):
+        found = [Mention("aspects", "price", 0, "model", None, praise, sure=head_probability)]
+        assert bool(quotes.best_quotes(analysis.sentences, found)) is quoted, head_probability
 
 
 def test_a_sentence_with_a_contrast_is_no_quote():
