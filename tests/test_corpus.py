@@ -38,7 +38,7 @@ def test_the_held_out_parts_label_the_bundled_sample_and_are_never_trained_on():
 
 
 def test_every_part_carries_its_later_readings():
-    """Each change of the later readings (corpus/passes/PART.reading3.jsonl to PART.reading6.jsonl)
+    """Each change of the later readings (corpus/passes/PART.reading3.jsonl to PART.reading7.jsonl)
     is what the part file says now, unless a later reading changed the same label again: re-settling a part
     from its passes without the readings would undo them."""
     passes = ROOT / "corpus" / "passes"
@@ -51,6 +51,8 @@ def test_every_part_carries_its_later_readings():
     assert fourth == clinics | {"sample-a", "sample-b"}  # the fourth reading: every clinic part
     sixth = sorted(passes.glob("*.reading6.jsonl"))
     assert len(sixth) == len(third)  # the sixth reading: every part again
+    seventh = sorted(passes.glob("*.reading7.jsonl"))
+    assert len(seventh) == len(third)  # the seventh reading (people polarity): every part again
     for reading in third:
         part = reading.name.removesuffix(".reading3.jsonl")
         reviews = {review["id"]: review for review in lines(corpus_passes.part_file(part))}

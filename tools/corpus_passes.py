@@ -15,7 +15,7 @@ usage:
   corpus_passes.py revise PART [--check]
                                        the later readings: corpus/PART.jsonl with the changes in
                                        PART.reading3.jsonl, PART.reading4.jsonl, PART.reading5.jsonl,
-                                       then PART.reading6.jsonl, one JSON line each:
+                                       PART.reading6.jsonl, then PART.reading7.jsonl, one JSON line each:
                                        {"id", "sentence", "text", "field", "key", "was", "now", "rule"}
                                        ("was" the label before that reading, "now" the new one; null for
                                        none; for not_staff, true or false); every line is checked against the
@@ -37,7 +37,7 @@ PASSES = CORPUS / "passes"
 LABEL_FIELDS = ("aspects", "people")
 POLARITIES = ("positive", "negative", "neutral")
 # applied in this order after the settling (docs/corpus.md)
-READINGS = ("reading3", "reading4", "reading5", "reading6")
+READINGS = ("reading3", "reading4", "reading5", "reading6", "reading7")
 
 
 def part_file(part: str) -> Path:
