@@ -19,7 +19,7 @@ from . import aggregate, compose
 from .batch import AnalysisError, analyse_reviews
 from .explain import format_explanation
 
-METHOD_VERSION = "3.6"  # 3.6: a person's words read three at a time too (history: docs/analysis.md)
+METHOD_VERSION = "3.7"  # 3.7: trained on the seventh reading's labels (history: docs/analysis.md)
 EXPLAIN_REASONS = 4  # features --explain lists per decision
 MODEL = (
     f"reviewsd-model {METHOD_VERSION}: linear models trained on reviewsd's own labelled corpus (aspect "
