@@ -41,6 +41,11 @@ def staff_roles(profile: Profile) -> dict[str, tuple[str, ...]]:
     return {p["id"]: role_words(p.get("role") or "") for p in profile.practitioners}
 
 
+def staff_pronouns(profile: Profile) -> dict[str, str]:
+    """The pronoun business.toml gives each practitioner that has one: "she/her" and "she" are "she"."""
+    return {p["id"]: p["pronouns"].split("/")[0] for p in profile.practitioners if p.get("pronouns")}
+
+
 class _Analyser:
     """What analysing a review under one profile needs, built once: one review at a time, corrected, or None
     when business.toml hides it."""
@@ -52,6 +57,7 @@ class _Analyser:
         self.aspect_ids = tuple(aspect["id"] for aspect in profile.aspects)
         model.prepare(self.aspect_ids)  # here, before workers fork, so that they share it (Model.prepare)
         self.roles = staff_roles(profile)
+        self.pronouns = staff_pronouns(profile)
         self.reasons = reasons
         self.hidden = profile.hide_reviews
         self.people_published = profile.publish.get("people", True)
@@ -63,7 +69,14 @@ class _Analyser:
         if review["id"] in self.hidden:
             return None
         analysis = analyse_review(
-            review, self.matcher, self.scorer, self.model, self.aspect_ids, self.reasons, self.roles
+            review,
+            self.matcher,
+            self.scorer,
+            self.model,
+            self.aspect_ids,
+            self.reasons,
+            self.roles,
+            self.pronouns,
         )
         left_out = frozenset() if self.people_published else naming_staff(analysis.found)
         analysis.quotes = best_quotes(analysis.sentences, analysis.found, left_out)

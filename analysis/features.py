@@ -26,9 +26,12 @@ EMOJI = {
 # "She's" and "he'll" are one token each: without their contractions, "Maria brought our menus. She's a
 # gem." was no mention of Maria (people polarity on the corpus, 5-fold: +0.001 alone, +0.002 with the
 # pronoun's reach cut to the next sentence, analysis/review.py StaffBefore).
-PRONOUNS = frozenset(
-    {"he", "she", "him", "her", "his", "hers", "he's", "she's", "he'll", "she'll", "he'd", "she'd"}
-)
+# Each pronoun's person, matched against the pronouns business.toml may give a staff member (StaffBefore).
+PRONOUN_PERSON = {
+    **dict.fromkeys(("he", "him", "his", "he's", "he'll", "he'd"), "he"),
+    **dict.fromkeys(("she", "her", "hers", "she's", "she'll", "she'd"), "she"),
+}
+PRONOUNS = frozenset(PRONOUN_PERSON)
 # Words that say nothing of how a customer judges what they talk about. A mention's polarity reads them only
 # in pairs ("not a", "at all"): alone they learnt the corpus's narration ("and", "a" and "at" near a mention
 # weighed toward neutral, so "I left with a clear plan." read as a plain one). On the corpus a wash (5-fold,

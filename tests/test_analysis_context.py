@@ -202,6 +202,46 @@ def test_he_or_she_after_two_staff_members_counts_for_neither():
     assert not [m for m in analysis.found if m.by_pronoun]
 
 
+def restaurant_pronouns(maria: str, tom: str):
+    """The restaurant's Maria and Tom, with the pronouns business.toml gives them ("" for none)."""
+    staff = ""
+    for staff_id, name, pronouns in (
+        ("maria-santos", "Maria Santos", maria),
+        ("tom-becker", "Tom Becker", tom),
+    ):
+        staff += f'[[practitioners]]\nid = "{staff_id}"\nname = "{name}"\naliases = ["{name.split()[0]}"]\n'
+        staff += f'pronouns = "{pronouns}"\n' if pronouns else ""
+    return parse_profile(render_preset("restaurant") + staff)
+
+
+def pronoun_mentions(text: str, profile) -> list[tuple[int, str]]:
+    [analysis] = analyse_reviews([review(1, 2, text)], profile)
+    return [(m.sentence, m.id) for m in analysis.found if m.by_pronoun]
+
+
+def test_after_two_staff_members_he_or_she_counts_for_the_one_business_toml_gives_it():
+    """[[practitioners]] pronouns: of the staff the sentence before named, the one given that pronoun, if
+    only one is; given to both, or to neither, nobody."""
+    two = "Maria and Tom looked after us. She was rude to my mother."
+    assert pronoun_mentions(two, restaurant_pronouns("she/her", "he")) == [(1, "maria-santos")]
+    assert pronoun_mentions(two.replace("She", "He"), restaurant_pronouns("she", "he/him")) == [
+        (1, "tom-becker")
+    ]
+    assert pronoun_mentions(two, restaurant_pronouns("she", "she")) == []
+    assert pronoun_mentions(two, restaurant_pronouns("she", "")) == [(1, "maria-santos")]
+    assert pronoun_mentions(two, restaurant_pronouns("", "he")) == []
+
+
+def test_he_or_she_after_one_staff_member_given_other_pronouns_is_not_them():
+    """ "Tom brought our menus. She was rude to my mother.": with Tom given "he" (or "they"), "she" is not
+    Tom (with none given, she is: the guideline's reading of a pronoun right after a name)."""
+    text = "Tom brought our menus. She was rude to my mother."
+    assert pronoun_mentions(text, restaurant_pronouns("", "he")) == []
+    assert pronoun_mentions(text, restaurant_pronouns("", "they/them")) == []
+    assert pronoun_mentions(text, restaurant_pronouns("", "")) == [(1, "tom-becker")]
+    assert pronoun_mentions(text.replace("She", "He"), restaurant_pronouns("", "he")) == [(1, "tom-becker")]
+
+
 def test_a_pronoun_sentence_is_trained_on_the_pronoun_as_the_staff_members_span():
     staff = [{"name": "Maria Santos", "role": "Server", "aliases": ["Maria"]}]
     sentences = [

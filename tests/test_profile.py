@@ -137,6 +137,7 @@ def test_minimal_profile_fills_reviews_json_defaults():
         ('[[faq]]\nquestion = "Q?"\nabout = ["nothing"]', "faq[0].about"),
         ('author_display = "initials"', "author_display"),
         ('[sentiment_overrides]\n"meh" = 9', "sentiment_overrides.meh"),
+        ('[[practitioners]]\nid = "jo"\nname = "Jo"\npronouns = "xe"', "practitioners[0].pronouns"),
     ],
 )
 def test_errors_name_the_key_and_what_is_wrong(extra, names):
