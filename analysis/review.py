@@ -105,8 +105,8 @@ class StaffBefore:
         """The staff member a "he" or "she" means: the one the sentence before named, unless business.toml
         gives them other pronouns; of several it named, the one business.toml gives this pronoun, if only
         one has it ("Jen booked me with Dr. Hale. He was great.": Dr. Hale, if he is "he" and Jen is not).
-        Where the labels give such a pronoun after two staff, they give it to the last named in 121 of 309
-        sentences and to the first in 57: no order alone would do."""
+        Of the corpus's 309 sentences with a "he" or "she" right after one naming two staff, the labels give
+        it to the last named in 121, the first in 57 and neither in 130: no order alone would do."""
         person = PRONOUN_PERSON.get(pronoun)
         if len(self.named) == 1:
             staff_id, declared = self.named[0]
