@@ -194,3 +194,37 @@ def test_every_part_is_its_first_pass_with_the_decisions_and_readings(tmp_path, 
     for path in parts:
         corpus_passes.apply(path.stem, passes / f"{path.stem}.decisions.jsonl")
         assert lines(tmp_path / path.name) == lines(path), path.stem
+
+
+def test_a_new_part_goes_through_the_steps_of_a_round(tmp_path, monkeypatch, capsys):
+    """docs/corpus.md, "Making a round": strip keeps the writer's labels and the bare text, fill makes the
+    blind second pass, diff lists where they differ, apply writes the part as settled; the empty readings a
+    new part carries change nothing."""
+    sentence = {"text": "Bree got me in the same day.", "aspects": {"front-desk": "positive"}, "people": {}}
+    one_sentence_part(tmp_path, monkeypatch, "dental", {**sentence, "not_staff": []}, {})
+    corpus_passes.strip("x")
+    (bare,) = lines(tmp_path / "passes" / "x.text.jsonl")
+    assert bare["sentences"] == [{"text": sentence["text"], "aspects": {}, "people": {}, "not_staff": []}]
+    second = {"aspects": {"front-desk": "positive", "scheduling": "positive"}, "people": {}, "not_staff": []}
+    corpus_passes.write_lines(tmp_path / "passes" / "x.labels2.jsonl", [{"id": "x-1", "sentences": [second]}])
+    corpus_passes.fill("x", tmp_path / "passes" / "x.labels2.jsonl")
+    capsys.readouterr()
+    corpus_passes.diff("x")
+    (disagreement,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert disagreement == {
+        "id": "x-1",
+        "sentence": 0,
+        "text": sentence["text"],
+        "field": "aspects",
+        "key": "scheduling",
+        "pass1": None,
+        "pass2": "positive",
+    }
+    decision = {**disagreement, "final": "positive", "why": "a same-day booking judges scheduling"}
+    corpus_passes.write_lines(tmp_path / "passes" / "x.decisions.jsonl", [decision])
+    for reading in ("reading3", "reading4", "reading6", "reading7"):
+        corpus_passes.write_lines(tmp_path / "passes" / f"x.{reading}.jsonl", [])
+    corpus_passes.apply("x", tmp_path / "passes" / "x.decisions.jsonl")
+    (settled,) = lines(tmp_path / "x.jsonl")
+    assert settled["sentences"][0]["aspects"] == {"front-desk": "positive", "scheduling": "positive"}
+    assert corpus_passes.revise("x", check_only=True) == 0
