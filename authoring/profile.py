@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import jsonschema_rs
 
 from ..reviews.dataset import SCHEMAS
+from ..reviews.validation import schema_message
 from .telephone import international
 
 PROFILE_FILE = "business.toml"
@@ -114,7 +115,8 @@ def _key_path(parts: list) -> str:
 def schema_problems(doc: Mapping[str, Any]) -> list[str]:
     """`key: what is wrong` for each schema violation, in document order."""
     return [
-        f"{_key_path(list(error.instance_path))}: {error.message}" for error in _validator().iter_errors(doc)
+        f"{_key_path(list(error.instance_path))}: {schema_message(error)}"
+        for error in _validator().iter_errors(doc)
     ]
 
 

@@ -9,6 +9,7 @@ import jsonschema_rs
 
 from ..reviews.dataset import validator
 from ..reviews.problems import json_path
+from ..reviews.validation import schema_message
 
 
 @cache
@@ -21,7 +22,7 @@ def schema_errors(name: str, doc: Any, limit: int = 5) -> list[str]:
     says them."""
     errors = []
     for error in _validator(name).iter_errors(doc):
-        errors.append(f"{json_path(error.instance_path)}: {error.message}")
+        errors.append(f"{json_path(error.instance_path)}: {schema_message(error)}")
         if len(errors) == limit:
             break
     return errors

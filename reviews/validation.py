@@ -49,12 +49,24 @@ def schema_problems(file: str, doc: Any, schema_validator: jsonschema_rs.Validat
             return []
     except ValueError:  # jsonschema-rs reads at most a few hundred levels of nesting
         return [Problem(file, "$", "schema", "nests too deeply to validate")]
-    found = [(list(e.instance_path), schema_keyword(e), e.message) for e in schema_validator.iter_errors(doc)]
+    found = [
+        (list(e.instance_path), schema_keyword(e), schema_message(e))
+        for e in schema_validator.iter_errors(doc)
+    ]
     found.sort(key=lambda error: (list(map(str, error[0])), error[1]))
     return [
         Problem(file, json_path(path), f"schema:{keyword}", _short(message))
         for path, keyword, message in found
     ]
+
+
+def schema_message(error: jsonschema_rs.ValidationError) -> str:
+    """What an error says, an enum's options all named: jsonschema-rs names two and counts the rest ("is
+    not one of "he", "she" or 4 other candidates"), which leaves whoever wrote the value guessing."""
+    if error.kind.name == "enum":
+        options = ", ".join(json.dumps(option, ensure_ascii=False) for option in error.kind.options)
+        return f"{json.dumps(error.instance, ensure_ascii=False)} is not one of {options}"
+    return error.message
 
 
 def schema_keyword(error: jsonschema_rs.ValidationError) -> str:

@@ -147,6 +147,14 @@ def test_errors_name_the_key_and_what_is_wrong(extra, names):
     assert f"business.toml: {names}" in str(caught.value)
 
 
+def test_a_value_not_in_a_list_is_told_every_value_the_list_allows():
+    """jsonschema-rs names two options and counts the rest ("or 1 other candidate"): the error names all."""
+    with pytest.raises(ProfileError) as caught:
+        parse_profile('author_display = "initials"\n' + MINIMAL, "business.toml")
+    expected = 'business.toml: author_display: "initials" is not one of "first-initial", "full", "first"'
+    assert expected in str(caught.value)
+
+
 def test_invalid_toml_says_so():
     with pytest.raises(ProfileError, match="not valid TOML"):
         parse_profile("[business\n")
