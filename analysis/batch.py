@@ -74,9 +74,9 @@ class _Analyser:
             self.scorer,
             self.model,
             self.aspect_ids,
-            self.reasons,
-            self.roles,
-            self.pronouns,
+            reasons=self.reasons,
+            roles=self.roles,
+            pronouns=self.pronouns,
         )
         left_out = frozenset() if self.people_published else naming_staff(analysis.found)
         analysis.quotes = best_quotes(analysis.sentences, analysis.found, left_out)

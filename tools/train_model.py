@@ -188,9 +188,9 @@ def examples(reviews: Sequence[dict]) -> Examples:
             named_roles = tuple(roles[i] for i in named_ids if i in roles)
             context = staff_context(named_roles, before.roles, tokens)
             pronoun_at = pronoun_index(tokens)
-            referred = (
-                before.meant_by(tokens[pronoun_at]) if not staff_matches and pronoun_at is not None else None
-            )
+            referred = None  # the staff member its "he" or "she" means, as analyze reads it
+            if not staff_matches and pronoun_at is not None:
+                referred = before.meant_by(tokens[pronoun_at])
             before = before.after(named_ids, roles)
             words = names_replaced(tokens, staff_names(sentence))  # as analyze reads them
             found.detection.append((index, review["trade"], detection_features(words, hits, context), True))
