@@ -4,7 +4,11 @@ two plain readings of the same mentions, in one run. Where docs/analysis.md's pe
 a variant of the model's form is an option.
 
     python bench/polarity_mentions.py [--folds 5] [--jobs N] [--c 1.0] [--scaled ac:,pre:,s:,aw:]
-                                      [--prune 0.05,0.1]
+                                      [--prune 0.05,0.1] [--leave-out PREFIXES | --in-training PREFIXES]
+
+A new corpus round's effect on the reviews before it, in the same folds: `--leave-out ae,af` reads the corpus
+without the reviews whose ids start "ae-" or "af-", `--in-training ae,af` puts those reviews in every training
+fold and scores only the others.
 
 Needs the `train` extra. The folds are analysis_accuracy.py's (reviews in id order, dealt out in turn). In
 each, the vocabulary, the Naive Bayes ratios and the regressions come from its training mentions only, made as
@@ -39,6 +43,10 @@ KINDS = ("aspect", "person")
 
 def kind_of(features: dict[str, float]) -> str:
     return "person" if "kind:person" in features else "aspect"
+
+
+def id_prefix(review: dict[str, Any]) -> str:
+    return review["id"].split("-")[0]
 
 
 def stars_reading(features: dict[str, float]) -> str:
@@ -103,20 +111,32 @@ def main(argv: list[str] | None = None) -> int:
         "--scaled", default=",".join(SCALED_PREFIXES), help="prefixes of the features scaled, comma-separated"
     )
     parser.add_argument("--prune", default=str(POLARITY_PRUNE), help="bars under which weights are left out")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument("--leave-out", default="", help="id prefixes of reviews left out, comma-separated")
+    chosen.add_argument(
+        "--in-training", default="", help="id prefixes of reviews in every training fold, never scored"
+    )
     args = parser.parse_args(argv)
     scaled = tuple(p for p in args.scaled.split(",") if p)
     bars = [float(bar) for bar in args.prune.split(",")]
+    left_out = {prefix for prefix in args.leave_out.split(",") if prefix}
+    always_trained = {prefix for prefix in args.in_training.split(",") if prefix}
 
-    reviews = corpus_reviews()
-    fold_by_id = {review["id"]: n for n, part in enumerate(folds(reviews, args.folds)) for review in part}
+    reviews = [review for review in corpus_reviews() if id_prefix(review) not in left_out]
+    scored = [review for review in reviews if id_prefix(review) not in always_trained]
+    fold_by_id = {review["id"]: n for n, part in enumerate(folds(scored, args.folds)) for review in part}
     found = examples(reviews).polarity
     rows = [features for _, features, _ in found]
     labels = [label for _, _, label in found]
-    fold_of = [fold_by_id[reviews[index]["id"]] for index, _, _ in found]
+    # -1: a fold never held out, so in every training fold
+    fold_of = [fold_by_id.get(reviews[index]["id"], -1) for index, _, _ in found]
     kinds = [kind_of(features) for features in rows]
-    count = Counter(kinds)
-    print(f"polarity per mention, {args.folds}-fold by review on {len(reviews):,} reviews")
-    print(f"  {len(rows):,} labelled mentions: {count['aspect']:,} of aspects, {count['person']:,} of people")
+    count = Counter(kind for kind, fold in zip(kinds, fold_of) if fold >= 0)
+    print(f"polarity per mention, {args.folds}-fold by review on {len(scored):,} reviews")
+    if always_trained:
+        print(f"  and {len(reviews) - len(scored):,} more in every training fold ({args.in_training})")
+    mentions, of_aspects, of_people = sum(count.values()), count["aspect"], count["person"]
+    print(f"  {mentions:,} labelled mentions: {of_aspects:,} of aspects, {of_people:,} of people")
     print(f"  {'reading':<60} {'aspects':>8} {'people':>8}")
     readings = model_readings(rows, labels, fold_of, args.folds, args.c, scaled, bars, args.jobs)
     named = {
@@ -126,7 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     named["the stars alone"] = [stars_reading(features) for features in rows]
     named["the lexicon's score of the clause"] = [lexicon_reading(features) for features in rows]
     for name, read in named.items():
-        right = Counter(kind for kind, guess, label in zip(kinds, read, labels) if guess == label)
+        right: Counter[str] = Counter()
+        for kind, guess, label, fold in zip(kinds, read, labels, fold_of):
+            if fold >= 0 and guess == label:
+                right[kind] += 1
         shares = " ".join(f"{right[kind] / count[kind]:8.4f}" for kind in KINDS)
         print(f"  {name:<60} {shares}")
     return 0
