@@ -19,7 +19,7 @@ from . import aggregate, compose
 from .batch import AnalysisError, analyse_reviews
 from .explain import format_explanation
 
-METHOD_VERSION = "3.12"  # 3.12: 3.8's code trained on corpus rounds 1 to 37 (history: docs/analysis.md)
+METHOD_VERSION = "3.13"  # 3.13: 3.8's code trained on corpus rounds 1 to 40 (history: docs/analysis.md)
 EXPLAIN_REASONS = 4  # features --explain lists per decision
 MODEL = (
     f"reviewsd-model {METHOD_VERSION}: linear models trained on reviewsd's own labelled corpus (aspect "
